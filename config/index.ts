@@ -1,0 +1,180 @@
+/**
+ * The service's configuration, read from the environment (design.md section 7). Every process
+ * (api, worker, embedded stack) calls {@link loadConfig} once at start; invalid values stop the
+ * process with a message that names the variable.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { z } from 'zod';
+
+/** One entry of the template catalog. */
+export interface TemplateConfig {
+  /** Container image of the sandbox. */
+  image: string;
+  /** A known floor for the root filesystem in MiB, if the operator knows it; optional. */
+  rootfs_mib?: number;
+}
+
+/** The parsed configuration. Durations are in ms. */
+export interface Config {
+  port: number;
+  /** token -> tenant id. */
+  apiTokens: Map<string, string>;
+  /** True when API_TOKENS was unset and the dev token is in use. */
+  devToken: boolean;
+  /** Unset: the embedded stack starts a dev server. */
+  temporalAddress?: string;
+  temporalNamespace: string;
+  taskQueue: string;
+  /** Unset: the simulated cluster. */
+  kubeconfig?: string;
+  sandboxNamespace: string;
+  dataDir: string;
+  /** Unset: SQLite in dataDir. */
+  databaseUrl?: string;
+  createDeadlineMs: number;
+  syncReadinessBudgetMs: number;
+  watchRetryDelayMs: number;
+  templates: Record<string, TemplateConfig>;
+  logLevel: string;
+}
+
+/** Thrown by {@link loadConfig}; the message starts with the variable's name. */
+export class ConfigError extends Error {
+  constructor(
+    readonly variable: string,
+    message: string,
+  ) {
+    super(`${variable}: ${message}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/** The dev tenant and token used when API_TOKENS is unset (design.md section 3). */
+export const DEV_TENANT = 'dev';
+export const DEV_TOKEN = 'dev-token';
+
+/** The template catalog used when SANDBOX_TEMPLATES is unset. */
+export const DEFAULT_TEMPLATES: Record<string, TemplateConfig> = {
+  base: { image: 'ghcr.io/durable-sandbox/base:1' },
+};
+
+const templateSchema = z
+  .object({
+    image: z.string().min(1),
+    rootfs_mib: z.number().int().positive().optional(),
+  })
+  .strict();
+const templatesSchema = z
+  .record(z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/), templateSchema)
+  .refine((catalog) => Object.keys(catalog).length > 0, 'must name at least one template');
+
+function positiveInt(
+  env: NodeJS.ProcessEnv,
+  name: string,
+  fallback: number,
+  max = 2 ** 31,
+): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d+$/.test(raw.trim()) || Number(raw) <= 0 || Number(raw) > max) {
+    throw new ConfigError(name, `must be a positive integer up to ${max}, got "${raw}"`);
+  }
+  return Number(raw);
+}
+
+function nonEmpty(env: NodeJS.ProcessEnv, name: string, fallback?: string): string | undefined {
+  const raw = env[name]?.trim();
+  return raw ? raw : fallback;
+}
+
+function parseTokens(raw: string | undefined): { tokens: Map<string, string>; dev: boolean } {
+  if (raw === undefined || raw.trim() === '') {
+    return { tokens: new Map([[DEV_TOKEN, DEV_TENANT]]), dev: true };
+  }
+  const tokens = new Map<string, string>();
+  for (const pair of raw.split(',')) {
+    const separator = pair.indexOf(':');
+    const tenant = pair.slice(0, separator).trim();
+    const token = pair.slice(separator + 1).trim();
+    if (separator <= 0 || !tenant || !token) {
+      throw new ConfigError('API_TOKENS', 'must be comma-separated tenant:token pairs');
+    }
+    if (!/^[A-Za-z0-9_.-]{1,64}$/.test(tenant)) {
+      throw new ConfigError('API_TOKENS', `tenant "${tenant}" must match [A-Za-z0-9_.-]{1,64}`);
+    }
+    if (tokens.has(token)) throw new ConfigError('API_TOKENS', 'a token is listed twice');
+    tokens.set(token, tenant);
+  }
+  return { tokens, dev: false };
+}
+
+function parseTemplates(raw: string | undefined): Record<string, TemplateConfig> {
+  if (raw === undefined || raw.trim() === '') return DEFAULT_TEMPLATES;
+  let text = raw.trim();
+  if (!text.startsWith('{')) {
+    if (!existsSync(text)) {
+      throw new ConfigError(
+        'SANDBOX_TEMPLATES',
+        `is neither inline JSON nor an existing file: ${text}`,
+      );
+    }
+    text = readFileSync(text, 'utf8');
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (err) {
+    throw new ConfigError('SANDBOX_TEMPLATES', `is not valid JSON (${(err as Error).message})`);
+  }
+  const parsed = templatesSchema.safeParse(json);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new ConfigError(
+      'SANDBOX_TEMPLATES',
+      `${issue?.path.join('.') || '(root)'}: ${issue?.message ?? 'invalid'}`,
+    );
+  }
+  return parsed.data;
+}
+
+/**
+ * Reads and checks the configuration.
+ * @param env the environment to read (default `process.env`)
+ * @throws ConfigError naming the first invalid variable
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const { tokens, dev } = parseTokens(env.API_TOKENS);
+  const databaseUrl = nonEmpty(env, 'DATABASE_URL');
+  if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
+    throw new ConfigError('DATABASE_URL', 'must be a postgres:// or postgresql:// URL');
+  }
+  const temporalAddress = nonEmpty(env, 'TEMPORAL_ADDRESS');
+  if (temporalAddress && !/^[^\s:]+:\d+$/.test(temporalAddress)) {
+    throw new ConfigError('TEMPORAL_ADDRESS', `must be host:port, got "${temporalAddress}"`);
+  }
+  const kubeconfig = nonEmpty(env, 'KUBECONFIG');
+  const sandboxNamespace = nonEmpty(env, 'SANDBOX_NAMESPACE', 'sandboxes') as string;
+  if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(sandboxNamespace)) {
+    throw new ConfigError(
+      'SANDBOX_NAMESPACE',
+      `"${sandboxNamespace}" is not a valid namespace name`,
+    );
+  }
+  return {
+    port: positiveInt(env, 'PORT', 8080, 65535),
+    apiTokens: tokens,
+    devToken: dev,
+    temporalAddress,
+    temporalNamespace: nonEmpty(env, 'TEMPORAL_NAMESPACE', 'default') as string,
+    taskQueue: nonEmpty(env, 'TEMPORAL_TASK_QUEUE', 'sandbox-create') as string,
+    kubeconfig,
+    sandboxNamespace,
+    dataDir: nonEmpty(env, 'DATA_DIR', '.data') as string,
+    databaseUrl,
+    createDeadlineMs: positiveInt(env, 'CREATE_DEADLINE_MS', 1_800_000),
+    syncReadinessBudgetMs: positiveInt(env, 'SYNC_READINESS_BUDGET_MS', 120_000),
+    watchRetryDelayMs: positiveInt(env, 'WATCH_RETRY_DELAY_MS', 1_000),
+    templates: parseTemplates(env.SANDBOX_TEMPLATES),
+    logLevel: nonEmpty(env, 'LOG_LEVEL', 'info') as string,
+  };
+}

@@ -1,0 +1,44 @@
+/**
+ * Vitest global setup: one in-memory Temporal dev server for the whole run (headless, free
+ * port) and one workflow bundle, both handed to suites with `inject()`.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { bundleWorkflowCode } from '@temporalio/worker';
+import type { TestProject } from 'vitest/node';
+import { startDevServer, type DevServer } from '../../scripts/dev-server.js';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    /** `host:port` of the shared dev server's frontend. */
+    temporalAddress: string;
+    /** Path of the workflow bundle (production workflows plus test-only ones). */
+    workflowBundlePath: string;
+  }
+}
+
+let server: DevServer | undefined;
+let bundleDir: string | undefined;
+
+export async function setup(project: TestProject): Promise<void> {
+  const [started, bundle] = await Promise.all([
+    startDevServer({ ui: false }),
+    bundleWorkflowCode({
+      workflowsPath: fileURLToPath(new URL('./workflows.ts', import.meta.url)),
+      logger: { info() {}, warn() {}, error: console.error, debug() {}, trace() {}, log() {} },
+    }),
+  ]);
+  server = started;
+  bundleDir = mkdtempSync(join(tmpdir(), 'durable-sandbox-bundle-'));
+  const bundlePath = join(bundleDir, 'workflow-bundle.js');
+  writeFileSync(bundlePath, bundle.code);
+  project.provide('temporalAddress', server.address);
+  project.provide('workflowBundlePath', bundlePath);
+}
+
+export async function teardown(): Promise<void> {
+  await server?.stop();
+  if (bundleDir) rmSync(bundleDir, { recursive: true, force: true });
+}

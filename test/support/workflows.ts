@@ -1,0 +1,2 @@
+// The workflow bundle used by every suite: the production workflows plus test-only ones.
+export * from './harness-workflows.js';

@@ -1,0 +1,21 @@
+/**
+ * The search attributes a create upserts as it moves (design.md section 4). All Keyword, so the
+ * Temporal UI can filter exactly, e.g. `FailureCode="invalid_request"`.
+ * The dev server launcher registers the same list (scripts/dev-server.ts).
+ */
+import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+
+export const SandboxIdKey = defineSearchAttributeKey('SandboxId', SearchAttributeType.KEYWORD);
+export const TenantIdKey = defineSearchAttributeKey('TenantId', SearchAttributeType.KEYWORD);
+export const TemplateKey = defineSearchAttributeKey('Template', SearchAttributeType.KEYWORD);
+export const CreatePhaseKey = defineSearchAttributeKey('CreatePhase', SearchAttributeType.KEYWORD);
+export const FailureCodeKey = defineSearchAttributeKey('FailureCode', SearchAttributeType.KEYWORD);
+
+/** Every key above, for registration: `--search-attribute Name=Keyword`. */
+export const SEARCH_ATTRIBUTE_KEYS = [
+  SandboxIdKey,
+  TenantIdKey,
+  TemplateKey,
+  CreatePhaseKey,
+  FailureCodeKey,
+] as const;
