@@ -19,9 +19,25 @@ export default tseslint.config(
     rules: {
       // Workflow code must stay deterministic: no wall clock, no timers outside the workflow API.
       'no-restricted-globals': ['error', 'setInterval', 'setImmediate'],
-      'no-restricted-imports': [
+      // Type-only imports of activity signatures are erased from the bundle and allowed.
+      '@typescript-eslint/no-restricted-imports': [
         'error',
-        { patterns: ['node:*', '../activities/*', '../kubernetes/*', '../store/*', '../api/*'] },
+        {
+          patterns: [
+            { group: ['node:*'], message: 'workflow code is deterministic: no Node APIs' },
+            {
+              group: [
+                '../activities/*',
+                '../kubernetes/*',
+                '../store/*',
+                '../api/*',
+                '../config/*',
+              ],
+              message: 'workflow code may only import types from these',
+              allowTypeImports: true,
+            },
+          ],
+        },
       ],
     },
   },

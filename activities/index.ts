@@ -1,0 +1,17 @@
+/**
+ * The create's activities, built from their dependencies so the worker wires real ones and
+ * tests wire real ones pointed at the simulated cluster and a temporary database.
+ */
+import { podActivities, type PodActivityDeps } from './pods.js';
+import { storeActivities } from './store.js';
+
+/** Everything the activities need. */
+export type ActivityDeps = PodActivityDeps;
+
+/** Builds every activity of the create workflow. */
+export function createActivities(deps: ActivityDeps) {
+  return { ...podActivities(deps), ...storeActivities(deps) };
+}
+
+/** The activity interface the workflow proxies. */
+export type CreateActivities = ReturnType<typeof createActivities>;

@@ -1,0 +1,198 @@
+/**
+ * Kubernetes steps of the create: create (or adopt) the pod, wait for it, delete it.
+ */
+import { Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
+import type { Logger } from 'pino';
+import type { KubernetesClient } from '../kubernetes/client.js';
+import { createPod, deletePod, PodNameTakenError, type PodRef } from '../kubernetes/pods.js';
+import { awaitPodReady, type WatchObserver } from '../kubernetes/readiness-watch.js';
+import type { Store } from '../store/index.js';
+import {
+  FAILURE_TYPES,
+  type CreateFailureDetails,
+  type SandboxResources,
+} from '../workflows/types.js';
+
+/** Dependencies of the pod activities. */
+export interface PodActivityDeps {
+  kubernetes: KubernetesClient;
+  store: Store;
+  logger: Logger;
+  /** Delay before re-opening a watch, in ms. */
+  watchRetryDelayMs: number;
+  /** How often the readiness wait heartbeats, in ms (default 1000; the SDK throttles sends). */
+  heartbeatIntervalMs?: number;
+  observer?: WatchObserver;
+}
+
+/** Input of `createPod`. Sizes in MiB. */
+export interface CreatePodInput {
+  operationId: string;
+  sandboxId: string;
+  generation: number;
+  attempt: number;
+  template: string;
+  image: string;
+  resources: SandboxResources;
+}
+
+/** Input of `awaitPodReady`. */
+export interface AwaitPodReadyInput {
+  operationId: string;
+  sandboxId: string;
+  pod: PodRef;
+  /** Absolute deadline, epoch ms (the workflow's start plus its deadline). */
+  deadlineAtMs: number;
+}
+
+/** Result of `awaitPodReady` when no failure was thrown. */
+export type AwaitPodReadyResult = { podIP: string } | { deadline: true };
+
+/** Builds the pod activities over their dependencies. */
+export function podActivities(deps: PodActivityDeps) {
+  return {
+    /**
+     * Creates the sandbox pod (or adopts the one an earlier attempt created) and records its
+     * name and uid on the sandbox.
+     * @throws ApplicationFailure `PodNameTaken` (non-retryable) when another pod owns the name
+     */
+    async createPod(input: CreatePodInput): Promise<PodRef> {
+      const log = deps.logger.child({
+        operation_id: input.operationId,
+        sandbox_id: input.sandboxId,
+      });
+      let pod: PodRef & { adopted: boolean };
+      try {
+        pod = await createPod(deps.kubernetes, {
+          sandboxId: input.sandboxId,
+          generation: input.generation,
+          template: input.template,
+          image: input.image,
+          cpu: input.resources.cpu,
+          memoryMib: input.resources.memory_mib,
+          diskMib: input.resources.disk_mib,
+        });
+      } catch (err) {
+        if (err instanceof PodNameTakenError) {
+          throw ApplicationFailure.nonRetryable(err.message, 'PodNameTaken');
+        }
+        throw err;
+      }
+      await deps.store.recordPod({
+        sandboxId: input.sandboxId,
+        generation: input.generation,
+        attempt: input.attempt,
+        podName: pod.name,
+        podUid: pod.uid,
+      });
+      log.info({ pod_name: pod.name, pod_uid: pod.uid, adopted: pod.adopted }, 'pod created');
+      return { name: pod.name, uid: pod.uid };
+    },
+
+    /**
+     * Holds the combined readiness watch (kubernetes/readiness-watch.ts) while heartbeating on a
+     * timer; cancellation of the activity aborts both watches.
+     * @returns the pod IP, or `{deadline: true}` when the deadline passed first
+     * @throws ApplicationFailure `InvalidRequest` (non-retryable) when the node refused the pod
+     *   as invalid; its message names the node's reason and its details are
+     *   `{code, reason, podName, podUid}`
+     * @throws ApplicationFailure `PodFailed` (non-retryable) when the pod failed or vanished
+     * @throws CancelledFailure when the activity was cancelled
+     */
+    async awaitPodReady(input: AwaitPodReadyInput): Promise<AwaitPodReadyResult> {
+      const context = Context.current();
+      const fields = {
+        operation_id: input.operationId,
+        sandbox_id: input.sandboxId,
+        pod_uid: input.pod.uid,
+      };
+      const log = deps.logger.child(fields);
+      context.heartbeat();
+      const heartbeat = setInterval(() => context.heartbeat(), deps.heartbeatIntervalMs ?? 1_000);
+      try {
+        const result = await awaitPodReady({
+          client: deps.kubernetes,
+          pod: input.pod,
+          deadlineMs: input.deadlineAtMs,
+          signal: context.cancellationSignal,
+          watchRetryDelayMs: deps.watchRetryDelayMs,
+          logger: log,
+          observer: deps.observer,
+        });
+        switch (result.outcome) {
+          case 'ready':
+            log.info({ pod_ip: result.podIP }, 'pod ready');
+            return { podIP: result.podIP };
+          case 'deadline':
+            log.warn('deadline passed before the pod had an IP');
+            return { deadline: true };
+          case 'refused': {
+            log.warn(
+              { reason: result.reason, event: result.eventName },
+              'node refused the pod as invalid',
+            );
+            const details: CreateFailureDetails & {
+              eventName: string;
+              eventLastTimestamp?: string;
+            } = {
+              code: 'invalid_request',
+              reason: result.reason,
+              podName: input.pod.name,
+              podUid: input.pod.uid,
+              eventName: result.eventName,
+              eventLastTimestamp: result.eventLastTimestamp,
+            };
+            throw ApplicationFailure.nonRetryable(
+              `the node refused the sandbox: ${result.reason}`,
+              FAILURE_TYPES.invalid_request,
+              details,
+            );
+          }
+          case 'podFailed': {
+            log.warn({ reason: result.reason }, 'pod failed before it had an IP');
+            const details: CreateFailureDetails = {
+              code: 'pod_failed',
+              reason: result.reason,
+              podName: input.pod.name,
+              podUid: input.pod.uid,
+            };
+            throw ApplicationFailure.nonRetryable(result.reason, FAILURE_TYPES.pod_failed, details);
+          }
+        }
+      } catch (err) {
+        if (context.cancellationSignal.aborted && !(err instanceof ApplicationFailure)) {
+          log.info('readiness wait cancelled; watches stopped');
+          // The SDK turns this into a CancelledFailure for the workflow.
+          throw context.cancellationSignal.reason ?? err;
+        }
+        throw err;
+      } finally {
+        clearInterval(heartbeat);
+      }
+    },
+
+    /**
+     * Deletes the pod with a uid precondition; absent counts as done, a newer pod of the same
+     * name is left alone.
+     * @returns what happened: `deleted`, `absent` or `replaced`
+     */
+    async deletePod(input: {
+      operationId: string;
+      sandboxId: string;
+      pod: PodRef;
+    }): Promise<string> {
+      const outcome = await deletePod(deps.kubernetes, input.pod);
+      deps.logger.info(
+        {
+          operation_id: input.operationId,
+          sandbox_id: input.sandboxId,
+          pod_uid: input.pod.uid,
+          outcome,
+        },
+        'pod deleted (compensation)',
+      );
+      return outcome;
+    },
+  };
+}

@@ -1,0 +1,76 @@
+/**
+ * Store steps of the create and the delete: mark the sandbox running, retire the execution,
+ * read the sandbox's recorded pod.
+ */
+import type { Logger } from 'pino';
+import type { PodRef } from '../kubernetes/pods.js';
+import type { Store } from '../store/index.js';
+import type { OperationErrorCode } from '../workflows/types.js';
+
+/** Dependencies of the store activities. */
+export interface StoreActivityDeps {
+  store: Store;
+  logger: Logger;
+}
+
+/** Identifies one execution of a sandbox; fences every write. */
+export interface ExecutionRef {
+  operationId: string;
+  sandboxId: string;
+  generation: number;
+  attempt: number;
+}
+
+/** Builds the store activities over their dependencies. */
+export function storeActivities(deps: StoreActivityDeps) {
+  return {
+    /**
+     * Marks the sandbox running with the pod IP, fenced by generation and attempt.
+     * @returns false when the execution was retired or superseded meanwhile (nothing written)
+     */
+    async markSandboxRunning(input: ExecutionRef & { podIp: string }): Promise<boolean> {
+      const wrote = await deps.store.markSandboxRunning(input);
+      deps.logger.info(
+        { operation_id: input.operationId, sandbox_id: input.sandboxId, wrote },
+        'sandbox running',
+      );
+      return wrote;
+    },
+
+    /**
+     * Retires the execution and marks the sandbox failed with the code and message (or
+     * `deleted` when `failure` is null and `reason` is `deleted`), in one fenced transaction: a
+     * retired or newer execution is left alone, so running it twice is safe.
+     * @returns whether this call retired it
+     */
+    async retireExecution(
+      input: ExecutionRef & {
+        reason: string;
+        failure: { code: OperationErrorCode; message: string } | null;
+      },
+    ): Promise<boolean> {
+      const { retired } = await deps.store.retireExecution(input);
+      deps.logger.info(
+        {
+          operation_id: input.operationId,
+          sandbox_id: input.sandboxId,
+          retired,
+          reason: input.reason,
+          code: input.failure?.code,
+        },
+        'execution retired',
+      );
+      return retired;
+    },
+
+    /**
+     * The pod the store recorded for the sandbox (any tenant).
+     * @returns `{name, uid}`, or null when the sandbox is unknown or no pod was recorded
+     */
+    async readSandboxPod(input: { sandboxId: string }): Promise<PodRef | null> {
+      const sandbox = await deps.store.getSandboxById(input.sandboxId);
+      const { name, uid } = sandbox?.pod ?? {};
+      return name && uid ? { name, uid } : null;
+    },
+  };
+}

@@ -1,0 +1,88 @@
+/**
+ * Creating and deleting sandbox pods, both idempotent so Temporal may retry them freely.
+ */
+import type { V1Pod } from '@kubernetes/client-node';
+import { statusOf, type KubernetesClient } from './client.js';
+import { POD_ANNOTATIONS, POD_LABELS, sandboxPod, type SandboxPodInput } from './pod-spec.js';
+
+/** A pod as the create path tracks it. */
+export interface PodRef {
+  name: string;
+  uid: string;
+}
+
+/** Thrown when the pod name is taken by a pod that is not this sandbox generation's. */
+export class PodNameTakenError extends Error {
+  constructor(readonly podName: string) {
+    super(`pod ${podName} exists but does not belong to this sandbox generation`);
+    this.name = 'PodNameTakenError';
+  }
+}
+
+/**
+ * Creates the sandbox pod, or adopts it when a pod of the same name already carries this
+ * sandbox's id label and generation annotation (an earlier attempt of the same step created it).
+ * @returns the pod's name and uid, and whether it was adopted
+ * @throws PodNameTakenError when the name belongs to another sandbox or generation
+ * @throws the client's ApiException for any other apiserver error (Temporal retries the step)
+ */
+export async function createPod(
+  client: KubernetesClient,
+  input: SandboxPodInput,
+): Promise<PodRef & { adopted: boolean }> {
+  const manifest = sandboxPod(input);
+  const name = manifest.metadata?.name as string;
+  try {
+    const created = await client.core.createNamespacedPod({
+      namespace: client.namespace,
+      body: manifest,
+    });
+    return { name, uid: uidOf(created), adopted: false };
+  } catch (err) {
+    if (statusOf(err) !== 409) throw err;
+  }
+  const existing = await client.core.readNamespacedPod({ name, namespace: client.namespace });
+  const ours =
+    existing.metadata?.labels?.[POD_LABELS.sandboxId] === input.sandboxId &&
+    existing.metadata?.annotations?.[POD_ANNOTATIONS.generation] === String(input.generation) &&
+    !existing.metadata?.deletionTimestamp;
+  if (!ours) throw new PodNameTakenError(name);
+  return { name, uid: uidOf(existing), adopted: true };
+}
+
+/** What {@link deletePod} found. */
+export type DeletePodOutcome =
+  /** The apiserver accepted the delete. */
+  | 'deleted'
+  /** No pod of that name: already gone (counts as done). */
+  | 'absent'
+  /** A pod of that name with another uid exists: a newer pod owns the name; left alone. */
+  | 'replaced';
+
+/**
+ * Deletes the pod with a uid precondition, so a newer pod that reuses the name survives.
+ * 404 counts as done and 409 (precondition failed) means a newer pod owns the name.
+ * Source: Kubernetes API `DeleteOptions.preconditions.uid`.
+ * @throws the client's ApiException for any other apiserver error (Temporal retries the step)
+ */
+export async function deletePod(client: KubernetesClient, pod: PodRef): Promise<DeletePodOutcome> {
+  try {
+    await client.core.deleteNamespacedPod({
+      name: pod.name,
+      namespace: client.namespace,
+      body: { preconditions: { uid: pod.uid } },
+    });
+    return 'deleted';
+  } catch (err) {
+    const status = statusOf(err);
+    if (status === 404) return 'absent';
+    if (status === 409) return 'replaced';
+    throw err;
+  }
+}
+
+function uidOf(pod: V1Pod): string {
+  const uid = pod.metadata?.uid;
+  if (!uid) throw new Error(`apiserver returned pod ${pod.metadata?.name} without a uid`);
+  return uid;
+}

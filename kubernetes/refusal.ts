@@ -1,0 +1,107 @@
+/**
+ * Reads a node's refusal out of a kubelet `FailedCreatePodSandBox` event (design.md section 5).
+ *
+ * The runtime shim marks its status text with `[space-err=<GrpcCode>]`; kubelet wraps that text
+ * into the event message, for example:
+ *
+ *     Failed to create pod sandbox: rpc error: code = Unknown desc = [space-err=InvalidArgument]
+ *     rootfs_size_mb=300 is smaller than cloned rootfs size 451 MiB
+ *
+ * Only the marker decides. The `code = …` text does not: runtimes report most failures,
+ * permanent ones included, as `Unknown`. Pure functions, no I/O.
+ */
+
+/** The rules of design.md section 5, as data. */
+export const REFUSAL_RULES = {
+  /** Event reason kubelet records when the runtime cannot create the pod sandbox. */
+  reason: 'FailedCreatePodSandBox',
+  /** Event type that counts. */
+  type: 'Warning',
+  /** The only reporter that counts (`source.component` or `reportingComponent`). */
+  component: 'kubelet',
+  /** gRPC codes that end the create at once; any other code keeps the wait going. */
+  decisiveCodes: new Set(['InvalidArgument']),
+  /** Longest reason kept, in characters. */
+  maxReasonLength: 512,
+  /** Prefix kubelet's event aggregation puts on a new event for repeats (client-go EventAggregator). */
+  combinedPrefix: '(combined from similar events): ',
+} as const;
+
+/** The fields of a core/v1 Event this module reads; everything optional, as on the wire. */
+export interface EventLike {
+  type?: string;
+  reason?: string;
+  message?: string;
+  reportingComponent?: string;
+  source?: { component?: string; host?: string };
+  involvedObject?: { uid?: string; kind?: string; name?: string };
+}
+
+/** A marker found in an event message. */
+export interface ParsedRefusal {
+  /** The gRPC code in the last marker, e.g. `InvalidArgument`, `Unavailable`. */
+  code: string;
+  /** Text after the last marker: trimmed, control characters removed, at most 512 characters. */
+  reason: string;
+  /** Whether the code ends the create (only `InvalidArgument`). */
+  decisive: boolean;
+}
+
+// `[space-err=Code]`; codes are gRPC code names (letters only), matched leniently on spacing.
+const MARKER = /\[space-err=\s*([A-Za-z]+)\s*\]/g;
+// C0 and C1 control characters, DEL, and Unicode line/paragraph separators.
+// eslint-disable-next-line no-control-regex
+const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g;
+
+/**
+ * Finds the last `[space-err=<Code>]` marker in an event message.
+ * @param message the event's `message` (may carry the `(combined from similar events): ` prefix)
+ * @returns the code and cleaned reason, or undefined when the message has no marker. Never throws.
+ */
+export function parseRefusal(message: string | undefined | null): ParsedRefusal | undefined {
+  if (typeof message !== 'string' || message.length === 0) return undefined;
+  let last: RegExpExecArray | undefined;
+  for (const match of message.matchAll(MARKER)) last = match;
+  if (!last?.[1]) return undefined;
+  const code = last[1];
+  return {
+    code,
+    reason: cleanReason(message.slice(last.index + last[0].length)),
+    decisive: REFUSAL_RULES.decisiveCodes.has(code as 'InvalidArgument'),
+  };
+}
+
+/** Removes control characters (replaced by spaces), collapses the result's ends and caps it. */
+export function cleanReason(text: string): string {
+  const cleaned = text.replace(CONTROL_CHARACTERS, ' ').trim();
+  if (cleaned.length <= REFUSAL_RULES.maxReasonLength) return cleaned;
+  let capped = cleaned.slice(0, REFUSAL_RULES.maxReasonLength);
+  // Never leave half of a surrogate pair at the cut.
+  if (/[\ud800-\udbff]$/.test(capped)) capped = capped.slice(0, -1);
+  return capped.trim();
+}
+
+/**
+ * Whether an event is a kubelet sandbox-creation failure of this pod: its `involvedObject.uid`
+ * is `podUid`, type Warning, reason `FailedCreatePodSandBox`, reported by kubelet.
+ */
+export function isSandboxFailureOf(event: EventLike, podUid: string): boolean {
+  const reporter = event.source?.component || event.reportingComponent;
+  return (
+    event.involvedObject?.uid === podUid &&
+    event.type === REFUSAL_RULES.type &&
+    event.reason === REFUSAL_RULES.reason &&
+    reporter === REFUSAL_RULES.component
+  );
+}
+
+/**
+ * The decisive refusal an event carries for this pod, if any.
+ * @returns the parsed refusal when the event counts (see {@link isSandboxFailureOf}) and its
+ *   marker's code is decisive; undefined otherwise. Never throws.
+ */
+export function decisiveRefusal(event: EventLike, podUid: string): ParsedRefusal | undefined {
+  if (!isSandboxFailureOf(event, podUid)) return undefined;
+  const refusal = parseRefusal(event.message);
+  return refusal?.decisive ? refusal : undefined;
+}

@@ -1,0 +1,382 @@
+/**
+ * The simulated apiserver's request handling: routes for discovery, pods and events
+ * (create, get, list, delete, watch) with the apiserver's paths, query parameters, status
+ * codes and Status bodies, scripted faults applied first, and every request recorded.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { apiGroupList, apiVersions, coreV1Resources, versionInfo } from './discovery.js';
+import type { Faults } from './faults.js';
+import { combine, parseFieldSelector, parseLabelSelector } from './selectors.js';
+import {
+  ApiError,
+  badRequest,
+  faultStatus,
+  preconditionFailed,
+  status as makeStatus,
+  type Status,
+} from './status.js';
+import type { KubeObject, ObjectStore, WatchedResource } from './store.js';
+import { includeObject, toTable, wantsTable } from './table.js';
+import type { WatchRegistry } from './watch.js';
+
+/** One request the simulator served, in arrival order. */
+export interface RecordedRequest {
+  /** HTTP method, e.g. `GET` */
+  method: string;
+  /** URL path without the query, e.g. `/api/v1/namespaces/sandboxes/events` */
+  path: string;
+  /** Query parameters, decoded (last value wins), e.g. `{ watch: 'true', resourceVersion: '0' }` */
+  query: Record<string, string>;
+  /** Arrival time, epoch ms (Date.now()). */
+  at: number;
+  /** HTTP status sent; 0 while the response headers are not sent yet (e.g. a delayed response). */
+  status: number;
+  /** True for `watch=true` / `watch=1` requests. */
+  watch: boolean;
+}
+
+/** What the request handler works on. */
+export interface ApiServerContext {
+  store: ObjectStore;
+  watches: WatchRegistry;
+  faults: Faults;
+  requests: RecordedRequest[];
+  /** `host:port` the server listens on, for discovery. */
+  serverAddress: () => string;
+  /** Resolves after `ms` (tracked, so closing the cluster cancels it). */
+  sleep: (ms: number) => Promise<void>;
+  /** True once the cluster is closing: new requests are dropped. */
+  closed: () => boolean;
+}
+
+const RESOURCES: ReadonlySet<string> = new Set<WatchedResource>(['pods', 'events']);
+const KINDS: Record<WatchedResource, string> = { pods: 'Pod', events: 'Event' };
+
+/** A parsed request to a pods or events path. */
+interface ResourceRoute {
+  resource: WatchedResource;
+  /** undefined: cluster-wide (`/api/v1/pods`) */
+  namespace?: string;
+  name?: string;
+}
+
+/** The route of a resource path, or undefined for any other path. */
+function resourceRoute(segments: string[]): ResourceRoute | undefined {
+  if (segments[0] !== 'api' || segments[1] !== 'v1') return undefined;
+  const rest = segments.slice(2);
+  if (rest.length === 1 && RESOURCES.has(rest[0] ?? '')) {
+    return { resource: rest[0] as WatchedResource };
+  }
+  if (rest[0] !== 'namespaces' || (rest.length !== 3 && rest.length !== 4)) return undefined;
+  if (!RESOURCES.has(rest[2] ?? '')) return undefined;
+  return { resource: rest[2] as WatchedResource, namespace: rest[1], name: rest[3] };
+}
+
+function notServed(): ApiError {
+  return new ApiError(makeStatus(404, 'the server could not find the requested resource'));
+}
+
+function methodNotAllowed(): ApiError {
+  return new ApiError(
+    makeStatus(405, 'the server does not allow this method on the requested resource'),
+  );
+}
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('error', reject);
+  });
+}
+
+function parseJson(text: string): Record<string, unknown> | undefined {
+  if (text.trim() === '') return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (err) {
+    throw badRequest(`the body of the request was in an unknown format: ${(err as Error).message}`);
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
+    throw badRequest('the body of the request must be a JSON object');
+  }
+  return parsed as Record<string, unknown>;
+}
+
+function parseVersion(raw: string | undefined): number | undefined {
+  if (raw === undefined || raw === '') return undefined;
+  const version = Number(raw);
+  if (!Number.isInteger(version) || version < 0) {
+    throw badRequest(`invalid resource version: "${raw}"`);
+  }
+  return version;
+}
+
+/** Builds the `(req, res)` handler of the simulated apiserver. */
+export function createRequestHandler(
+  ctx: ApiServerContext,
+): (req: IncomingMessage, res: ServerResponse) => void {
+  return (req, res) => {
+    void handle(ctx, req, res);
+  };
+}
+
+async function handle(ctx: ApiServerContext, req: IncomingMessage, res: ServerResponse) {
+  const url = new URL(req.url ?? '/', 'http://simulated');
+  const query = Object.fromEntries(url.searchParams);
+  const method = (req.method ?? 'GET').toUpperCase();
+  const record: RecordedRequest = {
+    method,
+    path: url.pathname,
+    query,
+    at: Date.now(),
+    status: 0,
+    watch: query.watch === 'true' || query.watch === '1',
+  };
+  ctx.requests.push(record);
+  const send = (code: number, body: unknown, headers: Record<string, string> = {}) => {
+    record.status = code;
+    if (res.destroyed || res.writableEnded) return;
+    res.writeHead(code, { 'Content-Type': 'application/json', ...headers });
+    res.end(JSON.stringify(body));
+  };
+  const sendStatus = (status: Status) => {
+    const retry = status.details?.retryAfterSeconds;
+    send(status.code, status, retry === undefined ? {} : { 'Retry-After': String(retry) });
+  };
+  try {
+    const body =
+      method === 'POST' || method === 'PUT' || method === 'DELETE' ? await readBody(req) : '';
+    const delay = ctx.faults.responseDelayMs;
+    if (delay > 0) await ctx.sleep(delay);
+    if (ctx.closed()) {
+      res.destroy();
+      return;
+    }
+    const segments = url.pathname.split('/').filter((s) => s !== '');
+    const route = resourceRoute(segments);
+    if (!route) {
+      if (method !== 'GET') throw notServed();
+      sendDiscovery(ctx, segments.join('/'), send, res, record);
+      return;
+    }
+    const verb = verbOf(method, route, record.watch);
+    const fault = record.watch
+      ? ctx.faults.takeWatchFailure(route.resource)
+      : ctx.faults.takeRequestFailure(method, route.resource);
+    if (fault !== undefined) {
+      sendStatus(faultStatus(fault, verb, route.resource, route.namespace));
+      return;
+    }
+    const table = wantsTable(req.headers.accept);
+    const include = includeObject(query.includeObject);
+    const encode = (object: KubeObject, version?: string) =>
+      table ? toTable(route.resource, [object], include, version) : object;
+    switch (verb) {
+      case 'watch': {
+        const selector = combine(
+          parseFieldSelector(query.fieldSelector, route.resource),
+          parseLabelSelector(query.labelSelector),
+        );
+        const timeout =
+          query.timeoutSeconds === undefined ? undefined : Number(query.timeoutSeconds);
+        record.status = 200;
+        ctx.watches.open(res, {
+          resource: route.resource,
+          namespace: route.namespace,
+          selector,
+          resourceVersion: parseVersion(query.resourceVersion),
+          timeoutSeconds: timeout !== undefined && Number.isFinite(timeout) ? timeout : undefined,
+          silent: ctx.faults.isSilenced(route.resource),
+          encode: (object) => encode(object),
+        });
+        return;
+      }
+      case 'list': {
+        const selector = combine(
+          parseFieldSelector(query.fieldSelector, route.resource),
+          parseLabelSelector(query.labelSelector),
+        );
+        const items = ctx.store
+          .list(route.resource, route.namespace)
+          .filter((object) => selector.matches(object));
+        const version = String(ctx.store.currentVersion);
+        send(
+          200,
+          table
+            ? toTable(route.resource, items, include, version)
+            : {
+                kind: `${KINDS[route.resource]}List`,
+                apiVersion: 'v1',
+                metadata: { resourceVersion: version },
+                items,
+              },
+        );
+        return;
+      }
+      case 'get':
+        send(200, encode(ctx.store.get(route.resource, route.namespace ?? '', route.name ?? '')));
+        return;
+      case 'create':
+        send(201, create(ctx.store, route, parseJson(body)));
+        return;
+      case 'delete':
+        send(200, remove(ctx.store, route, parseJson(body)));
+        return;
+      case 'replace':
+        send(200, replaceEvent(ctx.store, route, parseJson(body)));
+        return;
+    }
+  } catch (err) {
+    if (err instanceof ApiError) sendStatus(err.status);
+    else sendStatus(makeStatus(500, `Internal error occurred: ${(err as Error).message}`));
+  }
+}
+
+type Verb = 'watch' | 'list' | 'get' | 'create' | 'delete' | 'replace';
+
+/**
+ * The Kubernetes verb of a request to a resource path.
+ * @throws ApiError 405 for a method the resource does not allow there
+ */
+function verbOf(method: string, route: ResourceRoute, watch: boolean): Verb {
+  const collection = route.name === undefined;
+  if (method === 'GET') return collection ? (watch ? 'watch' : 'list') : 'get';
+  if (method === 'POST' && collection && route.namespace !== undefined) return 'create';
+  if (method === 'DELETE' && !collection && route.resource === 'pods') return 'delete';
+  if (method === 'PUT' && !collection && route.resource === 'events') return 'replace';
+  throw methodNotAllowed();
+}
+
+function sendDiscovery(
+  ctx: ApiServerContext,
+  path: string,
+  send: (code: number, body: unknown) => void,
+  res: ServerResponse,
+  record: RecordedRequest,
+): void {
+  switch (path) {
+    case 'api':
+      return send(200, apiVersions(ctx.serverAddress()));
+    case 'apis':
+      return send(200, apiGroupList());
+    case 'api/v1':
+      return send(200, coreV1Resources());
+    case 'version':
+      return send(200, versionInfo());
+    case 'healthz':
+    case 'livez':
+    case 'readyz':
+      record.status = 200;
+      res.writeHead(200, { 'Content-Type': 'text/plain; charset=utf-8' });
+      res.end('ok');
+      return;
+    default:
+      throw notServed();
+  }
+}
+
+/**
+ * Creates a pod or event from a request body: namespace from the path (a different one in the
+ * body is a 400), uid, resourceVersion and creationTimestamp assigned; pods start Pending.
+ * @throws ApiError 400 without a body, 422 without metadata.name, 409 AlreadyExists
+ */
+function create(
+  store: ObjectStore,
+  route: ResourceRoute,
+  body: Record<string, unknown> | undefined,
+): KubeObject {
+  if (!body) throw badRequest('the body of the request is required');
+  const namespace = route.namespace ?? '';
+  const metadata = { ...((body.metadata as Record<string, unknown> | undefined) ?? {}) };
+  if (metadata.namespace !== undefined && metadata.namespace !== namespace) {
+    throw badRequest(
+      'the namespace of the provided object does not match the namespace sent on the request',
+    );
+  }
+  const kind = KINDS[route.resource];
+  if (typeof metadata.name !== 'string' || metadata.name === '') {
+    throw new ApiError(
+      makeStatus(
+        422,
+        `${kind} "" is invalid: metadata.name: Required value: name or generateName is required`,
+        { kind: route.resource },
+      ),
+    );
+  }
+  const { apiVersion: _apiVersion, kind: _kind, metadata: _metadata, ...rest } = body;
+  const object: KubeObject = {
+    apiVersion: 'v1',
+    kind,
+    metadata: {
+      ...metadata,
+      name: metadata.name,
+      namespace,
+      uid: '',
+      resourceVersion: '',
+      creationTimestamp: '',
+    },
+    ...rest,
+  };
+  if (route.resource === 'pods') {
+    object.spec = body.spec ?? {};
+    object.status = { phase: 'Pending' };
+  }
+  return store.create(route.resource, object);
+}
+
+/**
+ * Replaces an event (kubelet's recorder updates events to bump their count): everything but
+ * name, namespace and uid comes from the body; emits MODIFIED with a new resourceVersion.
+ * @throws ApiError 400 without a body, 404 NotFound
+ */
+function replaceEvent(
+  store: ObjectStore,
+  route: ResourceRoute,
+  body: Record<string, unknown> | undefined,
+): KubeObject {
+  if (!body) throw badRequest('the body of the request is required');
+  const { metadata: _metadata, apiVersion: _apiVersion, kind: _kind, ...rest } = body;
+  return store.update(route.resource, route.namespace ?? '', route.name ?? '', (event) => {
+    for (const key of Object.keys(event)) if (key !== 'metadata') delete event[key];
+    Object.assign(event, { apiVersion: 'v1', kind: 'Event', ...rest });
+  });
+}
+
+/**
+ * Deletes a pod at once (no graceful termination), honouring DeleteOptions preconditions.
+ * @throws ApiError 404 NotFound, 409 Conflict when a precondition fails
+ */
+function remove(
+  store: ObjectStore,
+  route: ResourceRoute,
+  options: Record<string, unknown> | undefined,
+): KubeObject {
+  const namespace = route.namespace ?? '';
+  const name = route.name ?? '';
+  const current = store.get(route.resource, namespace, name);
+  const preconditions = (options?.preconditions ?? {}) as {
+    uid?: unknown;
+    resourceVersion?: unknown;
+  };
+  if (typeof preconditions.uid === 'string' && preconditions.uid !== current.metadata.uid) {
+    throw preconditionFailed(
+      route.resource,
+      name,
+      `UID in precondition: ${preconditions.uid}, UID in object meta: ${current.metadata.uid}`,
+    );
+  }
+  if (
+    typeof preconditions.resourceVersion === 'string' &&
+    preconditions.resourceVersion !== current.metadata.resourceVersion
+  ) {
+    throw preconditionFailed(
+      route.resource,
+      name,
+      `ResourceVersion in precondition: ${preconditions.resourceVersion}, ResourceVersion in object meta: ${current.metadata.resourceVersion}`,
+    );
+  }
+  return store.delete(route.resource, namespace, name);
+}

@@ -1,0 +1,160 @@
+/**
+ * SimulatedCluster: a real HTTP server on 127.0.0.1 speaking the Kubernetes API subset the
+ * service uses, plus one simulated node (design.md section 6). The embedded default cluster
+ * for `npm start` and the apiserver of the readiness tests, which reach it only over HTTP
+ * through @kubernetes/client-node.
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createRequestHandler, type RecordedRequest } from './apiserver.js';
+import { Faults, type FaultScript } from './faults.js';
+import { renderKubeconfig, writeKubeconfigFile } from './kubeconfig.js';
+import { SimulatedKubelet, type SimulatedNode } from './node.js';
+import { DEFAULT_HISTORY_LIMIT, ObjectStore, type WatchedResource } from './store.js';
+import { WatchRegistry } from './watch.js';
+
+/** How to start a simulated cluster; every field is optional. */
+export interface SimulatedClusterOptions {
+  /** Listen address. Default '127.0.0.1'. */
+  host?: string;
+  /** Listen port; 0 picks a free one. Default 0. */
+  port?: number;
+  /** The node's name (`spec.nodeName`, event `source.host`). Default 'sim-node-1'. */
+  nodeName?: string;
+  /**
+   * Template name -> rootfs size in MiB on the node. Default `{ base: 451 }`. A pod naming a
+   * template not listed is refused with InvalidArgument "template <x> is not present on node <node>".
+   */
+  rootfsMib?: Record<string, number>;
+  /** Delay (ms) before the node acts on a new pod (IP or first refusal). Default 300. */
+  startupDelayMs?: number;
+  /** First back-off (ms) between repeated refusal events of a pod, doubling each time. Default 1000. */
+  refusalBackoffMs?: number;
+  /** Cap (ms) of that back-off. Default 10000. */
+  refusalBackoffMaxMs?: number;
+  /**
+   * Changes kept per resource for watches that resume from a resourceVersion; a watch from an
+   * older one gets an in-stream 410 Expired. Default 1000.
+   */
+  historyLimit?: number;
+}
+
+/** A running simulated apiserver + node. Start with `SimulatedCluster.start()`, stop with `close()`. */
+export class SimulatedCluster {
+  /** Base URL, e.g. `http://127.0.0.1:34567`. */
+  readonly url: string;
+  /** Every request served, in arrival order (watches and faulted requests included). */
+  readonly requests: RecordedRequest[];
+  /** Scripted faults. */
+  readonly faults: FaultScript;
+  /** Direct access to the node. */
+  readonly node: SimulatedNode;
+
+  private constructor(
+    private readonly server: Server,
+    private readonly watches: WatchRegistry,
+    private readonly kubelet: SimulatedKubelet,
+    private readonly timers: Set<() => void>,
+    private readonly markClosed: () => void,
+    faults: Faults,
+    requests: RecordedRequest[],
+  ) {
+    const { address, port } = server.address() as AddressInfo;
+    const host = address.includes(':') ? `[${address}]` : address;
+    this.url = `http://${host}:${port}`;
+    this.requests = requests;
+    this.faults = faults;
+    this.node = kubelet;
+  }
+
+  /**
+   * Starts the server and the node.
+   * @throws the listen error (e.g. EADDRINUSE) when the port cannot be bound
+   */
+  static async start(options: SimulatedClusterOptions = {}): Promise<SimulatedCluster> {
+    const store = new ObjectStore(options.historyLimit ?? DEFAULT_HISTORY_LIMIT);
+    const watches = new WatchRegistry(store);
+    const faults = new Faults(watches);
+    const kubelet = new SimulatedKubelet(store, faults, {
+      nodeName: options.nodeName ?? 'sim-node-1',
+      rootfsMib: options.rootfsMib ?? { base: 451 },
+      startupDelayMs: options.startupDelayMs ?? 300,
+      refusalBackoffMs: options.refusalBackoffMs ?? 1000,
+      refusalBackoffMaxMs: options.refusalBackoffMaxMs ?? 10_000,
+    });
+    const requests: RecordedRequest[] = [];
+    const timers = new Set<() => void>();
+    let closed = false;
+    let serverAddress = '';
+    const server = createServer(
+      createRequestHandler({
+        store,
+        watches,
+        faults,
+        requests,
+        serverAddress: () => serverAddress,
+        closed: () => closed,
+        sleep: (ms) =>
+          new Promise<void>((resolve) => {
+            const cancel = () => {
+              clearTimeout(timer);
+              timers.delete(cancel);
+              resolve();
+            };
+            const timer = setTimeout(cancel, ms);
+            timers.add(cancel);
+          }),
+      }),
+    );
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(options.port ?? 0, options.host ?? '127.0.0.1', () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+    const { address, port } = server.address() as AddressInfo;
+    serverAddress = `${address.includes(':') ? `[${address}]` : address}:${port}`;
+    return new SimulatedCluster(
+      server,
+      watches,
+      kubelet,
+      timers,
+      () => {
+        closed = true;
+      },
+      faults,
+      requests,
+    );
+  }
+
+  /** The kubeconfig (YAML): cluster 'simulated' at `url`, user with token 'simulated', context 'simulated' current. */
+  kubeconfigYaml(): string {
+    return renderKubeconfig(this.url);
+  }
+
+  /**
+   * Writes `kubeconfigYaml()` to `path`, creating its directory.
+   * @throws the fs error when the path cannot be written
+   */
+  writeKubeconfig(path: string): void {
+    writeKubeconfigFile(path, this.kubeconfigYaml());
+  }
+
+  /** Number of watch streams open now, of one resource or all. */
+  openWatches(resource?: WatchedResource): number {
+    return this.watches.count(resource);
+  }
+
+  /** Ends every watch, stops the node's timers and pending delays, and closes the server. */
+  async close(): Promise<void> {
+    this.markClosed();
+    this.kubelet.stop();
+    for (const cancel of [...this.timers]) cancel();
+    this.watches.close();
+    await new Promise<void>((resolve) => {
+      this.server.close(() => resolve());
+      this.server.closeAllConnections();
+    });
+  }
+}

@@ -1,0 +1,18 @@
+/**
+ * The simulated Kubernetes cluster (design.md section 6): an HTTP apiserver for pods and
+ * events plus a simulated node, used as the embedded default cluster and by tests.
+ */
+export { SimulatedCluster, type SimulatedClusterOptions } from './cluster.js';
+export type { RecordedRequest } from './apiserver.js';
+export type { FaultScript, ScriptedRefusal } from './faults.js';
+export {
+  COMBINED_PREFIX,
+  DISK_ANNOTATION,
+  OCCURRENCES_BEFORE_AGGREGATION,
+  SANDBOX_FAILURE_REASON,
+  TEMPLATE_ANNOTATION,
+  sandboxFailureMessage,
+  type SimulatedNode,
+} from './node.js';
+export type { WatchedResource } from './store.js';
+export type { Status } from './status.js';

@@ -1,0 +1,314 @@
+/**
+ * The simulated node: scheduler binding, kubelet and the runtime shim in one. It reacts to
+ * pods created in the store (in process, not over HTTP): binds the pod to the node at once,
+ * then after a start-up delay either refuses the sandbox with kubelet-shaped
+ * `FailedCreatePodSandBox` Warning events, repeated with back-off and aggregation, or gives
+ * the pod an IP (design.md sections 1 and 6).
+ */
+import { randomBytes } from 'node:crypto';
+import type { Faults, ScriptedRefusal } from './faults.js';
+import { kubeTime, type Change, type KubeObject, type ObjectStore } from './store.js';
+
+/** Annotation naming the sandbox template (its rootfs size is the node's configuration). */
+export const TEMPLATE_ANNOTATION = 'durable-sandbox.dev/template';
+/** Annotation with the requested disk size in MiB. */
+export const DISK_ANNOTATION = 'durable-sandbox.dev/disk-mib';
+/** Reason kubelet records when the runtime refuses a pod sandbox. */
+export const SANDBOX_FAILURE_REASON = 'FailedCreatePodSandBox';
+/** Prefix of kubelet's aggregated event message. */
+export const COMBINED_PREFIX = '(combined from similar events): ';
+/**
+ * Occurrences of a refusal recorded on the first event (count 1..10); from the next one on,
+ * kubelet's aggregation records a new event whose message starts with COMBINED_PREFIX.
+ */
+export const OCCURRENCES_BEFORE_AGGREGATION = 10;
+
+/** Direct access to the node for tests. */
+export interface SimulatedNode {
+  /**
+   * Records a kubelet-shaped FailedCreatePodSandBox Warning event on the pod now: count 1, or
+   * bumps `count` (a MODIFIED) when the pod already has such an event with the same message.
+   * @returns the event as stored (apiVersion v1, kind Event)
+   * @throws ApiError 404 NotFound when the pod does not exist
+   */
+  recordSandboxFailure(namespace: string, podName: string, message: string): unknown;
+  /**
+   * Gives the pod an IP now (phase Running, Ready condition, running containers) and stops
+   * its refusal loop.
+   * @throws ApiError 404 NotFound when the pod does not exist
+   */
+  makeReady(namespace: string, podName: string): void;
+  /**
+   * Sets the pod's phase to Failed with `status.reason` = reason and stops its refusal loop.
+   * @throws ApiError 404 NotFound when the pod does not exist
+   */
+  failPod(namespace: string, podName: string, reason: string): void;
+}
+
+/** Node configuration (see SimulatedClusterOptions for the defaults). */
+export interface NodeOptions {
+  nodeName: string;
+  /** template name -> rootfs size in MiB */
+  rootfsMib: Record<string, number>;
+  startupDelayMs: number;
+  refusalBackoffMs: number;
+  refusalBackoffMaxMs: number;
+}
+
+/** The node's host IP, as `status.hostIP`. */
+const HOST_IP = '192.168.49.2';
+
+/** Builds the kubelet message for a runtime refusal with the shim's `[space-err=<code>]` marker. */
+export function sandboxFailureMessage(code: string, detail: string): string {
+  return `Failed to create pod sandbox: rpc error: code = Unknown desc = [space-err=${code}] ${detail}`;
+}
+
+interface PodRun {
+  uid: string;
+  namespace: string;
+  name: string;
+  timer?: NodeJS.Timeout;
+  /** Set when the pod is created while refuseWith is in effect. */
+  scripted: ScriptedRefusal | null;
+  occurrences: number;
+}
+
+type Json = Record<string, unknown>;
+
+/** Kubelet + runtime shim for one node. */
+export class SimulatedKubelet implements SimulatedNode {
+  private readonly runs = new Map<string, PodRun>();
+  private readonly unsubscribe: () => void;
+  private nextIp = 0;
+  private eventSequence = 0n;
+  private stopped = false;
+
+  constructor(
+    private readonly store: ObjectStore,
+    private readonly faults: Faults,
+    private readonly options: NodeOptions,
+  ) {
+    this.unsubscribe = store.onChange((change) => this.onChange(change));
+  }
+
+  recordSandboxFailure(namespace: string, podName: string, message: string): unknown {
+    const pod = this.store.get('pods', namespace, podName);
+    const existing = this.store
+      .list('events', namespace)
+      .filter(
+        (event) =>
+          (event.involvedObject as Json | undefined)?.uid === pod.metadata.uid &&
+          event.reason === SANDBOX_FAILURE_REASON &&
+          event.message === message,
+      )
+      .at(-1);
+    const now = kubeTime();
+    if (existing) {
+      return this.store.update('events', namespace, existing.metadata.name, (event) => {
+        event.count = (Number(event.count) || 1) + 1;
+        event.lastTimestamp = now;
+      });
+    }
+    return this.store.create('events', {
+      apiVersion: 'v1',
+      kind: 'Event',
+      metadata: {
+        name: `${podName}.${this.eventSuffix()}`,
+        namespace,
+        uid: '',
+        resourceVersion: '',
+        creationTimestamp: '',
+      },
+      involvedObject: {
+        kind: 'Pod',
+        namespace,
+        name: podName,
+        uid: pod.metadata.uid,
+        apiVersion: 'v1',
+        resourceVersion: pod.metadata.resourceVersion,
+      },
+      reason: SANDBOX_FAILURE_REASON,
+      message,
+      source: { component: 'kubelet', host: this.options.nodeName },
+      firstTimestamp: now,
+      lastTimestamp: now,
+      count: 1,
+      type: 'Warning',
+      eventTime: null,
+      reportingComponent: 'kubelet',
+      reportingInstance: this.options.nodeName,
+    });
+  }
+
+  makeReady(namespace: string, podName: string): void {
+    const pod = this.store.get('pods', namespace, podName);
+    this.stopRun(pod.metadata.uid);
+    const now = kubeTime();
+    const ip = (pod.status as Json | undefined)?.podIP ?? this.allocateIp();
+    this.store.update('pods', namespace, podName, (next) => {
+      const spec = (next.spec ?? {}) as Json;
+      spec.nodeName ??= this.options.nodeName;
+      next.spec = spec;
+      const containers = Array.isArray(spec.containers) ? (spec.containers as Json[]) : [];
+      next.status = {
+        ...((next.status as Json | undefined) ?? {}),
+        phase: 'Running',
+        conditions: [
+          'PodReadyToStartContainers',
+          'Initialized',
+          'Ready',
+          'ContainersReady',
+          'PodScheduled',
+        ].map((type) => ({ type, status: 'True', lastProbeTime: null, lastTransitionTime: now })),
+        hostIP: HOST_IP,
+        hostIPs: [{ ip: HOST_IP }],
+        podIP: ip,
+        podIPs: [{ ip }],
+        startTime: now,
+        containerStatuses: containers.map((container) => ({
+          name: container.name,
+          image: container.image,
+          imageID: '',
+          containerID: `containerd://${randomBytes(32).toString('hex')}`,
+          ready: true,
+          started: true,
+          restartCount: 0,
+          state: { running: { startedAt: now } },
+        })),
+      };
+    });
+  }
+
+  failPod(namespace: string, podName: string, reason: string): void {
+    const pod = this.store.get('pods', namespace, podName);
+    this.stopRun(pod.metadata.uid);
+    this.store.update('pods', namespace, podName, (next) => {
+      const status = (next.status as Json | undefined) ?? {};
+      next.status = {
+        ...status,
+        phase: 'Failed',
+        reason,
+        message: `Pod failed: ${reason}`,
+        conditions: [
+          {
+            type: 'Ready',
+            status: 'False',
+            reason: 'PodFailed',
+            lastProbeTime: null,
+            lastTransitionTime: kubeTime(),
+          },
+        ],
+      };
+    });
+  }
+
+  /** Clears every timer and stops reacting to the store. */
+  stop(): void {
+    this.stopped = true;
+    this.unsubscribe();
+    for (const uid of [...this.runs.keys()]) this.stopRun(uid);
+  }
+
+  private onChange(change: Change): void {
+    if (change.resource !== 'pods' || this.stopped) return;
+    if (change.type === 'DELETED') this.stopRun(change.object.metadata.uid);
+    else if (change.type === 'ADDED') this.admit(change.object);
+  }
+
+  /** Binds a new pod to this node and schedules the kubelet's first action on it. */
+  private admit(pod: KubeObject): void {
+    const { namespace, name, uid } = pod.metadata;
+    this.store.update('pods', namespace, name, (next) => {
+      next.spec = { ...((next.spec as Json | undefined) ?? {}), nodeName: this.options.nodeName };
+      next.status = {
+        ...((next.status as Json | undefined) ?? {}),
+        conditions: [
+          {
+            type: 'PodScheduled',
+            status: 'True',
+            lastProbeTime: null,
+            lastTransitionTime: kubeTime(),
+          },
+        ],
+      };
+    });
+    if (this.faults.neverReadyEnabled) return;
+    const run: PodRun = { uid, namespace, name, scripted: this.faults.refusal, occurrences: 0 };
+    this.runs.set(uid, run);
+    run.timer = setTimeout(() => this.act(run, pod), this.options.startupDelayMs);
+  }
+
+  /** The kubelet's decision after the start-up delay: refuse (and keep retrying) or run. */
+  private act(run: PodRun, pod: KubeObject): void {
+    run.timer = undefined;
+    if (!this.isCurrent(run)) return;
+    const refusal = run.scripted ?? this.refusalFor(pod);
+    if (refusal) this.refuse(run, sandboxFailureMessage(refusal.code, refusal.message));
+    else this.makeReady(run.namespace, run.name);
+  }
+
+  /** What the runtime shim says about the pod's template and disk; null when it can run. */
+  private refusalFor(pod: KubeObject): ScriptedRefusal | null {
+    const annotations = pod.metadata.annotations ?? {};
+    const template = annotations[TEMPLATE_ANNOTATION];
+    if (template === undefined) return null;
+    const rootfs = this.options.rootfsMib[template];
+    if (rootfs === undefined) {
+      return {
+        code: 'InvalidArgument',
+        message: `template ${template} is not present on node ${this.options.nodeName}`,
+      };
+    }
+    const rawDisk = annotations[DISK_ANNOTATION];
+    if (rawDisk === undefined) return null;
+    const disk = Number(rawDisk);
+    if (!Number.isInteger(disk) || disk <= 0) {
+      return { code: 'InvalidArgument', message: `rootfs_size_mb=${rawDisk} is not a valid size` };
+    }
+    if (disk < rootfs) {
+      return {
+        code: 'InvalidArgument',
+        message: `rootfs_size_mb=${disk} is smaller than cloned rootfs size ${rootfs} MiB`,
+      };
+    }
+    return null;
+  }
+
+  /** Records one refusal occurrence and schedules the next with doubling, capped back-off. */
+  private refuse(run: PodRun, message: string): void {
+    run.occurrences += 1;
+    const recorded =
+      run.occurrences > OCCURRENCES_BEFORE_AGGREGATION ? `${COMBINED_PREFIX}${message}` : message;
+    this.recordSandboxFailure(run.namespace, run.name, recorded);
+    const { refusalBackoffMs, refusalBackoffMaxMs } = this.options;
+    const delay = Math.min(refusalBackoffMs * 2 ** (run.occurrences - 1), refusalBackoffMaxMs);
+    run.timer = setTimeout(() => {
+      run.timer = undefined;
+      if (this.isCurrent(run)) this.refuse(run, message);
+    }, delay);
+  }
+
+  private isCurrent(run: PodRun): boolean {
+    if (this.stopped || this.runs.get(run.uid) !== run) return false;
+    return this.store.find('pods', run.namespace, run.name)?.metadata.uid === run.uid;
+  }
+
+  private stopRun(uid: string): void {
+    const run = this.runs.get(uid);
+    if (!run) return;
+    if (run.timer) clearTimeout(run.timer);
+    this.runs.delete(uid);
+  }
+
+  private allocateIp(): string {
+    const n = this.nextIp++;
+    return `10.244.${Math.floor(n / 253)}.${(n % 253) + 2}`;
+  }
+
+  /** Kubelet names events `<object>.<unix nanoseconds in hex>`; kept unique and increasing. */
+  private eventSuffix(): string {
+    const nanos = BigInt(Date.now()) * 1_000_000n;
+    this.eventSequence = nanos > this.eventSequence ? nanos : this.eventSequence + 1n;
+    return this.eventSequence.toString(16);
+  }
+}

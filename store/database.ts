@@ -1,0 +1,74 @@
+/**
+ * Opens the store's database: SQLite (better-sqlite3) by default, PostgreSQL (a `pg` Pool) when
+ * a `postgres://` URL is given. Both sit behind one `Kysely<Database>`, so every query in this
+ * folder is written once.
+ */
+import { mkdirSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import SQLite from 'better-sqlite3';
+import { Kysely, PostgresDialect } from 'kysely';
+import pg from 'pg';
+import type { Database } from './schema.js';
+import { SharedFileSqliteDialect } from './sqlite-dialect.js';
+
+/** Which SQL engine is behind the connection. */
+export type DialectName = 'sqlite' | 'postgres';
+
+/** An open database. */
+export interface DatabaseHandle {
+  db: Kysely<Database>;
+  dialect: DialectName;
+}
+
+/** Thrown by {@link openDatabase} for options that name no usable database. */
+export class StoreOptionsError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'StoreOptionsError';
+  }
+}
+
+/** How long a SQLite statement waits for another process's lock before SQLITE_BUSY, in ms. */
+export const SQLITE_BUSY_TIMEOUT_MS = 5_000;
+
+/** Size of the PostgreSQL connection pool. */
+export const POSTGRES_POOL_SIZE = 10;
+
+/**
+ * Opens (but does not migrate) the database.
+ * @param options `databaseUrl` (`postgres://` or `postgresql://`) wins over `sqliteFile`
+ * @throws StoreOptionsError when neither is given or the URL is not a PostgreSQL URL
+ */
+export function openDatabase(options: {
+  databaseUrl?: string;
+  sqliteFile?: string;
+}): DatabaseHandle {
+  if (options.databaseUrl !== undefined && options.databaseUrl !== '') {
+    if (!/^postgres(ql)?:\/\//.test(options.databaseUrl)) {
+      throw new StoreOptionsError('databaseUrl must start with postgres:// or postgresql://');
+    }
+    return { db: openPostgres(options.databaseUrl), dialect: 'postgres' };
+  }
+  if (options.sqliteFile !== undefined && options.sqliteFile !== '') {
+    return { db: openSqlite(options.sqliteFile), dialect: 'sqlite' };
+  }
+  throw new StoreOptionsError('either databaseUrl or sqliteFile is required');
+}
+
+function openPostgres(connectionString: string): Kysely<Database> {
+  const pool = new pg.Pool({ connectionString, max: POSTGRES_POOL_SIZE });
+  // An idle client that loses its server emits 'error' on the pool; unhandled, that would end
+  // the process. The next query fails instead (and ping() reports it).
+  pool.on('error', () => {});
+  return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+}
+
+function openSqlite(file: string): Kysely<Database> {
+  const inMemory = file === ':memory:';
+  if (!inMemory) mkdirSync(dirname(resolve(file)), { recursive: true });
+  const database = new SQLite(file);
+  database.pragma(`busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}`);
+  if (!inMemory) database.pragma('journal_mode = WAL');
+  database.pragma('foreign_keys = ON');
+  return new Kysely<Database>({ dialect: new SharedFileSqliteDialect(file, { database }) });
+}

@@ -1,0 +1,217 @@
+/**
+ * Sandbox rows: insert, read, list, and the state changes of design.md sections 3 and 4.
+ * Writes made for an execution are fenced (fencing.ts) and report whether they wrote.
+ */
+import type { Kysely, Selectable } from 'kysely';
+import { isCurrentExecution } from './fencing.js';
+import { decodePageToken, encodePageToken } from './page-token.js';
+import type { Database, SandboxesTable } from './schema.js';
+import type {
+  CreateSandboxInput,
+  ExecutionRef,
+  SandboxPage,
+  SandboxRecord,
+  SandboxState,
+} from './types.js';
+
+/** Largest page listSandboxes serves. */
+export const MAX_PAGE_SIZE = 200;
+
+/**
+ * Inserts a fresh sandbox: state `creating`, generation 1, no pod, no failure.
+ * @param now ISO-8601, both created_at and updated_at
+ * @returns the stored record
+ */
+export async function insertSandbox(
+  db: Kysely<Database>,
+  input: CreateSandboxInput,
+  now: string,
+): Promise<SandboxRecord> {
+  const row: Selectable<SandboxesTable> = {
+    id: input.id,
+    tenant: input.tenant,
+    template: input.template,
+    cpu: input.resources.cpu,
+    memory_mib: input.resources.memory_mib,
+    disk_mib: input.resources.disk_mib,
+    state: 'creating',
+    generation: 1,
+    operation_id: input.operationId,
+    pod_name: null,
+    pod_uid: null,
+    pod_ip: null,
+    failure_code: null,
+    failure_message: null,
+    created_at: now,
+    updated_at: now,
+  };
+  await db.insertInto('sandboxes').values(row).execute();
+  return toRecord(row);
+}
+
+/** The sandbox with this id, limited to `tenant` when given; undefined when there is none. */
+export async function selectSandbox(
+  db: Kysely<Database>,
+  id: string,
+  tenant?: string,
+): Promise<SandboxRecord | undefined> {
+  let query = db.selectFrom('sandboxes').selectAll().where('id', '=', id);
+  if (tenant !== undefined) query = query.where('tenant', '=', tenant);
+  const row = await query.executeTakeFirst();
+  return row && toRecord(row);
+}
+
+/**
+ * A page of the tenant's sandboxes, newest first (created_at desc, id desc), keyset-paged.
+ * @throws RangeError when `limit` is not an integer in 1..{@link MAX_PAGE_SIZE}
+ * @throws InvalidPageTokenError for a token this function did not issue
+ */
+export async function selectSandboxPage(
+  db: Kysely<Database>,
+  tenant: string,
+  options: { state?: SandboxState; limit: number; pageToken?: string },
+): Promise<SandboxPage> {
+  const { limit } = options;
+  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE_SIZE) {
+    throw new RangeError(`limit must be an integer from 1 to ${MAX_PAGE_SIZE}, got ${limit}`);
+  }
+  const after = options.pageToken === undefined ? undefined : decodePageToken(options.pageToken);
+  let query = db.selectFrom('sandboxes').selectAll().where('tenant', '=', tenant);
+  if (options.state !== undefined) query = query.where('state', '=', options.state);
+  if (after !== undefined) {
+    query = query.where((eb) =>
+      eb.or([
+        eb('created_at', '<', after.createdAt),
+        eb.and([eb('created_at', '=', after.createdAt), eb('id', '<', after.id)]),
+      ]),
+    );
+  }
+  const rows = await query
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(limit + 1)
+    .execute();
+  const page = rows.slice(0, limit);
+  const last = page.at(-1);
+  return {
+    sandboxes: page.map(toRecord),
+    ...(rows.length > limit && last
+      ? { nextPageToken: encodePageToken({ createdAt: last.created_at, id: last.id }) }
+      : {}),
+  };
+}
+
+/**
+ * Records the pod's name and uid, fenced by the execution.
+ * @param now ISO-8601
+ * @returns whether it wrote
+ */
+export async function setPod(
+  db: Kysely<Database>,
+  ref: ExecutionRef,
+  pod: { name: string; uid: string },
+  now: string,
+): Promise<boolean> {
+  const result = await db
+    .updateTable('sandboxes')
+    .set({ pod_name: pod.name, pod_uid: pod.uid, updated_at: now })
+    .where('id', '=', ref.sandboxId)
+    .where('generation', '=', ref.generation)
+    .where(isCurrentExecution(ref))
+    .executeTakeFirst();
+  return result.numUpdatedRows > 0n;
+}
+
+/**
+ * `creating` -> `running` with the pod's IP, fenced by the execution.
+ * @param now ISO-8601
+ * @returns whether it wrote
+ */
+export async function setRunning(
+  db: Kysely<Database>,
+  ref: ExecutionRef,
+  podIp: string,
+  now: string,
+): Promise<boolean> {
+  const result = await db
+    .updateTable('sandboxes')
+    .set({ state: 'running', pod_ip: podIp, updated_at: now })
+    .where('id', '=', ref.sandboxId)
+    .where('generation', '=', ref.generation)
+    .where('state', '=', 'creating')
+    .where(isCurrentExecution(ref))
+    .executeTakeFirst();
+  return result.numUpdatedRows > 0n;
+}
+
+/**
+ * Sets the outcome of a retired execution on its sandbox: `failed` with the failure, or
+ * `deleted` (failure cleared). Only for the sandbox at `generation`.
+ * @param now ISO-8601
+ * @returns whether it wrote
+ */
+export async function setRetiredOutcome(
+  db: Kysely<Database>,
+  target: { sandboxId: string; generation: number },
+  outcome:
+    | { state: 'failed'; failure: { code: string; message: string } }
+    | { state: 'deleted'; failure: null },
+  now: string,
+): Promise<boolean> {
+  const result = await db
+    .updateTable('sandboxes')
+    .set({
+      state: outcome.state,
+      failure_code: outcome.failure?.code ?? null,
+      failure_message: outcome.failure?.message ?? null,
+      updated_at: now,
+    })
+    .where('id', '=', target.sandboxId)
+    .where('generation', '=', target.generation)
+    .executeTakeFirst();
+  return result.numUpdatedRows > 0n;
+}
+
+/**
+ * `creating` -> `failed` with code and message, whatever its executions.
+ * @param now ISO-8601
+ * @returns whether it wrote (false when the sandbox is missing or not `creating`)
+ */
+export async function setFailedWhileCreating(
+  db: Kysely<Database>,
+  sandboxId: string,
+  failure: { code: string; message: string },
+  now: string,
+): Promise<boolean> {
+  const result = await db
+    .updateTable('sandboxes')
+    .set({
+      state: 'failed',
+      failure_code: failure.code,
+      failure_message: failure.message,
+      updated_at: now,
+    })
+    .where('id', '=', sandboxId)
+    .where('state', '=', 'creating')
+    .executeTakeFirst();
+  return result.numUpdatedRows > 0n;
+}
+
+function toRecord(row: Selectable<SandboxesTable>): SandboxRecord {
+  return {
+    id: row.id,
+    tenant: row.tenant,
+    template: row.template,
+    resources: { cpu: row.cpu, memory_mib: row.memory_mib, disk_mib: row.disk_mib },
+    state: row.state as SandboxState,
+    generation: row.generation,
+    operationId: row.operation_id,
+    pod: { name: row.pod_name, uid: row.pod_uid, ip: row.pod_ip },
+    failure:
+      row.failure_code === null
+        ? null
+        : { code: row.failure_code, message: row.failure_message ?? '' },
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}

@@ -1,0 +1,62 @@
+/**
+ * Row types of the store's tables, as kysely sees them. Every timestamp is ISO-8601 text in UTC
+ * (`Date.prototype.toISOString()`, so text order is time order) and there are no booleans, so the
+ * same queries run on SQLite and PostgreSQL. The DDL lives in `migrations/`.
+ */
+
+/** `sandboxes`: one row per sandbox; `generation` counts activations of the sandbox. */
+export interface SandboxesTable {
+  /** `sbx_…` */
+  id: string;
+  tenant: string;
+  template: string;
+  /** Requested resources; cpu in cores, sizes in MiB. */
+  cpu: number;
+  memory_mib: number;
+  disk_mib: number;
+  /** 'creating' | 'running' | 'failed' | 'deleted' */
+  state: string;
+  generation: number;
+  /** `op_…`, the create operation (= its workflow id). */
+  operation_id: string;
+  pod_name: string | null;
+  pod_uid: string | null;
+  pod_ip: string | null;
+  failure_code: string | null;
+  failure_message: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+/**
+ * `executions`: one row per activation attempt of a sandbox generation. At most one of a
+ * sandbox's executions is `active`; fenced writes name the (generation, attempt) they act for.
+ */
+export interface ExecutionsTable {
+  sandbox_id: string;
+  generation: number;
+  activation_attempt: number;
+  /** 'active' | 'retired' */
+  state: string;
+  retired_reason: string | null;
+  retired_at: string | null;
+  created_at: string;
+}
+
+/** `idempotency_keys`: a tenant's `Idempotency-Key` and the create it started. */
+export interface IdempotencyKeysTable {
+  tenant: string;
+  key: string;
+  /** A hash of the request body, chosen by the caller; equal hashes mean a replay. */
+  request_hash: string;
+  operation_id: string;
+  sandbox_id: string;
+  created_at: string;
+}
+
+/** The whole schema, for `Kysely<Database>`. */
+export interface Database {
+  sandboxes: SandboxesTable;
+  executions: ExecutionsTable;
+  idempotency_keys: IdempotencyKeysTable;
+}

@@ -1,0 +1,171 @@
+/** The store's public types: what the API, the activities and the worker code against. */
+
+/** Lifecycle of a sandbox as the API reports it (design.md section 3). */
+export type SandboxState = 'creating' | 'running' | 'failed' | 'deleted';
+
+/** Requested resources: `cpu` in cores, `memory_mib` and `disk_mib` in MiB; positive integers. */
+export interface Resources {
+  cpu: number;
+  memory_mib: number;
+  disk_mib: number;
+}
+
+/** A sandbox as stored. Timestamps are ISO-8601 UTC strings. */
+export interface SandboxRecord {
+  /** `sbx_…` */
+  id: string;
+  tenant: string;
+  template: string;
+  resources: Resources;
+  state: SandboxState;
+  /** Activation generation; 1 for a fresh create. */
+  generation: number;
+  /** `op_…`, the operation that created the sandbox. */
+  operationId: string;
+  /** The sandbox's pod, as far as it is known; all null before `recordPod`. */
+  pod: { name: string | null; uid: string | null; ip: string | null };
+  /** Set when the sandbox is `failed`; null otherwise. */
+  failure: { code: string; message: string } | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+/**
+ * Where the store lives. Give exactly one; when both are given `databaseUrl` wins.
+ * - `databaseUrl`: `postgres://…` or `postgresql://…` (a `pg` Pool).
+ * - `sqliteFile`: a file path (its directory is created if missing) or `:memory:`.
+ */
+export interface StoreOptions {
+  databaseUrl?: string;
+  sqliteFile?: string;
+  /** The clock used for created_at/updated_at/retired_at; defaults to the wall clock. For tests. */
+  clock?: () => Date;
+}
+
+/** Input of {@link Store.createSandbox}. */
+export interface CreateSandboxInput {
+  id: string;
+  tenant: string;
+  template: string;
+  resources: Resources;
+  operationId: string;
+  /** The request's `Idempotency-Key` and a hash of its body. */
+  idempotency?: { key: string; requestHash: string };
+}
+
+/**
+ * Outcome of {@link Store.createSandbox}:
+ * - `created`: the sandbox (state `creating`, generation 1) and its first execution were stored.
+ * - `replay`: the tenant already used this key with the same request hash; nothing was stored.
+ * - `conflict`: the tenant already used this key with a different request hash; nothing stored.
+ */
+export type CreateSandboxResult =
+  | { kind: 'created'; sandbox: SandboxRecord }
+  | { kind: 'replay'; operationId: string; sandboxId: string }
+  | { kind: 'conflict'; operationId: string };
+
+/** Options of {@link Store.listSandboxes}. */
+export interface ListSandboxesOptions {
+  /** Only sandboxes in this state. */
+  state?: SandboxState;
+  /** Page size, an integer in 1..200. */
+  limit: number;
+  /** `nextPageToken` of the previous page. Opaque. */
+  pageToken?: string;
+}
+
+/** A page of {@link Store.listSandboxes}; `nextPageToken` is absent on the last page. */
+export interface SandboxPage {
+  sandboxes: SandboxRecord[];
+  nextPageToken?: string;
+}
+
+/** Names one execution: a sandbox's generation and activation attempt. */
+export interface ExecutionRef {
+  sandboxId: string;
+  generation: number;
+  attempt: number;
+}
+
+/** Input of {@link Store.recordPod}. */
+export interface RecordPodInput extends ExecutionRef {
+  podName: string;
+  podUid: string;
+}
+
+/** Input of {@link Store.markSandboxRunning}. */
+export interface MarkSandboxRunningInput extends ExecutionRef {
+  podIp: string;
+}
+
+/** Input of {@link Store.retireExecution}. */
+export interface RetireExecutionInput extends ExecutionRef {
+  /** Why the execution ends, e.g. an operation error code or `deleted`; stored as retired_reason. */
+  reason: string;
+  /** The sandbox's failure; null with reason `deleted` marks the sandbox `deleted`. */
+  failure: { code: string; message: string } | null;
+}
+
+/** Input of {@link Store.markSandboxFailed}. */
+export interface MarkSandboxFailedInput {
+  sandboxId: string;
+  code: string;
+  message: string;
+}
+
+/**
+ * The sandbox store (design.md sections 3 and 4). SQLite or PostgreSQL behind one set of queries.
+ * Methods reject with the driver's error when the database fails; fenced writes never throw for
+ * a stale caller, they return false.
+ */
+export interface Store {
+  /**
+   * One transaction: inserts the sandbox (state `creating`, generation 1) and its execution
+   * (generation 1, attempt 1, `active`); with `idempotency` also the tenant's key. When the
+   * tenant already used the key, nothing is inserted and the earlier create is returned as
+   * `replay` (same request hash) or `conflict` (different hash). Safe under concurrent calls
+   * with the same key: exactly one of them creates.
+   * @throws the driver's unique-violation error when the sandbox id already exists
+   */
+  createSandbox(input: CreateSandboxInput): Promise<CreateSandboxResult>;
+  /** The tenant's sandbox; undefined when it does not exist or belongs to another tenant. */
+  getSandbox(tenant: string, id: string): Promise<SandboxRecord | undefined>;
+  /** The sandbox whatever its tenant (worker side); undefined when it does not exist. */
+  getSandboxById(id: string): Promise<SandboxRecord | undefined>;
+  /**
+   * The tenant's sandboxes, newest first (created_at, then id, descending).
+   * @throws RangeError when `limit` is not an integer in 1..200
+   * @throws InvalidPageTokenError when `pageToken` was not produced by this method
+   */
+  listSandboxes(tenant: string, options: ListSandboxesOptions): Promise<SandboxPage>;
+  /**
+   * Records the pod's name and uid. Fenced: writes only when the sandbox is at `generation` and
+   * the execution (generation, attempt) is active with no newer one. Returns whether it wrote.
+   */
+  recordPod(input: RecordPodInput): Promise<boolean>;
+  /**
+   * Sandbox `creating` -> `running` with the pod's IP. Fenced like {@link recordPod}, and only
+   * from state `creating`. Returns whether it wrote.
+   */
+  markSandboxRunning(input: MarkSandboxRunningInput): Promise<boolean>;
+  /**
+   * One transaction, fenced by sandbox id + generation + attempt: when that execution is active
+   * and no newer one exists, marks it retired (reason, retired_at) and marks the sandbox `failed`
+   * with the failure's code and message — or `deleted` when failure is null and reason is
+   * `deleted`; a null failure with another reason fails the sandbox with code = reason. Otherwise
+   * (already retired, missing, newer generation/attempt) writes nothing. Safe to run twice and
+   * concurrently: exactly one call returns `{retired: true}`.
+   */
+  retireExecution(input: RetireExecutionInput): Promise<{ retired: boolean }>;
+  /**
+   * Marks a sandbox `failed` with code and message when no workflow runs for it (e.g. the
+   * workflow could not be started); only from state `creating`. Its active executions are
+   * retired in the same transaction (retired_reason = code), so a late workflow is fenced out.
+   * Returns whether it wrote.
+   */
+  markSandboxFailed(input: MarkSandboxFailedInput): Promise<boolean>;
+  /** Resolves when the database answers a trivial query; rejects with the driver's error. */
+  ping(): Promise<void>;
+  /** Closes the connection (pool); the store is unusable afterwards. */
+  close(): Promise<void>;
+}

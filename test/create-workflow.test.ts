@@ -1,0 +1,202 @@
+/**
+ * The createSandbox workflow end to end: real dev server, a worker with the real activities,
+ * the simulated cluster over HTTP and a SQLite store.
+ */
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { WorkflowFailedError } from '@temporalio/client';
+import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
+import { afterEach, describe, expect, it } from 'vitest';
+import { FailureCodeKey, CreatePhaseKey } from '../workflows/search-attributes.js';
+import { startCreate, settle } from './support/creates.js';
+import { startTestStack, type TestStack } from './support/stack.js';
+import { until } from './support/until.js';
+
+const NAMESPACE = 'sandboxes';
+const INVALID_ARGUMENT_MESSAGE =
+  'Failed to create pod sandbox: rpc error: code = Unknown desc = [space-err=InvalidArgument] ' +
+  'rootfs_size_mb=300 is smaller than cloned rootfs size 451 MiB';
+
+let stack: TestStack | undefined;
+afterEach(async () => {
+  await stack?.stop();
+  stack = undefined;
+});
+
+function requests(method: string, suffix: RegExp) {
+  return (stack as TestStack).cluster.requests.filter(
+    (request) => request.method === method && suffix.test(request.path),
+  );
+}
+const podDeletes = () => requests('DELETE', /\/pods\/[^/]+$/);
+const podCreates = () => requests('POST', /\/pods$/);
+
+function applicationFailureOf(error: unknown): ApplicationFailure {
+  expect(error).toBeInstanceOf(WorkflowFailedError);
+  const cause = (error as WorkflowFailedError).cause;
+  expect(cause).toBeInstanceOf(ApplicationFailure);
+  return cause as ApplicationFailure;
+}
+
+describe('createSandbox workflow', () => {
+  it('fails as InvalidRequest within seconds when the node refuses the disk, and compensates', async () => {
+    stack = await startTestStack({ cluster: { startupDelayMs: 100 } });
+    const started = Date.now();
+    const { handle, input } = await startCreate(stack, { diskMib: 300 });
+    const { error } = await settle(handle.result());
+    const elapsedMs = Date.now() - started;
+
+    const failure = applicationFailureOf(error);
+    expect(failure.type).toBe('InvalidRequest');
+    expect(failure.nonRetryable).toBe(true);
+    expect(failure.message).toContain('cloned rootfs size 451 MiB');
+    expect(failure.details?.[0]).toMatchObject({
+      code: 'invalid_request',
+      reason: 'rootfs_size_mb=300 is smaller than cloned rootfs size 451 MiB',
+    });
+    expect(elapsedMs).toBeLessThan(20_000);
+
+    expect(podDeletes()).toHaveLength(1);
+    expect(podDeletes()[0]?.status).toBe(200);
+    const sandbox = await stack.store.getSandboxById(input.sandboxId);
+    expect(sandbox).toMatchObject({
+      state: 'failed',
+      failure: { code: 'invalid_request', message: expect.stringContaining('451 MiB') },
+    });
+    // Retired: a second retirement of the same execution is a no-op.
+    expect(
+      await stack.store.retireExecution({
+        sandboxId: input.sandboxId,
+        generation: 1,
+        attempt: 1,
+        reason: 'again',
+        failure: { code: 'internal', message: 'x' },
+      }),
+    ).toEqual({ retired: false });
+    const description = await handle.describe();
+    expect(description.typedSearchAttributes.get(FailureCodeKey)).toBe('invalid_request');
+    expect(description.typedSearchAttributes.get(CreatePhaseKey)).toBe('finished');
+    console.log(`InvalidRequest create: start -> workflow failed in ${elapsedMs} ms`);
+  });
+
+  it('fails as PodNeverReady at the deadline when the node refuses as Unavailable', async () => {
+    stack = await startTestStack({ cluster: { startupDelayMs: 100 } });
+    stack.cluster.faults.refuseWith('Unavailable', 'failed to reserve sandbox name');
+    const started = Date.now();
+    const { handle, input } = await startCreate(stack, { diskMib: 300, deadlineMs: 3_000 });
+    const { error } = await settle(handle.result());
+    const failure = applicationFailureOf(error);
+    expect(failure.type).toBe('PodNeverReady');
+    expect(failure.message).toMatch(/had no IP within the create deadline of 3 s/);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(2_900);
+    expect(podDeletes()).toHaveLength(1);
+    expect(await stack.store.getSandboxById(input.sandboxId)).toMatchObject({
+      state: 'failed',
+      failure: { code: 'pod_never_ready' },
+    });
+    expect(stack.cluster.openWatches()).toBe(0);
+  });
+
+  it('still fails as InvalidRequest when the first events watch is answered 429', async () => {
+    stack = await startTestStack({ cluster: { startupDelayMs: 100 } });
+    stack.cluster.faults.failNextWatches('events', 1, 429);
+    const { handle } = await startCreate(stack, { diskMib: 300 });
+    const failure = applicationFailureOf((await settle(handle.result())).error);
+    expect(failure.type).toBe('InvalidRequest');
+    expect(requests('GET', /\/events$/).map((request) => request.status)).toEqual([429, 200]);
+    expect(podDeletes()).toHaveLength(1);
+  });
+
+  it('creates a running sandbox with the pod IP when the disk is large enough', async () => {
+    stack = await startTestStack({ cluster: { startupDelayMs: 100 } });
+    const { handle, input } = await startCreate(stack, { diskMib: 2048 });
+    const result = await handle.result();
+    expect(result.pod.ip).toMatch(/^10\./);
+    expect(await stack.store.getSandboxById(input.sandboxId)).toMatchObject({
+      state: 'running',
+      pod: { name: result.pod.name, uid: result.pod.uid, ip: result.pod.ip },
+      failure: null,
+    });
+    expect(podDeletes()).toHaveLength(0);
+  });
+
+  it('compensates and ends cancelled when cancelled while waiting, with both watches closed', async () => {
+    stack = await startTestStack({ cluster: { startupDelayMs: 100 } });
+    stack.cluster.faults.neverReady(true);
+    const { handle, input } = await startCreate(stack, { diskMib: 2048 });
+    const cluster = stack.cluster;
+    await until(() => cluster.openWatches('pods') === 1 && cluster.openWatches('events') === 1);
+    await handle.cancel();
+    const { error } = await settle(handle.result());
+    expect(error).toBeInstanceOf(WorkflowFailedError);
+    expect((error as WorkflowFailedError).cause).toBeInstanceOf(CancelledFailure);
+    expect(cluster.openWatches()).toBe(0);
+    expect(podDeletes()).toHaveLength(1);
+    expect(await stack.store.getSandboxById(input.sandboxId)).toMatchObject({
+      state: 'failed',
+      failure: { code: 'cancelled' },
+    });
+    expect((await handle.describe()).status.name).toBe('CANCELLED');
+  });
+
+  it('retries a failed pod delete and ends the same way', async () => {
+    stack = await startTestStack({ cluster: { startupDelayMs: 100 } });
+    stack.cluster.faults.failNextRequests('DELETE', 'pods', 1, 500);
+    const { handle, input } = await startCreate(stack, { diskMib: 300 });
+    const failure = applicationFailureOf((await settle(handle.result())).error);
+    expect(failure.type).toBe('InvalidRequest');
+    expect(podDeletes().map((request) => request.status)).toEqual([500, 200]);
+    expect(await stack.store.getSandboxById(input.sandboxId)).toMatchObject({
+      state: 'failed',
+      failure: { code: 'invalid_request' },
+    });
+  });
+
+  it('finishes correctly after its worker is killed during the wait', async () => {
+    stack = await startTestStack({ cluster: { startupDelayMs: 100 }, worker: false });
+    const cluster = stack.cluster;
+    cluster.faults.neverReady(true);
+    const kubeconfig = join(stack.dataDir, 'kubeconfig');
+    cluster.writeKubeconfig(kubeconfig);
+    const child = spawn(process.execPath, ['--import', 'tsx', 'worker/main.ts'], {
+      env: {
+        ...process.env,
+        TEMPORAL_ADDRESS: stack.temporal.address,
+        TEMPORAL_TASK_QUEUE: stack.taskQueue,
+        KUBECONFIG: kubeconfig,
+        DATA_DIR: stack.dataDir,
+        WATCH_RETRY_DELAY_MS: '100',
+        LOG_FORMAT: 'json',
+      },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
+    const exited = new Promise((resolve) => child.on('exit', resolve));
+    try {
+      const { handle, input } = await startCreate(stack, { diskMib: 300 });
+      await until(() => cluster.openWatches('events') === 1, 90_000);
+      child.kill('SIGKILL');
+      await exited;
+      await stack.startWorker();
+      cluster.node.recordSandboxFailure(
+        NAMESPACE,
+        (await podName(input.sandboxId)) ?? '',
+        INVALID_ARGUMENT_MESSAGE,
+      );
+      const failure = applicationFailureOf((await settle(handle.result())).error);
+      expect(failure.type).toBe('InvalidRequest');
+      expect(failure.message).toContain('451 MiB');
+      expect(podCreates()).toHaveLength(1);
+      expect(podDeletes()).toHaveLength(1);
+      expect(await stack.store.getSandboxById(input.sandboxId)).toMatchObject({
+        state: 'failed',
+        failure: { code: 'invalid_request' },
+      });
+    } finally {
+      child.kill('SIGKILL');
+    }
+  }, 180_000);
+
+  async function podName(sandboxId: string): Promise<string | null | undefined> {
+    return (await stack?.store.getSandboxById(sandboxId))?.pod.name;
+  }
+});

@@ -1,0 +1,129 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import {
+  decisiveRefusal,
+  isSandboxFailureOf,
+  parseRefusal,
+  REFUSAL_RULES,
+  type EventLike,
+} from '../kubernetes/refusal.js';
+
+const KUBELET_MESSAGE =
+  'Failed to create pod sandbox: rpc error: code = Unknown desc = [space-err=InvalidArgument] ' +
+  'rootfs_size_mb=300 is smaller than cloned rootfs size 451 MiB';
+
+function kubeletEvent(overrides: Partial<EventLike> = {}): EventLike {
+  return {
+    type: 'Warning',
+    reason: 'FailedCreatePodSandBox',
+    message: KUBELET_MESSAGE,
+    source: { component: 'kubelet', host: 'node-1' },
+    involvedObject: { kind: 'Pod', name: 'sbx-1-g1', uid: 'uid-1' },
+    ...overrides,
+  };
+}
+
+describe('parseRefusal', () => {
+  it('reads the code and the reason after the marker', () => {
+    expect(parseRefusal(KUBELET_MESSAGE)).toEqual({
+      code: 'InvalidArgument',
+      reason: 'rootfs_size_mb=300 is smaller than cloned rootfs size 451 MiB',
+      decisive: true,
+    });
+  });
+
+  it('decides by the marker, not by the gRPC code text of the message', () => {
+    expect(
+      parseRefusal('rpc error: code = InvalidArgument desc = [space-err=Unavailable] busy'),
+    ).toMatchObject({ code: 'Unavailable', decisive: false });
+    expect(parseRefusal('rpc error: code = InvalidArgument desc = disk too small')).toBeUndefined();
+  });
+
+  it('uses the last marker when there are several', () => {
+    const message = '[space-err=Unavailable] retrying: [space-err=InvalidArgument] disk too small';
+    expect(parseRefusal(message)).toEqual({
+      code: 'InvalidArgument',
+      reason: 'disk too small',
+      decisive: true,
+    });
+  });
+
+  it('handles the "(combined from similar events): " prefix of aggregated events', () => {
+    const refusal = parseRefusal(`${REFUSAL_RULES.combinedPrefix}${KUBELET_MESSAGE}`);
+    expect(refusal?.decisive).toBe(true);
+    expect(refusal?.reason).toContain('451 MiB');
+  });
+
+  it('strips control characters and trims the reason', () => {
+    const refusal = parseRefusal(
+      '[space-err=InvalidArgument] \u001b[31mdisk\ttoo\nsmall\u0000 \r\n',
+    );
+    expect(refusal?.reason).toBe('[31mdisk too small');
+  });
+
+  it('caps the reason length', () => {
+    const refusal = parseRefusal(`[space-err=InvalidArgument] ${'x'.repeat(5000)}`);
+    expect(refusal?.reason).toHaveLength(REFUSAL_RULES.maxReasonLength);
+  });
+
+  it('treats every other code as not decisive', () => {
+    for (const code of [
+      'Unavailable',
+      'ResourceExhausted',
+      'Unknown',
+      'Internal',
+      'invalidargument',
+    ]) {
+      expect(parseRefusal(`[space-err=${code}] x`)?.decisive).toBe(false);
+    }
+  });
+
+  it('answers undefined for messages without a marker', () => {
+    for (const message of [undefined, null, '', 'Failed to create pod sandbox', '[space-err=] x']) {
+      expect(parseRefusal(message)).toBeUndefined();
+    }
+  });
+
+  it('never throws, never keeps control characters, never exceeds the cap (property)', () => {
+    const marker = fc.constantFrom('[space-err=InvalidArgument]', '[space-err=Unavailable]', '');
+    const text = fc.string({ unit: 'binary', maxLength: 2000 });
+    fc.assert(
+      fc.property(text, marker, text, marker, text, (a, m1, b, m2, c) => {
+        const refusal = parseRefusal(`${a}${m1}${b}${m2}${c}`);
+        if (refusal === undefined) return;
+        expect(refusal.reason.length).toBeLessThanOrEqual(REFUSAL_RULES.maxReasonLength);
+        // eslint-disable-next-line no-control-regex
+        expect(refusal.reason).not.toMatch(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/);
+        expect(refusal.reason).toBe(refusal.reason.trim());
+        expect(refusal.decisive).toBe(refusal.code === 'InvalidArgument');
+      }),
+      { numRuns: 2000 },
+    );
+  });
+});
+
+describe('decisiveRefusal: which events count', () => {
+  it('counts a kubelet Warning FailedCreatePodSandBox event of this pod uid', () => {
+    expect(decisiveRefusal(kubeletEvent(), 'uid-1')?.reason).toContain('451 MiB');
+  });
+
+  it('accepts kubelet as reportingComponent when source is empty (events.k8s.io shape)', () => {
+    const event = kubeletEvent({ source: {}, reportingComponent: 'kubelet' });
+    expect(isSandboxFailureOf(event, 'uid-1')).toBe(true);
+  });
+
+  it('ignores another uid, another type, another reason or another reporter', () => {
+    expect(decisiveRefusal(kubeletEvent(), 'uid-2')).toBeUndefined();
+    expect(decisiveRefusal(kubeletEvent({ type: 'Normal' }), 'uid-1')).toBeUndefined();
+    expect(decisiveRefusal(kubeletEvent({ reason: 'FailedMount' }), 'uid-1')).toBeUndefined();
+    expect(
+      decisiveRefusal(kubeletEvent({ source: { component: 'my-controller' } }), 'uid-1'),
+    ).toBeUndefined();
+  });
+
+  it('ignores a non-decisive code from kubelet', () => {
+    const message = KUBELET_MESSAGE.replace('InvalidArgument', 'Unavailable');
+    expect(isSandboxFailureOf(kubeletEvent({ message }), 'uid-1')).toBe(true);
+    expect(decisiveRefusal(kubeletEvent({ message }), 'uid-1')).toBeUndefined();
+  });
+});

@@ -1,0 +1,470 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { openDatabase } from '../store/database.js';
+import {
+  InvalidPageTokenError,
+  openStore,
+  type CreateSandboxInput,
+  type Store,
+  type StoreOptions,
+} from '../store/index.js';
+import { storeBackends, type StoreTarget } from './support/store.js';
+
+const RESOURCES = { cpu: 1, memory_mib: 1024, disk_mib: 2048 };
+
+/** A clock that moves one second per reading, so every row has its own created_at. */
+function steppingClock(): () => Date {
+  let ms = Date.parse('2025-01-01T00:00:00.000Z');
+  return () => new Date((ms += 1000));
+}
+
+function sandboxInput(n: number, overrides: Partial<CreateSandboxInput> = {}): CreateSandboxInput {
+  return {
+    id: `sbx_${String(n).padStart(4, '0')}`,
+    tenant: 'acme',
+    template: 'base',
+    resources: RESOURCES,
+    operationId: `op_${String(n).padStart(4, '0')}`,
+    ...overrides,
+  };
+}
+
+/** First execution of a fresh sandbox, as createSandbox stores it. */
+function firstExecution(sandboxId: string) {
+  return { sandboxId, generation: 1, attempt: 1 };
+}
+
+describe.each(storeBackends())('store on $name', (backend) => {
+  let target: StoreTarget;
+  let options: StoreOptions;
+  let store: Store;
+
+  beforeEach(async () => {
+    target = await backend.freshTarget();
+    options = { ...target.options, clock: steppingClock() };
+    store = await openStore(options);
+  });
+  afterEach(async () => {
+    await store?.close();
+    await target?.dispose();
+  });
+
+  /** Creates a sandbox and fails the test unless it was created. */
+  async function created(input: CreateSandboxInput) {
+    const result = await store.createSandbox(input);
+    if (result.kind !== 'created') throw new Error(`expected created, got ${result.kind}`);
+    return result.sandbox;
+  }
+
+  /** Adds an active execution behind the store's back (no Store method activates one yet). */
+  async function insertActiveExecution(sandboxId: string, generation: number, attempt: number) {
+    const { db } = openDatabase(target.options);
+    try {
+      await db
+        .insertInto('executions')
+        .values({
+          sandbox_id: sandboxId,
+          generation,
+          activation_attempt: attempt,
+          state: 'active',
+          retired_reason: null,
+          retired_at: null,
+          created_at: new Date().toISOString(),
+        })
+        .execute();
+    } finally {
+      await db.destroy();
+    }
+  }
+
+  describe('migrations', () => {
+    it('opening the same database a second time migrates nothing and keeps the data', async () => {
+      await created(sandboxInput(1));
+      await store.close();
+
+      store = await openStore(options);
+      expect((await store.getSandboxById('sbx_0001'))?.operationId).toBe('op_0001');
+    });
+    it('two stores opening an empty database at once both migrate it and share it', async () => {
+      const fresh = await backend.freshTarget();
+      try {
+        const [first, second] = await Promise.all([
+          openStore(fresh.options),
+          openStore(fresh.options),
+        ]);
+        try {
+          await first.createSandbox(sandboxInput(1));
+          expect((await second.getSandboxById('sbx_0001'))?.state).toBe('creating');
+        } finally {
+          await first.close();
+          await second.close();
+        }
+      } finally {
+        await fresh.dispose();
+      }
+    });
+  });
+
+  describe('createSandbox and getSandbox', () => {
+    it('stores a creating sandbox at generation 1 and reads it back for its tenant', async () => {
+      const sandbox = await created(sandboxInput(1));
+
+      expect(sandbox).toMatchObject({
+        id: 'sbx_0001',
+        tenant: 'acme',
+        template: 'base',
+        resources: RESOURCES,
+        state: 'creating',
+        generation: 1,
+        operationId: 'op_0001',
+        pod: { name: null, uid: null, ip: null },
+        failure: null,
+      });
+      expect(sandbox.createdAt).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+      expect(await store.getSandbox('acme', 'sbx_0001')).toEqual(sandbox);
+      expect(await store.getSandboxById('sbx_0001')).toEqual(sandbox);
+    });
+
+    it("answers undefined for another tenant's sandbox and for an unknown id", async () => {
+      await created(sandboxInput(1));
+
+      expect(await store.getSandbox('globex', 'sbx_0001')).toBeUndefined();
+      expect(await store.getSandbox('acme', 'sbx_9999')).toBeUndefined();
+      expect(await store.getSandboxById('sbx_9999')).toBeUndefined();
+    });
+  });
+
+  describe('idempotency keys', () => {
+    const key = { key: 'key-1', requestHash: 'hash-a' };
+
+    it('replays the first create for the same key and request hash, storing nothing new', async () => {
+      await created(sandboxInput(1, { idempotency: key }));
+
+      const again = await store.createSandbox(sandboxInput(2, { idempotency: key }));
+
+      expect(again).toEqual({ kind: 'replay', operationId: 'op_0001', sandboxId: 'sbx_0001' });
+      expect(await store.getSandboxById('sbx_0002')).toBeUndefined();
+    });
+
+    it('answers conflict for the same key with a different request hash', async () => {
+      await created(sandboxInput(1, { idempotency: key }));
+
+      const other = await store.createSandbox(
+        sandboxInput(2, { idempotency: { key: 'key-1', requestHash: 'hash-b' } }),
+      );
+
+      expect(other).toEqual({ kind: 'conflict', operationId: 'op_0001' });
+      expect(await store.getSandboxById('sbx_0002')).toBeUndefined();
+    });
+
+    it('does not share keys between tenants', async () => {
+      await created(sandboxInput(1, { idempotency: key }));
+
+      const result = await store.createSandbox(
+        sandboxInput(2, { tenant: 'globex', idempotency: key }),
+      );
+
+      expect(result.kind).toBe('created');
+    });
+
+    it('creates exactly once when five creates with one key race', async () => {
+      const results = await Promise.all(
+        [1, 2, 3, 4, 5].map((n) => store.createSandbox(sandboxInput(n, { idempotency: key }))),
+      );
+
+      const kinds = results.map((result) => result.kind).sort();
+      expect(kinds).toEqual(['created', 'replay', 'replay', 'replay', 'replay']);
+      const winner = results.find((result) => result.kind === 'created');
+      for (const result of results) {
+        if (result.kind === 'replay' && winner?.kind === 'created') {
+          expect(result.sandboxId).toBe(winner.sandbox.id);
+        }
+      }
+    });
+  });
+
+  describe('listSandboxes', () => {
+    async function seed(): Promise<void> {
+      for (let n = 1; n <= 5; n += 1) await created(sandboxInput(n));
+      await created(sandboxInput(6, { tenant: 'globex' }));
+      await store.markSandboxFailed({ sandboxId: 'sbx_0002', code: 'internal', message: 'x' });
+      await store.markSandboxFailed({ sandboxId: 'sbx_0004', code: 'internal', message: 'x' });
+    }
+
+    it("lists only the tenant's sandboxes, newest first", async () => {
+      await seed();
+
+      const page = await store.listSandboxes('acme', { limit: 50 });
+
+      expect(page.sandboxes.map((s) => s.id)).toEqual([
+        'sbx_0005',
+        'sbx_0004',
+        'sbx_0003',
+        'sbx_0002',
+        'sbx_0001',
+      ]);
+      expect(page.nextPageToken).toBeUndefined();
+    });
+
+    it('pages with the token until the last page, which has no token', async () => {
+      await seed();
+
+      const first = await store.listSandboxes('acme', { limit: 2 });
+      const second = await store.listSandboxes('acme', {
+        limit: 2,
+        pageToken: first.nextPageToken,
+      });
+      const third = await store.listSandboxes('acme', {
+        limit: 2,
+        pageToken: second.nextPageToken,
+      });
+
+      expect(first.sandboxes.map((s) => s.id)).toEqual(['sbx_0005', 'sbx_0004']);
+      expect(second.sandboxes.map((s) => s.id)).toEqual(['sbx_0003', 'sbx_0002']);
+      expect(third.sandboxes.map((s) => s.id)).toEqual(['sbx_0001']);
+      expect(third.nextPageToken).toBeUndefined();
+    });
+
+    it('filters by state, across pages', async () => {
+      await seed();
+
+      const first = await store.listSandboxes('acme', { state: 'failed', limit: 1 });
+      const second = await store.listSandboxes('acme', {
+        state: 'failed',
+        limit: 1,
+        pageToken: first.nextPageToken,
+      });
+
+      expect(first.sandboxes.map((s) => s.id)).toEqual(['sbx_0004']);
+      expect(second.sandboxes.map((s) => s.id)).toEqual(['sbx_0002']);
+      expect(second.nextPageToken).toBeUndefined();
+    });
+
+    it('rejects a page token it did not issue and a limit outside 1..200', async () => {
+      await expect(
+        store.listSandboxes('acme', { limit: 10, pageToken: 'not-a-token' }),
+      ).rejects.toBeInstanceOf(InvalidPageTokenError);
+      await expect(store.listSandboxes('acme', { limit: 0 })).rejects.toBeInstanceOf(RangeError);
+      await expect(store.listSandboxes('acme', { limit: 201 })).rejects.toBeInstanceOf(RangeError);
+    });
+  });
+
+  describe('recordPod and markSandboxRunning (fenced)', () => {
+    it('records the pod only for the current generation and attempt', async () => {
+      await created(sandboxInput(1));
+      const pod = { podName: 'sbx-0001-g1', podUid: 'uid-1' };
+
+      expect(await store.recordPod({ ...firstExecution('sbx_0001'), generation: 2, ...pod })).toBe(
+        false,
+      );
+      expect(await store.recordPod({ ...firstExecution('sbx_0001'), attempt: 2, ...pod })).toBe(
+        false,
+      );
+      expect((await store.getSandboxById('sbx_0001'))?.pod.uid).toBeNull();
+
+      expect(await store.recordPod({ ...firstExecution('sbx_0001'), ...pod })).toBe(true);
+      expect((await store.getSandboxById('sbx_0001'))?.pod).toEqual({
+        name: 'sbx-0001-g1',
+        uid: 'uid-1',
+        ip: null,
+      });
+    });
+
+    it('marks the sandbox running only for the current execution and only once', async () => {
+      await created(sandboxInput(1));
+      const ip = { podIp: '10.0.0.7' };
+
+      expect(
+        await store.markSandboxRunning({ ...firstExecution('sbx_0001'), generation: 2, ...ip }),
+      ).toBe(false);
+      expect(
+        await store.markSandboxRunning({ ...firstExecution('sbx_0001'), attempt: 2, ...ip }),
+      ).toBe(false);
+      expect((await store.getSandboxById('sbx_0001'))?.state).toBe('creating');
+
+      expect(await store.markSandboxRunning({ ...firstExecution('sbx_0001'), ...ip })).toBe(true);
+      const sandbox = await store.getSandboxById('sbx_0001');
+      expect(sandbox?.state).toBe('running');
+      expect(sandbox?.pod.ip).toBe('10.0.0.7');
+      expect(await store.markSandboxRunning({ ...firstExecution('sbx_0001'), ...ip })).toBe(false);
+    });
+
+    it('answers false for a sandbox that does not exist', async () => {
+      expect(
+        await store.markSandboxRunning({ ...firstExecution('sbx_9999'), podIp: '10.0.0.7' }),
+      ).toBe(false);
+    });
+  });
+
+  describe('retireExecution', () => {
+    const failure = {
+      code: 'invalid_request',
+      message: 'rootfs_size_mb=300 is smaller than cloned rootfs size 451 MiB',
+    };
+
+    it('retires the execution and marks the sandbox failed with code and message', async () => {
+      await created(sandboxInput(1));
+
+      const result = await store.retireExecution({
+        ...firstExecution('sbx_0001'),
+        reason: 'invalid_request',
+        failure,
+      });
+
+      expect(result).toEqual({ retired: true });
+      const sandbox = await store.getSandboxById('sbx_0001');
+      expect(sandbox?.state).toBe('failed');
+      expect(sandbox?.failure).toEqual(failure);
+    });
+
+    it('does nothing the second time', async () => {
+      await created(sandboxInput(1));
+      const input = { ...firstExecution('sbx_0001'), reason: 'invalid_request', failure };
+      await store.retireExecution(input);
+      const afterFirst = await store.getSandboxById('sbx_0001');
+
+      expect(
+        await store.retireExecution({ ...input, failure: { code: 'internal', message: 'late' } }),
+      ).toEqual({ retired: false });
+      expect(await store.getSandboxById('sbx_0001')).toEqual(afterFirst);
+    });
+
+    it('leaves everything alone when retiring an older attempt while a newer one exists', async () => {
+      await created(sandboxInput(1));
+      await insertActiveExecution('sbx_0001', 1, 2);
+
+      const result = await store.retireExecution({
+        ...firstExecution('sbx_0001'),
+        reason: 'pod_failed',
+        failure: { code: 'pod_failed', message: 'stale' },
+      });
+
+      expect(result).toEqual({ retired: false });
+      const sandbox = await store.getSandboxById('sbx_0001');
+      expect(sandbox?.state).toBe('creating');
+      expect(sandbox?.failure).toBeNull();
+      // The newer attempt is the current one: it may still write.
+      expect(
+        await store.markSandboxRunning({
+          sandboxId: 'sbx_0001',
+          generation: 1,
+          attempt: 2,
+          podIp: '10.0.0.9',
+        }),
+      ).toBe(true);
+    });
+
+    it('does nothing for an execution that does not exist', async () => {
+      await created(sandboxInput(1));
+
+      const result = await store.retireExecution({
+        sandboxId: 'sbx_0001',
+        generation: 3,
+        attempt: 1,
+        reason: 'pod_failed',
+        failure,
+      });
+
+      expect(result).toEqual({ retired: false });
+      expect((await store.getSandboxById('sbx_0001'))?.state).toBe('creating');
+    });
+
+    it('marks the sandbox deleted when the reason is deleted and there is no failure', async () => {
+      await created(sandboxInput(1));
+      await store.markSandboxRunning({ ...firstExecution('sbx_0001'), podIp: '10.0.0.7' });
+
+      const result = await store.retireExecution({
+        ...firstExecution('sbx_0001'),
+        reason: 'deleted',
+        failure: null,
+      });
+
+      expect(result).toEqual({ retired: true });
+      const sandbox = await store.getSandboxById('sbx_0001');
+      expect(sandbox?.state).toBe('deleted');
+      expect(sandbox?.failure).toBeNull();
+    });
+
+    it('keeps a retired sandbox failed: markSandboxRunning and recordPod write nothing', async () => {
+      await created(sandboxInput(1));
+      await store.retireExecution({ ...firstExecution('sbx_0001'), reason: 'cancelled', failure });
+
+      expect(
+        await store.markSandboxRunning({ ...firstExecution('sbx_0001'), podIp: '10.0.0.7' }),
+      ).toBe(false);
+      expect(
+        await store.recordPod({
+          ...firstExecution('sbx_0001'),
+          podName: 'late',
+          podUid: 'uid-late',
+        }),
+      ).toBe(false);
+      const sandbox = await store.getSandboxById('sbx_0001');
+      expect(sandbox?.state).toBe('failed');
+      expect(sandbox?.pod).toEqual({ name: null, uid: null, ip: null });
+    });
+
+    it('retires exactly once when ten calls race', async () => {
+      await created(sandboxInput(1));
+
+      const results = await Promise.all(
+        Array.from({ length: 10 }, (_, n) =>
+          store.retireExecution({
+            ...firstExecution('sbx_0001'),
+            reason: 'pod_never_ready',
+            failure: { code: 'pod_never_ready', message: `call ${n}` },
+          }),
+        ),
+      );
+
+      expect(results.filter((result) => result.retired)).toHaveLength(1);
+      expect((await store.getSandboxById('sbx_0001'))?.state).toBe('failed');
+    });
+  });
+
+  describe('markSandboxFailed', () => {
+    it('fails a creating sandbox and fences out its execution', async () => {
+      await created(sandboxInput(1));
+
+      expect(
+        await store.markSandboxFailed({
+          sandboxId: 'sbx_0001',
+          code: 'internal',
+          message: 'the workflow could not be started',
+        }),
+      ).toBe(true);
+
+      const sandbox = await store.getSandboxById('sbx_0001');
+      expect(sandbox?.state).toBe('failed');
+      expect(sandbox?.failure).toEqual({
+        code: 'internal',
+        message: 'the workflow could not be started',
+      });
+      expect(
+        await store.markSandboxRunning({ ...firstExecution('sbx_0001'), podIp: '10.0.0.7' }),
+      ).toBe(false);
+      expect(
+        await store.retireExecution({ ...firstExecution('sbx_0001'), reason: 'x', failure: null }),
+      ).toEqual({ retired: false });
+    });
+
+    it('leaves a running sandbox alone', async () => {
+      await created(sandboxInput(1));
+      await store.markSandboxRunning({ ...firstExecution('sbx_0001'), podIp: '10.0.0.7' });
+
+      expect(
+        await store.markSandboxFailed({ sandboxId: 'sbx_0001', code: 'internal', message: 'x' }),
+      ).toBe(false);
+      expect((await store.getSandboxById('sbx_0001'))?.state).toBe('running');
+    });
+  });
+
+  describe('ping', () => {
+    it('resolves while open and rejects once closed', async () => {
+      await expect(store.ping()).resolves.toBeUndefined();
+      await store.close();
+
+      await expect(store.ping()).rejects.toThrow();
+      store = await openStore(options);
+    });
+  });
+});

@@ -1,0 +1,71 @@
+/**
+ * Starts `createSandbox` workflows the way the API does: the sandbox row first, then the
+ * workflow with the typed search attributes.
+ */
+import { randomUUID } from 'node:crypto';
+import type { WorkflowHandle } from '@temporalio/client';
+import type { createSandbox } from '../../workflows/create-sandbox.js';
+import {
+  CreatePhaseKey,
+  SandboxIdKey,
+  TemplateKey,
+  TenantIdKey,
+} from '../../workflows/search-attributes.js';
+import type { CreateSandboxInput } from '../../workflows/types.js';
+import type { TestStack } from './stack.js';
+
+/** Options of {@link startCreate}. */
+export interface StartCreateOptions {
+  diskMib: number;
+  /** Create deadline in ms (default 60000). */
+  deadlineMs?: number;
+  template?: string;
+}
+
+/** Stores a sandbox and starts its create workflow; returns the handle and input. */
+export async function startCreate(
+  stack: TestStack,
+  options: StartCreateOptions,
+): Promise<{ handle: WorkflowHandle<typeof createSandbox>; input: CreateSandboxInput }> {
+  const suffix = randomUUID().replace(/-/g, '').slice(0, 20);
+  const input: CreateSandboxInput = {
+    operationId: `op_${suffix}`,
+    sandboxId: `sbx_${suffix}`,
+    tenantId: 'tenant-a',
+    template: options.template ?? 'base',
+    image: 'example/base:1',
+    resources: { cpu: 1, memory_mib: 256, disk_mib: options.diskMib },
+    generation: 1,
+    attempt: 1,
+    deadlineMs: options.deadlineMs ?? 60_000,
+  };
+  const stored = await stack.store.createSandbox({
+    id: input.sandboxId,
+    tenant: input.tenantId,
+    template: input.template,
+    resources: input.resources,
+    operationId: input.operationId,
+  });
+  if (stored.kind !== 'created') throw new Error(`sandbox not stored: ${stored.kind}`);
+  const handle = await stack.temporal.client.workflow.start<typeof createSandbox>('createSandbox', {
+    workflowId: input.operationId,
+    taskQueue: stack.taskQueue,
+    args: [input],
+    typedSearchAttributes: [
+      { key: SandboxIdKey, value: input.sandboxId },
+      { key: TenantIdKey, value: input.tenantId },
+      { key: TemplateKey, value: input.template },
+      { key: CreatePhaseKey, value: 'creating_pod' },
+    ],
+  });
+  return { handle, input };
+}
+
+/** The workflow's outcome: its result, or the error its result() rejected with. */
+export async function settle<T>(promise: Promise<T>): Promise<{ value?: T; error?: unknown }> {
+  try {
+    return { value: await promise };
+  } catch (error) {
+    return { error };
+  }
+}

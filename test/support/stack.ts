@@ -1,0 +1,108 @@
+/**
+ * A test stack for one suite: a simulated cluster (over HTTP), a temporary SQLite store, and a
+ * worker on its own task queue connected to the run's shared dev server.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Worker } from '@temporalio/worker';
+import { pino, type Logger } from 'pino';
+import { createKubernetesClient, type KubernetesClient } from '../../kubernetes/client.js';
+import {
+  SimulatedCluster,
+  type SimulatedClusterOptions,
+} from '../../kubernetes/simulated/index.js';
+import { openStore, type Store } from '../../store/index.js';
+import { createSandboxWorker } from '../../worker/worker.js';
+import { connectToTestServer, uniqueTaskQueue, type TemporalTestContext } from './temporal.js';
+
+/** Options of {@link startTestStack}. */
+export interface TestStackOptions {
+  cluster?: SimulatedClusterOptions;
+  /** Delay before re-opening a watch, in ms (default 100: tests re-open fast). */
+  watchRetryDelayMs?: number;
+  /** Start a worker (default true). */
+  worker?: boolean;
+}
+
+/** What a suite gets. */
+export interface TestStack {
+  temporal: TemporalTestContext;
+  cluster: SimulatedCluster;
+  kubernetes: KubernetesClient;
+  store: Store;
+  taskQueue: string;
+  namespace: string;
+  logger: Logger;
+  /** Warnings the activities logged, for assertions. */
+  warnings: Array<Record<string, unknown>>;
+  dataDir: string;
+  worker?: Worker;
+  /** Starts a worker for this stack's task queue (running in the background). */
+  startWorker(): Promise<Worker>;
+  /** Stops the worker (if any), the cluster, the store and the connections. */
+  stop(): Promise<void>;
+}
+
+/** Starts a stack; call `stop()` in afterAll. */
+export async function startTestStack(options: TestStackOptions = {}): Promise<TestStack> {
+  const temporal = await connectToTestServer();
+  const cluster = await SimulatedCluster.start(options.cluster);
+  const namespace = 'sandboxes';
+  const kubernetes = createKubernetesClient({
+    kubeconfigYaml: cluster.kubeconfigYaml(),
+    namespace,
+  });
+  const dataDir = mkdtempSync(join(tmpdir(), 'durable-sandbox-test-'));
+  const store = await openStore({ sqliteFile: join(dataDir, 'store.db') });
+  const warnings: Array<Record<string, unknown>> = [];
+  const logger = pino(
+    { level: 'info' },
+    {
+      write(line: string) {
+        const entry = JSON.parse(line) as Record<string, unknown>;
+        if ((entry.level as number) >= 40) warnings.push(entry);
+        if (process.env.TEST_LOGS) process.stderr.write(line);
+      },
+    },
+  );
+  const taskQueue = uniqueTaskQueue('create');
+  const running: Array<{ worker: Worker; done: Promise<void> }> = [];
+
+  const stack: TestStack = {
+    temporal,
+    cluster,
+    kubernetes,
+    store,
+    taskQueue,
+    namespace,
+    logger,
+    warnings,
+    dataDir,
+    async startWorker() {
+      const worker = await createSandboxWorker({
+        connection: temporal.nativeConnection,
+        namespace: 'default',
+        taskQueue,
+        workflowBundle: temporal.workflowBundle,
+        deps: { kubernetes, store, logger, watchRetryDelayMs: options.watchRetryDelayMs ?? 100 },
+        shutdownGraceTimeMs: 2_000,
+      });
+      running.push({ worker, done: worker.run() });
+      stack.worker = worker;
+      return worker;
+    },
+    async stop() {
+      for (const { worker, done } of running) {
+        if (worker.getState() === 'RUNNING') worker.shutdown();
+        await done.catch(() => undefined);
+      }
+      await cluster.close();
+      await store.close();
+      await temporal.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+  if (options.worker ?? true) await stack.startWorker();
+  return stack;
+}

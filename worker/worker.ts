@@ -1,0 +1,41 @@
+/**
+ * Builds the Temporal worker of the create task queue: the bundled workflows and the real
+ * activities over their dependencies.
+ */
+import { fileURLToPath } from 'node:url';
+import { NativeConnection, Worker } from '@temporalio/worker';
+import { createActivities, type ActivityDeps } from '../activities/index.js';
+
+/** Path of the workflow entry point, bundled by the worker at start. */
+export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
+
+/** Options of {@link createSandboxWorker}. */
+export interface SandboxWorkerOptions {
+  connection: NativeConnection;
+  namespace: string;
+  taskQueue: string;
+  deps: ActivityDeps;
+  /** A prebuilt bundle (tests bundle once per run); default: bundle {@link WORKFLOWS_PATH}. */
+  workflowBundle?: { codePath: string };
+  /** Time running activities get to finish after shutdown starts, in ms (default 10000). */
+  shutdownGraceTimeMs?: number;
+}
+
+/**
+ * Creates (does not run) the worker.
+ * @throws the SDK's errors when the connection or the workflow bundle is unusable
+ */
+export async function createSandboxWorker(options: SandboxWorkerOptions): Promise<Worker> {
+  return Worker.create({
+    connection: options.connection,
+    namespace: options.namespace,
+    taskQueue: options.taskQueue,
+    ...(options.workflowBundle
+      ? { workflowBundle: options.workflowBundle }
+      : { workflowsPath: WORKFLOWS_PATH }),
+    activities: createActivities(options.deps),
+    // Cancellation reaches an activity only with a heartbeat answer: keep that answer quick.
+    maxHeartbeatThrottleInterval: '2 seconds',
+    shutdownGraceTime: options.shutdownGraceTimeMs ?? 10_000,
+  });
+}

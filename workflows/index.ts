@@ -1,0 +1,2 @@
+// Every workflow the worker registers (the bundle's entry point).
+export { createSandbox } from './create-sandbox.js';
