@@ -3,6 +3,7 @@
  * tests wire real ones pointed at the simulated cluster and a temporary database.
  */
 import { podActivities, type PodActivityDeps } from './pods.js';
+import { operationActivities } from './operations.js';
 import { storeActivities } from './store.js';
 
 /** Everything the activities need. */
@@ -10,7 +11,7 @@ export type ActivityDeps = PodActivityDeps;
 
 /** Builds every activity of the create workflow. */
 export function createActivities(deps: ActivityDeps) {
-  return { ...podActivities(deps), ...storeActivities(deps) };
+  return { ...podActivities(deps), ...storeActivities(deps), ...operationActivities() };
 }
 
 /** The activity interface the workflow proxies. */

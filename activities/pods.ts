@@ -5,7 +5,13 @@ import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { Logger } from 'pino';
 import type { KubernetesClient } from '../kubernetes/client.js';
-import { createPod, deletePod, PodNameTakenError, type PodRef } from '../kubernetes/pods.js';
+import {
+  createPod,
+  deletePod,
+  findSandboxPod,
+  PodNameTakenError,
+  type PodRef,
+} from '../kubernetes/pods.js';
 import { awaitPodReady, type WatchObserver } from '../kubernetes/readiness-watch.js';
 import type { Store } from '../store/index.js';
 import {
@@ -173,21 +179,29 @@ export function podActivities(deps: PodActivityDeps) {
     },
 
     /**
-     * Deletes the pod with a uid precondition; absent counts as done, a newer pod of the same
-     * name is left alone.
+     * Deletes the sandbox pod with a uid precondition; absent counts as done, a newer pod of
+     * the same name is left alone. Without `pod` (the create never learned its uid), the pod is
+     * looked up by its deterministic name and deleted only if it carries this sandbox id and
+     * generation.
      * @returns what happened: `deleted`, `absent` or `replaced`
      */
     async deletePod(input: {
       operationId: string;
       sandboxId: string;
-      pod: PodRef;
+      generation?: number;
+      pod?: PodRef;
     }): Promise<string> {
-      const outcome = await deletePod(deps.kubernetes, input.pod);
+      const pod =
+        input.pod ??
+        (input.generation === undefined
+          ? undefined
+          : await findSandboxPod(deps.kubernetes, input.sandboxId, input.generation));
+      const outcome = pod ? await deletePod(deps.kubernetes, pod) : 'absent';
       deps.logger.info(
         {
           operation_id: input.operationId,
           sandbox_id: input.sandboxId,
-          pod_uid: input.pod.uid,
+          pod_uid: pod?.uid,
           outcome,
         },
         'pod deleted (compensation)',

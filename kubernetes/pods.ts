@@ -3,7 +3,13 @@
  */
 import type { V1Pod } from '@kubernetes/client-node';
 import { statusOf, type KubernetesClient } from './client.js';
-import { POD_ANNOTATIONS, POD_LABELS, sandboxPod, type SandboxPodInput } from './pod-spec.js';
+import {
+  POD_ANNOTATIONS,
+  POD_LABELS,
+  podNameFor,
+  sandboxPod,
+  type SandboxPodInput,
+} from './pod-spec.js';
 
 /** A pod as the create path tracks it. */
 export interface PodRef {
@@ -42,12 +48,41 @@ export async function createPod(
     if (statusOf(err) !== 409) throw err;
   }
   const existing = await client.core.readNamespacedPod({ name, namespace: client.namespace });
-  const ours =
-    existing.metadata?.labels?.[POD_LABELS.sandboxId] === input.sandboxId &&
-    existing.metadata?.annotations?.[POD_ANNOTATIONS.generation] === String(input.generation) &&
-    !existing.metadata?.deletionTimestamp;
-  if (!ours) throw new PodNameTakenError(name);
+  if (
+    !belongsTo(existing, input.sandboxId, input.generation) ||
+    existing.metadata?.deletionTimestamp
+  ) {
+    throw new PodNameTakenError(name);
+  }
   return { name, uid: uidOf(existing), adopted: true };
+}
+
+/**
+ * Finds the pod of a sandbox generation by its deterministic name, for compensation that runs
+ * before the create learned the pod's uid (e.g. cancelled while `createPod` was in flight).
+ * @returns the pod when it exists and carries this sandbox's id label and generation; else undefined
+ * @throws the client's ApiException for apiserver errors other than 404
+ */
+export async function findSandboxPod(
+  client: KubernetesClient,
+  sandboxId: string,
+  generation: number,
+): Promise<PodRef | undefined> {
+  const name = podNameFor(sandboxId, generation);
+  try {
+    const pod = await client.core.readNamespacedPod({ name, namespace: client.namespace });
+    return belongsTo(pod, sandboxId, generation) ? { name, uid: uidOf(pod) } : undefined;
+  } catch (err) {
+    if (statusOf(err) === 404) return undefined;
+    throw err;
+  }
+}
+
+function belongsTo(pod: V1Pod, sandboxId: string, generation: number): boolean {
+  return (
+    pod.metadata?.labels?.[POD_LABELS.sandboxId] === sandboxId &&
+    pod.metadata?.annotations?.[POD_ANNOTATIONS.generation] === String(generation)
+  );
 }
 
 /** What {@link deletePod} found. */

@@ -1,27 +1,144 @@
 /**
- * `npm start`: the embedded stack. For now it starts the Temporal dev server (state in
- * DATA_DIR, UI on) and keeps it running until Ctrl-C.
+ * `npm start`: the embedded stack in one process. It starts what the configuration leaves
+ * unset — the Temporal dev server (state in DATA_DIR, UI on) unless TEMPORAL_ADDRESS, the
+ * simulated cluster unless KUBECONFIG, SQLite unless DATABASE_URL — then the worker and the
+ * API, prints where everything is, and stops all of it on Ctrl-C (SIGINT) or SIGTERM.
  */
 import { mkdirSync } from 'node:fs';
+import type { Server } from 'node:http';
 import { join, resolve } from 'node:path';
-import { loadConfig } from '../config/index.js';
-import { startDevServer } from './dev-server.js';
+import { Client, Connection } from '@temporalio/client';
+import { NativeConnection } from '@temporalio/worker';
+import { createApp } from '../api/app.js';
+import { ConfigError, DEV_TOKEN, loadConfig } from '../config/index.js';
+import { createLogger } from '../config/logger.js';
+import { createKubernetesClient } from '../kubernetes/client.js';
+import { SimulatedCluster } from '../kubernetes/simulated/index.js';
+import { openStore } from '../store/index.js';
+import { installRuntime } from '../worker/runtime.js';
+import { createSandboxWorker } from '../worker/worker.js';
+import { freePort, startDevServer } from './dev-server.js';
 
-const config = loadConfig();
-const dataDir = resolve(config.dataDir);
-mkdirSync(dataDir, { recursive: true });
-const server = await startDevServer({
-  port: 7233,
-  uiPort: 8233,
-  dbFile: join(dataDir, 'temporal.db'),
+const logger = createLogger('stack');
+const cleanups: Array<() => Promise<unknown>> = [];
+let stopping: Promise<void> | undefined;
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const dataDir = resolve(config.dataDir);
+  mkdirSync(dataDir, { recursive: true });
+
+  let temporalAddress = config.temporalAddress;
+  let uiUrl: string | undefined;
+  if (!temporalAddress) {
+    logger.info('starting the Temporal dev server (the first start takes a while)');
+    const server = await startDevServer({
+      port: await preferredPort(7233),
+      uiPort: await preferredPort(8233),
+      dbFile: join(dataDir, 'temporal.db'),
+      log: (line) => logger.debug({ source: 'temporal' }, line),
+    });
+    cleanups.push(() => server.stop());
+    temporalAddress = server.address;
+    uiUrl = server.uiUrl;
+  }
+
+  let kubeconfigPath = config.kubeconfig;
+  if (!kubeconfigPath) {
+    const cluster = await SimulatedCluster.start();
+    cleanups.push(() => cluster.close());
+    kubeconfigPath = join(dataDir, 'kubeconfig');
+    cluster.writeKubeconfig(kubeconfigPath);
+  }
+  const kubernetes = createKubernetesClient({
+    kubeconfigPath,
+    namespace: config.sandboxNamespace,
+  });
+
+  const store = await openStore({
+    databaseUrl: config.databaseUrl,
+    sqliteFile: join(dataDir, 'store.db'),
+  });
+  cleanups.push(() => store.close());
+
+  installRuntime(logger);
+  const nativeConnection = await NativeConnection.connect({ address: temporalAddress });
+  cleanups.push(() => nativeConnection.close());
+  const worker = await createSandboxWorker({
+    connection: nativeConnection,
+    namespace: config.temporalNamespace,
+    taskQueue: config.taskQueue,
+    deps: { kubernetes, store, logger, watchRetryDelayMs: config.watchRetryDelayMs },
+  });
+  const workerDone = worker.run();
+  cleanups.push(async () => {
+    if (worker.getState() === 'RUNNING') worker.shutdown();
+    await workerDone;
+  });
+
+  const connection = await Connection.connect({ address: temporalAddress });
+  cleanups.push(() => connection.close());
+  const temporal = new Client({ connection, namespace: config.temporalNamespace });
+  const app = createApp({ temporal, store, config, logger });
+  const server = await new Promise<Server>((resolveListen, reject) => {
+    const listening = app.listen(config.port, '127.0.0.1', () => resolveListen(listening));
+    listening.on('error', reject);
+  });
+  cleanups.push(() => new Promise<void>((resolveClose) => server.close(() => resolveClose())));
+
+  const apiUrl = `http://127.0.0.1:${config.port}`;
+  const token = config.devToken ? DEV_TOKEN : '<a token from API_TOKENS>';
+  const lines = [
+    '',
+    'durable-sandbox is running.',
+    `  API:          ${apiUrl}   (token: ${token}${config.devToken ? ', tenant dev' : ''})`,
+    `  Temporal UI:  ${uiUrl ?? `(external Temporal at ${temporalAddress})`}`,
+    `  Temporal:     ${temporalAddress}, task queue ${config.taskQueue}`,
+    `  Kubernetes:   ${config.kubeconfig ? kubeconfigPath : `simulated cluster; kubectl --kubeconfig ${kubeconfigPath} get pods,events -n ${config.sandboxNamespace}`}`,
+    `  Store:        ${config.databaseUrl ? 'PostgreSQL (DATABASE_URL)' : join(dataDir, 'store.db')}`,
+    '',
+    'Try a create the node refuses (disk smaller than the 451 MiB root filesystem of "base"):',
+    `  curl -s -X POST ${apiUrl}/v1/sandboxes -H 'Authorization: Bearer ${token}' \\`,
+    `    -H 'Content-Type: application/json' \\`,
+    `    -d '{"template":"base","resources":{"cpu":1,"memory_mib":1024,"disk_mib":300}}'`,
+    `or with the CLI: npm run cli -- create --template base --disk-mib 300 --wait`,
+    '',
+    'Ctrl-C stops everything.',
+    '',
+  ];
+  process.stdout.write(lines.join('\n'));
+}
+
+/** `port` when it is free on 127.0.0.1, else any free port. */
+async function preferredPort(port: number): Promise<number> {
+  const { createServer } = await import('node:net');
+  const free = await new Promise<boolean>((resolveProbe) => {
+    const probe = createServer();
+    probe.once('error', () => resolveProbe(false));
+    probe.listen(port, '127.0.0.1', () => probe.close(() => resolveProbe(true)));
+  });
+  return free ? port : freePort();
+}
+
+async function stop(exitCode: number): Promise<void> {
+  stopping ??= (async () => {
+    logger.info('stopping');
+    for (const cleanup of cleanups.reverse()) {
+      try {
+        await cleanup();
+      } catch (err) {
+        logger.warn({ err }, 'cleanup failed');
+      }
+    }
+    process.exit(exitCode);
+  })();
+  return stopping;
+}
+
+process.on('SIGINT', () => void stop(0));
+process.on('SIGTERM', () => void stop(0));
+
+main().catch((err: unknown) => {
+  logger.fatal({ err }, err instanceof ConfigError ? err.message : 'the stack failed to start');
+  void stop(1);
 });
-console.log(`Temporal frontend: ${server.address}`);
-console.log(`Temporal UI:       ${server.uiUrl}`);
-console.log('The API and worker are not wired into the embedded stack yet. Ctrl-C stops.');
-const stop = async (): Promise<void> => {
-  await server.stop();
-  process.exit(0);
-};
-process.on('SIGINT', () => void stop());
-process.on('SIGTERM', () => void stop());
-setInterval(() => {}, 1 << 30);

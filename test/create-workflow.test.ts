@@ -139,6 +139,22 @@ describe('createSandbox workflow', () => {
     expect((await handle.describe()).status.name).toBe('CANCELLED');
   });
 
+  it('leaves no pod behind when cancelled while the pod is still being created', async () => {
+    stack = await startTestStack({ cluster: { startupDelayMs: 100 } });
+    const cluster = stack.cluster;
+    cluster.faults.neverReady(true);
+    cluster.faults.delayResponses(3_000); // the apiserver is slow: createPod is in flight
+    const { handle } = await startCreate(stack, { diskMib: 2048 });
+    await until(() => podCreates().length === 1);
+    await handle.cancel();
+    cluster.faults.delayResponses(0);
+    const { error } = await settle(handle.result());
+    expect((error as WorkflowFailedError).cause).toBeInstanceOf(CancelledFailure);
+    const pods = await stack.kubernetes.core.listNamespacedPod({ namespace: NAMESPACE });
+    expect(pods.items).toHaveLength(0);
+    expect(podDeletes()).toHaveLength(1);
+  });
+
   it('retries a failed pod delete and ends the same way', async () => {
     stack = await startTestStack({ cluster: { startupDelayMs: 100 } });
     stack.cluster.faults.failNextRequests('DELETE', 'pods', 1, 500);

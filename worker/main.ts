@@ -9,6 +9,7 @@ import { ConfigError, loadConfig } from '../config/index.js';
 import { createLogger } from '../config/logger.js';
 import { createKubernetesClient } from '../kubernetes/client.js';
 import { openStore } from '../store/index.js';
+import { installRuntime } from './runtime.js';
 import { createSandboxWorker } from './worker.js';
 
 const logger = createLogger('worker');
@@ -29,6 +30,7 @@ async function main(): Promise<void> {
     databaseUrl: config.databaseUrl,
     sqliteFile: join(config.dataDir, 'store.db'),
   });
+  installRuntime(logger);
   const connection = await NativeConnection.connect({ address: config.temporalAddress });
   const worker = await createSandboxWorker({
     connection,

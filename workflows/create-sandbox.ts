@@ -15,6 +15,7 @@ import {
   isCancellation,
   log,
   proxyActivities,
+  type RetryPolicy,
   sleep,
   upsertSearchAttributes,
   workflowInfo,
@@ -32,15 +33,28 @@ import {
   type OperationErrorCode,
 } from './types.js';
 
-/** Short Kubernetes and store steps: retried with back-off until the create's deadline. */
+/** Retry policy of the short steps: back-off until the create's deadline cancels them. */
+const stepRetry: RetryPolicy = {
+  initialInterval: '500 milliseconds',
+  backoffCoefficient: 2,
+  maximumInterval: '10 seconds',
+  nonRetryableErrorTypes: ['PodNameTaken'],
+};
+
+/** Short store steps. */
 const quickStep = proxyActivities<CreateActivities>({
   startToCloseTimeout: '30 seconds',
-  retry: {
-    initialInterval: '500 milliseconds',
-    backoffCoefficient: 2,
-    maximumInterval: '10 seconds',
-    nonRetryableErrorTypes: ['PodNameTaken'],
-  },
+  retry: stepRetry,
+});
+
+/**
+ * Creating the pod: like {@link quickStep}, but a cancellation waits for the step to finish so
+ * that compensation never runs while a pod may still be appearing.
+ */
+const podCreationStep = proxyActivities<CreateActivities>({
+  startToCloseTimeout: '30 seconds',
+  cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+  retry: stepRetry,
 });
 
 /**
@@ -116,17 +130,18 @@ export async function createSandbox(input: CreateSandboxInput): Promise<CreateSa
   try {
     const result = await work.run(async () => {
       setPhase('creating_pod');
-      pod = await quickStep.createPod({
+      // Pushed before the call: if createPod is cut short, the pod is found by its name.
+      compensations.push({
+        label: 'delete pod',
+        run: () => compensationStep.deletePod({ ...execution, pod }),
+      });
+      pod = await podCreationStep.createPod({
         ...execution,
         template: input.template,
         image: input.image,
         resources: input.resources,
       });
       const created = pod;
-      compensations.push({
-        label: 'delete pod',
-        run: () => compensationStep.deletePod({ ...execution, pod: created }),
-      });
 
       setPhase('waiting_for_ip');
       const wait = await readinessWait(input.deadlineMs).awaitPodReady({

@@ -1,2 +1,3 @@
 // Every workflow the worker registers (the bundle's entry point).
 export { createSandbox } from './create-sandbox.js';
+export { deleteSandbox } from './delete-sandbox.js';

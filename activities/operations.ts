@@ -1,0 +1,29 @@
+/**
+ * Steps that look at other operations (workflows) through the worker's own Temporal client.
+ */
+import { Context } from '@temporalio/activity';
+
+/** Builds the operation activities (no dependencies: the client comes from the activity context). */
+export function operationActivities() {
+  return {
+    /**
+     * Waits until the workflow `operationId` has closed, however it ended (heartbeating meanwhile,
+     * so a dead worker's wait moves on).
+     * @returns how it closed, e.g. `COMPLETED`, `FAILED`, `CANCELLED`, or `NOT_FOUND`
+     */
+    async awaitOperationClosed(input: { operationId: string }): Promise<string> {
+      const context = Context.current();
+      const handle = context.client.workflow.getHandle(input.operationId);
+      const heartbeat = setInterval(() => context.heartbeat(), 1_000);
+      try {
+        await handle.result().catch(() => undefined);
+        return (await handle.describe()).status.name;
+      } catch (err) {
+        if ((err as Error).name === 'WorkflowNotFoundError') return 'NOT_FOUND';
+        throw err;
+      } finally {
+        clearInterval(heartbeat);
+      }
+    },
+  };
+}

@@ -1,0 +1,196 @@
+/**
+ * Accepting a create (design.md section 3): store the sandbox (with its idempotency key) in one
+ * transaction, then start the `createSandbox` workflow whose id is the operation id. Shared by
+ * the asynchronous and the synchronous route; they differ only in the deadline.
+ */
+import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
+import type { SandboxRecord } from '../store/index.js';
+import type { createSandbox } from '../workflows/create-sandbox.js';
+import {
+  CreatePhaseKey,
+  SandboxIdKey,
+  TemplateKey,
+  TenantIdKey,
+} from '../workflows/search-attributes.js';
+import type { CreateSandboxInput } from '../workflows/types.js';
+import type { AppDeps } from './deps.js';
+import { ApiError } from './errors.js';
+import { newOperationId, newSandboxId } from './ids.js';
+import { requestHash } from './idempotency.js';
+import type { OperationMemo } from './operations.js';
+import type { CreateRequest } from './validation.js';
+
+/** How much longer than the create's own deadline the workflow execution timeout is (1 h). */
+export const EXECUTION_TIMEOUT_MARGIN_MS = 3_600_000;
+
+/** An accepted create: its operation (= workflow id) and sandbox. */
+export interface AcceptedCreate {
+  operationId: string;
+  sandboxId: string;
+  /** True when an earlier request with the same Idempotency-Key and body was answered. */
+  replay: boolean;
+}
+
+/** What {@link acceptCreate} needs to know about the request. */
+export interface CreateCommand {
+  tenant: string;
+  request: CreateRequest;
+  idempotencyKey?: string;
+  /** The create's deadline, in ms from the workflow's start. */
+  deadlineMs: number;
+}
+
+/**
+ * Starts the create workflow of a stored sandbox. `WorkflowExecutionAlreadyStartedError` counts
+ * as started (a concurrent replay got there first).
+ * @throws ApiError `invalid_request` when the sandbox's template left the catalog
+ * @throws the client's error when Temporal refuses or cannot be reached
+ */
+export async function startCreateWorkflow(
+  deps: Pick<AppDeps, 'temporal' | 'config'>,
+  sandbox: Pick<
+    SandboxRecord,
+    'id' | 'tenant' | 'template' | 'resources' | 'generation' | 'operationId'
+  >,
+  deadlineMs: number,
+): Promise<void> {
+  const template = deps.config.templates[sandbox.template];
+  if (!template) {
+    throw new ApiError(
+      'invalid_request',
+      `template must be one of: ${Object.keys(deps.config.templates).join(', ')}`,
+    );
+  }
+  const input: CreateSandboxInput = {
+    operationId: sandbox.operationId,
+    sandboxId: sandbox.id,
+    tenantId: sandbox.tenant,
+    template: sandbox.template,
+    image: template.image,
+    resources: { ...sandbox.resources },
+    generation: sandbox.generation,
+    attempt: 1,
+    deadlineMs,
+  };
+  const memo: OperationMemo = {
+    type: 'sandbox.create',
+    sandboxId: sandbox.id,
+    tenantId: sandbox.tenant,
+    deadlineMs,
+  };
+  try {
+    await deps.temporal.workflow.start<typeof createSandbox>('createSandbox', {
+      workflowId: sandbox.operationId,
+      taskQueue: deps.config.taskQueue,
+      args: [input],
+      typedSearchAttributes: [
+        { key: SandboxIdKey, value: sandbox.id },
+        { key: TenantIdKey, value: sandbox.tenant },
+        { key: TemplateKey, value: sandbox.template },
+        { key: CreatePhaseKey, value: 'creating_pod' },
+      ],
+      memo: { ...memo },
+      // A backstop only: the deadline itself is a timer inside the workflow, so compensation runs.
+      workflowExecutionTimeout: deadlineMs + EXECUTION_TIMEOUT_MARGIN_MS,
+    });
+  } catch (err) {
+    if (err instanceof WorkflowExecutionAlreadyStartedError) return;
+    throw err;
+  }
+}
+
+/**
+ * A replayed request: make sure its workflow exists (an earlier attempt may have crashed
+ * between the store and the start) and start it from the stored sandbox if not.
+ * @throws ApiError `idempotency_conflict` when the first create could not be started and its
+ *   sandbox was marked failed (the key cannot be reused)
+ */
+async function ensureReplayStarted(
+  deps: AppDeps,
+  command: CreateCommand,
+  replay: { operationId: string; sandboxId: string },
+): Promise<void> {
+  try {
+    await deps.temporal.workflow.getHandle(replay.operationId).describe();
+    return;
+  } catch (err) {
+    if (!(err instanceof WorkflowNotFoundError)) throw err;
+  }
+  const sandbox = await deps.store.getSandbox(command.tenant, replay.sandboxId);
+  if (sandbox?.state !== 'creating') {
+    throw new ApiError(
+      'idempotency_conflict',
+      'the create first sent with this Idempotency-Key could not be started; send a new key',
+      { operation_id: replay.operationId, sandbox_id: replay.sandboxId },
+    );
+  }
+  await startOrFail(deps, sandbox, command.deadlineMs);
+}
+
+/** Starts the workflow; on failure marks the sandbox failed and answers 503 `unavailable`. */
+async function startOrFail(
+  deps: AppDeps,
+  sandbox: SandboxRecord,
+  deadlineMs: number,
+): Promise<void> {
+  try {
+    await startCreateWorkflow(deps, sandbox, deadlineMs);
+  } catch (err) {
+    if (err instanceof ApiError) throw err;
+    deps.logger.error(
+      { err, operation_id: sandbox.operationId, sandbox_id: sandbox.id },
+      'could not start the create workflow',
+    );
+    await deps.store.markSandboxFailed({
+      sandboxId: sandbox.id,
+      code: 'unavailable',
+      message: 'the create workflow could not be started',
+    });
+    throw new ApiError('unavailable', 'the workflow service is unavailable; try again', {
+      operation_id: sandbox.operationId,
+      sandbox_id: sandbox.id,
+    });
+  }
+}
+
+/**
+ * Stores the sandbox and starts its create workflow, or recognises a replay.
+ * @returns the operation and sandbox ids
+ * @throws ApiError `idempotency_conflict` (409) when the tenant used the key with another body
+ * @throws ApiError `unavailable` (503) when the workflow could not be started (the sandbox is
+ *   then marked failed)
+ * @throws the store's error when the database fails
+ */
+export async function acceptCreate(deps: AppDeps, command: CreateCommand): Promise<AcceptedCreate> {
+  const operationId = newOperationId();
+  const sandboxId = newSandboxId();
+  const stored = await deps.store.createSandbox({
+    id: sandboxId,
+    tenant: command.tenant,
+    template: command.request.template,
+    resources: { ...command.request.resources },
+    operationId,
+    idempotency:
+      command.idempotencyKey === undefined
+        ? undefined
+        : { key: command.idempotencyKey, requestHash: requestHash(command.request) },
+  });
+  switch (stored.kind) {
+    case 'conflict':
+      throw new ApiError(
+        'idempotency_conflict',
+        'this Idempotency-Key was already used with a different request body',
+        { operation_id: stored.operationId },
+      );
+    case 'replay':
+      await ensureReplayStarted(deps, command, stored);
+      return { operationId: stored.operationId, sandboxId: stored.sandboxId, replay: true };
+    case 'created':
+      await startOrFail(deps, stored.sandbox, command.deadlineMs);
+      deps.logger.info(
+        { operation_id: operationId, sandbox_id: sandboxId, tenant: command.tenant },
+        'create accepted',
+      );
+      return { operationId, sandboxId, replay: false };
+  }
+}

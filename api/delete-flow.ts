@@ -1,0 +1,75 @@
+/**
+ * Accepting a delete (`DELETE /v1/sandboxes/{id}`): start the `deleteSandbox` workflow
+ * (workflows/delete-sandbox.ts) under a fresh operation id.
+ */
+import type { SandboxRecord } from '../store/index.js';
+import type { deleteSandbox, DeleteSandboxInput } from '../workflows/delete-sandbox.js';
+import { SandboxIdKey, TemplateKey, TenantIdKey } from '../workflows/search-attributes.js';
+import type { AppDeps } from './deps.js';
+import { ApiError } from './errors.js';
+import { newOperationId } from './ids.js';
+import type { OperationMemo } from './operations.js';
+
+/** A delete's execution timeout: a backstop for a step retried forever (1 h). */
+export const DELETE_EXECUTION_TIMEOUT_MS = 3_600_000;
+
+/**
+ * Starts the delete of a sandbox the tenant owns.
+ * @returns the delete's operation id
+ * @throws ApiError `already_done` (409) when the sandbox is already `deleted`, or `failed`
+ *   (its create compensated: the pod is gone and the execution retired)
+ * @throws ApiError `unavailable` (503) when Temporal refuses the start
+ */
+export async function acceptDelete(deps: AppDeps, sandbox: SandboxRecord): Promise<string> {
+  if (sandbox.state === 'deleted' || sandbox.state === 'failed') {
+    throw new ApiError(
+      'already_done',
+      sandbox.state === 'deleted'
+        ? `sandbox ${sandbox.id} is already deleted`
+        : `sandbox ${sandbox.id} already failed; its pod was deleted when the create compensated`,
+      { sandbox_id: sandbox.id, state: sandbox.state },
+    );
+  }
+  const operationId = newOperationId();
+  const input: DeleteSandboxInput = {
+    operationId,
+    sandboxId: sandbox.id,
+    tenantId: sandbox.tenant,
+    generation: sandbox.generation,
+    attempt: 1,
+    createOperationId: sandbox.operationId,
+    cancelCreate: sandbox.state === 'creating',
+  };
+  const memo: OperationMemo = {
+    type: 'sandbox.delete',
+    sandboxId: sandbox.id,
+    tenantId: sandbox.tenant,
+  };
+  try {
+    await deps.temporal.workflow.start<typeof deleteSandbox>('deleteSandbox', {
+      workflowId: operationId,
+      taskQueue: deps.config.taskQueue,
+      args: [input],
+      typedSearchAttributes: [
+        { key: SandboxIdKey, value: sandbox.id },
+        { key: TenantIdKey, value: sandbox.tenant },
+        { key: TemplateKey, value: sandbox.template },
+      ],
+      memo: { ...memo },
+      workflowExecutionTimeout: DELETE_EXECUTION_TIMEOUT_MS,
+    });
+  } catch (err) {
+    deps.logger.error(
+      { err, operation_id: operationId, sandbox_id: sandbox.id },
+      'could not start the delete workflow',
+    );
+    throw new ApiError('unavailable', 'the workflow service is unavailable; try again', {
+      sandbox_id: sandbox.id,
+    });
+  }
+  deps.logger.info(
+    { operation_id: operationId, sandbox_id: sandbox.id, tenant: sandbox.tenant },
+    'delete accepted',
+  );
+  return operationId;
+}

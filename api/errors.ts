@@ -1,0 +1,92 @@
+/**
+ * The API's error vocabulary: {@link ApiError} carries a stable code, an HTTP status and a
+ * message a person can act on; the handlers here turn everything else into the same body shape
+ * `{"error": {"code", "message", "details"}}` without stack traces.
+ */
+import type { ErrorRequestHandler, RequestHandler } from 'express';
+import type { Logger } from 'pino';
+
+/** Error codes the API answers with, and their HTTP status. */
+export const API_ERROR_STATUS = {
+  invalid_request: 400,
+  unauthenticated: 401,
+  not_found: 404,
+  already_done: 409,
+  idempotency_conflict: 409,
+  not_cancellable: 409,
+  internal: 500,
+  pod_failed: 500,
+  cancelled: 500,
+  unavailable: 503,
+  pod_never_ready: 503,
+} as const;
+
+/** A code of {@link API_ERROR_STATUS}. */
+export type ApiErrorCode = keyof typeof API_ERROR_STATUS;
+
+/** The error body every failing request answers with. */
+export interface ErrorBody {
+  error: { code: string; message: string; details: Record<string, unknown> };
+}
+
+/** An error meant for the caller: its code picks the HTTP status (unless `status` overrides). */
+export class ApiError extends Error {
+  readonly status: number;
+  /** Extra response headers, e.g. `Retry-After`. */
+  readonly headers: Record<string, string>;
+
+  constructor(
+    readonly code: ApiErrorCode,
+    message: string,
+    readonly details: Record<string, unknown> = {},
+    options: { status?: number; headers?: Record<string, string> } = {},
+  ) {
+    super(message);
+    this.name = 'ApiError';
+    this.status = options.status ?? API_ERROR_STATUS[code];
+    this.headers = options.headers ?? {};
+  }
+
+  /** The response body. */
+  toBody(): ErrorBody {
+    return { error: { code: this.code, message: this.message, details: this.details } };
+  }
+}
+
+/** Answers 404 `not_found` for any route nothing else handled. */
+export const notFoundHandler: RequestHandler = (req, _res, next) => {
+  next(new ApiError('not_found', `no route ${req.method} ${req.path}`));
+};
+
+/** body-parser's errors (express.json), recognised by their `type`. */
+const BODY_PARSER_ERRORS: Record<string, (limit: string) => string> = {
+  'entity.parse.failed': () => 'the request body is not valid JSON',
+  'entity.too.large': (limit) => `the request body is larger than ${limit}`,
+  'encoding.unsupported': () => 'the request body has an unsupported content encoding',
+  'charset.unsupported': () => 'the request body has an unsupported charset',
+  'request.aborted': () => 'the request body was aborted',
+};
+
+/**
+ * The last middleware: ApiError -> its status and body; body-parser errors -> 400
+ * `invalid_request`; anything else -> 500 `internal` (logged with its stack, answered without).
+ */
+export function errorHandler(logger: Logger, bodyLimit: string): ErrorRequestHandler {
+  return (err: unknown, req, res, next) => {
+    if (res.headersSent) {
+      next(err);
+      return;
+    }
+    let error: ApiError;
+    const parserType = (err as { type?: unknown } | null)?.type;
+    if (err instanceof ApiError) {
+      error = err;
+    } else if (typeof parserType === 'string' && parserType in BODY_PARSER_ERRORS) {
+      error = new ApiError('invalid_request', BODY_PARSER_ERRORS[parserType]!(bodyLimit));
+    } else {
+      logger.error({ err, method: req.method, path: req.path }, 'request failed unexpectedly');
+      error = new ApiError('internal', 'an internal error occurred; it has been logged');
+    }
+    res.status(error.status).set(error.headers).json(error.toBody());
+  };
+}

@@ -1,0 +1,66 @@
+/** Operation routes (design.md section 3): get, list, cancel. */
+import type { RequestHandler } from 'express';
+import { tenantOf } from '../auth.js';
+import type { AppDeps } from '../deps.js';
+import { ApiError } from '../errors.js';
+import { listOperations } from '../operation-list.js';
+import { describeOperation, operationView, readOperation } from '../operations.js';
+import { parseOperationListQuery } from '../validation.js';
+import { OPERATION_RETRY_AFTER_S, sendAccepted } from './sandboxes.js';
+
+function notFound(id: string): ApiError {
+  return new ApiError('not_found', `operation ${id} does not exist`, { operation_id: id });
+}
+
+/** Handlers of the operation routes. */
+export function operationHandlers(deps: AppDeps) {
+  /** `GET /v1/operations/{id}`: the Operation; `Retry-After` while it runs. */
+  const getOperation: RequestHandler = async (req, res) => {
+    const id = String(req.params.id);
+    const operation = await readOperation(deps, tenantOf(res), id);
+    if (!operation) throw notFound(id);
+    if (!operation.done) res.set('Retry-After', String(OPERATION_RETRY_AFTER_S));
+    res.json(operation);
+  };
+
+  /** `GET /v1/operations?status=&limit=&page_token=`: the tenant's operations, newest first. */
+  const listOperationsHandler: RequestHandler = async (req, res) => {
+    const query = parseOperationListQuery(req.query);
+    res.json(await listOperations(deps, tenantOf(res), query));
+  };
+
+  /**
+   * `POST /v1/operations/{id}/cancel`: requests cancellation of a running create (it ends
+   * `cancelled` after compensation) and answers 202 with the Operation; 409 `already_done` when
+   * it has finished, 409 `not_cancellable` for a delete.
+   */
+  const cancelOperation: RequestHandler = async (req, res) => {
+    const tenant = tenantOf(res);
+    const id = String(req.params.id);
+    const described = await describeOperation(deps, tenant, id);
+    if (!described) throw notFound(id);
+    if (described.memo.type !== 'sandbox.create') {
+      throw new ApiError(
+        'not_cancellable',
+        `operation ${id} is a ${described.memo.type}; it cannot be cancelled`,
+        {
+          operation_id: id,
+        },
+      );
+    }
+    if (described.description.status.name !== 'RUNNING') {
+      const current = await operationView(deps, tenant, described);
+      throw new ApiError('already_done', `operation ${id} already finished as ${current.status}`, {
+        operation_id: id,
+        status: current.status,
+      });
+    }
+    await deps.temporal.workflow.getHandle(id).cancel();
+    deps.logger.info({ operation_id: id, tenant }, 'cancellation requested');
+    const operation = await readOperation(deps, tenant, id);
+    if (!operation) throw notFound(id);
+    sendAccepted(res, operation);
+  };
+
+  return { getOperation, listOperations: listOperationsHandler, cancelOperation };
+}

@@ -1,0 +1,107 @@
+/**
+ * Sandbox routes (design.md section 3): the asynchronous create, get, list and delete.
+ * The synchronous create is in handlers/sync-create.ts.
+ */
+import type { RequestHandler, Response } from 'express';
+import { InvalidPageTokenError } from '../../store/index.js';
+import { tenantOf } from '../auth.js';
+import { acceptCreate } from '../create-flow.js';
+import { acceptDelete } from '../delete-flow.js';
+import type { AppDeps } from '../deps.js';
+import { ApiError } from '../errors.js';
+import { idempotencyKeyOf } from '../idempotency.js';
+import { SANDBOX_ID } from '../ids.js';
+import { readOperation, type OperationView } from '../operations.js';
+import { sandboxView } from '../sandbox-view.js';
+import { parseCreateRequest, parseSandboxListQuery } from '../validation.js';
+
+/** Seconds a client should wait before polling a running operation again. */
+export const OPERATION_RETRY_AFTER_S = 1;
+
+/**
+ * Answers an operation just accepted or cancelled: 202, `Location`, and `Retry-After` while it
+ * runs.
+ */
+export function sendAccepted(res: Response, operation: OperationView): void {
+  res.status(202).location(`/v1/operations/${operation.id}`);
+  if (!operation.done) res.set('Retry-After', String(OPERATION_RETRY_AFTER_S));
+  res.json(operation);
+}
+
+/**
+ * Reads an operation the API itself just started.
+ * @throws Error when Temporal does not know it (a bug or a lost start -> 500)
+ */
+export async function operationJustStarted(
+  deps: AppDeps,
+  tenant: string,
+  operationId: string,
+): Promise<OperationView> {
+  const operation = await readOperation(deps, tenant, operationId);
+  if (!operation) throw new Error(`operation ${operationId} was started but cannot be read`);
+  return operation;
+}
+
+function notFound(id: string): ApiError {
+  return new ApiError('not_found', `sandbox ${id} does not exist`, { sandbox_id: id });
+}
+
+/** Handlers of the sandbox routes. */
+export function sandboxHandlers(deps: AppDeps) {
+  /** `POST /v1/sandboxes`: 202 + Operation, `Location: /v1/operations/{id}`. */
+  const createSandbox: RequestHandler = async (req, res) => {
+    const tenant = tenantOf(res);
+    const request = parseCreateRequest(req.body, deps.config.templates);
+    const idempotencyKey = idempotencyKeyOf(req.get('idempotency-key'));
+    const accepted = await acceptCreate(deps, {
+      tenant,
+      request,
+      idempotencyKey,
+      deadlineMs: deps.config.createDeadlineMs,
+    });
+    sendAccepted(res, await operationJustStarted(deps, tenant, accepted.operationId));
+  };
+
+  /** `GET /v1/sandboxes/{id}`: the Sandbox, 404 when unknown or another tenant's. */
+  const getSandbox: RequestHandler = async (req, res) => {
+    const id = String(req.params.id);
+    const sandbox = SANDBOX_ID.test(id)
+      ? await deps.store.getSandbox(tenantOf(res), id)
+      : undefined;
+    if (!sandbox) throw notFound(id);
+    res.json(sandboxView(sandbox));
+  };
+
+  /** `GET /v1/sandboxes?state=&limit=&page_token=`: the tenant's sandboxes, newest first. */
+  const listSandboxes: RequestHandler = async (req, res) => {
+    const query = parseSandboxListQuery(req.query);
+    try {
+      const page = await deps.store.listSandboxes(tenantOf(res), {
+        state: query.state,
+        limit: query.limit,
+        pageToken: query.page_token,
+      });
+      res.json({
+        sandboxes: page.sandboxes.map(sandboxView),
+        next_page_token: page.nextPageToken ?? null,
+      });
+    } catch (err) {
+      if (err instanceof InvalidPageTokenError) {
+        throw new ApiError('invalid_request', 'page_token is not a token this service issued');
+      }
+      throw err;
+    }
+  };
+
+  /** `DELETE /v1/sandboxes/{id}`: 202 + the delete Operation; 409 when already deleted. */
+  const deleteSandbox: RequestHandler = async (req, res) => {
+    const tenant = tenantOf(res);
+    const id = String(req.params.id);
+    const sandbox = SANDBOX_ID.test(id) ? await deps.store.getSandbox(tenant, id) : undefined;
+    if (!sandbox) throw notFound(id);
+    const operationId = await acceptDelete(deps, sandbox);
+    sendAccepted(res, await operationJustStarted(deps, tenant, operationId));
+  };
+
+  return { createSandbox, getSandbox, listSandboxes, deleteSandbox };
+}

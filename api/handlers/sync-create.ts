@@ -1,0 +1,64 @@
+/**
+ * `POST /sync/v1/sandboxes` (design.md section 3, the seed's "ECW" flavor): the same workflow
+ * as the asynchronous create, with the readiness budget as its deadline, awaited in the request.
+ * 201 Sandbox; a node refusal 400 `invalid_request` naming the reason; the deadline 503
+ * `pod_never_ready` with `Retry-After`; anything else 500. `Operation-Id` names the workflow.
+ */
+import { WorkflowFailedError } from '@temporalio/client';
+import type { RequestHandler } from 'express';
+import { tenantOf } from '../auth.js';
+import { acceptCreate } from '../create-flow.js';
+import type { AppDeps } from '../deps.js';
+import { ApiError } from '../errors.js';
+import { operationErrorOf, type OperationError } from '../failures.js';
+import { idempotencyKeyOf } from '../idempotency.js';
+import { sandboxView } from '../sandbox-view.js';
+import { parseCreateRequest } from '../validation.js';
+
+/** Seconds a caller should wait before retrying a create that ran out of budget. */
+export const NEVER_READY_RETRY_AFTER_S = 5;
+
+/** The HTTP answer of a failed synchronous create. */
+function syncError(error: OperationError, operationId: string): ApiError {
+  const details = { ...error.details, operation_id: operationId };
+  switch (error.code) {
+    case 'invalid_request':
+      return new ApiError('invalid_request', error.message, details);
+    case 'pod_never_ready':
+      return new ApiError('pod_never_ready', error.message, details, {
+        headers: { 'Retry-After': String(NEVER_READY_RETRY_AFTER_S) },
+      });
+    default:
+      return new ApiError(error.code, error.message, details, { status: 500 });
+  }
+}
+
+/** Handlers of the synchronous create route. */
+export function syncCreateHandlers(deps: AppDeps) {
+  /** `POST /sync/v1/sandboxes`. */
+  const createSandboxSync: RequestHandler = async (req, res) => {
+    const tenant = tenantOf(res);
+    const request = parseCreateRequest(req.body, deps.config.templates);
+    const idempotencyKey = idempotencyKeyOf(req.get('idempotency-key'));
+    const accepted = await acceptCreate(deps, {
+      tenant,
+      request,
+      idempotencyKey,
+      deadlineMs: deps.config.syncReadinessBudgetMs,
+    });
+    res.set('Operation-Id', accepted.operationId);
+    try {
+      await deps.temporal.workflow.getHandle(accepted.operationId).result();
+    } catch (err) {
+      if (err instanceof WorkflowFailedError) {
+        throw syncError(operationErrorOf(err), accepted.operationId);
+      }
+      throw err;
+    }
+    const sandbox = await deps.store.getSandbox(tenant, accepted.sandboxId);
+    if (!sandbox) throw new Error(`sandbox ${accepted.sandboxId} vanished after its create`);
+    res.status(201).location(`/v1/sandboxes/${sandbox.id}`).json(sandboxView(sandbox));
+  };
+
+  return { createSandboxSync };
+}

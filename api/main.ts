@@ -1,0 +1,61 @@
+/**
+ * `npm run api`: the API process for production (an external Temporal frontend and database).
+ * Needs TEMPORAL_ADDRESS; listens on PORT; opens the store from DATABASE_URL or
+ * `<DATA_DIR>/store.db`. SIGINT/SIGTERM stop accepting connections, let running requests end
+ * and close the connections.
+ */
+import type { Server } from 'node:http';
+import { join } from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import { ConfigError, DEV_TOKEN, loadConfig } from '../config/index.js';
+import { createLogger } from '../config/logger.js';
+import { openStore } from '../store/index.js';
+import { createApp } from './app.js';
+
+const logger = createLogger('api');
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  if (!config.temporalAddress) {
+    throw new ConfigError(
+      'TEMPORAL_ADDRESS',
+      'is required by `npm run api` (npm start runs its own)',
+    );
+  }
+  const store = await openStore({
+    databaseUrl: config.databaseUrl,
+    sqliteFile: join(config.dataDir, 'store.db'),
+  });
+  const connection = await Connection.connect({ address: config.temporalAddress });
+  const temporal = new Client({ connection, namespace: config.temporalNamespace });
+  const app = createApp({ temporal, store, config, logger });
+
+  const server = await new Promise<Server>((resolve, reject) => {
+    const listening = app.listen(config.port, (err?: Error) =>
+      err ? reject(err) : resolve(listening),
+    );
+  });
+  logger.info({ port: config.port, temporal: config.temporalAddress }, 'api listening');
+  if (config.devToken)
+    logger.warn({ token: DEV_TOKEN }, 'API_TOKENS is unset: using the dev token');
+
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'api stopping');
+    server.close(() => {
+      void Promise.allSettled([connection.close(), store.close()]).then(() => {
+        logger.info('api stopped');
+      });
+    });
+    server.closeIdleConnections();
+  };
+  process.once('SIGINT', () => stop('SIGINT'));
+  process.once('SIGTERM', () => stop('SIGTERM'));
+}
+
+main().catch((err: unknown) => {
+  logger.fatal({ err }, err instanceof ConfigError ? err.message : 'api failed to start');
+  process.exitCode = 1;
+});

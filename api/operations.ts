@@ -1,0 +1,189 @@
+/**
+ * Operations read back from Temporal (design.md section 3): an operation is a workflow whose id
+ * is the operation id. Its status comes from `describe()`, its phase and tenant from the typed
+ * search attributes, its type, sandbox and deadline from the memo, its error from the failure
+ * `result()` rejects with, and its result's sandbox from the store.
+ */
+import { WorkflowNotFoundError, type WorkflowExecutionDescription } from '@temporalio/client';
+import type { SandboxRecord } from '../store/index.js';
+import { CreatePhaseKey, TenantIdKey } from '../workflows/search-attributes.js';
+import type { AppDeps } from './deps.js';
+import { operationErrorOf, type OperationError } from './failures.js';
+import { OPERATION_ID } from './ids.js';
+import { sandboxView, type SandboxView } from './sandbox-view.js';
+import type { OperationStatus } from './validation.js';
+
+/** The operation types and the workflow type that carries each. */
+export const OPERATION_TYPES = {
+  'sandbox.create': 'createSandbox',
+  'sandbox.delete': 'deleteSandbox',
+} as const;
+/** An operation type. */
+export type OperationType = keyof typeof OPERATION_TYPES;
+
+/** What the API writes into a workflow's memo when it starts it. */
+export interface OperationMemo {
+  type: OperationType;
+  sandboxId: string;
+  tenantId: string;
+  /** The create's deadline in ms from the start; absent for deletes. */
+  deadlineMs?: number;
+}
+
+/** Phases of an operation: a create's (workflows/types.ts CreatePhase), or a delete's. */
+export type OperationPhase =
+  'creating_pod' | 'waiting_for_ip' | 'compensating' | 'finished' | 'deleting';
+
+/** An operation as the API shows it. Timestamps are ISO-8601 UTC. */
+export interface OperationView {
+  id: string;
+  type: OperationType;
+  sandbox_id: string;
+  status: OperationStatus;
+  done: boolean;
+  phase: OperationPhase;
+  error: OperationError | null;
+  result: { sandbox: SandboxView } | null;
+  created_at: string;
+  updated_at: string;
+  /** When a create's deadline passes; null for deletes, which have none. */
+  deadline_at: string | null;
+}
+
+/** Workflow status -> operation status (TERMINATED and TIMED_OUT count as failed). */
+const STATUS_OF: Partial<Record<string, OperationStatus>> = {
+  RUNNING: 'running',
+  COMPLETED: 'succeeded',
+  FAILED: 'failed',
+  TERMINATED: 'failed',
+  TIMED_OUT: 'failed',
+  CANCELLED: 'cancelled',
+};
+
+/** Operation status -> visibility query on `ExecutionStatus`. */
+export const STATUS_QUERY: Record<OperationStatus, string> = {
+  running: `ExecutionStatus = 'Running'`,
+  succeeded: `ExecutionStatus = 'Completed'`,
+  failed: `ExecutionStatus IN ('Failed', 'Terminated', 'TimedOut')`,
+  cancelled: `ExecutionStatus = 'Canceled'`,
+};
+
+function memoOf(description: WorkflowExecutionDescription): OperationMemo | undefined {
+  const memo = description.memo as Partial<OperationMemo> | undefined;
+  if (!memo || typeof memo.sandboxId !== 'string' || typeof memo.tenantId !== 'string') {
+    return undefined;
+  }
+  if (memo.type !== 'sandbox.create' && memo.type !== 'sandbox.delete') return undefined;
+  if (OPERATION_TYPES[memo.type] !== description.type) return undefined;
+  return memo as OperationMemo;
+}
+
+/**
+ * Describes an operation's workflow, or undefined when it does not exist, is not an operation,
+ * or belongs to another tenant (the API answers 404 for all three).
+ * @throws the client's error when Temporal cannot be reached
+ */
+export async function describeOperation(
+  deps: Pick<AppDeps, 'temporal'>,
+  tenant: string,
+  id: string,
+): Promise<{ description: WorkflowExecutionDescription; memo: OperationMemo } | undefined> {
+  if (!OPERATION_ID.test(id)) return undefined;
+  let description: WorkflowExecutionDescription;
+  try {
+    description = await deps.temporal.workflow.getHandle(id).describe();
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return undefined;
+    throw err;
+  }
+  const memo = memoOf(description);
+  if (!memo) return undefined;
+  const owner = description.typedSearchAttributes.get(TenantIdKey) ?? memo.tenantId;
+  if (owner !== tenant || memo.tenantId !== tenant) return undefined;
+  return { description, memo };
+}
+
+function phaseOf(
+  description: WorkflowExecutionDescription,
+  memo: OperationMemo,
+  done: boolean,
+): OperationPhase {
+  if (done) return 'finished';
+  if (memo.type === 'sandbox.delete') return 'deleting';
+  const phase = description.typedSearchAttributes.get(CreatePhaseKey);
+  switch (phase) {
+    case 'creating_pod':
+    case 'waiting_for_ip':
+    case 'compensating':
+    case 'finished':
+      return phase;
+    default:
+      return 'creating_pod';
+  }
+}
+
+function latest(...times: Array<string | undefined>): string {
+  return times
+    .filter((time): time is string => time !== undefined)
+    .sort()
+    .at(-1) as string;
+}
+
+/**
+ * Builds the Operation JSON from a described workflow. Reads the failure of a failed or
+ * cancelled workflow (`handle.result()`) and the sandbox from the store.
+ * @throws the client's or the store's error when either cannot be reached
+ */
+export async function operationView(
+  deps: Pick<AppDeps, 'temporal' | 'store'>,
+  tenant: string,
+  described: { description: WorkflowExecutionDescription; memo: OperationMemo },
+): Promise<OperationView> {
+  const { description, memo } = described;
+  const status = STATUS_OF[description.status.name] ?? 'running';
+  const done = status !== 'running';
+  let error: OperationError | null = null;
+  if (status === 'failed' || status === 'cancelled') {
+    error = await deps.temporal.workflow
+      .getHandle(description.workflowId, description.runId)
+      .result()
+      .then(
+        () => ({ code: 'internal' as const, message: 'the workflow did not fail', details: {} }),
+        operationErrorOf,
+      );
+    if (status === 'cancelled') error = { ...error, code: 'cancelled' };
+  }
+  const sandbox: SandboxRecord | undefined = await deps.store.getSandbox(tenant, memo.sandboxId);
+  const createdAt = description.startTime.toISOString();
+  return {
+    id: description.workflowId,
+    type: memo.type,
+    sandbox_id: memo.sandboxId,
+    status,
+    done,
+    phase: phaseOf(description, memo, done),
+    error,
+    result: status === 'succeeded' && sandbox ? { sandbox: sandboxView(sandbox) } : null,
+    created_at: createdAt,
+    updated_at: description.closeTime
+      ? description.closeTime.toISOString()
+      : latest(createdAt, sandbox?.updatedAt),
+    deadline_at:
+      memo.deadlineMs === undefined
+        ? null
+        : new Date(description.startTime.getTime() + memo.deadlineMs).toISOString(),
+  };
+}
+
+/**
+ * The tenant's operation, or undefined when it does not exist or is someone else's.
+ * @throws the client's or the store's error when either cannot be reached
+ */
+export async function readOperation(
+  deps: Pick<AppDeps, 'temporal' | 'store'>,
+  tenant: string,
+  id: string,
+): Promise<OperationView | undefined> {
+  const described = await describeOperation(deps, tenant, id);
+  return described && operationView(deps, tenant, described);
+}

@@ -1,0 +1,47 @@
+/**
+ * The route table: every route the API serves, in one list that both the app (api/app.ts) and
+ * the OpenAPI check (test/api-openapi.test.ts) read, so the document cannot drift from the code.
+ */
+
+/** The name of a route's handler (also its OpenAPI `operationId`). */
+export type RouteName =
+  | 'healthz'
+  | 'readyz'
+  | 'openapi'
+  | 'createSandbox'
+  | 'createSandboxSync'
+  | 'listSandboxes'
+  | 'getSandbox'
+  | 'deleteSandbox'
+  | 'listOperations'
+  | 'getOperation'
+  | 'cancelOperation';
+
+/** One route: method, Express path, whether it needs a bearer token, its handler's name. */
+export interface RouteSpec {
+  method: 'get' | 'post' | 'delete';
+  /** Express 5 path syntax, e.g. `/v1/sandboxes/:id`. */
+  path: string;
+  auth: boolean;
+  name: RouteName;
+}
+
+/** Every route, public ones first. */
+export const ROUTES: readonly RouteSpec[] = [
+  { method: 'get', path: '/healthz', auth: false, name: 'healthz' },
+  { method: 'get', path: '/readyz', auth: false, name: 'readyz' },
+  { method: 'get', path: '/openapi.json', auth: false, name: 'openapi' },
+  { method: 'post', path: '/v1/sandboxes', auth: true, name: 'createSandbox' },
+  { method: 'get', path: '/v1/sandboxes', auth: true, name: 'listSandboxes' },
+  { method: 'get', path: '/v1/sandboxes/:id', auth: true, name: 'getSandbox' },
+  { method: 'delete', path: '/v1/sandboxes/:id', auth: true, name: 'deleteSandbox' },
+  { method: 'get', path: '/v1/operations', auth: true, name: 'listOperations' },
+  { method: 'get', path: '/v1/operations/:id', auth: true, name: 'getOperation' },
+  { method: 'post', path: '/v1/operations/:id/cancel', auth: true, name: 'cancelOperation' },
+  { method: 'post', path: '/sync/v1/sandboxes', auth: true, name: 'createSandboxSync' },
+];
+
+/** An Express path in OpenAPI syntax: `/v1/sandboxes/:id` -> `/v1/sandboxes/{id}`. */
+export function openApiPath(expressPath: string): string {
+  return expressPath.replace(/:([A-Za-z_]\w*)/g, '{$1}');
+}

@@ -1,0 +1,163 @@
+/**
+ * Request validation with zod (design.md section 3): strict objects, so unknown fields are
+ * rejected, and messages that name the field (`resources.disk_mib must be a positive integer`).
+ * Everything here throws {@link ApiError} `invalid_request` (400) before any workflow starts.
+ */
+import { z } from 'zod';
+import type { TemplateConfig } from '../config/index.js';
+import { ApiError } from './errors.js';
+
+/** Upper bounds of the requested resources: cores, MiB, MiB. */
+export const RESOURCE_LIMITS = { cpu: 64, memory_mib: 262_144, disk_mib: 1_048_576 } as const;
+
+/** Page size bounds of the list routes. */
+export const PAGE_LIMITS = { default: 50, max: 200 } as const;
+
+/** A validated create request. */
+export interface CreateRequest {
+  template: string;
+  resources: { cpu: number; memory_mib: number; disk_mib: number };
+}
+
+function positiveInteger(max: number) {
+  const message = 'must be a positive integer';
+  return z
+    .number({ error: (issue) => (issue.input === undefined ? 'is required' : message) })
+    .int({ error: message })
+    .min(1, { error: message })
+    .max(max, { error: `must be at most ${max}` });
+}
+
+/** The create body's schema over a template catalog. */
+export function createRequestSchema(templates: Record<string, TemplateConfig>) {
+  const names = Object.keys(templates).sort();
+  return z.strictObject(
+    {
+      template: z
+        .string({
+          error: (issue) => (issue.input === undefined ? 'is required' : 'must be a string'),
+        })
+        .refine((name) => Object.hasOwn(templates, name), {
+          error: `must be one of: ${names.join(', ')}`,
+        }),
+      resources: z.strictObject(
+        {
+          cpu: positiveInteger(RESOURCE_LIMITS.cpu),
+          memory_mib: positiveInteger(RESOURCE_LIMITS.memory_mib),
+          disk_mib: positiveInteger(RESOURCE_LIMITS.disk_mib),
+        },
+        {
+          error: (issue) =>
+            issue.input === undefined
+              ? 'is required'
+              : 'must be an object with cpu, memory_mib and disk_mib',
+        },
+      ),
+    },
+    { error: 'must be a JSON object' },
+  );
+}
+
+/** One problem of a request, with its field path (`resources.cpu`, or `body`/`query`). */
+export interface FieldProblem {
+  field: string;
+  message: string;
+}
+
+function problemsOf(error: z.ZodError, root: string): FieldProblem[] {
+  return error.issues.flatMap((issue) => {
+    const path = issue.path.map(String).join('.');
+    if (issue.code === 'unrecognized_keys') {
+      return issue.keys.map((key) => ({
+        field: path ? `${path}.${key}` : key,
+        message: 'is not a known field',
+      }));
+    }
+    return [{ field: path || root, message: issue.message }];
+  });
+}
+
+function invalid(problems: FieldProblem[], root: string): ApiError {
+  const [first] = problems;
+  const message = first ? `${first.field} ${first.message}` : `${root} is invalid`;
+  return new ApiError('invalid_request', message, { problems });
+}
+
+/**
+ * Checks a create body against the template catalog and the resource limits.
+ * @returns the body, typed
+ * @throws ApiError `invalid_request` naming the first bad field; `details.problems` lists all
+ */
+export function parseCreateRequest(
+  body: unknown,
+  templates: Record<string, TemplateConfig>,
+): CreateRequest {
+  if (body === undefined) {
+    throw new ApiError('invalid_request', 'body must be a JSON object', {
+      problems: [{ field: 'body', message: 'must be a JSON object' }],
+    });
+  }
+  const parsed = createRequestSchema(templates).safeParse(body);
+  if (!parsed.success) throw invalid(problemsOf(parsed.error, 'body'), 'body');
+  return parsed.data;
+}
+
+const pageSize = z
+  .string({ error: 'must be given once' })
+  .regex(/^\d{1,4}$/, { error: `must be an integer from 1 to ${PAGE_LIMITS.max}` })
+  .transform(Number)
+  .refine((n) => n >= 1 && n <= PAGE_LIMITS.max, {
+    error: `must be an integer from 1 to ${PAGE_LIMITS.max}`,
+  })
+  .default(PAGE_LIMITS.default);
+const pageToken = z.string({ error: 'must be given once' }).min(1).max(4096).optional();
+
+const sandboxListQuery = z.strictObject({
+  state: z
+    .enum(['creating', 'running', 'failed', 'deleted'], {
+      error: 'must be one of: creating, running, failed, deleted',
+    })
+    .optional(),
+  limit: pageSize,
+  page_token: pageToken,
+});
+
+/** Operation statuses a list can filter on. */
+export const OPERATION_STATUSES = ['running', 'succeeded', 'failed', 'cancelled'] as const;
+/** An operation's status. */
+export type OperationStatus = (typeof OPERATION_STATUSES)[number];
+
+const operationListQuery = z.strictObject({
+  status: z
+    .enum(OPERATION_STATUSES, { error: `must be one of: ${OPERATION_STATUSES.join(', ')}` })
+    .optional(),
+  limit: pageSize,
+  page_token: pageToken,
+});
+
+/** A validated `GET /v1/sandboxes` query. */
+export type SandboxListQuery = z.output<typeof sandboxListQuery>;
+/** A validated `GET /v1/operations` query. */
+export type OperationListQuery = z.output<typeof operationListQuery>;
+
+function parseQuery<T>(schema: z.ZodType<T>, query: unknown): T {
+  const parsed = schema.safeParse(query ?? {});
+  if (!parsed.success) throw invalid(problemsOf(parsed.error, 'query'), 'query');
+  return parsed.data;
+}
+
+/**
+ * Checks `GET /v1/sandboxes` query parameters (`state`, `limit` 1..200 default 50, `page_token`).
+ * @throws ApiError `invalid_request` naming the parameter
+ */
+export function parseSandboxListQuery(query: unknown): SandboxListQuery {
+  return parseQuery(sandboxListQuery, query);
+}
+
+/**
+ * Checks `GET /v1/operations` query parameters (`status`, `limit` 1..200 default 50, `page_token`).
+ * @throws ApiError `invalid_request` naming the parameter
+ */
+export function parseOperationListQuery(query: unknown): OperationListQuery {
+  return parseQuery(operationListQuery, query);
+}

@@ -1,0 +1,221 @@
+/**
+ * `npm run bench`: latency and throughput of creates on the embedded stack (design.md section
+ * 9, issue "HTTP API"). It starts `scripts/start.ts` as a child process with a fresh DATA_DIR
+ * and free ports, then measures over HTTP:
+ *
+ *   (a) refusal latency (disk 300 on `base`): POST to the operation being `failed`
+ *       (asynchronous, polling the operation every 50 ms) and POST to 400 (synchronous),
+ *       for 20 sequential creates and for 50 concurrent ones;
+ *   (b) successful create (disk 2048): latency and throughput of 50 concurrent creates;
+ *   (c) peak RSS of the stack process (worker + API + simulated cluster; VmHWM), in MiB.
+ *
+ * It checks that every create ended as expected and that no refused create left a pod, prints
+ * p50/p95/max in ms and writes bench-results/bench-<time>.json. Exit code 1 if a check failed.
+ */
+import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import { freePort } from './dev-server.js';
+
+const TOKEN = 'dev-token';
+const POLL_MS = 50;
+const problems: string[] = [];
+
+interface Operation {
+  id: string;
+  status: string;
+  done: boolean;
+  sandbox_id: string;
+  error: { code: string; message: string } | null;
+}
+
+function body(diskMib: number): string {
+  return JSON.stringify({
+    template: 'base',
+    resources: { cpu: 1, memory_mib: 256, disk_mib: diskMib },
+  });
+}
+
+async function api(base: string, path: string, init: RequestInit = {}): Promise<Response> {
+  return fetch(`${base}${path}`, {
+    ...init,
+    headers: {
+      authorization: `Bearer ${TOKEN}`,
+      'content-type': 'application/json',
+      ...init.headers,
+    },
+  });
+}
+
+/** POST an asynchronous create and poll until done; returns ms and the final operation. */
+async function asyncCreate(base: string, diskMib: number): Promise<{ ms: number; op: Operation }> {
+  const started = performance.now();
+  const response = await api(base, '/v1/sandboxes', { method: 'POST', body: body(diskMib) });
+  if (response.status !== 202)
+    throw new Error(`POST answered ${response.status}: ${await response.text()}`);
+  let op = (await response.json()) as Operation;
+  const deadline = Date.now() + 120_000;
+  while (!op.done) {
+    if (Date.now() > deadline) throw new Error(`operation ${op.id} still running after 120 s`);
+    await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+    op = (await (await api(base, `/v1/operations/${op.id}`)).json()) as Operation;
+  }
+  return { ms: performance.now() - started, op };
+}
+
+/** POST a synchronous create; returns ms and the HTTP status and body. */
+async function syncCreate(
+  base: string,
+  diskMib: number,
+): Promise<{ ms: number; status: number; text: string }> {
+  const started = performance.now();
+  const response = await api(base, '/sync/v1/sandboxes', { method: 'POST', body: body(diskMib) });
+  const text = await response.text();
+  return { ms: performance.now() - started, status: response.status, text };
+}
+
+function summary(values: number[]): { n: number; p50: number; p95: number; max: number } {
+  const sorted = [...values].sort((a, b) => a - b);
+  const at = (q: number) =>
+    sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)] ?? NaN;
+  const round = (v: number) => Math.round(v * 10) / 10;
+  return {
+    n: sorted.length,
+    p50: round(at(0.5)),
+    p95: round(at(0.95)),
+    max: round(sorted.at(-1) ?? NaN),
+  };
+}
+
+function expectRefused(op: Operation): void {
+  if (
+    op.status !== 'failed' ||
+    op.error?.code !== 'invalid_request' ||
+    !op.error.message.includes('451 MiB')
+  ) {
+    problems.push(
+      `operation ${op.id} ended ${op.status} ${JSON.stringify(op.error)}, expected invalid_request naming 451 MiB`,
+    );
+  }
+}
+
+function expectSyncRefused(result: { status: number; text: string }): void {
+  if (result.status !== 400 || !result.text.includes('451 MiB')) {
+    problems.push(
+      `sync create answered ${result.status} ${result.text.slice(0, 200)}, expected 400 naming 451 MiB`,
+    );
+  }
+}
+
+async function main(): Promise<void> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'durable-sandbox-bench-'));
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  const stack = spawn(process.execPath, ['--import', 'tsx', 'scripts/start.ts'], {
+    env: {
+      ...process.env,
+      PORT: String(port),
+      DATA_DIR: dataDir,
+      LOG_LEVEL: 'warn',
+      LOG_FORMAT: 'json',
+    },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let output = '';
+  stack.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const stopStack = async () => {
+    if (stack.exitCode === null) {
+      stack.kill('SIGINT');
+      await new Promise((resolve) => stack.once('exit', resolve));
+    }
+    rmSync(dataDir, { recursive: true, force: true });
+  };
+  try {
+    const readyBy = Date.now() + 300_000;
+    while (!output.includes('durable-sandbox is running')) {
+      if (stack.exitCode !== null)
+        throw new Error(`the stack exited (${stack.exitCode}):\n${output}`);
+      if (Date.now() > readyBy) throw new Error(`the stack did not start within 300 s:\n${output}`);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    console.log(`stack up at ${base} (pid ${stack.pid}); warming up`);
+    expectRefused((await asyncCreate(base, 300)).op);
+
+    const results: Record<string, unknown> = {};
+    const sequentialAsync: number[] = [];
+    const sequentialSync: number[] = [];
+    for (let i = 0; i < 20; i++) {
+      const { ms, op } = await asyncCreate(base, 300);
+      expectRefused(op);
+      sequentialAsync.push(ms);
+      const sync = await syncCreate(base, 300);
+      expectSyncRefused(sync);
+      sequentialSync.push(sync.ms);
+    }
+    results.refusal_sequential_async_ms = summary(sequentialAsync);
+    results.refusal_sequential_sync_ms = summary(sequentialSync);
+
+    const concurrentAsync = await Promise.all(
+      Array.from({ length: 50 }, () => asyncCreate(base, 300)),
+    );
+    concurrentAsync.forEach(({ op }) => expectRefused(op));
+    results.refusal_concurrent50_async_ms = summary(concurrentAsync.map((r) => r.ms));
+    const concurrentSync = await Promise.all(
+      Array.from({ length: 50 }, () => syncCreate(base, 300)),
+    );
+    concurrentSync.forEach(expectSyncRefused);
+    results.refusal_concurrent50_sync_ms = summary(concurrentSync.map((r) => r.ms));
+
+    const successStarted = performance.now();
+    const successes = await Promise.all(Array.from({ length: 50 }, () => asyncCreate(base, 2048)));
+    const successWallMs = performance.now() - successStarted;
+    for (const { op } of successes) {
+      if (op.status !== 'succeeded')
+        problems.push(`operation ${op.id} ended ${op.status}, expected succeeded`);
+    }
+    results.success_concurrent50_async_ms = summary(successes.map((r) => r.ms));
+    results.success_concurrent50_throughput_per_s =
+      Math.round((50 / (successWallMs / 1000)) * 10) / 10;
+
+    // No refused create may leave a pod: only the 50 running sandboxes keep theirs.
+    const kubeConfig = new KubeConfig();
+    kubeConfig.loadFromFile(join(dataDir, 'kubeconfig'));
+    const pods = await kubeConfig
+      .makeApiClient(CoreV1Api)
+      .listNamespacedPod({ namespace: 'sandboxes' });
+    results.pods_left = pods.items.length;
+    if (pods.items.length !== 50)
+      problems.push(`${pods.items.length} pods left, expected the 50 running ones`);
+
+    const status = readFileSync(`/proc/${stack.pid}/status`, 'utf8');
+    const peakKiB = Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? NaN);
+    results.stack_peak_rss_mib = Math.round(peakKiB / 1024);
+
+    console.log('\nresults (ms unless noted):');
+    for (const [name, value] of Object.entries(results))
+      console.log(`  ${name.padEnd(38)} ${JSON.stringify(value)}`);
+    mkdirSync('bench-results', { recursive: true });
+    const file = join(
+      'bench-results',
+      `bench-${new Date().toISOString().replace(/[:.]/g, '-')}.json`,
+    );
+    writeFileSync(
+      file,
+      `${JSON.stringify({ at: new Date().toISOString(), results, problems }, null, 2)}\n`,
+    );
+    console.log(`\nwritten to ${file}`);
+  } finally {
+    await stopStack();
+  }
+  if (problems.length > 0) {
+    console.error(`\n${problems.length} check(s) failed:\n- ${problems.slice(0, 20).join('\n- ')}`);
+    process.exitCode = 1;
+  }
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exitCode = 1;
+});

@@ -1,0 +1,320 @@
+/**
+ * The HTTP surface of the API: authentication, the error body, validation before any workflow,
+ * health and readiness, and the OpenAPI document matching the routes.
+ */
+import type { Client } from '@temporalio/client';
+import fc from 'fast-check';
+import request from 'supertest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { openApiDocument } from '../api/openapi.js';
+import { openApiPath, ROUTES } from '../api/routes.js';
+import type { Store } from '../store/index.js';
+import { bearer, createBody, startApiStack, type ApiStack } from './support/api.js';
+
+let api: ApiStack;
+beforeAll(async () => {
+  api = await startApiStack({ stack: { cluster: { startupDelayMs: 100 } } });
+});
+afterAll(async () => {
+  await api?.stop();
+});
+
+function expectErrorBody(body: unknown, code: string): void {
+  expect(body).toEqual({
+    error: { code, message: expect.any(String), details: expect.any(Object) },
+  });
+}
+
+/** A client whose `workflow.start` always fails, everything else real. */
+function temporalFailingToStart(client: Client): Client {
+  const workflow = Object.create(client.workflow) as Client['workflow'];
+  Object.defineProperty(workflow, 'start', {
+    value: () => Promise.reject(new Error('frontend unavailable')),
+  });
+  const failing = Object.create(client) as Client;
+  Object.defineProperty(failing, 'workflow', { value: workflow });
+  return failing;
+}
+
+describe('authentication', () => {
+  it('answers 401 unauthenticated without a token, with a wrong token, or a malformed header', async () => {
+    for (const header of [undefined, 'Bearer nope', 'Basic abc', `Bearer${api.tenantA.token}`]) {
+      const call = request(api.app).get('/v1/sandboxes');
+      const response = await (header ? call.set('Authorization', header) : call);
+      expect(response.status, `Authorization: ${header}`).toBe(401);
+      expectErrorBody(response.body, 'unauthenticated');
+      expect(response.headers['www-authenticate']).toBe('Bearer');
+    }
+  });
+
+  it('never starts a create for an unauthenticated request', async () => {
+    const response = await request(api.app).post('/v1/sandboxes').send(createBody(2048));
+    expect(response.status).toBe(401);
+  });
+});
+
+describe('errors', () => {
+  it('answers 404 not_found with the error body for an unknown route', async () => {
+    for (const [method, path] of [
+      ['get', '/v2/sandboxes'],
+      ['put', '/v1/sandboxes'],
+      ['get', '/'],
+    ] as const) {
+      const response = await request(api.app)[method](path).set(bearer(api.tenantA));
+      expect(response.status, `${method} ${path}`).toBe(404);
+      expectErrorBody(response.body, 'not_found');
+    }
+  });
+
+  it('answers 400 invalid_request for malformed JSON', async () => {
+    const response = await request(api.app)
+      .post('/v1/sandboxes')
+      .set(bearer(api.tenantA))
+      .set('Content-Type', 'application/json')
+      .send('{"template": "base",');
+    expect(response.status).toBe(400);
+    expectErrorBody(response.body, 'invalid_request');
+    expect(response.body.error.message).toContain('not valid JSON');
+  });
+
+  it('answers 400 invalid_request for a body over 64 KiB', async () => {
+    const body = JSON.stringify({ ...createBody(2048), padding: 'x'.repeat(65 * 1024) });
+    const response = await request(api.app)
+      .post('/v1/sandboxes')
+      .set(bearer(api.tenantA))
+      .set('Content-Type', 'application/json')
+      .send(body);
+    expect(response.status).toBe(400);
+    expectErrorBody(response.body, 'invalid_request');
+    expect(response.body.error.message).toContain('64 KiB');
+  });
+
+  it('answers 500 internal without a stack when something unexpected fails', async () => {
+    const broken: Store = {
+      ...api.stack.store,
+      getSandbox: () => Promise.reject(new Error('disk on fire')),
+    };
+    const app = api.appWith({}, { store: broken });
+    const response = await request(app)
+      .get('/v1/sandboxes/sbx_aaaaaaaaaaaaaaaaaaaaaaaaaa')
+      .set(bearer(api.tenantA));
+    expect(response.status).toBe(500);
+    expectErrorBody(response.body, 'internal');
+    expect(response.text).not.toContain('disk on fire');
+    expect(response.text).not.toMatch(/at .*\.ts/);
+  });
+
+  it('answers 503 unavailable and fails the sandbox when the workflow cannot be started', async () => {
+    const app = api.appWith({}, { temporal: temporalFailingToStart(api.stack.temporal.client) });
+    const response = await request(app)
+      .post('/v1/sandboxes')
+      .set(bearer(api.tenantA))
+      .send(createBody(2048));
+    expect(response.status, response.text).toBe(503);
+    expectErrorBody(response.body, 'unavailable');
+    const sandbox = await api.stack.store.getSandbox(
+      api.tenantA.id,
+      response.body.error.details.sandbox_id as string,
+    );
+    expect(sandbox).toMatchObject({ state: 'failed', failure: { code: 'unavailable' } });
+  });
+});
+
+describe('validation', () => {
+  const cases: Array<[string, unknown, string]> = [
+    ['a negative disk', createBody(-1), 'resources.disk_mib must be a positive integer'],
+    [
+      'a fractional cpu',
+      { ...createBody(2048), resources: { cpu: 1.5, memory_mib: 1, disk_mib: 1 } },
+      'resources.cpu must be a positive integer',
+    ],
+    [
+      'a string size',
+      { template: 'base', resources: { cpu: 1, memory_mib: '1024', disk_mib: 1 } },
+      'resources.memory_mib must be a positive integer',
+    ],
+    [
+      'a missing size',
+      { template: 'base', resources: { cpu: 1, memory_mib: 1 } },
+      'resources.disk_mib is required',
+    ],
+    ['a huge disk', createBody(1_048_577), 'resources.disk_mib must be at most 1048576'],
+    [
+      'an unknown template',
+      { ...createBody(2048), template: 'gpu' },
+      'template must be one of: base',
+    ],
+    ['a missing template', { resources: createBody(2048).resources }, 'template is required'],
+    ['an unknown field', createBody(2048, { region: 'eu' }), 'region is not a known field'],
+    [
+      'an unknown nested field',
+      { template: 'base', resources: { cpu: 1, memory_mib: 1, disk_mib: 1, gpu: 1 } },
+      'resources.gpu is not a known field',
+    ],
+    ['an array body', [createBody(2048)], 'body must be a JSON object'],
+    [
+      'resources as a string',
+      { template: 'base', resources: 'big' },
+      'resources must be an object',
+    ],
+  ];
+  for (const [what, body, message] of cases) {
+    it(`answers 400 naming the field for ${what}`, async () => {
+      for (const path of ['/v1/sandboxes', '/sync/v1/sandboxes']) {
+        const response = await request(api.app)
+          .post(path)
+          .set(bearer(api.tenantA))
+          .send(body as object);
+        expect(response.status, `${path}: ${response.text}`).toBe(400);
+        expectErrorBody(response.body, 'invalid_request');
+        expect(response.body.error.message).toContain(message);
+      }
+    });
+  }
+
+  it('answers 400 for an empty body and for bad list parameters', async () => {
+    const empty = await request(api.app).post('/v1/sandboxes').set(bearer(api.tenantA));
+    expect(empty.status).toBe(400);
+    for (const path of [
+      '/v1/sandboxes?state=zombie',
+      '/v1/sandboxes?limit=0',
+      '/v1/sandboxes?limit=201',
+      '/v1/sandboxes?limit=ten',
+      '/v1/sandboxes?colour=red',
+      '/v1/operations?status=exploded',
+      '/v1/operations?limit=1&limit=2',
+    ]) {
+      const response = await request(api.app).get(path).set(bearer(api.tenantA));
+      expect(response.status, `${path}: ${response.text}`).toBe(400);
+      expectErrorBody(response.body, 'invalid_request');
+    }
+  });
+
+  it('answers 400 for an unusable Idempotency-Key', async () => {
+    const response = await request(api.app)
+      .post('/v1/sandboxes')
+      .set(bearer(api.tenantA))
+      .set('Idempotency-Key', 'k'.repeat(256))
+      .send(createBody(2048));
+    expect(response.status).toBe(400);
+    expect(response.body.error.message).toContain('Idempotency-Key');
+  });
+
+  it('answers 404 for ids of the wrong shape without asking anyone', async () => {
+    for (const path of ['/v1/sandboxes/nope', '/v1/operations/op_x', '/v1/operations/../../x']) {
+      const response = await request(api.app).get(path).set(bearer(api.tenantA));
+      expect(response.status, path).toBe(404);
+      expectErrorBody(response.body, 'not_found');
+    }
+  });
+
+  it('never answers 5xx and never starts a workflow for an invalid body (property)', async () => {
+    const start = vi.spyOn(api.stack.temporal.client.workflow, 'start');
+    const tenant = api.tenantB;
+    const size = fc.oneof(
+      fc.integer({ min: -5, max: 5000 }),
+      fc.double(),
+      fc.string(),
+      fc.constant(null),
+      fc.boolean(),
+    );
+    const body = fc.oneof(
+      fc.jsonValue(),
+      fc.record(
+        {
+          template: fc.oneof(
+            fc.constantFrom('base', 'gpu', '', '__proto__', 'constructor'),
+            fc.jsonValue(),
+          ),
+          resources: fc.oneof(
+            fc.record(
+              { cpu: size, memory_mib: size, disk_mib: size, extra: size },
+              { requiredKeys: [] },
+            ),
+            fc.jsonValue(),
+          ),
+          extra: fc.jsonValue(),
+        },
+        { requiredKeys: [] },
+      ),
+    );
+    let accepted = 0;
+    try {
+      await fc.assert(
+        fc.asyncProperty(body, async (value) => {
+          const response = await request(api.app)
+            .post('/v1/sandboxes')
+            .set(bearer(tenant))
+            .set('Content-Type', 'application/json')
+            .send(JSON.stringify(value));
+          expect(response.status).toBeLessThan(500);
+          if (response.status === 202) {
+            accepted += 1;
+          } else {
+            expect(response.status).toBe(400);
+            expectErrorBody(response.body, 'invalid_request');
+          }
+          expect(start).toHaveBeenCalledTimes(accepted);
+        }),
+        { numRuns: 100 },
+      );
+    } finally {
+      start.mockRestore();
+    }
+    const stored = await api.stack.store.listSandboxes(tenant.id, { limit: 200 });
+    expect(stored.sandboxes).toHaveLength(accepted);
+  });
+});
+
+describe('health and the OpenAPI document', () => {
+  it('answers /healthz, /readyz and /openapi.json without a token', async () => {
+    expect((await request(api.app).get('/healthz')).body).toEqual({ status: 'ok' });
+    const ready = await request(api.app).get('/readyz');
+    expect(ready.status).toBe(200);
+    expect(ready.body).toEqual({ status: 'ready', checks: { temporal: 'ok', store: 'ok' } });
+    const openapi = await request(api.app).get('/openapi.json');
+    expect(openapi.status).toBe(200);
+    expect(openapi.body.openapi).toBe('3.1.0');
+  });
+
+  it('answers /readyz 503 when the store does not answer', async () => {
+    const app = api.appWith(
+      {},
+      { store: { ...api.stack.store, ping: () => Promise.reject(new Error('gone')) } },
+    );
+    const response = await request(app).get('/readyz');
+    expect(response.status).toBe(503);
+    expectErrorBody(response.body, 'unavailable');
+    expect(response.body.error.details.checks).toEqual({ temporal: 'ok', store: 'unavailable' });
+  });
+
+  it('documents every route the app serves, and serves every documented route', () => {
+    const served = new Set<string>();
+    const router = (
+      api.app as unknown as {
+        router: { stack: Array<{ route?: { path: string; methods: Record<string, boolean> } }> };
+      }
+    ).router;
+    for (const layer of router.stack) {
+      if (!layer.route) continue;
+      for (const method of Object.keys(layer.route.methods)) {
+        served.add(`${method.toUpperCase()} ${openApiPath(layer.route.path)}`);
+      }
+    }
+    const documented = new Set<string>();
+    for (const [path, item] of Object.entries(openApiDocument().paths)) {
+      for (const method of Object.keys(item)) documented.add(`${method.toUpperCase()} ${path}`);
+    }
+    expect([...served].sort()).toEqual([...documented].sort());
+    expect(served.size).toBe(ROUTES.length);
+  });
+
+  it('documents which routes need no token, as the route table says', () => {
+    const paths = openApiDocument().paths;
+    for (const route of ROUTES) {
+      const operation = paths[openApiPath(route.path)]?.[route.method];
+      expect(operation?.operationId).toBe(route.name);
+      expect(operation?.security, route.path).toEqual(route.auth ? undefined : []);
+    }
+  });
+});

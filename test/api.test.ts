@@ -1,0 +1,413 @@
+/**
+ * The HTTP API end to end: supertest against createApp over a real dev server, a worker with
+ * the real activities, the simulated cluster (over HTTP) and a SQLite store.
+ */
+import request from 'supertest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { requestHash } from '../api/idempotency.js';
+import { newOperationId, newSandboxId } from '../api/ids.js';
+import {
+  awaitOperation,
+  bearer,
+  createBody,
+  eventually,
+  startApiStack,
+  type ApiStack,
+  type OperationBody,
+} from './support/api.js';
+
+let api: ApiStack;
+beforeAll(async () => {
+  api = await startApiStack({ stack: { cluster: { startupDelayMs: 100 } } });
+});
+afterAll(async () => {
+  await api?.stop();
+});
+
+const podPath = /\/api\/v1\/namespaces\/sandboxes\/pods\/[^/]+$/;
+function podDeletes(podName: string) {
+  return api.stack.cluster.requests.filter(
+    (r) => r.method === 'DELETE' && podPath.test(r.path) && r.path.endsWith(`/${podName}`),
+  );
+}
+
+async function createAsync(diskMib: number, app = api.app, who = api.tenantA) {
+  const response = await request(app)
+    .post('/v1/sandboxes')
+    .set(bearer(who))
+    .send(createBody(diskMib));
+  expect(response.status, response.text).toBe(202);
+  return response;
+}
+
+describe('asynchronous create', () => {
+  it('fails as invalid_request naming 451 MiB within seconds when the node refuses the disk', async () => {
+    const started = Date.now();
+    const accepted = await createAsync(300);
+    const op = accepted.body as OperationBody;
+    expect(op).toMatchObject({
+      type: 'sandbox.create',
+      status: 'running',
+      done: false,
+      error: null,
+    });
+    expect(op.id).toMatch(/^op_[a-z2-7]{26}$/);
+    expect(op.sandbox_id).toMatch(/^sbx_[a-z2-7]{26}$/);
+    expect(accepted.headers.location).toBe(`/v1/operations/${op.id}`);
+    expect(accepted.headers['retry-after']).toBe('1');
+    expect(Date.parse(op.deadline_at as string) - Date.parse(op.created_at)).toBe(60_000);
+
+    const done = await awaitOperation(api.app, api.tenantA, op.id);
+    const elapsedMs = Date.now() - started;
+    expect(done).toMatchObject({ status: 'failed', done: true, phase: 'finished', result: null });
+    expect(done.error?.code).toBe('invalid_request');
+    expect(done.error?.message).toContain('451 MiB');
+    expect(done.error?.details).toMatchObject({ reason: expect.stringContaining('451 MiB') });
+    expect(elapsedMs).toBeLessThan(20_000);
+
+    const sandbox = await request(api.app)
+      .get(`/v1/sandboxes/${op.sandbox_id}`)
+      .set(bearer(api.tenantA));
+    expect(sandbox.status).toBe(200);
+    expect(sandbox.body).toMatchObject({
+      id: op.sandbox_id,
+      state: 'failed',
+      failure: { code: 'invalid_request', message: expect.stringContaining('451 MiB') },
+    });
+    const finished = await request(api.app).get(`/v1/operations/${op.id}`).set(bearer(api.tenantA));
+    expect(finished.headers['retry-after']).toBeUndefined();
+    console.log(`async disk 300: accepted -> operation failed in ${elapsedMs} ms`);
+  });
+
+  it('succeeds with a pod IP when the disk is large enough (2048 MiB)', async () => {
+    const op = (await createAsync(2048)).body as OperationBody;
+    const done = await awaitOperation(api.app, api.tenantA, op.id);
+    expect(done).toMatchObject({ status: 'succeeded', phase: 'finished', error: null });
+    expect(done.result?.sandbox).toMatchObject({
+      id: op.sandbox_id,
+      state: 'running',
+      template: 'base',
+      resources: { cpu: 1, memory_mib: 256, disk_mib: 2048 },
+      pod: {
+        name: expect.any(String),
+        uid: expect.any(String),
+        ip: expect.stringMatching(/^\d+\.\d+\.\d+\.\d+$/),
+      },
+      failure: null,
+    });
+    const sandbox = await request(api.app)
+      .get(`/v1/sandboxes/${op.sandbox_id}`)
+      .set(bearer(api.tenantA));
+    expect(sandbox.body.state).toBe('running');
+  });
+
+  it('ends pod_never_ready at the deadline when the node refuses with Unavailable', async () => {
+    const short = api.appWith({ CREATE_DEADLINE_MS: '3000', SYNC_READINESS_BUDGET_MS: '3000' });
+    api.stack.cluster.faults.refuseWith('Unavailable', 'runtime is not ready');
+    try {
+      const started = Date.now();
+      const [asyncAccepted, sync] = await Promise.all([
+        createAsync(2048, short),
+        request(short).post('/sync/v1/sandboxes').set(bearer(api.tenantA)).send(createBody(2048)),
+      ]);
+      expect(sync.status, sync.text).toBe(503);
+      expect(sync.body.error.code).toBe('pod_never_ready');
+      expect(Number(sync.headers['retry-after'])).toBeGreaterThan(0);
+      expect(sync.headers['operation-id']).toMatch(/^op_/);
+      expect(Date.now() - started).toBeGreaterThanOrEqual(3_000);
+
+      const done = await awaitOperation(
+        short,
+        api.tenantA,
+        (asyncAccepted.body as OperationBody).id,
+      );
+      expect(done.status).toBe('failed');
+      expect(done.error?.code).toBe('pod_never_ready');
+    } finally {
+      api.stack.cluster.faults.refuseWith(null);
+    }
+  });
+});
+
+describe('synchronous create', () => {
+  it('answers 400 invalid_request naming 451 MiB when the node refuses the disk', async () => {
+    const started = Date.now();
+    const response = await request(api.app)
+      .post('/sync/v1/sandboxes')
+      .set(bearer(api.tenantA))
+      .send(createBody(300));
+    const elapsedMs = Date.now() - started;
+    expect(response.status, response.text).toBe(400);
+    expect(response.body.error.code).toBe('invalid_request');
+    expect(response.body.error.message).toContain('451 MiB');
+    expect(response.headers['operation-id']).toMatch(/^op_[a-z2-7]{26}$/);
+    expect(elapsedMs).toBeLessThan(20_000);
+    console.log(`sync disk 300: answered 400 in ${elapsedMs} ms`);
+  });
+
+  it('answers 201 with the running sandbox when the disk is large enough', async () => {
+    const response = await request(api.app)
+      .post('/sync/v1/sandboxes')
+      .set(bearer(api.tenantA))
+      .send(createBody(2048));
+    expect(response.status, response.text).toBe(201);
+    expect(response.body).toMatchObject({ state: 'running', pod: { ip: expect.any(String) } });
+    expect(response.headers.location).toBe(`/v1/sandboxes/${response.body.id}`);
+    const operationId = response.headers['operation-id'] as string;
+    const operation = await request(api.app)
+      .get(`/v1/operations/${operationId}`)
+      .set(bearer(api.tenantA));
+    expect(operation.body).toMatchObject({ status: 'succeeded', sandbox_id: response.body.id });
+  });
+});
+
+describe('tenant isolation', () => {
+  it("answers 404 for another tenant's sandbox and operation, never 403", async () => {
+    const op = (await createAsync(300)).body as OperationBody;
+    const other = bearer(api.tenantB);
+    const answers = await Promise.all([
+      request(api.app).get(`/v1/operations/${op.id}`).set(other),
+      request(api.app).post(`/v1/operations/${op.id}/cancel`).set(other),
+      request(api.app).get(`/v1/sandboxes/${op.sandbox_id}`).set(other),
+      request(api.app).delete(`/v1/sandboxes/${op.sandbox_id}`).set(other),
+    ]);
+    for (const answer of answers) {
+      expect(answer.status).toBe(404);
+      expect(answer.body.error.code).toBe('not_found');
+    }
+    const list = await request(api.app).get('/v1/sandboxes').set(other);
+    expect(list.body.sandboxes.map((s: { id: string }) => s.id)).not.toContain(op.sandbox_id);
+    await awaitOperation(api.app, api.tenantA, op.id);
+  });
+});
+
+describe('idempotency', () => {
+  it('replays the same operation for the same key and body, starting one workflow', async () => {
+    const key = `key-${Date.now()}`;
+    const send = () =>
+      request(api.app)
+        .post('/v1/sandboxes')
+        .set(bearer(api.tenantB))
+        .set('Idempotency-Key', key)
+        .send(createBody(300));
+    const first = await send();
+    const second = await send();
+    expect(first.status).toBe(202);
+    expect(second.status).toBe(202);
+    expect(second.body.id).toBe(first.body.id);
+    expect(second.body.sandbox_id).toBe(first.body.sandbox_id);
+    const sandboxes = await api.stack.store.listSandboxes(api.tenantB.id, { limit: 200 });
+    expect(sandboxes.sandboxes.filter((s) => s.operationId === first.body.id)).toHaveLength(1);
+    const runs = await eventually(
+      async () => {
+        const found: string[] = [];
+        for await (const execution of api.stack.temporal.client.workflow.list({
+          query: `WorkflowId = '${first.body.id}'`,
+        })) {
+          found.push(execution.runId);
+        }
+        return found.length > 0 ? found : undefined;
+      },
+      { what: 'the workflow in visibility' },
+    );
+    expect(runs).toHaveLength(1);
+
+    const conflict = await request(api.app)
+      .post('/v1/sandboxes')
+      .set(bearer(api.tenantB))
+      .set('Idempotency-Key', key)
+      .send(createBody(2048));
+    expect(conflict.status).toBe(409);
+    expect(conflict.body.error.code).toBe('idempotency_conflict');
+    await awaitOperation(api.app, api.tenantB, first.body.id);
+  });
+
+  it('starts the workflow on replay when an earlier attempt stored the sandbox but never started it', async () => {
+    const key = `crashed-${Date.now()}`;
+    const body = createBody(300);
+    const operationId = newOperationId();
+    const sandboxId = newSandboxId();
+    await api.stack.store.createSandbox({
+      id: sandboxId,
+      tenant: api.tenantB.id,
+      template: body.template,
+      resources: body.resources,
+      operationId,
+      idempotency: { key, requestHash: requestHash(body) },
+    });
+    const replay = await request(api.app)
+      .post('/v1/sandboxes')
+      .set(bearer(api.tenantB))
+      .set('Idempotency-Key', key)
+      .send(body);
+    expect(replay.status, replay.text).toBe(202);
+    expect(replay.body).toMatchObject({ id: operationId, sandbox_id: sandboxId });
+    const done = await awaitOperation(api.app, api.tenantB, operationId);
+    expect(done.error?.code).toBe('invalid_request');
+  });
+});
+
+describe('cancel', () => {
+  it('cancels a create waiting for its IP: it ends cancelled and its pod is deleted', async () => {
+    api.stack.cluster.faults.neverReady(true);
+    let op: OperationBody;
+    try {
+      op = (await createAsync(2048)).body as OperationBody;
+      await awaitOperation(api.app, api.tenantA, op.id, {
+        until: (current) => current.phase === 'waiting_for_ip',
+      });
+    } finally {
+      api.stack.cluster.faults.neverReady(false);
+    }
+    const cancel = await request(api.app)
+      .post(`/v1/operations/${op.id}/cancel`)
+      .set(bearer(api.tenantA));
+    expect(cancel.status, cancel.text).toBe(202);
+    expect(cancel.body.id).toBe(op.id);
+    expect(cancel.headers.location).toBe(`/v1/operations/${op.id}`);
+
+    const done = await awaitOperation(api.app, api.tenantA, op.id);
+    expect(done).toMatchObject({ status: 'cancelled', done: true, error: { code: 'cancelled' } });
+    const sandbox = (await api.stack.store.getSandbox(api.tenantA.id, op.sandbox_id))!;
+    expect(sandbox.state).toBe('failed');
+    expect(podDeletes(sandbox.pod.name as string)).toHaveLength(1);
+
+    const again = await request(api.app)
+      .post(`/v1/operations/${op.id}/cancel`)
+      .set(bearer(api.tenantA));
+    expect(again.status).toBe(409);
+    expect(again.body.error.code).toBe('already_done');
+  });
+});
+
+describe('delete', () => {
+  it('deletes a running sandbox: the pod is gone and the sandbox ends deleted', async () => {
+    const created = await awaitOperation(api.app, api.tenantA, (await createAsync(2048)).body.id);
+    expect(created.status).toBe('succeeded');
+    const sandboxId = created.sandbox_id;
+    const podName = (created.result?.sandbox.pod as { name: string }).name;
+
+    const accepted = await request(api.app)
+      .delete(`/v1/sandboxes/${sandboxId}`)
+      .set(bearer(api.tenantA));
+    expect(accepted.status, accepted.text).toBe(202);
+    expect(accepted.body).toMatchObject({
+      type: 'sandbox.delete',
+      sandbox_id: sandboxId,
+      deadline_at: null,
+    });
+    expect(accepted.headers.location).toBe(`/v1/operations/${accepted.body.id}`);
+
+    const done = await awaitOperation(api.app, api.tenantA, accepted.body.id);
+    expect(done).toMatchObject({
+      status: 'succeeded',
+      phase: 'finished',
+      result: { sandbox: { state: 'deleted' } },
+    });
+    expect(podDeletes(podName).map((r) => r.status)).toEqual([200]);
+    const pods = await api.stack.kubernetes.core.listNamespacedPod({ namespace: 'sandboxes' });
+    expect(pods.items.map((pod) => pod.metadata?.name)).not.toContain(podName);
+
+    const again = await request(api.app)
+      .delete(`/v1/sandboxes/${sandboxId}`)
+      .set(bearer(api.tenantA));
+    expect(again.status).toBe(409);
+    expect(again.body.error.code).toBe('already_done');
+  });
+
+  it('deletes a sandbox still creating: the create is cancelled and the sandbox ends deleted', async () => {
+    api.stack.cluster.faults.neverReady(true);
+    let op: OperationBody;
+    try {
+      op = (await createAsync(2048)).body as OperationBody;
+      await awaitOperation(api.app, api.tenantA, op.id, {
+        until: (current) => current.phase === 'waiting_for_ip',
+      });
+    } finally {
+      api.stack.cluster.faults.neverReady(false);
+    }
+    const accepted = await request(api.app)
+      .delete(`/v1/sandboxes/${op.sandbox_id}`)
+      .set(bearer(api.tenantA));
+    expect(accepted.status, accepted.text).toBe(202);
+    const deleted = await awaitOperation(api.app, api.tenantA, accepted.body.id);
+    expect(deleted.status).toBe('succeeded');
+    const create = await awaitOperation(api.app, api.tenantA, op.id);
+    expect(create.status).toBe('cancelled');
+    const sandbox = (await api.stack.store.getSandbox(api.tenantA.id, op.sandbox_id))!;
+    expect(sandbox.state).toBe('deleted');
+    await eventually(async () =>
+      podDeletes(sandbox.pod.name as string).length > 0 ? true : undefined,
+    );
+  });
+});
+
+describe('lists', () => {
+  it("lists the tenant's operations newest first, filtered by status, page by page", async () => {
+    // tenantB has at least the idempotency suite's failed creates; make two more of its own.
+    const ops: OperationBody[] = [];
+    for (const disk of [300, 300]) {
+      ops.push((await createAsync(disk, api.app, api.tenantB)).body as OperationBody);
+    }
+    for (const op of ops) await awaitOperation(api.app, api.tenantB, op.id);
+    const listed = await eventually(
+      async () => {
+        const response = await request(api.app)
+          .get('/v1/operations?status=failed&limit=50')
+          .set(bearer(api.tenantB));
+        expect(response.status, response.text).toBe(200);
+        const ids = (response.body.operations as OperationBody[]).map((op) => op.id);
+        return ops.every((op) => ids.includes(op.id))
+          ? (response.body.operations as OperationBody[])
+          : undefined;
+      },
+      { what: 'failed operations listed' },
+    );
+    expect(listed.every((op) => op.status === 'failed')).toBe(true);
+    const created = listed.map((op) => op.created_at);
+    expect(created).toEqual([...created].sort().reverse());
+    expect(listed[0]?.error?.code).toBe('invalid_request');
+
+    const firstPage = await request(api.app)
+      .get('/v1/operations?status=failed&limit=1')
+      .set(bearer(api.tenantB));
+    expect(firstPage.body.operations).toHaveLength(1);
+    expect(firstPage.body.next_page_token).toEqual(expect.any(String));
+    const secondPage = await request(api.app)
+      .get(`/v1/operations?status=failed&limit=1&page_token=${firstPage.body.next_page_token}`)
+      .set(bearer(api.tenantB));
+    expect(secondPage.status).toBe(200);
+    expect(secondPage.body.operations).toHaveLength(1);
+    expect(secondPage.body.operations[0].id).not.toBe(firstPage.body.operations[0].id);
+
+    const running = await request(api.app)
+      .get('/v1/operations?status=running')
+      .set(bearer(api.tenantB));
+    expect(running.body.operations.map((op: OperationBody) => op.id)).not.toContain(ops[0]?.id);
+    const otherTenant = await request(api.app).get('/v1/operations').set(bearer(api.tenantA));
+    expect(otherTenant.body.operations.map((op: OperationBody) => op.id)).not.toContain(ops[0]?.id);
+  });
+
+  it("lists the tenant's sandboxes by state, page by page", async () => {
+    const failed = await request(api.app)
+      .get('/v1/sandboxes?state=failed')
+      .set(bearer(api.tenantB));
+    expect(failed.status).toBe(200);
+    expect(failed.body.sandboxes.length).toBeGreaterThan(0);
+    expect(failed.body.sandboxes.every((s: { state: string }) => s.state === 'failed')).toBe(true);
+    const page = await request(api.app).get('/v1/sandboxes?limit=1').set(bearer(api.tenantB));
+    expect(page.body.sandboxes).toHaveLength(1);
+    const next = await request(api.app)
+      .get(`/v1/sandboxes?limit=1&page_token=${page.body.next_page_token}`)
+      .set(bearer(api.tenantB));
+    expect(next.body.sandboxes[0].id).not.toBe(page.body.sandboxes[0].id);
+  });
+
+  it('answers 400 for a page token it did not issue', async () => {
+    for (const path of ['/v1/sandboxes?page_token=bm9wZQ', '/v1/operations?page_token=bm9wZQ']) {
+      const response = await request(api.app).get(path).set(bearer(api.tenantA));
+      expect(response.status, `${path}: ${response.text}`).toBe(400);
+      expect(response.body.error.code).toBe('invalid_request');
+    }
+  });
+});

@@ -1,0 +1,29 @@
+/**
+ * Installs the Temporal SDK Runtime once per process with its logs going to our pino logger
+ * (workflow `log.*` calls, worker state changes, bundler output), at `warn` unless
+ * TEMPORAL_LOG_LEVEL says otherwise.
+ */
+import { DefaultLogger, Runtime, type LogLevel } from '@temporalio/worker';
+import type { Logger } from 'pino';
+
+const PINO_LEVELS: Record<LogLevel, 'trace' | 'debug' | 'info' | 'warn' | 'error'> = {
+  TRACE: 'trace',
+  DEBUG: 'debug',
+  INFO: 'info',
+  WARN: 'warn',
+  ERROR: 'error',
+};
+
+/**
+ * Installs the Runtime; call before creating any NativeConnection or Worker.
+ * @throws the SDK's IllegalStateError when a Runtime was already installed in this process
+ */
+export function installRuntime(logger: Logger): void {
+  const level = (process.env.TEMPORAL_LOG_LEVEL?.toUpperCase() ?? 'WARN') as LogLevel;
+  const sdkLogger = logger.child({ source: 'temporal-sdk' });
+  Runtime.install({
+    logger: new DefaultLogger(level in PINO_LEVELS ? level : 'WARN', (entry) => {
+      sdkLogger[PINO_LEVELS[entry.level]]({ ...entry.meta }, entry.message);
+    }),
+  });
+}

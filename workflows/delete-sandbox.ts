@@ -1,0 +1,105 @@
+/**
+ * The `deleteSandbox` workflow (design.md section 3, `DELETE /v1/sandboxes/{id}`): retire the
+ * sandbox's execution as `deleted`, cancel its create if that is still running, then delete the
+ * pod the store recorded (uid precondition).
+ *
+ * Retiring comes first on purpose: it fences the create out of the store, so a create cancelled
+ * here compensates (deletes its pod) without turning the sandbox `failed`, and the sandbox ends
+ * `deleted`. The delete waits for a cancelled create to close (its compensation done) before it
+ * deletes the recorded pod itself (absent by then, usually). Runs entirely non-cancellable: a
+ * delete, once accepted, finishes.
+ *
+ * Deterministic: no I/O, time only from the workflow API.
+ */
+import {
+  CancellationScope,
+  getExternalWorkflowHandle,
+  log,
+  proxyActivities,
+} from '@temporalio/workflow';
+import type { CreateActivities } from '../activities/index.js';
+
+/** Input of the `deleteSandbox` workflow. The workflow id is `operationId`. */
+export interface DeleteSandboxInput {
+  operationId: string;
+  sandboxId: string;
+  tenantId: string;
+  /** The execution to retire: the sandbox's generation and activation attempt. */
+  generation: number;
+  attempt: number;
+  /** The operation (workflow id) of the sandbox's create. */
+  createOperationId: string;
+  /** True when the create may still be running and must be cancelled. */
+  cancelCreate: boolean;
+}
+
+/** Result of the `deleteSandbox` workflow. */
+export interface DeleteSandboxResult {
+  sandboxId: string;
+  /** False when the execution was already retired (e.g. the create failed meanwhile). */
+  retired: boolean;
+  /** What happened to the recorded pod: `deleted`, `absent`, `replaced`, or `none` recorded. */
+  pod: string;
+}
+
+/** The store's retirement reason that marks a sandbox `deleted` (store/store.ts DELETED_REASON). */
+const DELETED_REASON = 'deleted';
+
+/**
+ * Waiting for a cancelled create to close: its compensation is retried until it succeeds, so
+ * this waits as long as it takes, heartbeating.
+ */
+const createClosedWait = proxyActivities<CreateActivities>({
+  startToCloseTimeout: '1 hour',
+  heartbeatTimeout: '20 seconds',
+});
+
+/** Store and Kubernetes steps: idempotent, retried by Temporal until they succeed. */
+const deletionStep = proxyActivities<CreateActivities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds' },
+});
+
+/**
+ * Deletes one sandbox.
+ * @returns whether this delete retired the execution and what happened to the pod
+ * Never fails for a create that already ended or a pod already gone.
+ */
+export async function deleteSandbox(input: DeleteSandboxInput): Promise<DeleteSandboxResult> {
+  return CancellationScope.nonCancellable(async () => {
+    const retired = await deletionStep.retireExecution({
+      operationId: input.operationId,
+      sandboxId: input.sandboxId,
+      generation: input.generation,
+      attempt: input.attempt,
+      reason: DELETED_REASON,
+      failure: null,
+    });
+    if (input.cancelCreate) {
+      try {
+        await getExternalWorkflowHandle(input.createOperationId).cancel();
+        log.info('create cancelled', { createOperationId: input.createOperationId });
+        // Deleting the pod under a running create would make it fail as pod_failed.
+        const closed = await createClosedWait.awaitOperationClosed({
+          operationId: input.createOperationId,
+        });
+        log.info('create closed', { createOperationId: input.createOperationId, closed });
+      } catch (err) {
+        // The create already ended: nothing to cancel.
+        log.info('create not cancelled', {
+          createOperationId: input.createOperationId,
+          error: (err as Error).message,
+        });
+      }
+    }
+    const pod = await deletionStep.readSandboxPod({ sandboxId: input.sandboxId });
+    const outcome = pod
+      ? await deletionStep.deletePod({
+          operationId: input.operationId,
+          sandboxId: input.sandboxId,
+          pod,
+        })
+      : 'none';
+    return { sandboxId: input.sandboxId, retired, pod: outcome };
+  });
+}
