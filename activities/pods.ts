@@ -12,8 +12,9 @@ import {
   PodNameTakenError,
   type PodRef,
 } from '../kubernetes/pods.js';
-import { awaitPodReady, type WatchObserver } from '../kubernetes/readiness-watch.js';
+import { awaitPodReady } from '../kubernetes/readiness-watch.js';
 import type { Store } from '../store/index.js';
+import type { CreateMetrics } from './metrics.js';
 import {
   FAILURE_TYPES,
   type CreateFailureDetails,
@@ -29,7 +30,8 @@ export interface PodActivityDeps {
   watchRetryDelayMs: number;
   /** How often the readiness wait heartbeats, in ms (default 1000; the SDK throttles sends). */
   heartbeatIntervalMs?: number;
-  observer?: WatchObserver;
+  /** Create and watch metrics (activities/metrics.ts); optional. */
+  metrics?: CreateMetrics;
 }
 
 /** Input of `createPod`. Sizes in MiB. */
@@ -124,7 +126,7 @@ export function podActivities(deps: PodActivityDeps) {
           signal: context.cancellationSignal,
           watchRetryDelayMs: deps.watchRetryDelayMs,
           logger: log,
-          observer: deps.observer,
+          observer: deps.metrics?.watchObserver,
         });
         switch (result.outcome) {
           case 'ready':

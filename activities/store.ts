@@ -6,11 +6,14 @@ import type { Logger } from 'pino';
 import type { PodRef } from '../kubernetes/pods.js';
 import type { Store } from '../store/index.js';
 import type { OperationErrorCode } from '../workflows/types.js';
+import type { CreateMetrics } from './metrics.js';
 
 /** Dependencies of the store activities. */
 export interface StoreActivityDeps {
   store: Store;
   logger: Logger;
+  /** Create metrics (activities/metrics.ts); optional. */
+  metrics?: CreateMetrics;
 }
 
 /** Identifies one execution of a sandbox; fences every write. */
@@ -30,6 +33,7 @@ export function storeActivities(deps: StoreActivityDeps) {
      */
     async markSandboxRunning(input: ExecutionRef & { podIp: string }): Promise<boolean> {
       const wrote = await deps.store.markSandboxRunning(input);
+      if (wrote) deps.metrics?.createsFinished.inc({ outcome: 'succeeded', code: '' });
       deps.logger.info(
         { operation_id: input.operationId, sandbox_id: input.sandboxId, wrote },
         'sandbox running',
@@ -41,15 +45,26 @@ export function storeActivities(deps: StoreActivityDeps) {
      * Retires the execution and marks the sandbox failed with the code and message (or
      * `deleted` when `failure` is null and `reason` is `deleted`), in one fenced transaction: a
      * retired or newer execution is left alone, so running it twice is safe.
+     * `refusalEventTime` (ISO-8601, the refusal event's lastTimestamp) feeds the
+     * refusal-to-failure histogram.
      * @returns whether this call retired it
      */
     async retireExecution(
       input: ExecutionRef & {
         reason: string;
         failure: { code: OperationErrorCode; message: string } | null;
+        refusalEventTime?: string;
       },
     ): Promise<boolean> {
       const { retired } = await deps.store.retireExecution(input);
+      if (retired && input.failure) {
+        const outcome = input.failure.code === 'cancelled' ? 'cancelled' : 'failed';
+        deps.metrics?.createsFinished.inc({ outcome, code: input.failure.code });
+        const eventMs = input.refusalEventTime ? Date.parse(input.refusalEventTime) : NaN;
+        if (Number.isFinite(eventMs)) {
+          deps.metrics?.refusalToFailureSeconds.observe(Math.max(0, Date.now() - eventMs) / 1000);
+        }
+      }
       deps.logger.info(
         {
           operation_id: input.operationId,

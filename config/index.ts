@@ -49,6 +49,28 @@ export class ConfigError extends Error {
   }
 }
 
+/**
+ * Every environment variable {@link loadConfig} reads (design.md section 7), for deployment
+ * files and their tests (test/compose.test.ts checks docker-compose.yml against this list, and
+ * that loadConfig reads exactly these).
+ */
+export const CONFIG_VARIABLES = [
+  'PORT',
+  'API_TOKENS',
+  'TEMPORAL_ADDRESS',
+  'TEMPORAL_NAMESPACE',
+  'TEMPORAL_TASK_QUEUE',
+  'KUBECONFIG',
+  'SANDBOX_NAMESPACE',
+  'DATA_DIR',
+  'DATABASE_URL',
+  'CREATE_DEADLINE_MS',
+  'SYNC_READINESS_BUDGET_MS',
+  'WATCH_RETRY_DELAY_MS',
+  'SANDBOX_TEMPLATES',
+  'LOG_LEVEL',
+] as const;
+
 /** The dev tenant and token used when API_TOKENS is unset (design.md section 3). */
 export const DEV_TENANT = 'dev';
 export const DEV_TOKEN = 'dev-token';

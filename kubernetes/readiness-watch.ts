@@ -38,8 +38,10 @@ export interface WatchLogger {
 
 /** Hooks for metrics and tests; all optional. */
 export interface WatchObserver {
+  /** A watch request is about to be sent, first or again. */
   onWatchOpen?(resource: WatchResource, cause: WatchOpenCause): void;
-  onWatchClosed?(resource: WatchResource): void;
+  /** A watch stream was established (`open` true) or has closed (`open` false). */
+  onWatchStream?(resource: WatchResource, open: boolean): void;
 }
 
 /** Input of {@link awaitPodReady}. */
@@ -94,10 +96,7 @@ export function awaitPodReady(options: ReadinessWaitOptions): Promise<ReadinessO
       settled = true;
       clearTimeout(deadlineTimer);
       signal?.removeEventListener('abort', onAbort);
-      for (const [resource, loop] of loops) {
-        loop.stop();
-        observer?.onWatchClosed?.(resource);
-      }
+      for (const [, loop] of loops) loop.stop();
       if ('outcome' in result) resolve(result.outcome);
       else reject(result.error);
     };
@@ -146,6 +145,7 @@ export function awaitPodReady(options: ReadinessWaitOptions): Promise<ReadinessO
       retryDelayMs: options.watchRetryDelayMs,
       onDegrade: degrade('pods'),
       onOpen: (cause) => observer?.onWatchOpen?.('pods', cause),
+      onStreamChange: (open) => observer?.onWatchStream?.('pods', open),
       onReopenScheduled: (decision) => {
         if (decision.status === 410) podResourceVersion = undefined; // too old: start over
       },
@@ -162,6 +162,7 @@ export function awaitPodReady(options: ReadinessWaitOptions): Promise<ReadinessO
       retryDelayMs: options.watchRetryDelayMs,
       onDegrade: degrade('events'),
       onOpen: (cause) => observer?.onWatchOpen?.('events', cause),
+      onStreamChange: (open) => observer?.onWatchStream?.('events', open),
     });
     loops.push(['pods', podLoop], ['events', eventsLoop]);
 

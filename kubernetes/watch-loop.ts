@@ -73,6 +73,8 @@ export interface WatchLoopOptions {
   onOpen?: (cause: WatchOpenCause) => void;
   /** Called when a watch ends and will be re-opened, before the delay. */
   onReopenScheduled?: (decision: WatchEndDecision) => void;
+  /** Called when a stream is established (HTTP 200) and when that stream closes. */
+  onStreamChange?: (open: boolean) => void;
 }
 
 /**
@@ -85,6 +87,7 @@ export class WatchLoop {
   private stopped = false;
   private controller: AbortController | undefined;
   private retryTimer: NodeJS.Timeout | undefined;
+  private streamOpen = false;
 
   constructor(private readonly options: WatchLoopOptions) {
     this.watch = new Watch(options.kubeConfig);
@@ -101,8 +104,16 @@ export class WatchLoop {
     this.attempt += 1;
     if (this.retryTimer) clearTimeout(this.retryTimer);
     this.retryTimer = undefined;
+    this.closeStream();
+  }
+
+  private closeStream(): void {
     this.controller?.abort();
     this.controller = undefined;
+    if (this.streamOpen) {
+      this.streamOpen = false;
+      this.options.onStreamChange?.(false);
+    }
   }
 
   private open(cause: WatchOpenCause): void {
@@ -126,8 +137,13 @@ export class WatchLoop {
       )
       .then(
         (controller) => {
-          if (current()) this.controller = controller;
-          else controller.abort(); // stopped while the request was in flight
+          if (!current()) {
+            controller.abort(); // stopped or ended while the request was in flight
+            return;
+          }
+          this.controller = controller;
+          this.streamOpen = true;
+          this.options.onStreamChange?.(true);
         },
         (err: unknown) => {
           if (current()) this.ended(attempt, err);
@@ -138,8 +154,7 @@ export class WatchLoop {
   private ended(attempt: number, err: unknown): void {
     if (this.stopped || attempt !== this.attempt) return;
     this.attempt += 1; // ignore anything more from this stream
-    this.controller?.abort();
-    this.controller = undefined;
+    this.closeStream();
     const decision = classifyWatchEnd(err);
     if (decision.action === 'degrade') {
       this.stopped = true;

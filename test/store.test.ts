@@ -1,5 +1,7 @@
+import { sql } from 'kysely';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openDatabase } from '../store/database.js';
+import { MIGRATIONS } from '../store/migrations/index.js';
 import {
   InvalidPageTokenError,
   openStore,
@@ -76,7 +78,29 @@ describe.each(storeBackends())('store on $name', (backend) => {
     }
   }
 
+  /** kysely's record of the applied migrations, read straight from the database. */
+  async function appliedMigrations() {
+    const { db } = openDatabase(target.options);
+    try {
+      const { rows } = await sql<{
+        name: string;
+        timestamp: string;
+      }>`select name, timestamp from kysely_migration order by name`.execute(db);
+      return rows;
+    } finally {
+      await db.destroy();
+    }
+  }
+
   describe('migrations', () => {
+    it('the first open applies every migration and a second open applies none', async () => {
+      const first = await appliedMigrations();
+      expect(first.map((row) => row.name)).toEqual(Object.keys(MIGRATIONS).sort());
+      await store.close();
+
+      store = await openStore(options);
+      expect(await appliedMigrations()).toEqual(first);
+    });
     it('opening the same database a second time migrates nothing and keeps the data', async () => {
       await created(sandboxInput(1));
       await store.close();
@@ -418,6 +442,56 @@ describe.each(storeBackends())('store on $name', (backend) => {
 
       expect(results.filter((result) => result.retired)).toHaveLength(1);
       expect((await store.getSandboxById('sbx_0001'))?.state).toBe('failed');
+    });
+  });
+
+  describe('retireExecution from two workers', () => {
+    it('two workers retiring the same execution at once leave exactly one retirement', async () => {
+      // Two stores with their own connections (PostgreSQL: two pools), as two worker processes
+      // have; each retires each of ten sandboxes at the same moment as the other.
+      const other = await openStore(target.options);
+      try {
+        const ids: string[] = [];
+        for (let n = 1; n <= 10; n++) ids.push((await created(sandboxInput(n))).id);
+
+        const races = await Promise.all(
+          ids.map((id) =>
+            Promise.all(
+              [store, other].map((worker, w) =>
+                worker.retireExecution({
+                  ...firstExecution(id),
+                  reason: 'pod_never_ready',
+                  failure: { code: 'pod_never_ready', message: `worker ${w}` },
+                }),
+              ),
+            ),
+          ),
+        );
+
+        for (const [n, results] of races.entries()) {
+          const id = ids[n] as string;
+          const winners = results.flatMap((result, w) => (result.retired ? [w] : []));
+          expect(winners, `retired results for ${id}`).toHaveLength(1);
+          // The sandbox carries the winner's failure: the loser wrote nothing.
+          expect(await other.getSandboxById(id)).toMatchObject({
+            state: 'failed',
+            failure: { code: 'pod_never_ready', message: `worker ${winners[0]}` },
+          });
+        }
+        const { db } = openDatabase(target.options);
+        try {
+          const executions = await db
+            .selectFrom('executions')
+            .select(['sandbox_id', 'state'])
+            .orderBy('sandbox_id')
+            .execute();
+          expect(executions).toEqual(ids.map((id) => ({ sandbox_id: id, state: 'retired' })));
+        } finally {
+          await db.destroy();
+        }
+      } finally {
+        await other.close();
+      }
     });
   });
 

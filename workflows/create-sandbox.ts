@@ -180,6 +180,7 @@ export async function createSandbox(input: CreateSandboxInput): Promise<CreateSa
         ...execution,
         reason: outcome.code,
         failure: { code: outcome.code, message: outcome.message },
+        refusalEventTime: outcome.details.eventLastTimestamp,
       });
       setPhase('finished');
     });

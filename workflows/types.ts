@@ -64,4 +64,7 @@ export interface CreateFailureDetails {
   reason?: string;
   podName?: string;
   podUid?: string;
+  /** For `invalid_request`: the refusal event's name and lastTimestamp (ISO-8601). */
+  eventName?: string;
+  eventLastTimestamp?: string;
 }

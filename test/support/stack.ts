@@ -1,6 +1,7 @@
 /**
- * A test stack for one suite: a simulated cluster (over HTTP), a temporary SQLite store, and a
- * worker on its own task queue connected to the run's shared dev server.
+ * A test stack for one suite: a simulated cluster (over HTTP), a temporary store (SQLite, or a
+ * fresh schema in PostgreSQL), and a worker on its own task queue connected to the run's shared
+ * dev server.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -12,8 +13,9 @@ import {
   SimulatedCluster,
   type SimulatedClusterOptions,
 } from '../../kubernetes/simulated/index.js';
-import { openStore, type Store } from '../../store/index.js';
+import { openStore, type Store, type StoreOptions } from '../../store/index.js';
 import { createSandboxWorker } from '../../worker/worker.js';
+import { freshPostgresTarget, type StoreTarget } from './store.js';
 import { connectToTestServer, uniqueTaskQueue, type TemporalTestContext } from './temporal.js';
 
 /** Options of {@link startTestStack}. */
@@ -23,6 +25,11 @@ export interface TestStackOptions {
   watchRetryDelayMs?: number;
   /** Start a worker (default true). */
   worker?: boolean;
+  /**
+   * A `postgres://` URL of a database the stack may create a schema in: the store then lives in
+   * a fresh schema there, dropped by `stop()`. Unset (default): SQLite in `dataDir`.
+   */
+  databaseUrl?: string;
 }
 
 /** What a suite gets. */
@@ -31,6 +38,8 @@ export interface TestStack {
   cluster: SimulatedCluster;
   kubernetes: KubernetesClient;
   store: Store;
+  /** How `store` was opened, e.g. to open a second store on the same database. */
+  storeOptions: StoreOptions;
   taskQueue: string;
   namespace: string;
   logger: Logger;
@@ -54,7 +63,11 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     namespace,
   });
   const dataDir = mkdtempSync(join(tmpdir(), 'durable-sandbox-test-'));
-  const store = await openStore({ sqliteFile: join(dataDir, 'store.db') });
+  const postgres: StoreTarget | undefined = options.databaseUrl
+    ? await freshPostgresTarget(options.databaseUrl)
+    : undefined;
+  const storeOptions = postgres?.options ?? { sqliteFile: join(dataDir, 'store.db') };
+  const store = await openStore(storeOptions);
   const warnings: Array<Record<string, unknown>> = [];
   const logger = pino(
     { level: 'info' },
@@ -74,6 +87,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     cluster,
     kubernetes,
     store,
+    storeOptions,
     taskQueue,
     namespace,
     logger,
@@ -99,6 +113,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
       }
       await cluster.close();
       await store.close();
+      await postgres?.dispose();
       await temporal.close();
       rmSync(dataDir, { recursive: true, force: true });
     },

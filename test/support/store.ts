@@ -69,6 +69,14 @@ async function withClient<T>(url: string, fn: (client: pg.Client) => Promise<T>)
   }
 }
 
+/**
+ * An empty schema in the PostgreSQL database at `databaseUrl` (one the tests may create schemas
+ * in), for a test stack; `options.databaseUrl` selects it through `search_path`.
+ */
+export function freshPostgresTarget(databaseUrl: string): Promise<StoreTarget> {
+  return postgres(databaseUrl).freshTarget();
+}
+
 /** The backends to run store suites on: SQLite, plus PostgreSQL when TEST_DATABASE_URL is set. */
 export function storeBackends(env: NodeJS.ProcessEnv = process.env): StoreBackend[] {
   const url = env.TEST_DATABASE_URL;

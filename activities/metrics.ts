@@ -1,0 +1,73 @@
+/**
+ * The create path's Prometheus metrics (prom-client, process-wide default registry), recorded by
+ * the activities and the readiness watch. Served by the worker's metrics server
+ * (worker/metrics-server.ts) and, in the embedded stack, by the API's `/metrics` too.
+ */
+import { Counter, Gauge, Histogram, register, type Registry } from 'prom-client';
+import type { WatchObserver } from '../kubernetes/readiness-watch.js';
+
+/** The metrics the activities record. */
+export interface CreateMetrics {
+  registry: Registry;
+  /** Creates whose pod creation started (first attempt), by template. */
+  createsStarted: Counter<'template'>;
+  /** Creates that ended, by outcome (`succeeded`, `failed`, `cancelled`) and error code. */
+  createsFinished: Counter<'outcome' | 'code'>;
+  /** Seconds from a refusal event's lastTimestamp (1 s resolution) to the sandbox failing. */
+  refusalToFailureSeconds: Histogram;
+  /** Watch requests by resource and cause (`initial`, `ended`, `timeout`, `dropped`, `status-N`). */
+  watchOpens: Counter<'resource' | 'cause'>;
+  /** Watch streams open now, by resource. */
+  watchesOpen: Gauge<'resource'>;
+  /** Feeds the two watch metrics from the readiness watch. */
+  watchObserver: WatchObserver;
+}
+
+let shared: CreateMetrics | undefined;
+
+/**
+ * The process's create metrics, registered once in prom-client's default registry (calling it
+ * again returns the same set).
+ */
+export function createMetrics(): CreateMetrics {
+  if (shared) return shared;
+  const createsStarted = new Counter({
+    name: 'durable_sandbox_creates_started_total',
+    help: 'Sandbox creates whose pod creation started',
+    labelNames: ['template'],
+  });
+  const createsFinished = new Counter({
+    name: 'durable_sandbox_creates_finished_total',
+    help: 'Sandbox creates that ended, by outcome and operation error code',
+    labelNames: ['outcome', 'code'],
+  });
+  const refusalToFailureSeconds = new Histogram({
+    name: 'durable_sandbox_refusal_to_failure_seconds',
+    help: "Time from the refusal event's lastTimestamp to the sandbox being marked failed",
+    buckets: [0.5, 1, 2, 3, 5, 10, 30, 60, 300],
+  });
+  const watchOpens = new Counter({
+    name: 'durable_sandbox_watch_opens_total',
+    help: 'Watch requests sent by the readiness wait, by resource and cause',
+    labelNames: ['resource', 'cause'],
+  });
+  const watchesOpen = new Gauge({
+    name: 'durable_sandbox_watches_open',
+    help: 'Watch streams open now, by resource',
+    labelNames: ['resource'],
+  });
+  shared = {
+    registry: register,
+    createsStarted,
+    createsFinished,
+    refusalToFailureSeconds,
+    watchOpens,
+    watchesOpen,
+    watchObserver: {
+      onWatchOpen: (resource, cause) => watchOpens.inc({ resource, cause }),
+      onWatchStream: (resource, open) =>
+        open ? watchesOpen.inc({ resource }) : watchesOpen.dec({ resource }),
+    },
+  };
+  return shared;
+}

@@ -1,0 +1,362 @@
+/**
+ * The production files, checked for structure (there is no Docker engine or cluster here):
+ * docker-compose.yml against the config module and the search attributes, the Dockerfile's
+ * stages, and deploy/rbac.yaml's grants.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join, normalize } from 'node:path';
+import { SearchAttributeType } from '@temporalio/common';
+import { describe, expect, it } from 'vitest';
+import { parse, parseAllDocuments } from 'yaml';
+import { CONFIG_VARIABLES, loadConfig } from '../config/index.js';
+import { SEARCH_ATTRIBUTE_KEYS } from '../workflows/search-attributes.js';
+
+const ROOT = normalize(join(import.meta.dirname, '..'));
+const read = (file: string) => readFileSync(join(ROOT, file), 'utf8');
+
+interface Service {
+  image?: string;
+  build?: unknown;
+  command?: string[];
+  entrypoint?: string[];
+  environment?: Record<string, string>;
+  ports?: string[];
+  volumes?: Array<string | { type: string; source: string; target: string; read_only?: boolean }>;
+  depends_on?: Record<string, { condition: string }>;
+  healthcheck?: { test: string[] };
+  deploy?: { replicas?: number };
+  container_name?: string;
+}
+const compose = parse(read('docker-compose.yml'), { merge: true }) as {
+  services: Record<string, Service>;
+};
+const services = compose.services;
+const service = (name: string): Service => {
+  const found = services[name];
+  if (!found) throw new Error(`docker-compose.yml has no service ${name}`);
+  return found;
+};
+
+/** The environment with compose's `${NAME:-default}` / `${NAME:?message}` resolved as unset. */
+function resolvedEnvironment(name: string): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(service(name).environment ?? {}).map(([key, value]) => [
+      key,
+      String(value)
+        .replace(/\$\{[A-Z_]+:-([^}]*)\}/g, '$1')
+        .replace(/\$\{[A-Z_]+:\?[^}]*\}/g, 'tenant-a:token-a'),
+    ]),
+  );
+}
+
+const APP_SERVICES = ['api', 'worker'] as const;
+
+describe('docker-compose.yml', () => {
+  it('has the production services and no others', () => {
+    expect(Object.keys(services).sort()).toEqual(
+      [
+        'api',
+        'postgresql',
+        'temporal',
+        'temporal-search-attributes',
+        'temporal-ui',
+        'worker',
+      ].sort(),
+    );
+  });
+
+  it('pins every image to a version, never latest', () => {
+    for (const [name, { image }] of Object.entries(services)) {
+      expect(image, `${name}: image`).toMatch(/^[a-z0-9./_-]+:[A-Za-z0-9._-]+$/);
+      expect(image, `${name}: image`).not.toMatch(/:latest$/);
+    }
+    expect(service('temporal').image).toBe('temporalio/auto-setup:1.29.1');
+    expect(service('temporal-ui').image).toBe('temporalio/ui:2.42.1');
+    expect(service('postgresql').image).toMatch(/^postgres:16[.-]/);
+    for (const name of APP_SERVICES) {
+      expect(service(name).build, `${name} builds the Dockerfile`).toBe('.');
+      expect(service(name).image).toBe(service('api').image);
+    }
+  });
+
+  it('publishes the api, the Temporal frontend and the UI, and no worker port', () => {
+    expect(service('api').ports).toEqual([`8080:${resolvedEnvironment('api').PORT}`]);
+    expect(service('temporal').ports).toEqual(['7233:7233']);
+    expect(service('temporal-ui').ports).toEqual(['8233:8080']);
+    expect(service('worker').ports).toBeUndefined();
+    expect(service('postgresql').ports).toBeUndefined();
+  });
+
+  it('gives the api and the workers only variables the config module reads, and the ones they need', () => {
+    const required = {
+      api: ['TEMPORAL_ADDRESS', 'DATABASE_URL', 'KUBECONFIG', 'API_TOKENS', 'PORT'],
+      worker: ['TEMPORAL_ADDRESS', 'DATABASE_URL', 'KUBECONFIG'],
+    };
+    for (const name of APP_SERVICES) {
+      const names = Object.keys(service(name).environment ?? {});
+      expect(
+        names.filter((variable) => !(CONFIG_VARIABLES as readonly string[]).includes(variable)),
+        name,
+      ).toEqual([]);
+      expect(names, name).toEqual(expect.arrayContaining(required[name]));
+    }
+    expect(service('worker').environment).not.toHaveProperty('API_TOKENS');
+    expect(service('api').environment?.API_TOKENS).toMatch(/^\$\{API_TOKENS:\?/);
+  });
+
+  it("configures the api and the workers validly, against the stack's own services", () => {
+    const postgres = service('postgresql').environment ?? {};
+    for (const name of APP_SERVICES) {
+      const config = loadConfig(resolvedEnvironment(name));
+      expect(config.temporalAddress, name).toBe('temporal:7233');
+      const url = new URL(config.databaseUrl ?? '');
+      expect(url.hostname, name).toBe('postgresql');
+      expect(url.username, name).toBe(postgres.POSTGRES_USER);
+      expect(decodeURIComponent(url.password), name).toBe(
+        postgres.POSTGRES_PASSWORD?.replace(/\$\{[A-Z_]+:-([^}]*)\}/, '$1'),
+      );
+      expect(url.pathname, name).toBe(`/${postgres.POSTGRES_DB}`);
+    }
+    expect(loadConfig(resolvedEnvironment('api')).devToken).toBe(false);
+  });
+
+  it('mounts the kubeconfig read-only where KUBECONFIG points', () => {
+    for (const name of APP_SERVICES) {
+      const mount = service(name).volumes?.find(
+        (volume) =>
+          typeof volume === 'object' && volume.target === service(name).environment?.KUBECONFIG,
+      );
+      expect(mount, `${name}: kubeconfig mount`).toMatchObject({
+        type: 'bind',
+        source: '${KUBECONFIG_HOST_PATH:-./kubeconfig}',
+        read_only: true,
+      });
+    }
+  });
+
+  it('runs two worker replicas and the api from one image, each with its entry point', () => {
+    expect(service('worker').deploy?.replicas).toBe(2);
+    expect(service('worker').container_name).toBeUndefined();
+    expect(service('worker').command).toEqual(['worker/main.ts']);
+    expect(service('api').command).toEqual(['api/main.ts']);
+    for (const name of APP_SERVICES) {
+      expect(existsSync(join(ROOT, service(name).command?.[0] ?? '')), name).toBe(true);
+    }
+  });
+
+  it('has a health check on every long-running service', () => {
+    for (const [name, { healthcheck }] of Object.entries(services)) {
+      if (name === 'temporal-search-attributes') continue;
+      expect(healthcheck?.test?.[0], `${name}: healthcheck`).toMatch(/^CMD(-SHELL)?$/);
+    }
+    expect(service('api').healthcheck?.test.join(' ')).toContain(
+      `http://127.0.0.1:${resolvedEnvironment('api').PORT}/readyz`,
+    );
+    expect(service('worker').healthcheck?.test).toEqual([
+      'CMD',
+      'node',
+      '--import',
+      'tsx',
+      'worker/healthcheck.ts',
+    ]);
+    expect(existsSync(join(ROOT, 'worker/healthcheck.ts'))).toBe(true);
+    expect(service('postgresql').healthcheck?.test).toContain('pg_isready');
+    expect(service('temporal').healthcheck?.test.join(' ')).toContain('operator cluster health');
+  });
+
+  it('starts each service after what it needs is healthy or done', () => {
+    const appDependencies = {
+      postgresql: { condition: 'service_healthy' },
+      temporal: { condition: 'service_healthy' },
+      'temporal-search-attributes': { condition: 'service_completed_successfully' },
+    };
+    expect(service('api').depends_on).toEqual(appDependencies);
+    expect(service('worker').depends_on).toEqual(appDependencies);
+    expect(service('temporal').depends_on).toEqual({
+      postgresql: { condition: 'service_healthy' },
+    });
+    expect(service('temporal-ui').depends_on).toEqual({
+      temporal: { condition: 'service_healthy' },
+    });
+    expect(service('temporal-search-attributes').depends_on).toEqual({
+      temporal: { condition: 'service_healthy' },
+    });
+    for (const [name, { depends_on }] of Object.entries(services)) {
+      for (const [dependency, { condition }] of Object.entries(depends_on ?? {})) {
+        if (condition === 'service_healthy') {
+          expect(
+            service(dependency).healthcheck,
+            `${name} waits for ${dependency}'s health`,
+          ).toBeDefined();
+        }
+      }
+    }
+  });
+
+  it('points Temporal at the PostgreSQL service', () => {
+    const temporal = service('temporal').environment ?? {};
+    const postgres = service('postgresql').environment ?? {};
+    expect(temporal).toMatchObject({
+      DB: 'postgres12',
+      DB_PORT: '5432',
+      POSTGRES_SEEDS: 'postgresql',
+      POSTGRES_USER: postgres.POSTGRES_USER,
+      POSTGRES_PWD: postgres.POSTGRES_PASSWORD,
+    });
+  });
+
+  it('registers exactly the search attributes the workflows upsert, all Keyword', () => {
+    const step = service('temporal-search-attributes');
+    const listed = step.environment?.SEARCH_ATTRIBUTES?.split(/\s+/);
+    expect(listed).toEqual(SEARCH_ATTRIBUTE_KEYS.map((key) => key.name));
+    expect(SEARCH_ATTRIBUTE_KEYS.every((key) => key.type === SearchAttributeType.KEYWORD)).toBe(
+      true,
+    );
+    const script = step.command?.join('\n') ?? '';
+    expect(script).toContain('for name in $$SEARCH_ATTRIBUTES');
+    expect(script).toContain('temporal operator search-attribute create');
+    expect(script).toContain('--type Keyword');
+    expect(step.environment?.TEMPORAL_NAMESPACE).toBe(
+      resolvedEnvironment('worker').TEMPORAL_NAMESPACE,
+    );
+    expect(step.environment?.TEMPORAL_ADDRESS).toBe(resolvedEnvironment('worker').TEMPORAL_ADDRESS);
+  });
+});
+
+/** The Dockerfile's stages: `FROM … AS name` and the instructions under it. */
+function dockerfileStages(text: string) {
+  const lines = text
+    .replace(/\\\n/g, ' ')
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line && !line.startsWith('#'));
+  const stages: Array<{ name: string; instructions: Array<[string, string]> }> = [];
+  for (const line of lines) {
+    const [keyword = '', ...rest] = line.split(/\s+/);
+    const argument = rest.join(' ');
+    if (keyword.toUpperCase() === 'FROM') {
+      stages.push({ name: /\bAS\s+(\S+)/i.exec(argument)?.[1] ?? '', instructions: [] });
+    } else {
+      stages.at(-1)?.instructions.push([keyword.toUpperCase(), argument]);
+    }
+  }
+  return stages;
+}
+
+/** Top-level folders of every file the entry points import, transitively (relative imports). */
+function importedFolders(entries: string[]): Set<string> {
+  const seen = new Set<string>();
+  const pending = [...entries];
+  while (pending.length > 0) {
+    const file = pending.pop() as string;
+    if (seen.has(file)) continue;
+    seen.add(file);
+    const source = read(file);
+    for (const [, specifier] of source.matchAll(/(?:from|import)\s*\(?\s*'(\.\.?\/[^']+)'/g)) {
+      const target = normalize(join(dirname(file), specifier as string)).replace(/\.js$/, '.ts');
+      if (target.endsWith('.ts')) pending.push(target);
+    }
+  }
+  return new Set([...seen].map((file) => file.split('/')[0] as string));
+}
+
+describe('Dockerfile', () => {
+  const stages = dockerfileStages(read('Dockerfile'));
+  const runtime = stages.at(-1);
+  const build = stages[0];
+  const instructions = (stage: typeof runtime, keyword: string) =>
+    (stage?.instructions ?? []).filter(([k]) => k === keyword).map(([, argument]) => argument);
+
+  it('builds with dev dependencies in one stage and runs with production ones in another', () => {
+    expect(stages.length).toBeGreaterThanOrEqual(2);
+    expect(instructions(build, 'RUN').join('\n')).toMatch(/npm ci\b/);
+    expect(instructions(build, 'RUN').join('\n')).toMatch(/--omit=dev/);
+    expect(instructions(runtime, 'COPY')).toContain(
+      `--from=${build?.name} /app/node_modules node_modules`,
+    );
+  });
+
+  it('runs as the unprivileged node user under tini, the worker by default', () => {
+    const user = instructions(runtime, 'USER');
+    expect(user).toEqual(['node']);
+    const entrypoint = JSON.parse(instructions(runtime, 'ENTRYPOINT')[0] ?? '[]') as string[];
+    expect(entrypoint.slice(0, 2)).toEqual(['/usr/bin/tini', '--']);
+    expect(entrypoint.slice(2)).toEqual(['node', '--import', 'tsx']);
+    expect(instructions(runtime, 'RUN').join('\n')).toMatch(/apt-get install .*\btini\b/);
+    expect(JSON.parse(instructions(runtime, 'CMD')[0] ?? '[]')).toEqual(['worker/main.ts']);
+  });
+
+  it('copies every folder the api, the worker and the health check import', () => {
+    const copied = instructions(runtime, 'COPY').map((argument) => argument.split(/\s+/).at(-1));
+    const needed = importedFolders(['api/main.ts', 'worker/main.ts', 'worker/healthcheck.ts']);
+    expect([...needed].filter((folder) => !copied.includes(folder))).toEqual([]);
+  });
+
+  it('keeps dependencies, local state and secrets out of the build context', () => {
+    const ignored = read('.dockerignore').split('\n');
+    expect(ignored).toEqual(
+      expect.arrayContaining(['node_modules', '.git', '.data', 'kubeconfig']),
+    );
+  });
+});
+
+describe('deploy/rbac.yaml', () => {
+  const documents = parseAllDocuments(read('deploy/rbac.yaml')).map(
+    (document) => document.toJS() as Record<string, any>, // eslint-disable-line @typescript-eslint/no-explicit-any
+  );
+  const byKind = (kind: string) => documents.find((document) => document.kind === kind);
+  const namespace = loadConfig({}).sandboxNamespace;
+
+  it('is a ServiceAccount, a Role and a RoleBinding in the default sandbox namespace', () => {
+    expect(documents.map((document) => document.kind)).toEqual([
+      'ServiceAccount',
+      'Role',
+      'RoleBinding',
+    ]);
+    for (const document of documents) expect(document.metadata.namespace).toBe(namespace);
+  });
+
+  it('grants exactly pods create/get/list/watch/delete and events get/list/watch', () => {
+    const rules = byKind('Role')?.rules as Array<{
+      apiGroups: string[];
+      resources: string[];
+      verbs: string[];
+    }>;
+    const grants = Object.fromEntries(
+      rules.flatMap((rule) => {
+        expect(rule.apiGroups).toEqual(['']);
+        return rule.resources.map((resource) => [resource, [...rule.verbs].sort()]);
+      }),
+    );
+    expect(grants).toEqual({
+      pods: ['create', 'delete', 'get', 'list', 'watch'],
+      events: ['get', 'list', 'watch'],
+    });
+  });
+
+  it('binds the Role to the ServiceAccount', () => {
+    const binding = byKind('RoleBinding');
+    expect(binding?.roleRef).toEqual({
+      apiGroup: 'rbac.authorization.k8s.io',
+      kind: 'Role',
+      name: byKind('Role')?.metadata.name,
+    });
+    expect(binding?.subjects).toEqual([
+      { kind: 'ServiceAccount', name: byKind('ServiceAccount')?.metadata.name, namespace },
+    ]);
+  });
+});
+
+describe('CONFIG_VARIABLES', () => {
+  it('names exactly the variables loadConfig reads', () => {
+    const reads = new Set<string>();
+    const env = new Proxy({} as NodeJS.ProcessEnv, {
+      get(_target, property) {
+        if (typeof property === 'string') reads.add(property);
+        return undefined;
+      },
+    });
+    loadConfig(env);
+    expect([...reads].sort()).toEqual([...CONFIG_VARIABLES].sort());
+  });
+});
