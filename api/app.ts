@@ -8,6 +8,7 @@ import { bearerAuth } from './auth.js';
 import type { AppDeps } from './deps.js';
 import { errorHandler, notFoundHandler } from './errors.js';
 import { healthHandlers } from './handlers/health.js';
+import { httpMetrics, metricsHandlers } from './metrics.js';
 import { operationHandlers } from './handlers/operations.js';
 import { sandboxHandlers } from './handlers/sandboxes.js';
 import { syncCreateHandlers } from './handlers/sync-create.js';
@@ -31,6 +32,7 @@ export function createApp(deps: AppDeps): express.Express {
 
   const handlers: Record<RouteName, RequestHandler> = {
     ...healthHandlers(deps),
+    ...metricsHandlers(),
     ...sandboxHandlers(deps),
     ...syncCreateHandlers(deps),
     ...operationHandlers(deps),
@@ -40,6 +42,7 @@ export function createApp(deps: AppDeps): express.Express {
   const jsonBody = express.json({ limit: BODY_LIMIT_BYTES, strict: true, type: () => true });
 
   app.use(requestLog(deps.logger));
+  app.use(httpMetrics());
   for (const route of ROUTES) {
     const chain = route.auth
       ? [authenticate, jsonBody, handlers[route.name]]

@@ -8,6 +8,7 @@ export type RouteName =
   | 'healthz'
   | 'readyz'
   | 'openapi'
+  | 'metrics'
   | 'createSandbox'
   | 'createSandboxSync'
   | 'listSandboxes'
@@ -31,6 +32,7 @@ export const ROUTES: readonly RouteSpec[] = [
   { method: 'get', path: '/healthz', auth: false, name: 'healthz' },
   { method: 'get', path: '/readyz', auth: false, name: 'readyz' },
   { method: 'get', path: '/openapi.json', auth: false, name: 'openapi' },
+  { method: 'get', path: '/metrics', auth: false, name: 'metrics' },
   { method: 'post', path: '/v1/sandboxes', auth: true, name: 'createSandbox' },
   { method: 'get', path: '/v1/sandboxes', auth: true, name: 'listSandboxes' },
   { method: 'get', path: '/v1/sandboxes/:id', auth: true, name: 'getSandbox' },

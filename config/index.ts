@@ -36,6 +36,8 @@ export interface Config {
   watchRetryDelayMs: number;
   templates: Record<string, TemplateConfig>;
   logLevel: string;
+  /** Port of the worker's Prometheus `/metrics` (the API serves its own on PORT). */
+  metricsPort: number;
 }
 
 /** Thrown by {@link loadConfig}; the message starts with the variable's name. */
@@ -69,6 +71,7 @@ export const CONFIG_VARIABLES = [
   'WATCH_RETRY_DELAY_MS',
   'SANDBOX_TEMPLATES',
   'LOG_LEVEL',
+  'METRICS_PORT',
 ] as const;
 
 /** The dev tenant and token used when API_TOKENS is unset (design.md section 3). */
@@ -198,5 +201,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     watchRetryDelayMs: positiveInt(env, 'WATCH_RETRY_DELAY_MS', 1_000),
     templates: parseTemplates(env.SANDBOX_TEMPLATES),
     logLevel: nonEmpty(env, 'LOG_LEVEL', 'info') as string,
+    metricsPort: positiveInt(env, 'METRICS_PORT', 9464, 65535),
   };
 }

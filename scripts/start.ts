@@ -15,6 +15,8 @@ import { createLogger } from '../config/logger.js';
 import { createKubernetesClient } from '../kubernetes/client.js';
 import { SimulatedCluster } from '../kubernetes/simulated/index.js';
 import { openStore } from '../store/index.js';
+import { createMetrics } from '../activities/metrics.js';
+import { startMetricsServer } from '../worker/metrics-server.js';
 import { installRuntime } from '../worker/runtime.js';
 import { createSandboxWorker } from '../worker/worker.js';
 import { freePort, startDevServer } from './dev-server.js';
@@ -61,14 +63,28 @@ async function main(): Promise<void> {
   });
   cleanups.push(() => store.close());
 
-  installRuntime(logger);
+  const sdkMetricsPort = await freePort();
+  installRuntime(logger, { prometheusBindAddress: `127.0.0.1:${sdkMetricsPort}` });
+  const metricsPort = await preferredPort(config.metricsPort);
+  const metricsServer = await startMetricsServer({
+    port: metricsPort,
+    host: '127.0.0.1',
+    sdkMetricsUrl: `http://127.0.0.1:${sdkMetricsPort}/metrics`,
+  });
+  cleanups.push(() => new Promise((resolveClose) => metricsServer.close(resolveClose)));
   const nativeConnection = await NativeConnection.connect({ address: temporalAddress });
   cleanups.push(() => nativeConnection.close());
   const worker = await createSandboxWorker({
     connection: nativeConnection,
     namespace: config.temporalNamespace,
     taskQueue: config.taskQueue,
-    deps: { kubernetes, store, logger, watchRetryDelayMs: config.watchRetryDelayMs },
+    deps: {
+      kubernetes,
+      store,
+      logger,
+      watchRetryDelayMs: config.watchRetryDelayMs,
+      metrics: createMetrics(),
+    },
   });
   const workerDone = worker.run();
   cleanups.push(async () => {
@@ -95,6 +111,7 @@ async function main(): Promise<void> {
     `  Temporal UI:  ${uiUrl ?? `(external Temporal at ${temporalAddress})`}`,
     `  Temporal:     ${temporalAddress}, task queue ${config.taskQueue}`,
     `  Kubernetes:   ${config.kubeconfig ? kubeconfigPath : `simulated cluster; kubectl --kubeconfig ${kubeconfigPath} get pods,events -n ${config.sandboxNamespace}`}`,
+    `  Metrics:      ${apiUrl}/metrics (API), http://127.0.0.1:${metricsPort}/metrics (worker)`,
     `  Store:        ${config.databaseUrl ? 'PostgreSQL (DATABASE_URL)' : join(dataDir, 'store.db')}`,
     '',
     'Try a create the node refuses (disk smaller than the 451 MiB root filesystem of "base"):',

@@ -8,6 +8,7 @@ import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { afterEach, describe, expect, it } from 'vitest';
 import { FailureCodeKey, CreatePhaseKey } from '../workflows/search-attributes.js';
+import { freePort } from '../scripts/dev-server.js';
 import { startCreate, settle } from './support/creates.js';
 import { startTestStack, type TestStack } from './support/stack.js';
 import { until } from './support/until.js';
@@ -182,6 +183,7 @@ describe('createSandbox workflow', () => {
         KUBECONFIG: kubeconfig,
         DATA_DIR: stack.dataDir,
         WATCH_RETRY_DELAY_MS: '100',
+        METRICS_PORT: String(await freePort()),
         LOG_FORMAT: 'json',
       },
       stdio: ['ignore', 'ignore', 'inherit'],

@@ -9,6 +9,9 @@ import { ConfigError, loadConfig } from '../config/index.js';
 import { createLogger } from '../config/logger.js';
 import { createKubernetesClient } from '../kubernetes/client.js';
 import { openStore } from '../store/index.js';
+import { createMetrics } from '../activities/metrics.js';
+import { freePort } from '../scripts/dev-server.js';
+import { startMetricsServer } from './metrics-server.js';
 import { installRuntime } from './runtime.js';
 import { createSandboxWorker } from './worker.js';
 
@@ -30,25 +33,38 @@ async function main(): Promise<void> {
     databaseUrl: config.databaseUrl,
     sqliteFile: join(config.dataDir, 'store.db'),
   });
-  installRuntime(logger);
+  const sdkMetricsPort = await freePort();
+  installRuntime(logger, { prometheusBindAddress: `127.0.0.1:${sdkMetricsPort}` });
+  const metricsServer = await startMetricsServer({
+    port: config.metricsPort,
+    sdkMetricsUrl: `http://127.0.0.1:${sdkMetricsPort}/metrics`,
+  });
   const connection = await NativeConnection.connect({ address: config.temporalAddress });
   const worker = await createSandboxWorker({
     connection,
     namespace: config.temporalNamespace,
     taskQueue: config.taskQueue,
-    deps: { kubernetes, store, logger, watchRetryDelayMs: config.watchRetryDelayMs },
+    deps: {
+      kubernetes,
+      store,
+      logger,
+      watchRetryDelayMs: config.watchRetryDelayMs,
+      metrics: createMetrics(),
+    },
   });
   logger.info(
     {
       temporal: config.temporalAddress,
       task_queue: config.taskQueue,
       namespace: config.sandboxNamespace,
+      metrics_port: config.metricsPort,
     },
     'worker started',
   );
   try {
     await worker.run(); // returns after SIGINT/SIGTERM and a graceful shutdown
   } finally {
+    metricsServer.close();
     await connection.close();
     await store.close();
     logger.info('worker stopped');

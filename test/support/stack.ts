@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Worker } from '@temporalio/worker';
 import { pino, type Logger } from 'pino';
+import { createMetrics } from '../../activities/metrics.js';
 import { createKubernetesClient, type KubernetesClient } from '../../kubernetes/client.js';
 import {
   SimulatedCluster,
@@ -99,7 +100,13 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
         namespace: 'default',
         taskQueue,
         workflowBundle: temporal.workflowBundle,
-        deps: { kubernetes, store, logger, watchRetryDelayMs: options.watchRetryDelayMs ?? 100 },
+        deps: {
+          kubernetes,
+          store,
+          logger,
+          watchRetryDelayMs: options.watchRetryDelayMs ?? 100,
+          metrics: createMetrics(),
+        },
         shutdownGraceTimeMs: 2_000,
       });
       running.push({ worker, done: worker.run() });

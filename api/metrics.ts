@@ -1,0 +1,44 @@
+/**
+ * The API's Prometheus metrics: request durations by method, route and status, and the
+ * `GET /metrics` handler serving prom-client's process-wide registry (in the embedded stack it
+ * also carries the worker's create and watch metrics, see activities/metrics.ts).
+ */
+import type { RequestHandler } from 'express';
+import { Histogram, register } from 'prom-client';
+
+let httpDuration: Histogram<'method' | 'route' | 'status'> | undefined;
+
+function durationHistogram(): Histogram<'method' | 'route' | 'status'> {
+  httpDuration ??= new Histogram({
+    name: 'durable_sandbox_http_request_duration_seconds',
+    help: 'HTTP request durations by method, route (the route pattern) and status',
+    labelNames: ['method', 'route', 'status'],
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 120],
+  });
+  return httpDuration;
+}
+
+/** Observes every request's duration when its response finishes. */
+export function httpMetrics(): RequestHandler {
+  const histogram = durationHistogram();
+  return (req, res, next) => {
+    const stop = histogram.startTimer();
+    res.on('finish', () => {
+      const pattern = (req.route as { path?: unknown } | undefined)?.path;
+      stop({
+        method: req.method,
+        route: typeof pattern === 'string' ? pattern : 'unmatched',
+        status: String(res.statusCode),
+      });
+    });
+    next();
+  };
+}
+
+/** Handler of `GET /metrics`: the registry in the Prometheus text format. */
+export function metricsHandlers() {
+  const metrics: RequestHandler = async (_req, res) => {
+    res.type(register.contentType).send(await register.metrics());
+  };
+  return { metrics };
+}
