@@ -17,7 +17,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
-import { freePort } from './dev-server.js';
+import { freePort } from '../config/free-port.js';
 
 const TOKEN = 'dev-token';
 const POLL_MS = 50;

@@ -8,9 +8,9 @@
  * parent calls `stop()` and also when the parent dies, even by SIGKILL.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
 import { Connection } from '@temporalio/client';
 import { SEARCH_ATTRIBUTE_KEYS } from '../workflows/search-attributes.js';
+import { freePort } from '../config/free-port.js';
 import { locateTemporalCli } from './temporal-cli.js';
 
 /** Options for {@link startDevServer}. */
@@ -41,22 +41,6 @@ export interface DevServer {
   pid: number;
   /** Stops the server and waits for it to exit (SIGKILL after 10 s). Idempotent. */
   stop(): Promise<void>;
-}
-
-/** Returns a TCP port that was free a moment ago on `host`. */
-export async function freePort(host = '127.0.0.1'): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.unref();
-    server.on('error', reject);
-    server.listen(0, host, () => {
-      const address = server.address();
-      server.close(() => {
-        if (address && typeof address === 'object') resolve(address.port);
-        else reject(new Error('could not pick a free port'));
-      });
-    });
-  });
 }
 
 // Runs "$@" and kills it when stdin reaches EOF (parent called stop() or died). Background jobs

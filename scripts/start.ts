@@ -19,7 +19,8 @@ import { createMetrics } from '../activities/metrics.js';
 import { startMetricsServer } from '../worker/metrics-server.js';
 import { installRuntime } from '../worker/runtime.js';
 import { createSandboxWorker } from '../worker/worker.js';
-import { freePort, startDevServer } from './dev-server.js';
+import { freePort } from '../config/free-port.js';
+import { startDevServer } from './dev-server.js';
 
 const logger = createLogger('stack');
 const cleanups: Array<() => Promise<unknown>> = [];

@@ -8,7 +8,7 @@ import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { afterEach, describe, expect, it } from 'vitest';
 import { FailureCodeKey, CreatePhaseKey } from '../workflows/search-attributes.js';
-import { freePort } from '../scripts/dev-server.js';
+import { freePort } from '../config/free-port.js';
 import { startCreate, settle } from './support/creates.js';
 import { startTestStack, type TestStack } from './support/stack.js';
 import { until } from './support/until.js';

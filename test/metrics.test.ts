@@ -7,7 +7,7 @@ import type { Server } from 'node:http';
 import { pino } from 'pino';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../scripts/dev-server.js';
+import { freePort } from '../config/free-port.js';
 import { startMetricsServer } from '../worker/metrics-server.js';
 import { installRuntime } from '../worker/runtime.js';
 import { startApiStack, type ApiStack } from './support/api.js';

@@ -10,7 +10,7 @@ import { createLogger } from '../config/logger.js';
 import { createKubernetesClient } from '../kubernetes/client.js';
 import { openStore } from '../store/index.js';
 import { createMetrics } from '../activities/metrics.js';
-import { freePort } from '../scripts/dev-server.js';
+import { freePort } from '../config/free-port.js';
 import { startMetricsServer } from './metrics-server.js';
 import { installRuntime } from './runtime.js';
 import { createSandboxWorker } from './worker.js';

@@ -42,12 +42,15 @@ export function uniqueTaskQueue(prefix: string): string {
 
 let runtimeInstalled = false;
 
-/** Keeps the SDK's own logs to warnings and errors so test output stays readable. */
+/**
+ * Keeps the SDK's own logs to errors so test output stays readable (expected activity failures
+ * log at WARN; a real problem fails a test).
+ */
 function installQuietRuntime(): void {
   if (runtimeInstalled) return;
   runtimeInstalled = true;
   try {
-    Runtime.install({ logger: new DefaultLogger('WARN') });
+    Runtime.install({ logger: new DefaultLogger('ERROR') });
   } catch {
     // A Runtime was already installed in this process; keep it.
   }
