@@ -1,0 +1,111 @@
+/**
+ * End to end as a user runs it: `npm start`'s script as a child process (its own Temporal dev
+ * server with a DB file, the simulated cluster, SQLite, the worker and the API, on free ports),
+ * driven through the CLI as a child process; then SIGINT (Ctrl-C) stops everything it started.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Connection } from '@temporalio/client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../config/free-port.js';
+import { until } from './support/until.js';
+
+let stack: ChildProcess;
+let output = '';
+let apiUrl: string;
+let temporalAddress: string;
+const dataDir = mkdtempSync(join(tmpdir(), 'durable-sandbox-e2e-'));
+
+beforeAll(async () => {
+  const port = await freePort();
+  apiUrl = `http://127.0.0.1:${port}`;
+  stack = spawn(process.execPath, ['--import', 'tsx', 'scripts/start.ts'], {
+    env: {
+      ...process.env,
+      PORT: String(port),
+      METRICS_PORT: String(await freePort()),
+      DATA_DIR: dataDir,
+      LOG_FORMAT: 'json',
+      LOG_LEVEL: 'warn',
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  stack.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  stack.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  await until(
+    () => output.includes('durable-sandbox is running') || stack.exitCode !== null,
+    240_000,
+  );
+  expect(stack.exitCode, output).toBeNull();
+  temporalAddress = /Temporal:\s+(\S+),/.exec(output)?.[1] ?? '';
+}, 300_000);
+
+afterAll(() => {
+  if (stack?.exitCode === null) stack.kill('SIGKILL');
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+/** Runs the CLI as a process against the stack; resolves with its exit code and output. */
+function cli(...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'cli/main.ts', ...args], {
+      env: { ...process.env, DURABLE_SANDBOX_URL: apiUrl, DURABLE_SANDBOX_TOKEN: 'dev-token' },
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    child.on('exit', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+describe('npm start, driven through the CLI', () => {
+  it('prints the API, the dev token, the Temporal UI, the kubeconfig and an example', () => {
+    expect(output).toContain(`API:          ${apiUrl}`);
+    expect(output).toContain('token: dev-token');
+    expect(output).toMatch(/Temporal UI:\s+http:\/\/127\.0\.0\.1:\d+/);
+    expect(output).toContain(`kubectl --kubeconfig ${join(dataDir, 'kubeconfig')}`);
+    expect(output).toContain(`curl -s -X POST ${apiUrl}/v1/sandboxes`);
+  });
+
+  it('fails a disk-300 create with invalid_request naming 451 MiB (exit 1)', async () => {
+    const result = await cli('create', '--template', 'base', '--disk-mib', '300', '--wait');
+    expect(result.code, result.stderr).toBe(1);
+    expect(result.stderr).toMatch(/invalid_request: .*cloned rootfs size 451 MiB/);
+  });
+
+  it('creates a running sandbox for disk 2048 (exit 0)', async () => {
+    const result = await cli(
+      '--json',
+      'create',
+      '--template',
+      'base',
+      '--disk-mib',
+      '2048',
+      '--wait',
+    );
+    expect(result.code, result.stderr).toBe(0);
+    const operation = JSON.parse(result.stdout) as {
+      status: string;
+      result: { sandbox: { state: string; pod: { ip: string } } };
+    };
+    expect(operation.status).toBe('succeeded');
+    expect(operation.result.sandbox).toMatchObject({
+      state: 'running',
+      pod: { ip: expect.any(String) },
+    });
+  });
+
+  it('stops everything it started on SIGINT', async () => {
+    const exited = new Promise<number | null>((resolve) => stack.once('exit', resolve));
+    stack.kill('SIGINT');
+    expect(await exited).toBe(0);
+    // Its dev server is gone: the frontend no longer answers.
+    await expect(
+      Connection.connect({ address: temporalAddress, connectTimeout: 2_000 }),
+    ).rejects.toThrow();
+    await expect(fetch(`${apiUrl}/healthz`)).rejects.toThrow();
+  }, 60_000);
+});
