@@ -22,6 +22,8 @@ export interface ExecutionRef {
   sandboxId: string;
   generation: number;
   attempt: number;
+  /** The pod's uid when known, for the log lines only. */
+  podUid?: string;
 }
 
 /** Builds the store activities over their dependencies. */
@@ -35,7 +37,12 @@ export function storeActivities(deps: StoreActivityDeps) {
       const wrote = await deps.store.markSandboxRunning(input);
       if (wrote) deps.metrics?.createsFinished.inc({ outcome: 'succeeded', code: '' });
       deps.logger.info(
-        { operation_id: input.operationId, sandbox_id: input.sandboxId, wrote },
+        {
+          operation_id: input.operationId,
+          sandbox_id: input.sandboxId,
+          pod_uid: input.podUid,
+          wrote,
+        },
         'sandbox running',
       );
       return wrote;
@@ -69,6 +76,7 @@ export function storeActivities(deps: StoreActivityDeps) {
         {
           operation_id: input.operationId,
           sandbox_id: input.sandboxId,
+          pod_uid: input.podUid,
           retired,
           reason: input.reason,
           code: input.failure?.code,

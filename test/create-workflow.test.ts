@@ -78,6 +78,22 @@ describe('createSandbox workflow', () => {
     expect(description.typedSearchAttributes.get(FailureCodeKey)).toBe('invalid_request');
     expect(description.typedSearchAttributes.get(CreatePhaseKey)).toBe('finished');
     console.log(`InvalidRequest create: start -> workflow failed in ${elapsedMs} ms`);
+
+    // Every log line of this create names the operation, the sandbox and (once known) the pod.
+    const lines = stack.logs.filter((line) => line.operation_id === input.operationId);
+    expect(lines.map((line) => line.msg)).toEqual(
+      expect.arrayContaining([
+        'pod created',
+        'node refused the pod as invalid',
+        'pod deleted (compensation)',
+        'execution retired',
+      ]),
+    );
+    const podUid = lines.find((line) => line.msg === 'pod created')?.pod_uid;
+    expect(podUid).toEqual(expect.any(String));
+    for (const line of lines) {
+      expect(line).toMatchObject({ sandbox_id: input.sandboxId, pod_uid: podUid });
+    }
   });
 
   it('fails as PodNeverReady at the deadline when the node refuses as Unavailable', async () => {

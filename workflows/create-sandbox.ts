@@ -154,7 +154,11 @@ export async function createSandbox(input: CreateSandboxInput): Promise<CreateSa
         deadlinePassed = true;
         throw new CancelledFailure('deadline passed');
       }
-      const marked = await quickStep.markSandboxRunning({ ...execution, podIp: wait.podIP });
+      const marked = await quickStep.markSandboxRunning({
+        ...execution,
+        podIp: wait.podIP,
+        podUid: created.uid,
+      });
       if (!marked) {
         throw ApplicationFailure.nonRetryable(
           'the execution was retired or superseded while the pod was starting',
@@ -173,11 +177,17 @@ export async function createSandbox(input: CreateSandboxInput): Promise<CreateSa
       setPhase('compensating');
       upsertSearchAttributes([{ key: FailureCodeKey, value: outcome.code }]);
       for (const compensation of compensations.reverse()) {
-        log.info('compensating', { step: compensation.label });
+        log.info('compensating', {
+          step: compensation.label,
+          operation_id: input.operationId,
+          sandbox_id: input.sandboxId,
+          pod_uid: pod?.uid,
+        });
         await compensation.run();
       }
       await compensationStep.retireExecution({
         ...execution,
+        podUid: pod?.uid,
         reason: outcome.code,
         failure: { code: outcome.code, message: outcome.message },
         refusalEventTime: outcome.details.eventLastTimestamp,

@@ -46,6 +46,8 @@ export interface TestStack {
   logger: Logger;
   /** Warnings the activities logged, for assertions. */
   warnings: Array<Record<string, unknown>>;
+  /** Every line the activities logged (parsed pino JSON), for assertions. */
+  logs: Array<Record<string, unknown>>;
   dataDir: string;
   worker?: Worker;
   /** Starts a worker for this stack's task queue (running in the background). */
@@ -70,11 +72,13 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
   const storeOptions = postgres?.options ?? { sqliteFile: join(dataDir, 'store.db') };
   const store = await openStore(storeOptions);
   const warnings: Array<Record<string, unknown>> = [];
+  const logs: Array<Record<string, unknown>> = [];
   const logger = pino(
     { level: 'info' },
     {
       write(line: string) {
         const entry = JSON.parse(line) as Record<string, unknown>;
+        logs.push(entry);
         if ((entry.level as number) >= 40) warnings.push(entry);
         if (process.env.TEST_LOGS) process.stderr.write(line);
       },
@@ -93,6 +97,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     namespace,
     logger,
     warnings,
+    logs,
     dataDir,
     async startWorker() {
       const worker = await createSandboxWorker({
