@@ -2,7 +2,7 @@
  * The createSandbox workflow end to end: real dev server, a worker with the real activities,
  * the simulated cluster over HTTP and a SQLite store.
  */
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
@@ -185,26 +185,31 @@ describe('createSandbox workflow', () => {
     });
   });
 
-  it('finishes correctly after its worker is killed during the wait', async () => {
-    stack = await startTestStack({ cluster: { startupDelayMs: 100 }, worker: false });
-    const cluster = stack.cluster;
-    cluster.faults.neverReady(true);
-    const kubeconfig = join(stack.dataDir, 'kubeconfig');
-    cluster.writeKubeconfig(kubeconfig);
+  /** Starts `npm run worker`'s script as a child process for this stack. */
+  async function workerProcess(): Promise<{ child: ChildProcess; exited: Promise<number | null> }> {
+    const kubeconfig = join((stack as TestStack).dataDir, 'kubeconfig');
+    (stack as TestStack).cluster.writeKubeconfig(kubeconfig);
     const child = spawn(process.execPath, ['--import', 'tsx', 'worker/main.ts'], {
       env: {
         ...process.env,
-        TEMPORAL_ADDRESS: stack.temporal.address,
-        TEMPORAL_TASK_QUEUE: stack.taskQueue,
+        TEMPORAL_ADDRESS: (stack as TestStack).temporal.address,
+        TEMPORAL_TASK_QUEUE: (stack as TestStack).taskQueue,
         KUBECONFIG: kubeconfig,
-        DATA_DIR: stack.dataDir,
+        DATA_DIR: (stack as TestStack).dataDir,
         WATCH_RETRY_DELAY_MS: '100',
         METRICS_PORT: String(await freePort()),
         LOG_FORMAT: 'json',
       },
       stdio: ['ignore', 'ignore', 'inherit'],
     });
-    const exited = new Promise((resolve) => child.on('exit', resolve));
+    return { child, exited: new Promise((resolve) => child.on('exit', resolve)) };
+  }
+
+  it('finishes correctly after its worker is killed during the wait', async () => {
+    stack = await startTestStack({ cluster: { startupDelayMs: 100 }, worker: false });
+    const cluster = stack.cluster;
+    cluster.faults.neverReady(true);
+    const { child, exited } = await workerProcess();
     try {
       const { handle, input } = await startCreate(stack, { diskMib: 300 });
       await until(() => cluster.openWatches('events') === 1, 90_000);
@@ -225,6 +230,29 @@ describe('createSandbox workflow', () => {
         state: 'failed',
         failure: { code: 'invalid_request' },
       });
+    } finally {
+      child.kill('SIGKILL');
+    }
+  }, 180_000);
+
+  it('stops its watches on SIGTERM and another worker finishes the create', async () => {
+    stack = await startTestStack({ cluster: { startupDelayMs: 100 }, worker: false });
+    const cluster = stack.cluster;
+    cluster.faults.neverReady(true);
+    const { child, exited } = await workerProcess();
+    try {
+      const { handle, input } = await startCreate(stack, { diskMib: 2048 });
+      await until(() => cluster.openWatches() === 2, 90_000);
+      child.kill('SIGTERM');
+      expect(await exited).toBe(0);
+      expect(cluster.openWatches()).toBe(0);
+      await stack.startWorker();
+      await until(() => cluster.openWatches() === 2, 60_000);
+      cluster.node.makeReady(NAMESPACE, (await podName(input.sandboxId)) ?? '');
+      const result = await handle.result();
+      expect(result.pod.ip).toMatch(/^10\./);
+      expect(podCreates()).toHaveLength(1);
+      expect(podDeletes()).toHaveLength(0);
     } finally {
       child.kill('SIGKILL');
     }
