@@ -8,17 +8,13 @@ import { mkdirSync } from 'node:fs';
 import type { Server } from 'node:http';
 import { join, resolve } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
-import { NativeConnection } from '@temporalio/worker';
 import { createApp } from '../api/app.js';
 import { ConfigError, DEV_TOKEN, loadConfig } from '../config/index.js';
 import { createLogger } from '../config/logger.js';
 import { createKubernetesClient } from '../kubernetes/client.js';
 import { SimulatedCluster } from '../kubernetes/simulated/index.js';
 import { openStore } from '../store/index.js';
-import { createMetrics } from '../activities/metrics.js';
-import { startMetricsServer } from '../worker/metrics-server.js';
-import { installRuntime } from '../worker/runtime.js';
-import { createSandboxWorker } from '../worker/worker.js';
+import { serveWorker } from '../worker/serve.js';
 import { freePort } from '../config/free-port.js';
 import { startDevServer } from './dev-server.js';
 
@@ -64,34 +60,17 @@ async function main(): Promise<void> {
   });
   cleanups.push(() => store.close());
 
-  const sdkMetricsPort = await freePort();
-  installRuntime(logger, { prometheusBindAddress: `127.0.0.1:${sdkMetricsPort}` });
   const metricsPort = await preferredPort(config.metricsPort);
-  const metricsServer = await startMetricsServer({
-    port: metricsPort,
-    host: '127.0.0.1',
-    sdkMetricsUrl: `http://127.0.0.1:${sdkMetricsPort}/metrics`,
+  const worker = await serveWorker({
+    config,
+    temporalAddress,
+    kubernetes,
+    store,
+    logger,
+    metricsPort,
+    metricsHost: '127.0.0.1',
   });
-  cleanups.push(() => new Promise((resolveClose) => metricsServer.close(resolveClose)));
-  const nativeConnection = await NativeConnection.connect({ address: temporalAddress });
-  cleanups.push(() => nativeConnection.close());
-  const worker = await createSandboxWorker({
-    connection: nativeConnection,
-    namespace: config.temporalNamespace,
-    taskQueue: config.taskQueue,
-    deps: {
-      kubernetes,
-      store,
-      logger,
-      watchRetryDelayMs: config.watchRetryDelayMs,
-      metrics: createMetrics(),
-    },
-  });
-  const workerDone = worker.run();
-  cleanups.push(async () => {
-    if (worker.getState() === 'RUNNING') worker.shutdown();
-    await workerDone;
-  });
+  cleanups.push(() => worker.stop());
 
   const connection = await Connection.connect({ address: temporalAddress });
   cleanups.push(() => connection.close());

@@ -4,16 +4,11 @@
  * SIGINT/SIGTERM shut it down gracefully: running activities see cancellation first.
  */
 import { join } from 'node:path';
-import { NativeConnection } from '@temporalio/worker';
 import { ConfigError, loadConfig } from '../config/index.js';
 import { createLogger } from '../config/logger.js';
 import { createKubernetesClient } from '../kubernetes/client.js';
 import { openStore } from '../store/index.js';
-import { createMetrics } from '../activities/metrics.js';
-import { freePort } from '../config/free-port.js';
-import { startMetricsServer } from './metrics-server.js';
-import { installRuntime } from './runtime.js';
-import { createSandboxWorker } from './worker.js';
+import { serveWorker } from './serve.js';
 
 const logger = createLogger('worker');
 
@@ -33,24 +28,12 @@ async function main(): Promise<void> {
     databaseUrl: config.databaseUrl,
     sqliteFile: join(config.dataDir, 'store.db'),
   });
-  const sdkMetricsPort = await freePort();
-  installRuntime(logger, { prometheusBindAddress: `127.0.0.1:${sdkMetricsPort}` });
-  const metricsServer = await startMetricsServer({
-    port: config.metricsPort,
-    sdkMetricsUrl: `http://127.0.0.1:${sdkMetricsPort}/metrics`,
-  });
-  const connection = await NativeConnection.connect({ address: config.temporalAddress });
-  const worker = await createSandboxWorker({
-    connection,
-    namespace: config.temporalNamespace,
-    taskQueue: config.taskQueue,
-    deps: {
-      kubernetes,
-      store,
-      logger,
-      watchRetryDelayMs: config.watchRetryDelayMs,
-      metrics: createMetrics(),
-    },
+  const served = await serveWorker({
+    config,
+    temporalAddress: config.temporalAddress,
+    kubernetes,
+    store,
+    logger,
   });
   logger.info(
     {
@@ -62,10 +45,8 @@ async function main(): Promise<void> {
     'worker started',
   );
   try {
-    await worker.run(); // returns after SIGINT/SIGTERM and a graceful shutdown
+    await served.done; // after SIGINT/SIGTERM (the SDK's handlers) and a graceful shutdown
   } finally {
-    metricsServer.close();
-    await connection.close();
     await store.close();
     logger.info('worker stopped');
   }

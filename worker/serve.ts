@@ -1,0 +1,82 @@
+/**
+ * Runs the create worker inside a process: the SDK Runtime (logs to pino, worker metrics to an
+ * internal Prometheus exporter), the worker's `/metrics` server, the connection, and the worker
+ * itself. Shared by `npm run worker` (worker/main.ts) and the embedded stack (scripts/start.ts).
+ */
+import type { Server } from 'node:http';
+import { NativeConnection, type Worker } from '@temporalio/worker';
+import type { Logger } from 'pino';
+import { createMetrics } from '../activities/metrics.js';
+import { freePort } from '../config/free-port.js';
+import type { Config } from '../config/index.js';
+import type { KubernetesClient } from '../kubernetes/client.js';
+import type { Store } from '../store/index.js';
+import { startMetricsServer } from './metrics-server.js';
+import { installRuntime } from './runtime.js';
+import { createSandboxWorker } from './worker.js';
+
+/** Options of {@link serveWorker}. */
+export interface ServeWorkerOptions {
+  config: Config;
+  /** `host:port` of the Temporal frontend. */
+  temporalAddress: string;
+  kubernetes: KubernetesClient;
+  store: Store;
+  logger: Logger;
+  /** Port and bind address of the worker's `/metrics` (default: config.metricsPort, 0.0.0.0). */
+  metricsPort?: number;
+  metricsHost?: string;
+}
+
+/** A running worker. */
+export interface ServedWorker {
+  worker: Worker;
+  /** Resolves when the worker has stopped (after SIGINT/SIGTERM or `stop()`). */
+  done: Promise<void>;
+  metricsPort: number;
+  /** Shuts the worker down gracefully, then closes the connection and the metrics server. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Installs the Runtime, starts the metrics server and runs the worker in the background.
+ * @throws when the Runtime is already installed, the metrics port is taken, Temporal is
+ *   unreachable, or the workflow bundle fails to build
+ */
+export async function serveWorker(options: ServeWorkerOptions): Promise<ServedWorker> {
+  const { config } = options;
+  const sdkMetricsPort = await freePort();
+  installRuntime(options.logger, { prometheusBindAddress: `127.0.0.1:${sdkMetricsPort}` });
+  const metricsPort = options.metricsPort ?? config.metricsPort;
+  const metricsServer: Server = await startMetricsServer({
+    port: metricsPort,
+    host: options.metricsHost,
+    sdkMetricsUrl: `http://127.0.0.1:${sdkMetricsPort}/metrics`,
+  });
+  const connection = await NativeConnection.connect({ address: options.temporalAddress });
+  const worker = await createSandboxWorker({
+    connection,
+    namespace: config.temporalNamespace,
+    taskQueue: config.taskQueue,
+    deps: {
+      kubernetes: options.kubernetes,
+      store: options.store,
+      logger: options.logger,
+      watchRetryDelayMs: config.watchRetryDelayMs,
+      metrics: createMetrics(),
+    },
+  });
+  const done = worker.run().finally(async () => {
+    await connection.close();
+    await new Promise((resolve) => metricsServer.close(resolve));
+  });
+  return {
+    worker,
+    done,
+    metricsPort,
+    async stop() {
+      if (worker.getState() === 'RUNNING') worker.shutdown();
+      await done;
+    },
+  };
+}
