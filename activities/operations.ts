@@ -2,6 +2,7 @@
  * Steps that look at other operations (workflows) through the worker's own Temporal client.
  */
 import { Context } from '@temporalio/activity';
+import { WorkflowFailedError } from '@temporalio/client';
 
 /** Builds the operation activities (no dependencies: the client comes from the activity context). */
 export function operationActivities() {
@@ -16,7 +17,11 @@ export function operationActivities() {
       const handle = context.client.workflow.getHandle(input.operationId);
       const heartbeat = setInterval(() => context.heartbeat(), 1_000);
       try {
-        await handle.result().catch(() => undefined);
+        await handle.result().catch((err: unknown) => {
+          // Failed, cancelled, terminated or timed out: closed all the same. Anything else (the
+          // service unreachable) fails this attempt and Temporal retries it.
+          if (!(err instanceof WorkflowFailedError)) throw err;
+        });
         return (await handle.describe()).status.name;
       } catch (err) {
         if ((err as Error).name === 'WorkflowNotFoundError') return 'NOT_FOUND';

@@ -30,18 +30,21 @@ export interface ExecutionRef {
 export function storeActivities(deps: StoreActivityDeps) {
   return {
     /**
-     * Marks the sandbox running with the pod IP, fenced by generation and attempt.
+     * Marks the sandbox running with the pod IP, fenced by generation and attempt. A retry
+     * whose first attempt committed finds the sandbox already running and answers true.
      * @returns false when the execution was retired or superseded meanwhile (nothing written)
      */
     async markSandboxRunning(input: ExecutionRef & { podIp: string }): Promise<boolean> {
-      const wrote = await deps.store.markSandboxRunning(input);
-      if (wrote) deps.metrics?.createsFinished.inc({ outcome: 'succeeded', code: '' });
+      const result = await deps.store.markSandboxRunning(input);
+      const wrote = result !== 'fenced';
+      if (result === 'marked')
+        deps.metrics?.createsFinished.inc({ outcome: 'succeeded', code: '' });
       deps.logger.info(
         {
           operation_id: input.operationId,
           sandbox_id: input.sandboxId,
           pod_uid: input.podUid,
-          wrote,
+          result,
         },
         'sandbox running',
       );
@@ -84,6 +87,20 @@ export function storeActivities(deps: StoreActivityDeps) {
         'execution retired',
       );
       return retired;
+    },
+
+    /**
+     * Marks the sandbox `deleted` and retires whatever execution is still active, in one
+     * transaction; safe to run twice.
+     * @returns whether this call changed the sandbox
+     */
+    async markSandboxDeleted(input: { operationId: string; sandboxId: string }): Promise<boolean> {
+      const deleted = await deps.store.markSandboxDeleted({ sandboxId: input.sandboxId });
+      deps.logger.info(
+        { operation_id: input.operationId, sandbox_id: input.sandboxId, deleted },
+        'sandbox deleted',
+      );
+      return deleted;
     },
 
     /**

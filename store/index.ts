@@ -13,6 +13,7 @@ export type {
   ExecutionRef,
   ListSandboxesOptions,
   MarkSandboxFailedInput,
+  MarkRunningResult,
   MarkSandboxRunningInput,
   RecordPodInput,
   Resources,

@@ -145,6 +145,27 @@ export async function setRunning(
 }
 
 /**
+ * Whether the sandbox is already `running` with this IP for this (still current) execution:
+ * what a retried `setRunning` finds when its first attempt committed.
+ */
+export async function isRunningAt(
+  db: Kysely<Database>,
+  ref: ExecutionRef,
+  podIp: string,
+): Promise<boolean> {
+  const row = await db
+    .selectFrom('sandboxes')
+    .select('id')
+    .where('id', '=', ref.sandboxId)
+    .where('generation', '=', ref.generation)
+    .where('state', '=', 'running')
+    .where('pod_ip', '=', podIp)
+    .where(isCurrentExecution(ref))
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
+/**
  * Sets the outcome of a retired execution on its sandbox: `failed` with the failure, or
  * `deleted` (failure cleared). Only for the sandbox at `generation`.
  * @param now ISO-8601
@@ -193,6 +214,25 @@ export async function setFailedWhileCreating(
     })
     .where('id', '=', sandboxId)
     .where('state', '=', 'creating')
+    .executeTakeFirst();
+  return result.numUpdatedRows > 0n;
+}
+
+/**
+ * Any state but `deleted` -> `deleted` (a failure already recorded stays, as history).
+ * @param now ISO-8601
+ * @returns whether it wrote
+ */
+export async function setDeleted(
+  db: Kysely<Database>,
+  sandboxId: string,
+  now: string,
+): Promise<boolean> {
+  const result = await db
+    .updateTable('sandboxes')
+    .set({ state: 'deleted', updated_at: now })
+    .where('id', '=', sandboxId)
+    .where('state', '!=', 'deleted')
     .executeTakeFirst();
   return result.numUpdatedRows > 0n;
 }

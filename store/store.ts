@@ -16,6 +16,8 @@ import {
   setFailedWhileCreating,
   setPod,
   setRetiredOutcome,
+  isRunningAt,
+  setDeleted,
   setRunning,
 } from './sandboxes.js';
 import type { RetireExecutionInput, Store, StoreOptions } from './types.js';
@@ -93,7 +95,8 @@ export async function openStore(options: StoreOptions): Promise<Store> {
     markSandboxRunning(input) {
       return db.transaction().execute(async (trx) => {
         await lockSandbox(trx, dialect, input.sandboxId);
-        return setRunning(trx, input, input.podIp, now());
+        if (await setRunning(trx, input, input.podIp, now())) return 'marked' as const;
+        return (await isRunningAt(trx, input, input.podIp)) ? 'already_running' : 'fenced';
       });
     },
 
@@ -115,6 +118,16 @@ export async function openStore(options: StoreOptions): Promise<Store> {
         const failed = await setFailedWhileCreating(trx, input.sandboxId, input, at);
         if (failed) await retireActiveExecutions(trx, input.sandboxId, input.code, at);
         return failed;
+      });
+    },
+
+    markSandboxDeleted(input) {
+      return db.transaction().execute(async (trx) => {
+        await lockSandbox(trx, dialect, input.sandboxId);
+        const at = now();
+        const deleted = await setDeleted(trx, input.sandboxId, at);
+        if (deleted) await retireActiveExecutions(trx, input.sandboxId, DELETED_REASON, at);
+        return deleted;
       });
     },
 

@@ -93,6 +93,9 @@ export interface RecordPodInput extends ExecutionRef {
   podUid: string;
 }
 
+/** Outcome of {@link Store.markSandboxRunning}. */
+export type MarkRunningResult = 'marked' | 'already_running' | 'fenced';
+
 /** Input of {@link Store.markSandboxRunning}. */
 export interface MarkSandboxRunningInput extends ExecutionRef {
   podIp: string;
@@ -145,9 +148,12 @@ export interface Store {
   recordPod(input: RecordPodInput): Promise<boolean>;
   /**
    * Sandbox `creating` -> `running` with the pod's IP. Fenced like {@link recordPod}, and only
-   * from state `creating`. Returns whether it wrote.
+   * from state `creating`.
+   * @returns `marked` when it wrote; `already_running` when the sandbox is already running with
+   *   this IP for this execution (a retried call whose first attempt committed); `fenced` when
+   *   the execution is retired or superseded, or the sandbox is missing or in another state
    */
-  markSandboxRunning(input: MarkSandboxRunningInput): Promise<boolean>;
+  markSandboxRunning(input: MarkSandboxRunningInput): Promise<MarkRunningResult>;
   /**
    * One transaction, fenced by sandbox id + generation + attempt: when that execution is active
    * and no newer one exists, marks it retired (reason, retired_at) and marks the sandbox `failed`
@@ -164,6 +170,13 @@ export interface Store {
    * Returns whether it wrote.
    */
   markSandboxFailed(input: MarkSandboxFailedInput): Promise<boolean>;
+  /**
+   * One transaction: the sandbox -> `deleted` from any other state (a recorded failure stays),
+   * and every active execution retired with reason `deleted`, so no later fenced write of an
+   * older execution lands. Safe to run twice.
+   * @returns whether it changed the sandbox (false when missing or already deleted)
+   */
+  markSandboxDeleted(input: { sandboxId: string }): Promise<boolean>;
   /** Resolves when the database answers a trivial query; rejects with the driver's error. */
   ping(): Promise<void>;
   /** Closes the connection (pool); the store is unusable afterwards. */

@@ -172,6 +172,29 @@ describe('createSandbox workflow', () => {
     expect(podDeletes()).toHaveLength(1);
   });
 
+  it('succeeds when markSandboxRunning is retried after its first attempt committed', async () => {
+    let calls = 0;
+    stack = await startTestStack({
+      cluster: { startupDelayMs: 100 },
+      activityStore: (store) => ({
+        ...store,
+        async markSandboxRunning(input) {
+          const result = await store.markSandboxRunning(input);
+          calls += 1;
+          // The write committed, but the worker never reports it: Temporal retries the step.
+          if (calls === 1) throw new Error('connection lost after commit');
+          return result;
+        },
+      }),
+    });
+    const { handle, input } = await startCreate(stack, { diskMib: 2048 });
+    const result = await handle.result();
+    expect(calls).toBe(2);
+    expect(result.pod.ip).toMatch(/^10\./);
+    expect(await stack.store.getSandboxById(input.sandboxId)).toMatchObject({ state: 'running' });
+    expect(podDeletes()).toHaveLength(0);
+  });
+
   it('retries a failed pod delete and ends the same way', async () => {
     stack = await startTestStack({ cluster: { startupDelayMs: 100 } });
     stack.cluster.faults.failNextRequests('DELETE', 'pods', 1, 500);

@@ -299,23 +299,31 @@ describe.each(storeBackends())('store on $name', (backend) => {
 
       expect(
         await store.markSandboxRunning({ ...firstExecution('sbx_0001'), generation: 2, ...ip }),
-      ).toBe(false);
+      ).toBe('fenced');
       expect(
         await store.markSandboxRunning({ ...firstExecution('sbx_0001'), attempt: 2, ...ip }),
-      ).toBe(false);
+      ).toBe('fenced');
       expect((await store.getSandboxById('sbx_0001'))?.state).toBe('creating');
 
-      expect(await store.markSandboxRunning({ ...firstExecution('sbx_0001'), ...ip })).toBe(true);
+      expect(await store.markSandboxRunning({ ...firstExecution('sbx_0001'), ...ip })).toBe(
+        'marked',
+      );
       const sandbox = await store.getSandboxById('sbx_0001');
       expect(sandbox?.state).toBe('running');
       expect(sandbox?.pod.ip).toBe('10.0.0.7');
-      expect(await store.markSandboxRunning({ ...firstExecution('sbx_0001'), ...ip })).toBe(false);
+      // A retry whose first attempt committed finds the same outcome, not a fence.
+      expect(await store.markSandboxRunning({ ...firstExecution('sbx_0001'), ...ip })).toBe(
+        'already_running',
+      );
+      expect(
+        await store.markSandboxRunning({ ...firstExecution('sbx_0001'), podIp: '10.0.0.8' }),
+      ).toBe('fenced');
     });
 
     it('answers false for a sandbox that does not exist', async () => {
       expect(
         await store.markSandboxRunning({ ...firstExecution('sbx_9999'), podIp: '10.0.0.7' }),
-      ).toBe(false);
+      ).toBe('fenced');
     });
   });
 
@@ -374,7 +382,7 @@ describe.each(storeBackends())('store on $name', (backend) => {
           attempt: 2,
           podIp: '10.0.0.9',
         }),
-      ).toBe(true);
+      ).toBe('marked');
     });
 
     it('does nothing for an execution that does not exist', async () => {
@@ -414,7 +422,7 @@ describe.each(storeBackends())('store on $name', (backend) => {
 
       expect(
         await store.markSandboxRunning({ ...firstExecution('sbx_0001'), podIp: '10.0.0.7' }),
-      ).toBe(false);
+      ).toBe('fenced');
       expect(
         await store.recordPod({
           ...firstExecution('sbx_0001'),
@@ -515,7 +523,7 @@ describe.each(storeBackends())('store on $name', (backend) => {
       });
       expect(
         await store.markSandboxRunning({ ...firstExecution('sbx_0001'), podIp: '10.0.0.7' }),
-      ).toBe(false);
+      ).toBe('fenced');
       expect(
         await store.retireExecution({ ...firstExecution('sbx_0001'), reason: 'x', failure: null }),
       ).toEqual({ retired: false });

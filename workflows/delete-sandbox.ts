@@ -1,13 +1,9 @@
 /**
- * The `deleteSandbox` workflow (design.md section 3, `DELETE /v1/sandboxes/{id}`): retire the
- * sandbox's execution as `deleted`, cancel its create if that is still running, then delete the
- * pod the store recorded (uid precondition).
- *
- * Retiring comes first on purpose: it fences the create out of the store, so a create cancelled
- * here compensates (deletes its pod) without turning the sandbox `failed`, and the sandbox ends
- * `deleted`. The delete waits for a cancelled create to close (its compensation done) before it
- * deletes the recorded pod itself (absent by then, usually). Runs entirely non-cancellable: a
- * delete, once accepted, finishes.
+ * The `deleteSandbox` workflow (design.md section 3, `DELETE /v1/sandboxes/{id}`): cancel the
+ * sandbox's create if it is still running and wait for it to close (its compensation deletes its
+ * pod and retires its execution, so it ends `cancelled`, never racing this delete), then delete
+ * the pod the store recorded (uid precondition), then mark the sandbox `deleted`, retiring any
+ * execution still active. Runs entirely non-cancellable: a delete, once accepted, finishes.
  *
  * Deterministic: no I/O, time only from the workflow API.
  */
@@ -36,14 +32,11 @@ export interface DeleteSandboxInput {
 /** Result of the `deleteSandbox` workflow. */
 export interface DeleteSandboxResult {
   sandboxId: string;
-  /** False when the execution was already retired (e.g. the create failed meanwhile). */
+  /** Whether this delete changed the sandbox to `deleted` (false: another delete did). */
   retired: boolean;
   /** What happened to the recorded pod: `deleted`, `absent`, `replaced`, or `none` recorded. */
   pod: string;
 }
-
-/** The store's retirement reason that marks a sandbox `deleted` (store/store.ts DELETED_REASON). */
-const DELETED_REASON = 'deleted';
 
 /**
  * Waiting for a cancelled create to close: its compensation is retried until it succeeds, so
@@ -67,23 +60,10 @@ const deletionStep = proxyActivities<CreateActivities>({
  */
 export async function deleteSandbox(input: DeleteSandboxInput): Promise<DeleteSandboxResult> {
   return CancellationScope.nonCancellable(async () => {
-    const retired = await deletionStep.retireExecution({
-      operationId: input.operationId,
-      sandboxId: input.sandboxId,
-      generation: input.generation,
-      attempt: input.attempt,
-      reason: DELETED_REASON,
-      failure: null,
-    });
     if (input.cancelCreate) {
       try {
         await getExternalWorkflowHandle(input.createOperationId).cancel();
         log.info('create cancelled', { createOperationId: input.createOperationId });
-        // Deleting the pod under a running create would make it fail as pod_failed.
-        const closed = await createClosedWait.awaitOperationClosed({
-          operationId: input.createOperationId,
-        });
-        log.info('create closed', { createOperationId: input.createOperationId, closed });
       } catch (err) {
         // The create already ended: nothing to cancel.
         log.info('create not cancelled', {
@@ -91,6 +71,12 @@ export async function deleteSandbox(input: DeleteSandboxInput): Promise<DeleteSa
           error: (err as Error).message,
         });
       }
+      // Its compensation deletes its pod and retires its execution; wait until it is done, so
+      // nothing of the create runs after the sandbox is deleted.
+      const closed = await createClosedWait.awaitOperationClosed({
+        operationId: input.createOperationId,
+      });
+      log.info('create closed', { createOperationId: input.createOperationId, closed });
     }
     const pod = await deletionStep.readSandboxPod({ sandboxId: input.sandboxId });
     const outcome = pod
@@ -100,6 +86,10 @@ export async function deleteSandbox(input: DeleteSandboxInput): Promise<DeleteSa
           pod,
         })
       : 'none';
+    const retired = await deletionStep.markSandboxDeleted({
+      operationId: input.operationId,
+      sandboxId: input.sandboxId,
+    });
     return { sandboxId: input.sandboxId, retired, pod: outcome };
   });
 }

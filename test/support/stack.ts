@@ -31,6 +31,8 @@ export interface TestStackOptions {
    * a fresh schema there, dropped by `stop()`. Unset (default): SQLite in `dataDir`.
    */
   databaseUrl?: string;
+  /** Wraps the store the activities see, e.g. to slow or fail one call (default: as is). */
+  activityStore?: (store: Store) => Store;
 }
 
 /** What a suite gets. */
@@ -107,7 +109,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
         workflowBundle: temporal.workflowBundle,
         deps: {
           kubernetes,
-          store,
+          store: options.activityStore ? options.activityStore(store) : store,
           logger,
           watchRetryDelayMs: options.watchRetryDelayMs ?? 100,
           metrics: createMetrics(),
