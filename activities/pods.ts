@@ -98,7 +98,7 @@ export function podActivities(deps: PodActivityDeps) {
         podUid: pod.uid,
       });
       log.info({ pod_name: pod.name, pod_uid: pod.uid, adopted: pod.adopted }, 'pod created');
-      return { name: pod.name, uid: pod.uid };
+      return { name: pod.name, uid: pod.uid, resourceVersion: pod.resourceVersion };
     },
 
     /**

@@ -15,6 +15,11 @@ import {
 export interface PodRef {
   name: string;
   uid: string;
+  /**
+   * The pod's resourceVersion when the create saw it; the readiness wait watches from there, so
+   * a deletion it did not see live is still replayed to it.
+   */
+  resourceVersion?: string;
 }
 
 /** Thrown when the pod name is taken by a pod that is not this sandbox generation's. */
@@ -43,7 +48,12 @@ export async function createPod(
       namespace: client.namespace,
       body: manifest,
     });
-    return { name, uid: uidOf(created), adopted: false };
+    return {
+      name,
+      uid: uidOf(created),
+      resourceVersion: created.metadata?.resourceVersion,
+      adopted: false,
+    };
   } catch (err) {
     if (statusOf(err) !== 409) throw err;
   }
@@ -54,7 +64,12 @@ export async function createPod(
   ) {
     throw new PodNameTakenError(name);
   }
-  return { name, uid: uidOf(existing), adopted: true };
+  return {
+    name,
+    uid: uidOf(existing),
+    resourceVersion: existing.metadata?.resourceVersion,
+    adopted: true,
+  };
 }
 
 /**

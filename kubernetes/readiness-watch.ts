@@ -88,7 +88,9 @@ export function awaitPodReady(options: ReadinessWaitOptions): Promise<ReadinessO
     }
     let settled = false;
     let warned = false;
-    let podResourceVersion: string | undefined;
+    // Watching from the version the create saw replays every change since, a deletion included.
+    // Without one (or after a 410), the pod's state is re-established with a list first.
+    let podResourceVersion = pod.resourceVersion;
     const loops: Array<[WatchResource, WatchLoop]> = [];
 
     const finish = (result: { outcome: ReadinessOutcome } | { error: unknown }): void => {
@@ -134,11 +136,33 @@ export function awaitPodReady(options: ReadinessWaitOptions): Promise<ReadinessO
       });
     };
 
+    const podFieldSelector = `metadata.name=${pod.name}`;
+    const listPod = async (): Promise<void> => {
+      if (podResourceVersion) return;
+      const list = await client.core.listNamespacedPod({
+        namespace,
+        fieldSelector: podFieldSelector,
+      });
+      const current = list.items.find((item) => item.metadata?.uid === pod.uid);
+      if (!current) {
+        finish({
+          outcome: {
+            outcome: 'podFailed',
+            reason: `pod ${pod.name} no longer exists; it was deleted before it had an IP`,
+          },
+        });
+        return;
+      }
+      onPodEvent('ADDED', current);
+      podResourceVersion = list.metadata?.resourceVersion;
+    };
+
     const podLoop = new WatchLoop({
       kubeConfig: client.kubeConfig,
       path: `/api/v1/namespaces/${namespace}/pods`,
+      prepare: listPod,
       query: () => ({
-        fieldSelector: `metadata.name=${pod.name}`,
+        fieldSelector: podFieldSelector,
         ...(podResourceVersion ? { resourceVersion: podResourceVersion } : {}),
       }),
       onEvent: onPodEvent,

@@ -51,8 +51,9 @@ function statusCodeOf(err: unknown): number | undefined {
   if (typeof err !== 'object' || err === null) return undefined;
   const { statusCode, code } = err as { statusCode?: unknown; code?: unknown };
   if (typeof statusCode === 'number') return statusCode;
-  // An in-stream ERROR carries a metav1.Status whose `code` is the HTTP status.
-  if (typeof code === 'number' && (err as { kind?: unknown }).kind === 'Status') return code;
+  // An in-stream ERROR's metav1.Status and a request's ApiException both carry the HTTP status
+  // as a numeric `code` (Node's own errors use string codes such as ECONNRESET).
+  if (typeof code === 'number') return code;
   return undefined;
 }
 
@@ -63,6 +64,11 @@ export interface WatchLoopOptions {
   path: string;
   /** Query of each open (called at every open, so it may change between opens). */
   query: () => Record<string, string>;
+  /**
+   * Runs before each open (e.g. a list that re-establishes state after a 410); when it throws,
+   * the open counts as failed with that error and the usual policy applies.
+   */
+  prepare?: () => Promise<void>;
   /** Called for ADDED, MODIFIED and DELETED events of the current open only. */
   onEvent: (type: string, object: unknown) => void;
   /** Delay before re-opening, in ms. */
@@ -121,8 +127,10 @@ export class WatchLoop {
     const attempt = ++this.attempt;
     const current = (): boolean => !this.stopped && attempt === this.attempt;
     this.options.onOpen?.(cause);
-    this.watch
-      .watch(
+    const start = async (): Promise<AbortController | undefined> => {
+      await this.options.prepare?.();
+      if (!current()) return undefined;
+      return this.watch.watch(
         this.options.path,
         this.options.query(),
         (type, object) => {
@@ -134,21 +142,23 @@ export class WatchLoop {
         (err: unknown) => {
           if (current()) this.ended(attempt, err ?? null);
         },
-      )
-      .then(
-        (controller) => {
-          if (!current()) {
-            controller.abort(); // stopped or ended while the request was in flight
-            return;
-          }
-          this.controller = controller;
-          this.streamOpen = true;
-          this.options.onStreamChange?.(true);
-        },
-        (err: unknown) => {
-          if (current()) this.ended(attempt, err);
-        },
       );
+    };
+    start().then(
+      (controller) => {
+        if (!controller) return;
+        if (!current()) {
+          controller.abort(); // stopped or ended while the request was in flight
+          return;
+        }
+        this.controller = controller;
+        this.streamOpen = true;
+        this.options.onStreamChange?.(true);
+      },
+      (err: unknown) => {
+        if (current()) this.ended(attempt, err);
+      },
+    );
   }
 
   private ended(attempt: number, err: unknown): void {

@@ -195,6 +195,31 @@ describe('createSandbox workflow', () => {
     expect(podDeletes()).toHaveLength(0);
   });
 
+  it('fails as PodFailed within seconds when the pod is deleted while no worker watches it', async () => {
+    stack = await startTestStack({ cluster: { startupDelayMs: 100 } });
+    const cluster = stack.cluster;
+    cluster.faults.neverReady(true);
+    const { handle, input } = await startCreate(stack, { diskMib: 2048, deadlineMs: 120_000 });
+    await until(() => cluster.openWatches() === 2);
+    const first = stack.worker as NonNullable<TestStack['worker']>;
+    first.shutdown();
+    await until(() => first.getState() === 'STOPPED');
+    await stack.kubernetes.core.deleteNamespacedPod({
+      name: (await podName(input.sandboxId)) ?? '',
+      namespace: NAMESPACE,
+    });
+    const resumed = Date.now();
+    await stack.startWorker();
+    const failure = applicationFailureOf((await settle(handle.result())).error);
+    expect(failure.type).toBe('PodFailed');
+    expect(failure.message).toContain('deleted');
+    expect(Date.now() - resumed).toBeLessThan(60_000);
+    expect(await stack.store.getSandboxById(input.sandboxId)).toMatchObject({
+      state: 'failed',
+      failure: { code: 'pod_failed' },
+    });
+  });
+
   it('retries a failed pod delete and ends the same way', async () => {
     stack = await startTestStack({ cluster: { startupDelayMs: 100 } });
     stack.cluster.faults.failNextRequests('DELETE', 'pods', 1, 500);

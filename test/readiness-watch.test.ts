@@ -81,8 +81,11 @@ function eventsRequests() {
   );
 }
 
-/** Every events read was a watch from resourceVersion 0 for this uid, and pods were only watched. */
-function expectWatchOnly(pod: PodRef): void {
+/**
+ * Every events read was a watch from resourceVersion 0 for this uid; pods were watched by name,
+ * and listed (by name) exactly `podLists` times: only after a 410 or without a known version.
+ */
+function expectWatchOnly(pod: PodRef, { podLists = 0 } = {}): void {
   const events = eventsRequests();
   expect(events.length).toBeGreaterThan(0);
   for (const request of events) {
@@ -97,9 +100,10 @@ function expectWatchOnly(pod: PodRef): void {
     (request) => request.method === 'GET' && request.path.includes('/pods'),
   );
   for (const request of podReads) {
-    expect(request.watch).toBe(true);
+    expect(request.path).toBe(`/api/v1/namespaces/${NAMESPACE}/pods`);
     expect(request.query.fieldSelector).toBe(`metadata.name=${pod.name}`);
   }
+  expect(podReads.filter((request) => !request.watch)).toHaveLength(podLists);
 }
 
 describe('readiness watch: the seed cases', () => {
@@ -229,7 +233,7 @@ describe('readiness watch: events semantics', () => {
     expect(pod.uid).not.toBe(first.uid);
     const outcome = await wait(pod, { deadlineMs: Date.now() + 1_500 });
     expect(outcome).toEqual({ outcome: 'deadline' });
-    expectWatchOnly(pod);
+    expectWatchOnly(pod, { podLists: 1 });
   });
 });
 
@@ -291,6 +295,35 @@ describe('readiness watch: watch failures', () => {
       outcome: 'podFailed',
       reason: expect.stringContaining('deleted'),
     });
+  });
+
+  it("sees a deletion made before the wait started (watch from the create's resourceVersion)", async () => {
+    cluster.faults.neverReady(true);
+    const pod = await newPod(2048);
+    expect(pod.resourceVersion).toEqual(expect.any(String));
+    await client.core.deleteNamespacedPod({ name: pod.name, namespace: NAMESPACE });
+    expect(await wait(pod)).toMatchObject({
+      outcome: 'podFailed',
+      reason: expect.stringContaining('deleted'),
+    });
+    expectWatchOnly(pod);
+  });
+
+  it('lists the pod once after a 410 and ends podFailed when it was deleted in the gap', async () => {
+    cluster.faults.neverReady(true);
+    const pod = await newPod(2048);
+    const outcome = wait(pod, { watchRetryDelayMs: 500 });
+    await until(() => cluster.openWatches('pods') === 1);
+    cluster.faults.failNextWatches('pods', 1, 410);
+    cluster.faults.dropWatches('pods');
+    await client.core.deleteNamespacedPod({ name: pod.name, namespace: NAMESPACE });
+    expect(await outcome).toMatchObject({
+      outcome: 'podFailed',
+      reason: expect.stringContaining('no longer exists'),
+    });
+    const podWatches = cluster.requests.filter((r) => r.path.endsWith('/pods') && r.watch);
+    expect(podWatches.map((r) => r.status)).toEqual([200, 410]);
+    expectWatchOnly(pod, { podLists: 1 });
   });
 
   it('ends as podFailed when the pod phase becomes Failed', async () => {
