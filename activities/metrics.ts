@@ -9,8 +9,6 @@ import type { WatchObserver } from '../kubernetes/readiness-watch.js';
 /** The metrics the activities record. */
 export interface CreateMetrics {
   registry: Registry;
-  /** Creates whose pod creation started (first attempt), by template. */
-  createsStarted: Counter<'template'>;
   /** Creates that ended, by outcome (`succeeded`, `failed`, `cancelled`) and error code. */
   createsFinished: Counter<'outcome' | 'code'>;
   /** Seconds from a refusal event's lastTimestamp (1 s resolution) to the sandbox failing. */
@@ -31,11 +29,6 @@ let shared: CreateMetrics | undefined;
  */
 export function createMetrics(): CreateMetrics {
   if (shared) return shared;
-  const createsStarted = new Counter({
-    name: 'durable_sandbox_creates_started_total',
-    help: 'Sandbox creates whose pod creation started',
-    labelNames: ['template'],
-  });
   const createsFinished = new Counter({
     name: 'durable_sandbox_creates_finished_total',
     help: 'Sandbox creates that ended, by outcome and operation error code',
@@ -58,7 +51,6 @@ export function createMetrics(): CreateMetrics {
   });
   shared = {
     registry: register,
-    createsStarted,
     createsFinished,
     refusalToFailureSeconds,
     watchOpens,

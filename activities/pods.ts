@@ -70,9 +70,6 @@ export function podActivities(deps: PodActivityDeps) {
         operation_id: input.operationId,
         sandbox_id: input.sandboxId,
       });
-      if (Context.current().info.attempt === 1) {
-        deps.metrics?.createsStarted.inc({ template: input.template });
-      }
       let pod: PodRef & { adopted: boolean };
       try {
         pod = await createPod(deps.kubernetes, {

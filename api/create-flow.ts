@@ -14,6 +14,7 @@ import {
 } from '../workflows/search-attributes.js';
 import type { CreateSandboxInput } from '../workflows/types.js';
 import type { AppDeps } from './deps.js';
+import { createsStarted } from './metrics.js';
 import { ApiError } from './errors.js';
 import { newOperationId, newSandboxId } from './ids.js';
 import { requestHash } from './idempotency.js';
@@ -93,6 +94,7 @@ export async function startCreateWorkflow(
       // A backstop only: the deadline itself is a timer inside the workflow, so compensation runs.
       workflowExecutionTimeout: deadlineMs + EXECUTION_TIMEOUT_MARGIN_MS,
     });
+    createsStarted().inc({ template: sandbox.template });
   } catch (err) {
     if (err instanceof WorkflowExecutionAlreadyStartedError) return;
     throw err;

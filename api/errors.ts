@@ -69,7 +69,9 @@ const BODY_PARSER_ERRORS: Record<string, (limit: string) => string> = {
 
 /**
  * The last middleware: ApiError -> its status and body; body-parser errors -> 400
- * `invalid_request`; anything else -> 500 `internal` (logged with its stack, answered without).
+ * `invalid_request`, including ones without a known `type` that carry a 4xx status (a corrupt
+ * gzip or brotli body); anything else -> 500 `internal` (logged with its stack, answered
+ * without).
  */
 export function errorHandler(logger: Logger, bodyLimit: string): ErrorRequestHandler {
   return (err: unknown, req, res, next) => {
@@ -83,10 +85,21 @@ export function errorHandler(logger: Logger, bodyLimit: string): ErrorRequestHan
       error = err;
     } else if (typeof parserType === 'string' && parserType in BODY_PARSER_ERRORS) {
       error = new ApiError('invalid_request', BODY_PARSER_ERRORS[parserType]!(bodyLimit));
+    } else if (isClientError(err)) {
+      error = new ApiError(
+        'invalid_request',
+        'the request body could not be read (is its Content-Encoding right?)',
+      );
     } else {
       logger.error({ err, method: req.method, path: req.path }, 'request failed unexpectedly');
       error = new ApiError('internal', 'an internal error occurred; it has been logged');
     }
     res.status(error.status).set(error.headers).json(error.toBody());
   };
+}
+
+/** An error raised while reading the request with a 4xx `status` (http-errors' shape). */
+function isClientError(err: unknown): boolean {
+  const status = (err as { status?: unknown; expose?: unknown } | null)?.status;
+  return typeof status === 'number' && status >= 400 && status < 500;
 }

@@ -1,10 +1,11 @@
 /**
- * The API's Prometheus metrics: request durations by method, route and status, and the
+ * The API's Prometheus metrics: request durations by method, route and status, creates started,
+ * and the
  * `GET /metrics` handler serving prom-client's process-wide registry (in the embedded stack it
  * also carries the worker's create and watch metrics, see activities/metrics.ts).
  */
 import type { RequestHandler } from 'express';
-import { Histogram, register } from 'prom-client';
+import { Counter, Histogram, register } from 'prom-client';
 
 let httpDuration: Histogram<'method' | 'route' | 'status'> | undefined;
 
@@ -16,6 +17,21 @@ function durationHistogram(): Histogram<'method' | 'route' | 'status'> {
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 120],
   });
   return httpDuration;
+}
+
+let started: Counter<'template'> | undefined;
+
+/**
+ * `durable_sandbox_creates_started_total{template}`: creates whose workflow this API started
+ * (the worker counts how they finish, see activities/metrics.ts).
+ */
+export function createsStarted(): Counter<'template'> {
+  started ??= new Counter({
+    name: 'durable_sandbox_creates_started_total',
+    help: 'Sandbox creates whose workflow was started',
+    labelNames: ['template'],
+  });
+  return started;
 }
 
 /** Observes every request's duration when its response finishes. */

@@ -80,7 +80,15 @@ async function main(): Promise<void> {
     const listening = app.listen(config.port, '127.0.0.1', () => resolveListen(listening));
     listening.on('error', reject);
   });
-  cleanups.push(() => new Promise<void>((resolveClose) => server.close(() => resolveClose())));
+  cleanups.push(
+    () =>
+      new Promise<void>((resolveClose) => {
+        server.close(() => resolveClose());
+        server.closeIdleConnections();
+        // In-flight requests (a synchronous create waits up to its budget) get 5 s, then go.
+        setTimeout(() => server.closeAllConnections(), 5_000).unref();
+      }),
+  );
 
   const apiUrl = `http://127.0.0.1:${config.port}`;
   const token = config.devToken ? DEV_TOKEN : '<a token from API_TOKENS>';

@@ -77,6 +77,20 @@ describe('errors', () => {
     expect(response.body.error.message).toContain('not valid JSON');
   });
 
+  it('answers 400 invalid_request for a body whose gzip or brotli encoding is corrupt', async () => {
+    for (const encoding of ['gzip', 'br']) {
+      const response = await request(api.app)
+        .post('/v1/sandboxes')
+        .set(bearer(api.tenantA))
+        .set('Content-Type', 'application/json')
+        .set('Content-Encoding', encoding)
+        .send('xx');
+      expect(response.status, encoding).toBe(400);
+      expectErrorBody(response.body, 'invalid_request');
+      expect(response.body.error.message).toContain('Content-Encoding');
+    }
+  });
+
   it('answers 400 invalid_request for a body over 64 KiB', async () => {
     const body = JSON.stringify({ ...createBody(2048), padding: 'x'.repeat(65 * 1024) });
     const response = await request(api.app)

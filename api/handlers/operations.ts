@@ -1,10 +1,11 @@
 /** Operation routes (design.md section 3): get, list, cancel. */
+import { WorkflowNotFoundError } from '@temporalio/client';
 import type { RequestHandler } from 'express';
 import { tenantOf } from '../auth.js';
 import type { AppDeps } from '../deps.js';
 import { ApiError } from '../errors.js';
 import { listOperations } from '../operation-list.js';
-import { describeOperation, operationView, readOperation } from '../operations.js';
+import { describeOperation, readOperation } from '../operations.js';
 import { parseOperationListQuery } from '../validation.js';
 import { OPERATION_RETRY_AFTER_S, sendAccepted } from './sandboxes.js';
 
@@ -48,17 +49,26 @@ export function operationHandlers(deps: AppDeps) {
         },
       );
     }
-    if (described.description.status.name !== 'RUNNING') {
-      const current = await operationView(deps, tenant, described);
-      throw new ApiError('already_done', `operation ${id} already finished as ${current.status}`, {
-        operation_id: id,
-        status: current.status,
-      });
+    const alreadyDone = async (): Promise<ApiError> => {
+      const current = await readOperation(deps, tenant, id);
+      return new ApiError(
+        'already_done',
+        `operation ${id} already finished as ${current?.status ?? 'done'}`,
+        { operation_id: id, status: current?.status },
+      );
+    };
+    if (described.description.status.name !== 'RUNNING') throw await alreadyDone();
+    try {
+      await deps.temporal.workflow.getHandle(id).cancel();
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError) throw notFound(id);
+      throw err;
     }
-    await deps.temporal.workflow.getHandle(id).cancel();
     deps.logger.info({ operation_id: id, tenant }, 'cancellation requested');
     const operation = await readOperation(deps, tenant, id);
     if (!operation) throw notFound(id);
+    // Cancelling a workflow that has just closed is accepted by Temporal and changes nothing.
+    if (operation.done && operation.status !== 'cancelled') throw await alreadyDone();
     sendAccepted(res, operation);
   };
 
