@@ -53,7 +53,7 @@ class Session {
   readonly client: ApiClient;
 
   constructor(
-    private readonly io: CliIo,
+    readonly io: CliIo,
     readonly options: GlobalOptions,
   ) {
     this.client = new ApiClient({ baseUrl: options.apiUrl, token: options.token, fetch: io.fetch });
@@ -105,7 +105,11 @@ class Session {
       spinner.stop();
       throw err;
     });
-    if (operation.status === 'succeeded') spinner.succeed(`${operationId}: succeeded`);
+    if (!spinner.isEnabled) {
+      // Not a terminal: plain lines, no symbols or colour codes.
+      spinner.stop();
+      if (!this.options.json) this.io.stderr.write(`- ${operationId}: ${operation.status}\n`);
+    } else if (operation.status === 'succeeded') spinner.succeed(`${operationId}: succeeded`);
     else spinner.fail(`${operationId}: ${operation.status}`);
     return this.finished(operation);
   }
@@ -186,6 +190,9 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
               return 0;
             } catch (err) {
               spinner.fail('create failed');
+              const operationId =
+                err instanceof ApiCallError ? err.details.operation_id : undefined;
+              if (typeof operationId === 'string') s.io.stderr.write(`operation: ${operationId}\n`);
               throw err;
             }
           }
@@ -246,6 +253,25 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
         );
         s.show(response.body, formatOperation);
         return 0;
+      }),
+    );
+
+  program
+    .command('delete')
+    .description('delete a sandbox: its pod is deleted and it ends deleted (202 + operation)')
+    .argument('<sandbox-id>')
+    .option('--wait', 'wait until the delete finishes', false)
+    .action(
+      action(async (s, id: string, options: { wait: boolean }) => {
+        const response = await s.client.call<Operation>(
+          'DELETE',
+          `/v1/sandboxes/${encodeURIComponent(id)}`,
+        );
+        if (!options.wait) {
+          s.show(response.body, formatOperation);
+          return 0;
+        }
+        return s.wait(response.body.id);
       }),
     );
 

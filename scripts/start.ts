@@ -29,11 +29,14 @@ async function main(): Promise<void> {
 
   let temporalAddress = config.temporalAddress;
   let uiUrl: string | undefined;
+  const notes: string[] = [];
   if (!temporalAddress) {
-    logger.info('starting the Temporal dev server (the first start takes a while)');
+    logger.info('starting the Temporal dev server');
+    const port = await preferredPort(7233, notes, 'Temporal frontend');
+    const uiPort = await preferredPort(8233, notes, 'Temporal UI');
     const server = await startDevServer({
-      port: await preferredPort(7233),
-      uiPort: await preferredPort(8233),
+      port,
+      uiPort,
       dbFile: join(dataDir, 'temporal.db'),
       log: (line) => logger.debug({ source: 'temporal' }, line),
     });
@@ -44,7 +47,7 @@ async function main(): Promise<void> {
 
   let kubeconfigPath = config.kubeconfig;
   if (!kubeconfigPath) {
-    const cluster = await SimulatedCluster.start();
+    const cluster = await SimulatedCluster.start({ startupDelayMs: simulatedNodeDelayMs() });
     cleanups.push(() => cluster.close());
     kubeconfigPath = join(dataDir, 'kubeconfig');
     cluster.writeKubeconfig(kubeconfigPath);
@@ -60,7 +63,7 @@ async function main(): Promise<void> {
   });
   cleanups.push(() => store.close());
 
-  const metricsPort = await preferredPort(config.metricsPort);
+  const metricsPort = await preferredPort(config.metricsPort, notes, 'worker metrics');
   const worker = await serveWorker({
     config,
     temporalAddress,
@@ -107,6 +110,7 @@ async function main(): Promise<void> {
     `    -H 'Content-Type: application/json' \\`,
     `    -d '{"template":"base","resources":{"cpu":1,"memory_mib":1024,"disk_mib":300}}'`,
     `or with the CLI: npm run cli -- create --template base --disk-mib 300 --wait`,
+    ...notes.map((note) => `Note: ${note}.`),
     '',
     'Ctrl-C stops everything.',
     '',
@@ -114,15 +118,38 @@ async function main(): Promise<void> {
   process.stdout.write(lines.join('\n'));
 }
 
-/** `port` when it is free on 127.0.0.1, else any free port. */
-async function preferredPort(port: number): Promise<number> {
+/**
+ * `port` when it is free on 127.0.0.1, else any free port; a fallback is noted for the banner.
+ */
+async function preferredPort(port: number, notes: string[], what: string): Promise<number> {
   const { createServer } = await import('node:net');
   const free = await new Promise<boolean>((resolveProbe) => {
     const probe = createServer();
     probe.once('error', () => resolveProbe(false));
     probe.listen(port, '127.0.0.1', () => probe.close(() => resolveProbe(true)));
   });
-  return free ? port : freePort();
+  if (free) return port;
+  const other = await freePort();
+  notes.push(`port ${port} (${what}) was taken, so it is on ${other} this time`);
+  return other;
+}
+
+/**
+ * SIMULATED_NODE_DELAY_MS (embedded stack only, default 300): how long the simulated node takes
+ * before it gives a pod its IP or refuses it. A large value leaves creates waiting, to try
+ * cancel and delete by hand.
+ * @throws ConfigError when it is not a non-negative integer
+ */
+function simulatedNodeDelayMs(): number {
+  const raw = process.env.SIMULATED_NODE_DELAY_MS;
+  if (raw === undefined || raw.trim() === '') return 300;
+  if (!/^\d+$/.test(raw.trim())) {
+    throw new ConfigError(
+      'SIMULATED_NODE_DELAY_MS',
+      `must be a non-negative integer, got "${raw}"`,
+    );
+  }
+  return Number(raw);
 }
 
 async function stop(exitCode: number): Promise<void> {

@@ -111,6 +111,18 @@ describe('cli', () => {
     expect(failed).toContain(operation.id);
   });
 
+  it('deletes a running sandbox with delete --wait', async () => {
+    const created = await cli('--json', 'create', '--disk-mib', '2048', '--wait');
+    expect(created.code, created.stderr).toBe(0);
+    const sandboxId = (JSON.parse(created.stdout) as { sandbox_id: string }).sandbox_id;
+    const deleted = await cli('delete', sandboxId, '--wait');
+    expect(deleted.code, deleted.stderr).toBe(0);
+    // Not a terminal here: plain progress lines, no colour codes.
+    expect(deleted.stderr).not.toContain('\u001b[');
+    const sandbox = await cli('--json', 'get', sandboxId);
+    expect(JSON.parse(sandbox.stdout)).toMatchObject({ id: sandboxId, state: 'deleted' });
+  });
+
   it('prints the API error for a bad token, an unknown id, an unreachable API and bad usage', async () => {
     const badToken = await cli('--token', 'nope', 'list');
     expect(badToken.code).toBe(1);

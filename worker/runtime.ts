@@ -29,7 +29,7 @@ export function installRuntime(logger: Logger, options: RuntimeOptions = {}): vo
   const sdkLogger = logger.child({ source: 'temporal-sdk' });
   Runtime.install({
     logger: new DefaultLogger(level in PINO_LEVELS ? level : 'WARN', (entry) => {
-      sdkLogger[PINO_LEVELS[entry.level]]({ ...entry.meta }, entry.message);
+      sdkLogger[PINO_LEVELS[entry.level]](withSerializableErrors(entry.meta), entry.message);
     }),
     ...(options.prometheusBindAddress
       ? {
@@ -41,4 +41,21 @@ export function installRuntime(logger: Logger, options: RuntimeOptions = {}): vo
         }
       : {}),
   });
+}
+
+/**
+ * The SDK puts failures under `error` or `failure`; pino serializes an Error (message, type,
+ * stack, cause) only under `err`, and would print `{}` otherwise.
+ */
+function withSerializableErrors(
+  meta: Record<string, unknown> | undefined,
+): Record<string, unknown> {
+  const fields: Record<string, unknown> = { ...meta };
+  for (const key of ['error', 'failure']) {
+    if (fields[key] instanceof Error && fields.err === undefined) {
+      fields.err = fields[key];
+      delete fields[key];
+    }
+  }
+  return fields;
 }
