@@ -23,6 +23,8 @@ export interface DevServerOptions {
   ui?: boolean;
   /** SQLite file that keeps state across restarts; unset keeps state in memory. */
   dbFile?: string;
+  /** SQLite pragmas for `dbFile`, e.g. `{journal_mode: 'wal'}` (`--sqlite-pragma k=v`). */
+  sqlitePragmas?: Record<string, string>;
   /** Bind address (default 127.0.0.1). */
   ip?: string;
   /** How long to wait for the frontend to answer, in ms (default 120000: a loaded 2-core box is slow). */
@@ -85,7 +87,12 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
   ];
   if (ui) args.push('--ui-port', String(uiPort));
   else args.push('--headless');
-  if (options.dbFile) args.push('--db-filename', options.dbFile);
+  if (options.dbFile) {
+    args.push('--db-filename', options.dbFile);
+    for (const [key, value] of Object.entries(options.sqlitePragmas ?? {})) {
+      args.push('--sqlite-pragma', `${key}=${value}`);
+    }
+  }
 
   const child = spawn('sh', ['-c', GUARD_SCRIPT, 'temporal-guard', binary, ...args], {
     stdio: ['pipe', 'pipe', 'pipe'],
