@@ -39,7 +39,12 @@ export interface CreateCommand {
   idempotencyKey?: string;
   /** The create's deadline, in ms from the workflow's start. */
   deadlineMs: number;
+  /** Which route accepted it; part of the idempotency hash, so a key never crosses routes. */
+  route: CreateRoute;
 }
+
+/** The asynchronous (`/v1/sandboxes`) or synchronous (`/sync/v1/sandboxes`) create route. */
+export type CreateRoute = 'async' | 'sync';
 
 /**
  * Starts the create workflow of a stored sandbox. `WorkflowExecutionAlreadyStartedError` counts
@@ -175,13 +180,16 @@ export async function acceptCreate(deps: AppDeps, command: CreateCommand): Promi
     idempotency:
       command.idempotencyKey === undefined
         ? undefined
-        : { key: command.idempotencyKey, requestHash: requestHash(command.request) },
+        : {
+            key: command.idempotencyKey,
+            requestHash: requestHash(command.request, command.route),
+          },
   });
   switch (stored.kind) {
     case 'conflict':
       throw new ApiError(
         'idempotency_conflict',
-        'this Idempotency-Key was already used with a different request body',
+        'this Idempotency-Key was already used with a different request body or route',
         { operation_id: stored.operationId },
       );
     case 'replay':

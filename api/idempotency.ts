@@ -22,9 +22,14 @@ export function canonicalJson(value: unknown): string {
   return JSON.stringify(value) ?? 'null';
 }
 
-/** SHA-256 (hex) of the canonical JSON of a request body. */
-export function requestHash(body: unknown): string {
-  return createHash('sha256').update(canonicalJson(body), 'utf8').digest('hex');
+/**
+ * SHA-256 (hex) of the route and the canonical JSON of a request body: the same key sent to the
+ * other create route is a different request (its deadline differs), so it conflicts.
+ */
+export function requestHash(body: unknown, route: 'async' | 'sync'): string {
+  return createHash('sha256')
+    .update(`${route}\n${canonicalJson(body)}`, 'utf8')
+    .digest('hex');
 }
 
 /**

@@ -219,6 +219,14 @@ describe('idempotency', () => {
       .send(createBody(2048));
     expect(conflict.status).toBe(409);
     expect(conflict.body.error.code).toBe('idempotency_conflict');
+    // The same key and body on the synchronous route is another request (another deadline).
+    const otherRoute = await request(api.app)
+      .post('/sync/v1/sandboxes')
+      .set(bearer(api.tenantB))
+      .set('Idempotency-Key', key)
+      .send(createBody(300));
+    expect(otherRoute.status).toBe(409);
+    expect(otherRoute.body.error.code).toBe('idempotency_conflict');
     await awaitOperation(api.app, api.tenantB, first.body.id);
   });
 
@@ -233,7 +241,7 @@ describe('idempotency', () => {
       template: body.template,
       resources: body.resources,
       operationId,
-      idempotency: { key, requestHash: requestHash(body) },
+      idempotency: { key, requestHash: requestHash(body, 'async') },
     });
     const replay = await request(api.app)
       .post('/v1/sandboxes')

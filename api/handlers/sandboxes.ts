@@ -58,6 +58,7 @@ export function sandboxHandlers(deps: AppDeps) {
       request,
       idempotencyKey,
       deadlineMs: deps.config.createDeadlineMs,
+      route: 'async',
     });
     sendAccepted(res, await operationJustStarted(deps, tenant, accepted.operationId));
   };

@@ -45,6 +45,7 @@ export function syncCreateHandlers(deps: AppDeps) {
       request,
       idempotencyKey,
       deadlineMs: deps.config.syncReadinessBudgetMs,
+      route: 'sync',
     });
     res.set('Operation-Id', accepted.operationId);
     try {
