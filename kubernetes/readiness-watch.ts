@@ -91,14 +91,14 @@ export function awaitPodReady(options: ReadinessWaitOptions): Promise<ReadinessO
     // Watching from the version the create saw replays every change since, a deletion included.
     // Without one (or after a 410), the pod's state is re-established with a list first.
     let podResourceVersion = pod.resourceVersion;
-    const loops: Array<[WatchResource, WatchLoop]> = [];
+    const loops: WatchLoop[] = [];
 
     const finish = (result: { outcome: ReadinessOutcome } | { error: unknown }): void => {
       if (settled) return;
       settled = true;
       clearTimeout(deadlineTimer);
       signal?.removeEventListener('abort', onAbort);
-      for (const [, loop] of loops) loop.stop();
+      for (const loop of loops) loop.stop();
       if ('outcome' in result) resolve(result.outcome);
       else reject(result.error);
     };
@@ -188,7 +188,7 @@ export function awaitPodReady(options: ReadinessWaitOptions): Promise<ReadinessO
       onOpen: (cause) => observer?.onWatchOpen?.('events', cause),
       onStreamChange: (open) => observer?.onWatchStream?.('events', open),
     });
-    loops.push(['pods', podLoop], ['events', eventsLoop]);
+    loops.push(podLoop, eventsLoop);
 
     const onAbort = (): void => finish({ error: abortReason(signal as AbortSignal) });
     signal?.addEventListener('abort', onAbort, { once: true });
