@@ -16,12 +16,21 @@ export function operationActivities() {
       const context = Context.current();
       const handle = context.client.workflow.getHandle(input.operationId);
       const heartbeat = setInterval(() => context.heartbeat(), 1_000);
+      const cancelled = new Promise<never>((_, reject) => {
+        const signal = context.cancellationSignal;
+        if (signal.aborted) reject(signal.reason);
+        signal.addEventListener('abort', () => reject(signal.reason), { once: true });
+      });
       try {
-        await handle.result().catch((err: unknown) => {
-          // Failed, cancelled, terminated or timed out: closed all the same. Anything else (the
-          // service unreachable) fails this attempt and Temporal retries it.
-          if (!(err instanceof WorkflowFailedError)) throw err;
-        });
+        // Cancellation (e.g. the worker shutting down) stops the wait; another attempt resumes it.
+        await Promise.race([
+          handle.result().catch((err: unknown) => {
+            // Failed, cancelled, terminated or timed out: closed all the same. Anything else
+            // (the service unreachable) fails this attempt and Temporal retries it.
+            if (!(err instanceof WorkflowFailedError)) throw err;
+          }),
+          cancelled,
+        ]);
         return (await handle.describe()).status.name;
       } catch (err) {
         if ((err as Error).name === 'WorkflowNotFoundError') return 'NOT_FOUND';

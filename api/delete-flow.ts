@@ -16,19 +16,16 @@ export const DELETE_EXECUTION_TIMEOUT_MS = 3_600_000;
 /**
  * Starts the delete of a sandbox the tenant owns.
  * @returns the delete's operation id
- * @throws ApiError `already_done` (409) when the sandbox is already `deleted`, or `failed`
- *   (its create compensated: the pod is gone and the execution retired)
+ * @throws ApiError `already_done` (409) when the sandbox is already `deleted` (a `failed` one can
+ *   be deleted: its pod is already gone, and it ends `deleted`, out of `?state=failed` lists)
  * @throws ApiError `unavailable` (503) when Temporal refuses the start
  */
 export async function acceptDelete(deps: AppDeps, sandbox: SandboxRecord): Promise<string> {
-  if (sandbox.state === 'deleted' || sandbox.state === 'failed') {
-    throw new ApiError(
-      'already_done',
-      sandbox.state === 'deleted'
-        ? `sandbox ${sandbox.id} is already deleted`
-        : `sandbox ${sandbox.id} already failed; its pod was deleted when the create compensated`,
-      { sandbox_id: sandbox.id, state: sandbox.state },
-    );
+  if (sandbox.state === 'deleted') {
+    throw new ApiError('already_done', `sandbox ${sandbox.id} is already deleted`, {
+      sandbox_id: sandbox.id,
+      state: sandbox.state,
+    });
   }
   const operationId = newOperationId();
   const input: DeleteSandboxInput = {

@@ -34,6 +34,11 @@ export interface WatchEndDecision {
  */
 export function classifyWatchEnd(err: unknown): WatchEndDecision {
   if (err === null || err === undefined) return { action: 'reopen', cause: 'ended' };
+  // Checked before statuses: a DOMException's legacy numeric `code` (23 for a TimeoutError)
+  // is no HTTP status.
+  if ((err as { name?: string }).name === 'TimeoutError')
+    return { action: 'reopen', cause: 'timeout' };
+  if (err instanceof DOMException) return { action: 'reopen', cause: 'dropped' };
   const status = statusCodeOf(err);
   if (status !== undefined) {
     const reopen =
@@ -42,8 +47,6 @@ export function classifyWatchEnd(err: unknown): WatchEndDecision {
     if (reopen || status < 400) return { action: 'reopen', cause: `status-${status}`, status };
     return { action: 'degrade', cause: `status-${status}`, status };
   }
-  if ((err as { name?: string }).name === 'TimeoutError')
-    return { action: 'reopen', cause: 'timeout' };
   return { action: 'reopen', cause: 'dropped' };
 }
 

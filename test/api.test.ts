@@ -323,6 +323,19 @@ describe('delete', () => {
     expect(again.body.error.code).toBe('already_done');
   });
 
+  it('deletes a failed sandbox: it ends deleted and keeps its failure as history', async () => {
+    const op = (await createAsync(300)).body as OperationBody;
+    expect((await awaitOperation(api.app, api.tenantA, op.id)).status).toBe('failed');
+    const accepted = await request(api.app)
+      .delete(`/v1/sandboxes/${op.sandbox_id}`)
+      .set(bearer(api.tenantA));
+    expect(accepted.status, accepted.text).toBe(202);
+    expect((await awaitOperation(api.app, api.tenantA, accepted.body.id)).status).toBe('succeeded');
+    const sandbox = (await api.stack.store.getSandbox(api.tenantA.id, op.sandbox_id))!;
+    expect(sandbox.state).toBe('deleted');
+    expect(sandbox.failure?.code).toBe('invalid_request');
+  });
+
   it('deletes a sandbox still creating: the create is cancelled and the sandbox ends deleted', async () => {
     api.stack.cluster.faults.neverReady(true);
     let op: OperationBody;

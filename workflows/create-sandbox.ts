@@ -41,17 +41,13 @@ const stepRetry: RetryPolicy = {
   nonRetryableErrorTypes: ['PodNameTaken'],
 };
 
-/** Short store steps. */
-const quickStep = proxyActivities<CreateActivities>({
-  startToCloseTimeout: '30 seconds',
-  retry: stepRetry,
-});
-
 /**
- * Creating the pod: like {@link quickStep}, but a cancellation waits for the step to finish so
- * that compensation never runs while a pod may still be appearing.
+ * The short steps whose effect must be known before compensation runs (creating the pod,
+ * marking the sandbox running): a cancellation waits for the step to finish, so compensation
+ * never runs while a pod may still be appearing, and a sandbox already marked running is not
+ * torn down by a cancel that came too late.
  */
-const podCreationStep = proxyActivities<CreateActivities>({
+const settledStep = proxyActivities<CreateActivities>({
   startToCloseTimeout: '30 seconds',
   cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
   retry: stepRetry,
@@ -135,7 +131,7 @@ export async function createSandbox(input: CreateSandboxInput): Promise<CreateSa
         label: 'delete pod',
         run: () => compensationStep.deletePod({ ...execution, pod }),
       });
-      pod = await podCreationStep.createPod({
+      pod = await settledStep.createPod({
         ...execution,
         template: input.template,
         image: input.image,
@@ -154,7 +150,7 @@ export async function createSandbox(input: CreateSandboxInput): Promise<CreateSa
         deadlinePassed = true;
         throw new CancelledFailure('deadline passed');
       }
-      const marked = await quickStep.markSandboxRunning({
+      const marked = await settledStep.markSandboxRunning({
         ...execution,
         podIp: wait.podIP,
         podUid: created.uid,
@@ -172,7 +168,13 @@ export async function createSandbox(input: CreateSandboxInput): Promise<CreateSa
     return result;
   } catch (err) {
     deadline.cancel();
-    const outcome = describeFailure(err, { deadlinePassed, pod, deadlineMs: input.deadlineMs });
+    const outcome = describeFailure(err, {
+      deadlinePassed,
+      // The operation was cancelled, whatever the interrupted step reported (e.g. a timeout).
+      cancelled: CancellationScope.current().consideredCancelled,
+      pod,
+      deadlineMs: input.deadlineMs,
+    });
     await CancellationScope.nonCancellable(async () => {
       setPhase('compensating');
       upsertSearchAttributes([{ key: FailureCodeKey, value: outcome.code }]);
@@ -216,7 +218,7 @@ function setPhase(phase: CreatePhase): void {
 /** Turns whatever ended the work scope into the operation's error. */
 function describeFailure(
   err: unknown,
-  context: { deadlinePassed: boolean; pod?: PodRef; deadlineMs: number },
+  context: { deadlinePassed: boolean; cancelled: boolean; pod?: PodRef; deadlineMs: number },
 ): CreateOutcome {
   const podFields = { podName: context.pod?.name, podUid: context.pod?.uid };
   if (context.deadlinePassed) {
@@ -227,7 +229,7 @@ function describeFailure(
       details: { code: 'pod_never_ready', ...podFields },
     };
   }
-  if (isCancellation(err)) {
+  if (context.cancelled || isCancellation(err)) {
     return {
       code: 'cancelled',
       message: 'the create was cancelled',

@@ -65,14 +65,23 @@ function key(namespace: string, name: string): string {
 
 /** Pods and events with resourceVersions, history and change notification. */
 export class ObjectStore {
-  private version = 0;
+  /**
+   * Starts at a time-based value (microseconds since the epoch) instead of 0, so the versions
+   * of a simulator started later are all higher: a client that kept a version from an earlier
+   * run (e.g. across an `npm start` restart) gets 410 Expired and re-lists, as against a real
+   * cluster whose history it missed.
+   */
+  private version = Date.now() * 1000;
   private readonly objects: Record<WatchedResource, Map<string, KubeObject>> = {
     pods: new Map(),
     events: new Map(),
   };
   private readonly history: Record<WatchedResource, Change[]> = { pods: [], events: [] };
   /** Highest resourceVersion dropped from each resource's history (0: nothing dropped yet). */
-  private readonly compactedThrough: Record<WatchedResource, number> = { pods: 0, events: 0 };
+  private readonly compactedThrough: Record<WatchedResource, number> = {
+    pods: this.version,
+    events: this.version,
+  };
   private readonly listeners = new Set<ChangeListener>();
   private readonly pending: Change[] = [];
   private dispatching = false;
@@ -80,7 +89,7 @@ export class ObjectStore {
   /** @param historyLimit changes kept per resource; older resourceVersions get 410 Expired on watch */
   constructor(private readonly historyLimit: number = DEFAULT_HISTORY_LIMIT) {}
 
-  /** The current global resourceVersion (of the latest change; 0 before any). */
+  /** The current global resourceVersion (of the latest change; the start value before any). */
   get currentVersion(): number {
     return this.version;
   }
