@@ -38,6 +38,8 @@ export interface Config {
   logLevel: string;
   /** Port of the worker's Prometheus `/metrics` (the API serves its own on PORT). */
   metricsPort: number;
+  /** How often the worker sweeps orphan pods, in ms; 0 turns the sweeper off. */
+  orphanSweepIntervalMs: number;
 }
 
 /** Thrown by {@link loadConfig}; the message starts with the variable's name. */
@@ -72,6 +74,7 @@ export const CONFIG_VARIABLES = [
   'SANDBOX_TEMPLATES',
   'LOG_LEVEL',
   'METRICS_PORT',
+  'ORPHAN_SWEEP_INTERVAL_MS',
 ] as const;
 
 /** The dev tenant and token used when API_TOKENS is unset (design.md section 3). */
@@ -202,5 +205,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     templates: parseTemplates(env.SANDBOX_TEMPLATES),
     logLevel: nonEmpty(env, 'LOG_LEVEL', 'info') as string,
     metricsPort: positiveInt(env, 'METRICS_PORT', 9464, 65535),
+    orphanSweepIntervalMs:
+      env.ORPHAN_SWEEP_INTERVAL_MS?.trim() === '0'
+        ? 0
+        : positiveInt(env, 'ORPHAN_SWEEP_INTERVAL_MS', 60_000),
   };
 }

@@ -4,6 +4,7 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import { statusOf, type KubernetesClient } from './client.js';
 import {
+  MANAGED_BY,
   POD_ANNOTATIONS,
   POD_LABELS,
   podNameFor,
@@ -91,6 +92,43 @@ export async function findSandboxPod(
     if (statusOf(err) === 404) return undefined;
     throw err;
   }
+}
+
+/** A pod the service manages, as {@link listSandboxPods} reads it. */
+export interface SandboxPod extends PodRef {
+  sandboxId: string;
+  /** From the generation annotation; NaN when missing or malformed. */
+  generation: number;
+  /** `metadata.creationTimestamp`. */
+  createdAt?: Date;
+}
+
+/**
+ * Every pod in the namespace labelled `app.kubernetes.io/managed-by=durable-sandbox` that
+ * carries a sandbox id (one list; used by the orphan sweeper, not by the readiness wait).
+ * @throws the client's ApiException for apiserver errors
+ */
+export async function listSandboxPods(client: KubernetesClient): Promise<SandboxPod[]> {
+  const list = await client.core.listNamespacedPod({
+    namespace: client.namespace,
+    labelSelector: `${POD_LABELS.managedBy}=${MANAGED_BY}`,
+  });
+  return list.items.flatMap((pod) => {
+    const sandboxId = pod.metadata?.labels?.[POD_LABELS.sandboxId];
+    const { name, uid } = pod.metadata ?? {};
+    if (!sandboxId || !name || !uid) return [];
+    const created = pod.metadata?.creationTimestamp;
+    return [
+      {
+        name,
+        uid,
+        resourceVersion: pod.metadata?.resourceVersion,
+        sandboxId,
+        generation: Number(pod.metadata?.annotations?.[POD_ANNOTATIONS.generation] ?? NaN),
+        createdAt: created ? new Date(created) : undefined,
+      },
+    ];
+  });
 }
 
 function belongsTo(pod: V1Pod, sandboxId: string, generation: number): boolean {

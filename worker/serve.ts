@@ -1,7 +1,7 @@
 /**
  * Runs the create worker inside a process: the SDK Runtime (logs to pino, worker metrics to an
- * internal Prometheus exporter), the worker's `/metrics` server, the connection, and the worker
- * itself. Shared by `npm run worker` (worker/main.ts) and the embedded stack (scripts/start.ts).
+ * internal Prometheus exporter), the worker's `/metrics` server, the connection, the orphan-pod
+ * sweeper (worker/orphan-sweeper.ts), and the worker itself. Shared by `npm run worker` (worker/main.ts) and the embedded stack (scripts/start.ts).
  */
 import type { Server } from 'node:http';
 import { NativeConnection, type Worker } from '@temporalio/worker';
@@ -12,6 +12,7 @@ import type { Config } from '../config/index.js';
 import type { KubernetesClient } from '../kubernetes/client.js';
 import type { Store } from '../store/index.js';
 import { startMetricsServer } from './metrics-server.js';
+import { startOrphanSweeper } from './orphan-sweeper.js';
 import { installRuntime } from './runtime.js';
 import { createSandboxWorker } from './worker.js';
 
@@ -66,7 +67,17 @@ export async function serveWorker(options: ServeWorkerOptions): Promise<ServedWo
       metrics: createMetrics(),
     },
   });
+  const stopSweeper =
+    config.orphanSweepIntervalMs > 0
+      ? startOrphanSweeper({
+          kubernetes: options.kubernetes,
+          store: options.store,
+          logger: options.logger,
+          intervalMs: config.orphanSweepIntervalMs,
+        })
+      : () => undefined;
   const done = worker.run().finally(async () => {
+    stopSweeper();
     await connection.close();
     await new Promise((resolve) => metricsServer.close(resolve));
   });
