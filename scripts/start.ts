@@ -4,7 +4,7 @@
  * simulated cluster unless KUBECONFIG, SQLite unless DATABASE_URL — then the worker and the
  * API, prints where everything is, and stops all of it on Ctrl-C (SIGINT) or SIGTERM.
  */
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import { join, resolve } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
@@ -26,6 +26,7 @@ async function main(): Promise<void> {
   const config = loadConfig();
   const dataDir = resolve(config.dataDir);
   mkdirSync(dataDir, { recursive: true });
+  lockDataDir(dataDir);
 
   let temporalAddress = config.temporalAddress;
   let uiUrl: string | undefined;
@@ -120,6 +121,38 @@ async function main(): Promise<void> {
     '',
   ];
   process.stdout.write(lines.join('\n'));
+}
+
+/**
+ * Claims DATA_DIR for this process (`<DATA_DIR>/stack.pid`), so a second `npm start` on the same
+ * directory (e.g. started while the first is still shutting down) cannot open the same Temporal
+ * and SQLite files. A lock left by a process that no longer runs is taken over.
+ * @throws ConfigError naming DATA_DIR when a running process holds it
+ */
+function lockDataDir(dataDir: string): void {
+  const lockFile = join(dataDir, 'stack.pid');
+  try {
+    writeFileSync(lockFile, String(process.pid), { flag: 'wx' });
+  } catch {
+    const holder = Number(readFileSync(lockFile, 'utf8'));
+    if (holder && holder !== process.pid && isRunning(holder)) {
+      throw new ConfigError(
+        'DATA_DIR',
+        `${dataDir} is in use by another npm start (pid ${holder}); stop it or wait until it has stopped`,
+      );
+    }
+    writeFileSync(lockFile, String(process.pid));
+  }
+  cleanups.unshift(async () => rmSync(lockFile, { force: true }));
+}
+
+function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
 
 /**

@@ -3,47 +3,29 @@
  * server with a DB file, the simulated cluster, SQLite, the worker and the API, on free ports),
  * driven through the CLI as a child process; then SIGINT (Ctrl-C) stops everything it started.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../config/free-port.js';
-import { until } from './support/until.js';
+import { startStackProcess, type StackProcess } from './support/stack-process.js';
 
-let stack: ChildProcess;
+let stack: StackProcess;
 let output = '';
 let apiUrl: string;
 let temporalAddress: string;
 const dataDir = mkdtempSync(join(tmpdir(), 'durable-sandbox-e2e-'));
 
 beforeAll(async () => {
-  const port = await freePort();
-  apiUrl = `http://127.0.0.1:${port}`;
-  stack = spawn(process.execPath, ['--import', 'tsx', 'scripts/start.ts'], {
-    env: {
-      ...process.env,
-      PORT: String(port),
-      METRICS_PORT: String(await freePort()),
-      DATA_DIR: dataDir,
-      LOG_FORMAT: 'json',
-      LOG_LEVEL: 'warn',
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  stack.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  stack.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  await until(
-    () => output.includes('durable-sandbox is running') || stack.exitCode !== null,
-    240_000,
-  );
-  expect(stack.exitCode, output).toBeNull();
+  stack = await startStackProcess({ DATA_DIR: dataDir });
+  apiUrl = stack.apiUrl;
+  output = stack.output();
   temporalAddress = /Temporal:\s+(\S+),/.exec(output)?.[1] ?? '';
 }, 300_000);
 
 afterAll(() => {
-  if (stack?.exitCode === null) stack.kill('SIGKILL');
+  if (stack?.child.exitCode === null) stack.child.kill('SIGKILL');
   rmSync(dataDir, { recursive: true, force: true });
 });
 
@@ -99,9 +81,7 @@ describe('npm start, driven through the CLI', () => {
   });
 
   it('stops everything it started on SIGINT', async () => {
-    const exited = new Promise<number | null>((resolve) => stack.once('exit', resolve));
-    stack.kill('SIGINT');
-    expect(await exited).toBe(0);
+    expect(await stack.interrupt()).toBe(0);
     // Its dev server is gone: the frontend no longer answers.
     await expect(
       Connection.connect({ address: temporalAddress, connectTimeout: 2_000 }),
