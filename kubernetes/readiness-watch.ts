@@ -108,8 +108,8 @@ export function awaitPodReady(options: ReadinessWaitOptions): Promise<ReadinessO
       warned = true;
       logger?.warn(
         { resource, status: decision.status, pod_name: pod.name, pod_uid: pod.uid },
-        `the ${resource} watch was refused (HTTP ${decision.status}); ` +
-          'waiting for the pod IP until the deadline without it',
+        `the ${resource} ${resource === 'pods' ? 'watch (or its list)' : 'watch'} was refused ` +
+          `(HTTP ${decision.status}); waiting for the pod IP until the deadline without it`,
       );
     };
 
