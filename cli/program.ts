@@ -89,6 +89,13 @@ class Session {
     return FAILED;
   }
 
+  /** An operation the API accepted: printed as is, or waited for with `--wait`. */
+  async accepted(operation: Operation, wait: boolean): Promise<number> {
+    if (wait) return this.wait(operation.id);
+    this.show(operation, formatOperation);
+    return 0;
+  }
+
   /** Polls the operation with a spinner showing its phase until it is done. */
   async wait(operationId: string): Promise<number> {
     const spinner = this.spinner(`${operationId}: waiting`).start();
@@ -197,11 +204,7 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
             }
           }
           const response = await s.client.call<Operation>('POST', '/v1/sandboxes', body);
-          if (!options.wait) {
-            s.show(response.body, formatOperation);
-            return 0;
-          }
-          return s.wait(response.body.id);
+          return s.accepted(response.body, options.wait);
         },
       ),
     );
@@ -267,11 +270,7 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
           'DELETE',
           `/v1/sandboxes/${encodeURIComponent(id)}`,
         );
-        if (!options.wait) {
-          s.show(response.body, formatOperation);
-          return 0;
-        }
-        return s.wait(response.body.id);
+        return s.accepted(response.body, options.wait);
       }),
     );
 
