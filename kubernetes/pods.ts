@@ -101,6 +101,8 @@ export interface SandboxPod extends PodRef {
   generation: number;
   /** `metadata.creationTimestamp`. */
   createdAt?: Date;
+  /** Whether the pod is already being deleted (`metadata.deletionTimestamp` set). */
+  terminating: boolean;
 }
 
 /**
@@ -126,6 +128,7 @@ export async function listSandboxPods(client: KubernetesClient): Promise<Sandbox
         sandboxId,
         generation: Number(pod.metadata?.annotations?.[POD_ANNOTATIONS.generation] ?? NaN),
         createdAt: created ? new Date(created) : undefined,
+        terminating: Boolean(pod.metadata?.deletionTimestamp),
       },
     ];
   });

@@ -138,7 +138,8 @@ function lockDataDir(dataDir: string): void {
     if (holder && holder !== process.pid && isRunning(holder)) {
       throw new ConfigError(
         'DATA_DIR',
-        `${dataDir} is in use by another npm start (pid ${holder}); stop it or wait until it has stopped`,
+        `${dataDir} is in use by another npm start (pid ${holder}); stop it or wait until it ` +
+          `has stopped (if it is gone, remove ${lockFile})`,
       );
     }
     writeFileSync(lockFile, String(process.pid));
@@ -146,12 +147,20 @@ function lockDataDir(dataDir: string): void {
   cleanups.unshift(async () => rmSync(lockFile, { force: true }));
 }
 
+/**
+ * Whether `pid` is a running `npm start` (this script). On Linux the command line is checked, so
+ * a pid reused by an unrelated process after a crash does not keep the lock.
+ */
 function isRunning(pid: number): boolean {
   try {
     process.kill(pid, 0);
-    return true;
   } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
+    if ((err as NodeJS.ErrnoException).code !== 'EPERM') return false;
+  }
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('scripts/start.ts');
+  } catch {
+    return true; // no /proc: trust the pid
   }
 }
 

@@ -82,4 +82,22 @@ describe('orphan pod sweeper', () => {
     expect(deletes).toHaveLength(2);
     expect((await sweepOrphanPods({ ...stack, graceMs: 0 })).deleted).toEqual([]);
   });
+
+  it('goes on with the other orphans when one delete fails', async () => {
+    const orphans = [await sandboxWithPod(), await sandboxWithPod(), await sandboxWithPod()];
+    for (const { execution } of orphans) {
+      await stack.store.retireExecution({
+        ...execution,
+        reason: 'cancelled',
+        failure: { code: 'cancelled', message: 'the create was cancelled' },
+      });
+    }
+    stack.cluster.faults.failNextRequests('DELETE', 'pods', 1, 500);
+    const sweep = await sweepOrphanPods({ ...stack, graceMs: 0 });
+    expect(sweep.deleted).toHaveLength(2);
+    // The one that failed is swept next time.
+    expect((await sweepOrphanPods({ ...stack, graceMs: 0 })).deleted).toHaveLength(1);
+    const left = await podNames();
+    for (const { pod } of orphans) expect(left).not.toContain(pod.name);
+  });
 });

@@ -45,10 +45,10 @@ export function orphanReason(
 
 /**
  * One sweep: lists the managed pods and deletes the orphans (uid precondition, so a newer pod
- * of the same name survives).
+ * of the same name survives). Pods already terminating are skipped; a pod whose lookup or delete
+ * fails is logged and skipped, so it cannot block the others.
  * @returns how many pods were checked and the names of those deleted
- * @throws the client's or the store's error when the list or a lookup fails (the next sweep
- *   tries again)
+ * @throws the client's error when the list fails (the next sweep tries again)
  */
 export async function sweepOrphanPods(
   deps: OrphanSweepDeps,
@@ -58,21 +58,28 @@ export async function sweepOrphanPods(
   const pods = await listSandboxPods(deps.kubernetes);
   const deleted: string[] = [];
   for (const pod of pods) {
-    if (!pod.createdAt || now - pod.createdAt.getTime() < graceMs) continue;
-    const reason = orphanReason(pod, await deps.store.getSandboxById(pod.sandboxId));
-    if (!reason) continue;
-    const outcome = await deletePod(deps.kubernetes, pod);
-    if (outcome !== 'deleted') continue;
-    deleted.push(pod.name);
-    orphansDeleted ??= new Counter({
-      name: 'durable_sandbox_orphan_pods_deleted_total',
-      help: 'Pods the orphan sweeper deleted because their sandbox had failed or was deleted',
-    });
-    orphansDeleted.inc();
-    deps.logger.warn(
-      { sandbox_id: pod.sandboxId, pod_name: pod.name, pod_uid: pod.uid, reason },
-      'orphan pod deleted',
-    );
+    if (pod.terminating || !pod.createdAt || now - pod.createdAt.getTime() < graceMs) continue;
+    // One pod that cannot be looked up or deleted must not keep the others from being swept.
+    try {
+      const reason = orphanReason(pod, await deps.store.getSandboxById(pod.sandboxId));
+      if (!reason) continue;
+      if ((await deletePod(deps.kubernetes, pod)) !== 'deleted') continue;
+      deleted.push(pod.name);
+      orphansDeleted ??= new Counter({
+        name: 'durable_sandbox_orphan_pods_deleted_total',
+        help: 'Pods the orphan sweeper deleted because their sandbox had failed or was deleted',
+      });
+      orphansDeleted.inc();
+      deps.logger.warn(
+        { sandbox_id: pod.sandboxId, pod_name: pod.name, pod_uid: pod.uid, reason },
+        'orphan pod deleted',
+      );
+    } catch (err) {
+      deps.logger.warn(
+        { err, sandbox_id: pod.sandboxId, pod_name: pod.name, pod_uid: pod.uid },
+        'orphan pod sweep of this pod failed; the next sweep tries again',
+      );
+    }
   }
   return { checked: pods.length, deleted };
 }
