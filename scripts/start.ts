@@ -85,8 +85,12 @@ async function main(): Promise<void> {
   const temporal = new Client({ connection, namespace: config.temporalNamespace });
   const app = createApp({ temporal, store, config, logger });
   const server = await new Promise<Server>((resolveListen, reject) => {
-    const listening = app.listen(config.port, '127.0.0.1', () => resolveListen(listening));
-    listening.on('error', reject);
+    // Express 5 hands a listen error (e.g. EADDRINUSE) to this callback, not to 'error'.
+    const listening = app.listen(config.port, '127.0.0.1', (err?: Error) =>
+      err
+        ? reject(new ConfigError('PORT', `${config.port} cannot be used: ${err.message}`))
+        : resolveListen(listening),
+    );
   });
   cleanups.push(
     () =>
@@ -108,6 +112,9 @@ async function main(): Promise<void> {
     `  Temporal:     ${temporalAddress}, task queue ${config.taskQueue}`,
     `  Kubernetes:   ${config.kubeconfig ? kubeconfigPath : `simulated cluster; kubectl --kubeconfig ${kubeconfigPath} get pods,events -n ${config.sandboxNamespace}`}`,
     `  Metrics:      ${apiUrl}/metrics (API), http://127.0.0.1:${metricsPort}/metrics (worker)`,
+    ...(process.env.SIMULATED_NODE_DELAY_MS && !config.kubeconfig
+      ? [`  Simulated node: answers after ${simulatedNodeDelayMs()} ms (SIMULATED_NODE_DELAY_MS)`]
+      : []),
     `  Store:        ${config.databaseUrl ? 'PostgreSQL (DATABASE_URL)' : join(dataDir, 'store.db')}`,
     '',
     'Try a create the node refuses (disk smaller than the 451 MiB root filesystem of "base"):',
@@ -217,6 +224,7 @@ process.on('SIGINT', () => void stop(0));
 process.on('SIGTERM', () => void stop(0));
 
 main().catch((err: unknown) => {
-  logger.fatal({ err }, err instanceof ConfigError ? err.message : 'the stack failed to start');
+  if (err instanceof ConfigError) logger.fatal(err.message);
+  else logger.fatal({ err }, 'the stack failed to start');
   void stop(1);
 });

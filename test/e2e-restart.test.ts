@@ -52,6 +52,16 @@ it('ends a create that was waiting when the stack stopped as pod_failed after a 
   const second = await startStackProcess({ DATA_DIR: dataDir }, false);
   expect(await second.exited).toBe(1);
   expect(second.output()).toContain('is in use by another npm start');
+  // So is one on another DATA_DIR but the same API port: it must not claim to be running.
+  const otherDir = mkdtempSync(join(tmpdir(), 'durable-sandbox-restart-other-'));
+  const samePort = await startStackProcess(
+    { DATA_DIR: otherDir, PORT: new URL(first.apiUrl).port },
+    false,
+  );
+  expect(await samePort.exited).toBe(1);
+  expect(samePort.output()).toContain('PORT');
+  expect(samePort.output()).not.toContain('durable-sandbox is running');
+  rmSync(otherDir, { recursive: true, force: true });
 
   expect(await first.interrupt()).toBe(0);
   const third = await startStackProcess({ DATA_DIR: dataDir });

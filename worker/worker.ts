@@ -17,7 +17,11 @@ export interface SandboxWorkerOptions {
   deps: ActivityDeps;
   /** A prebuilt bundle (tests bundle once per run); default: bundle {@link WORKFLOWS_PATH}. */
   workflowBundle?: { codePath: string };
-  /** Time running activities get to finish after shutdown starts, in ms (default 10000). */
+  /**
+   * Time running activities get to finish after shutdown starts before they are cancelled, in
+   * ms (default 2000): the readiness wait never finishes by itself, so it should be cancelled
+   * (its watches stopped, its attempt retried by another worker) without a long pause.
+   */
   shutdownGraceTimeMs?: number;
 }
 
@@ -36,6 +40,6 @@ export async function createSandboxWorker(options: SandboxWorkerOptions): Promis
     activities: createActivities(options.deps),
     // Cancellation reaches an activity only with a heartbeat answer: keep that answer quick.
     maxHeartbeatThrottleInterval: '2 seconds',
-    shutdownGraceTime: options.shutdownGraceTimeMs ?? 10_000,
+    shutdownGraceTime: options.shutdownGraceTimeMs ?? 2_000,
   });
 }
