@@ -219,7 +219,8 @@ export async function setFailedWhileCreating(
 }
 
 /**
- * Any state but `deleted` -> `deleted` (a failure already recorded stays, as history).
+ * Any state but `deleted` -> `deleted`. The pod's IP is cleared (the pod is gone); its name and
+ * uid and a failure already recorded stay, as history.
  * @param now ISO-8601
  * @returns whether it wrote
  */
@@ -230,7 +231,7 @@ export async function setDeleted(
 ): Promise<boolean> {
   const result = await db
     .updateTable('sandboxes')
-    .set({ state: 'deleted', updated_at: now })
+    .set({ state: 'deleted', pod_ip: null, updated_at: now })
     .where('id', '=', sandboxId)
     .where('state', '!=', 'deleted')
     .executeTakeFirst();

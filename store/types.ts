@@ -171,7 +171,8 @@ export interface Store {
    */
   markSandboxFailed(input: MarkSandboxFailedInput): Promise<boolean>;
   /**
-   * One transaction: the sandbox -> `deleted` from any other state (a recorded failure stays),
+   * One transaction: the sandbox -> `deleted` from any other state (its pod IP cleared; the pod
+   * name and uid and a recorded failure stay),
    * and every active execution retired with reason `deleted`, so no later fenced write of an
    * older execution lands. Safe to run twice.
    * @returns whether it changed the sandbox (false when missing or already deleted)

@@ -310,7 +310,7 @@ describe('delete', () => {
     expect(done).toMatchObject({
       status: 'succeeded',
       phase: 'finished',
-      result: { sandbox: { state: 'deleted' } },
+      result: { sandbox: { state: 'deleted', pod: { name: podName, ip: null } } },
     });
     expect(podDeletes(podName).map((r) => r.status)).toEqual([200]);
     const pods = await api.stack.kubernetes.core.listNamespacedPod({ namespace: 'sandboxes' });
