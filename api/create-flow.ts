@@ -17,9 +17,9 @@ import type { AppDeps } from './deps.js';
 import { createsStarted } from './metrics.js';
 import { ApiError } from './errors.js';
 import { newOperationId, newSandboxId } from './ids.js';
-import { requestHash } from './idempotency.js';
+import { idempotencyKeyOf, requestHash } from './idempotency.js';
 import type { OperationMemo } from './operations.js';
-import type { CreateRequest } from './validation.js';
+import { parseCreateRequest, type CreateRequest } from './validation.js';
 
 /** How much longer than the create's own deadline the workflow execution timeout is (1 h). */
 export const EXECUTION_TIMEOUT_MARGIN_MS = 3_600_000;
@@ -203,4 +203,24 @@ export async function acceptCreate(deps: AppDeps, command: CreateCommand): Promi
       );
       return { operationId, sandboxId, replay: false };
   }
+}
+
+/**
+ * Accepts a create as a route received it: validates the body and the `Idempotency-Key`, and
+ * gives the create the deadline of its route (`CREATE_DEADLINE_MS` for the asynchronous route,
+ * `SYNC_READINESS_BUDGET_MS` for the synchronous one).
+ * @throws ApiError `invalid_request` (400) for a bad body or key, and as {@link acceptCreate}
+ */
+export async function acceptCreateRequest(
+  deps: AppDeps,
+  received: { tenant: string; body: unknown; idempotencyHeader?: string; route: CreateRoute },
+): Promise<AcceptedCreate> {
+  return acceptCreate(deps, {
+    tenant: received.tenant,
+    request: parseCreateRequest(received.body, deps.config.templates),
+    idempotencyKey: idempotencyKeyOf(received.idempotencyHeader),
+    deadlineMs:
+      received.route === 'sync' ? deps.config.syncReadinessBudgetMs : deps.config.createDeadlineMs,
+    route: received.route,
+  });
 }

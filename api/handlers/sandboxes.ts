@@ -5,15 +5,14 @@
 import type { RequestHandler, Response } from 'express';
 import { InvalidPageTokenError } from '../../store/index.js';
 import { tenantOf } from '../auth.js';
-import { acceptCreate } from '../create-flow.js';
+import { acceptCreateRequest } from '../create-flow.js';
 import { acceptDelete } from '../delete-flow.js';
 import type { AppDeps } from '../deps.js';
 import { ApiError } from '../errors.js';
-import { idempotencyKeyOf } from '../idempotency.js';
 import { SANDBOX_ID } from '../ids.js';
 import { readOperation, type OperationView } from '../operations.js';
 import { sandboxView } from '../sandbox-view.js';
-import { parseCreateRequest, parseSandboxListQuery } from '../validation.js';
+import { parseSandboxListQuery } from '../validation.js';
 
 /** Seconds a client should wait before polling a running operation again. */
 export const OPERATION_RETRY_AFTER_S = 1;
@@ -51,13 +50,10 @@ export function sandboxHandlers(deps: AppDeps) {
   /** `POST /v1/sandboxes`: 202 + Operation, `Location: /v1/operations/{id}`. */
   const createSandbox: RequestHandler = async (req, res) => {
     const tenant = tenantOf(res);
-    const request = parseCreateRequest(req.body, deps.config.templates);
-    const idempotencyKey = idempotencyKeyOf(req.get('idempotency-key'));
-    const accepted = await acceptCreate(deps, {
+    const accepted = await acceptCreateRequest(deps, {
       tenant,
-      request,
-      idempotencyKey,
-      deadlineMs: deps.config.createDeadlineMs,
+      body: req.body,
+      idempotencyHeader: req.get('idempotency-key'),
       route: 'async',
     });
     sendAccepted(res, await operationJustStarted(deps, tenant, accepted.operationId));

@@ -7,13 +7,11 @@
 import { WorkflowFailedError } from '@temporalio/client';
 import type { RequestHandler } from 'express';
 import { tenantOf } from '../auth.js';
-import { acceptCreate } from '../create-flow.js';
+import { acceptCreateRequest } from '../create-flow.js';
 import type { AppDeps } from '../deps.js';
 import { ApiError } from '../errors.js';
 import { operationErrorOf, type OperationError } from '../failures.js';
-import { idempotencyKeyOf } from '../idempotency.js';
 import { sandboxView } from '../sandbox-view.js';
-import { parseCreateRequest } from '../validation.js';
 
 /** Seconds a caller should wait before retrying a create that ran out of budget. */
 export const NEVER_READY_RETRY_AFTER_S = 5;
@@ -38,13 +36,10 @@ export function syncCreateHandlers(deps: AppDeps) {
   /** `POST /sync/v1/sandboxes`. */
   const createSandboxSync: RequestHandler = async (req, res) => {
     const tenant = tenantOf(res);
-    const request = parseCreateRequest(req.body, deps.config.templates);
-    const idempotencyKey = idempotencyKeyOf(req.get('idempotency-key'));
-    const accepted = await acceptCreate(deps, {
+    const accepted = await acceptCreateRequest(deps, {
       tenant,
-      request,
-      idempotencyKey,
-      deadlineMs: deps.config.syncReadinessBudgetMs,
+      body: req.body,
+      idempotencyHeader: req.get('idempotency-key'),
       route: 'sync',
     });
     res.set('Operation-Id', accepted.operationId);
