@@ -12,7 +12,7 @@ import { createApp } from '../api/app.js';
 import { ConfigError, DEV_TOKEN, loadConfig } from '../config/index.js';
 import { createLogger } from '../config/logger.js';
 import { createKubernetesClient } from '../kubernetes/client.js';
-import { SimulatedCluster } from '../kubernetes/simulated/index.js';
+import { SimulatedCluster } from '../simulated-cluster/index.js';
 import { openStore } from '../store/index.js';
 import { serveWorker } from '../worker/serve.js';
 import { freePort } from '../config/free-port.js';

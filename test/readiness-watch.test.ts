@@ -11,7 +11,7 @@ import {
   type ReadinessOutcome,
   type ReadinessWaitOptions,
 } from '../kubernetes/readiness-watch.js';
-import { SimulatedCluster, type SimulatedClusterOptions } from '../kubernetes/simulated/index.js';
+import { SimulatedCluster, type SimulatedClusterOptions } from '../simulated-cluster/index.js';
 import { until } from './support/until.js';
 
 const NAMESPACE = 'sandboxes';

@@ -13,7 +13,7 @@ import { createKubernetesClient, type KubernetesClient } from '../../kubernetes/
 import {
   SimulatedCluster,
   type SimulatedClusterOptions,
-} from '../../kubernetes/simulated/index.js';
+} from '../../simulated-cluster/index.js';
 import { openStore, type Store, type StoreOptions } from '../../store/index.js';
 import { createSandboxWorker } from '../../worker/worker.js';
 import { freshPostgresTarget, type StoreTarget } from './store.js';
