@@ -16,10 +16,10 @@ import { awaitPodReady } from '../kubernetes/readiness-watch.js';
 import type { Store } from '../store/index.js';
 import type { CreateMetrics } from './metrics.js';
 import {
-  FAILURE_TYPES,
+  OPERATION_ERRORS,
   type CreateFailureDetails,
   type SandboxResources,
-} from '../workflows/types.js';
+} from '../contract/index.js';
 
 /** Dependencies of the pod activities. */
 export interface PodActivityDeps {
@@ -55,7 +55,7 @@ export interface AwaitPodReadyInput {
 }
 
 /** Result of `awaitPodReady` when no failure was thrown. */
-export type AwaitPodReadyResult = { podIP: string } | { deadline: true };
+export type AwaitPodReadyResult = { podIp: string } | { deadline: true };
 
 /** Builds the pod activities over their dependencies. */
 export function podActivities(deps: PodActivityDeps) {
@@ -77,9 +77,7 @@ export function podActivities(deps: PodActivityDeps) {
           generation: input.generation,
           template: input.template,
           image: input.image,
-          cpu: input.resources.cpu,
-          memoryMib: input.resources.memory_mib,
-          diskMib: input.resources.disk_mib,
+          resources: input.resources,
         });
       } catch (err) {
         if (err instanceof PodNameTakenError) {
@@ -130,8 +128,8 @@ export function podActivities(deps: PodActivityDeps) {
         });
         switch (result.outcome) {
           case 'ready':
-            log.info({ pod_ip: result.podIP }, 'pod ready');
-            return { podIP: result.podIP };
+            log.info({ pod_ip: result.podIp }, 'pod ready');
+            return { podIp: result.podIp };
           case 'deadline':
             log.warn('deadline passed before the pod had an IP');
             return { deadline: true };
@@ -153,7 +151,7 @@ export function podActivities(deps: PodActivityDeps) {
             };
             throw ApplicationFailure.nonRetryable(
               `the node refused the sandbox: ${result.reason}`,
-              FAILURE_TYPES.invalid_request,
+              OPERATION_ERRORS.invalid_request.failureType,
               details,
             );
           }
@@ -165,7 +163,11 @@ export function podActivities(deps: PodActivityDeps) {
               podName: input.pod.name,
               podUid: input.pod.uid,
             };
-            throw ApplicationFailure.nonRetryable(result.reason, FAILURE_TYPES.pod_failed, details);
+            throw ApplicationFailure.nonRetryable(
+              result.reason,
+              OPERATION_ERRORS.pod_failed.failureType,
+              details,
+            );
           }
         }
       } catch (err) {

@@ -5,7 +5,7 @@
 import type { Logger } from 'pino';
 import type { PodRef } from '../kubernetes/pods.js';
 import type { Store } from '../store/index.js';
-import type { OperationErrorCode } from '../workflows/types.js';
+import type { ExecutionRef, OperationErrorCode } from '../contract/index.js';
 import type { CreateMetrics } from './metrics.js';
 
 /** Dependencies of the store activities. */
@@ -16,15 +16,11 @@ export interface StoreActivityDeps {
   metrics?: CreateMetrics;
 }
 
-/** Identifies one execution of a sandbox; fences every write. */
-export interface ExecutionRef {
-  operationId: string;
-  sandboxId: string;
-  generation: number;
-  attempt: number;
-  /** The pod's uid when known, for the log lines only. */
-  podUid?: string;
-}
+/**
+ * The execution a store step writes for (its fence), with the ids its log lines carry: the
+ * operation, and the pod's uid when known.
+ */
+export type ExecutionStep = ExecutionRef & { operationId: string; podUid?: string };
 
 /** Builds the store activities over their dependencies. */
 export function storeActivities(deps: StoreActivityDeps) {
@@ -34,7 +30,7 @@ export function storeActivities(deps: StoreActivityDeps) {
      * whose first attempt committed finds the sandbox already running and answers true.
      * @returns false when the execution was retired or superseded meanwhile (nothing written)
      */
-    async markSandboxRunning(input: ExecutionRef & { podIp: string }): Promise<boolean> {
+    async markSandboxRunning(input: ExecutionStep & { podIp: string }): Promise<boolean> {
       const result = await deps.store.markSandboxRunning(input);
       const wrote = result !== 'fenced';
       if (result === 'marked')
@@ -60,7 +56,7 @@ export function storeActivities(deps: StoreActivityDeps) {
      * @returns whether this call retired it
      */
     async retireExecution(
-      input: ExecutionRef & {
+      input: ExecutionStep & {
         reason: string;
         failure: { code: OperationErrorCode; message: string } | null;
         refusalEventTime?: string;

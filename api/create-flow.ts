@@ -12,7 +12,7 @@ import {
   TemplateKey,
   TenantIdKey,
 } from '../workflows/search-attributes.js';
-import type { CreateSandboxInput } from '../workflows/types.js';
+import type { CreateSandboxInput } from '../contract/index.js';
 import type { AppDeps } from './deps.js';
 import { createsStarted } from './metrics.js';
 import { ApiError } from './errors.js';
@@ -20,6 +20,7 @@ import { newOperationId, newSandboxId } from './ids.js';
 import { idempotencyKeyOf, requestHash } from './idempotency.js';
 import type { OperationMemo } from './operations.js';
 import { parseCreateRequest, type CreateRequest } from './validation.js';
+import { resourcesToWire } from './wire.js';
 
 /** How much longer than the create's own deadline the workflow execution timeout is (1 h). */
 export const EXECUTION_TIMEOUT_MARGIN_MS = 3_600_000;
@@ -182,7 +183,14 @@ export async function acceptCreate(deps: AppDeps, command: CreateCommand): Promi
         ? undefined
         : {
             key: command.idempotencyKey,
-            requestHash: requestHash(command.request, command.route),
+            // Hashed as the API spells it, so keys stored before a rename still match.
+            requestHash: requestHash(
+              {
+                template: command.request.template,
+                resources: resourcesToWire(command.request.resources),
+              },
+              command.route,
+            ),
           },
   });
   switch (stored.kind) {

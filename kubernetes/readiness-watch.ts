@@ -12,7 +12,7 @@ import { WatchLoop, type WatchEndDecision, type WatchOpenCause } from './watch-l
 /** The first decisive outcome of a readiness wait. */
 export type ReadinessOutcome =
   /** The pod has an IP. */
-  | { outcome: 'ready'; podIP: string }
+  | { outcome: 'ready'; podIp: string }
   /** The node refused the pod as invalid; `reason` is the node's text after the marker. */
   | {
       outcome: 'refused';
@@ -220,8 +220,8 @@ export function podOutcome(type: string, pod: V1Pod, uid: string): ReadinessOutc
       reason: `pod ${pod.metadata?.name} was deleted before it had an IP`,
     };
   }
-  const podIP = pod.status?.podIP;
-  if (podIP) return { outcome: 'ready', podIP };
+  const podIp = pod.status?.podIP;
+  if (podIp) return { outcome: 'ready', podIp };
   if (pod.status?.phase === 'Failed') {
     const why = pod.status.reason || pod.status.message || 'no reason given';
     return { outcome: 'podFailed', reason: `pod ${pod.metadata?.name} failed: ${why}` };

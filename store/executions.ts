@@ -5,7 +5,7 @@
 import type { Kysely } from 'kysely';
 import { isCurrentExecution } from './fencing.js';
 import type { Database } from './schema.js';
-import type { ExecutionRef } from './types.js';
+import type { ExecutionRef } from '../contract/index.js';
 
 /**
  * Inserts an active execution.

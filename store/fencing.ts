@@ -14,7 +14,7 @@
 import { expressionBuilder, sql, type Expression, type Kysely, type SqlBool } from 'kysely';
 import type { DialectName } from './database.js';
 import type { Database } from './schema.js';
-import type { ExecutionRef } from './types.js';
+import type { ExecutionRef } from '../contract/index.js';
 
 /**
  * Locks the sandbox's row until the transaction ends (PostgreSQL); a no-op on SQLite, whose

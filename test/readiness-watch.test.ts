@@ -42,9 +42,7 @@ async function newPod(diskMib: number): Promise<PodRef> {
     generation: 1,
     template: 'base',
     image: 'example/base:1',
-    cpu: 1,
-    memoryMib: 256,
-    diskMib,
+    resources: { cpu: 1, memoryMib: 256, diskMib },
   });
 }
 
@@ -151,7 +149,7 @@ describe('readiness watch: the seed cases', () => {
   it('answers ready with the pod IP when the disk is large enough', async () => {
     const pod = await newPod(2048);
     const outcome = await wait(pod);
-    expect(outcome).toMatchObject({ outcome: 'ready', podIP: expect.stringMatching(/^10\./) });
+    expect(outcome).toMatchObject({ outcome: 'ready', podIp: expect.stringMatching(/^10\./) });
     expectWatchOnly(pod);
   });
 });

@@ -24,14 +24,14 @@ import type { CreateActivities } from '../activities/index.js';
 import type { PodRef } from '../kubernetes/pods.js';
 import { CreatePhaseKey, FailureCodeKey } from './search-attributes.js';
 import {
-  FAILURE_TYPES,
+  OPERATION_ERRORS,
   errorCodeOfFailureType,
   type CreateFailureDetails,
   type CreatePhase,
   type CreateSandboxInput,
   type CreateSandboxResult,
   type OperationErrorCode,
-} from './types.js';
+} from '../contract/index.js';
 
 /** Retry policy of the short steps: back-off until the create's deadline cancels them. */
 const stepRetry: RetryPolicy = {
@@ -66,7 +66,10 @@ function readinessWait(deadlineMs: number) {
     retry: {
       initialInterval: '1 second',
       maximumInterval: '10 seconds',
-      nonRetryableErrorTypes: [FAILURE_TYPES.invalid_request, FAILURE_TYPES.pod_failed],
+      nonRetryableErrorTypes: [
+        OPERATION_ERRORS.invalid_request.failureType,
+        OPERATION_ERRORS.pod_failed.failureType,
+      ],
     },
   });
 }
@@ -152,16 +155,19 @@ export async function createSandbox(input: CreateSandboxInput): Promise<CreateSa
       }
       const marked = await settledStep.markSandboxRunning({
         ...execution,
-        podIp: wait.podIP,
+        podIp: wait.podIp,
         podUid: created.uid,
       });
       if (!marked) {
         throw ApplicationFailure.nonRetryable(
           'the execution was retired or superseded while the pod was starting',
-          FAILURE_TYPES.internal,
+          OPERATION_ERRORS.internal.failureType,
         );
       }
-      return { sandboxId: input.sandboxId, pod: { ...created, ip: wait.podIP } };
+      return {
+        sandboxId: input.sandboxId,
+        pod: { name: created.name, uid: created.uid, ip: wait.podIp },
+      };
     });
     deadline.cancel();
     setPhase('finished');
@@ -202,7 +208,7 @@ export async function createSandbox(input: CreateSandboxInput): Promise<CreateSa
         : new CancelledFailure(outcome.message);
     }
     throw ApplicationFailure.create({
-      type: FAILURE_TYPES[outcome.code],
+      type: OPERATION_ERRORS[outcome.code].failureType,
       message: outcome.message,
       nonRetryable: true,
       details: [outcome.details],

@@ -11,7 +11,7 @@ import {
   TemplateKey,
   TenantIdKey,
 } from '../../workflows/search-attributes.js';
-import type { CreateSandboxInput } from '../../workflows/types.js';
+import type { CreateSandboxInput } from '../../contract/index.js';
 import type { TestStack } from './stack.js';
 
 /** Options of {@link startCreate}. */
@@ -34,7 +34,7 @@ export async function startCreate(
     tenantId: 'tenant-a',
     template: options.template ?? 'base',
     image: 'example/base:1',
-    resources: { cpu: 1, memory_mib: 256, disk_mib: options.diskMib },
+    resources: { cpu: 1, memoryMib: 256, diskMib: options.diskMib },
     generation: 1,
     attempt: 1,
     deadlineMs: options.deadlineMs ?? 60_000,
