@@ -1,5 +1,6 @@
 /**
- * Reading a finished workflow's failure as an operation error (design.md sections 3 and 4): the
+ * Reading a finished workflow's failure as an operation error (README, "Using it", and
+ * docs/architecture.md, "Consistency between Temporal and the store"): the
  * workflow fails with an ApplicationFailure whose `type` is the error class (contract/operation.ts
  * maps it back to a code), whose message names the cause and whose first detail carries its
  * details. Cancellation, termination and timeouts have their own failure classes.

@@ -1,5 +1,5 @@
 /**
- * Operations read back from Temporal (design.md section 3): an operation is a workflow whose id
+ * Operations read back from Temporal (README, "Using it"): an operation is a workflow whose id
  * is the operation id. Its status comes from `describe()`, its phase and tenant from the typed
  * search attributes, its type, sandbox and deadline from the memo, its error from the failure
  * `result()` rejects with, and its result's sandbox from the store.

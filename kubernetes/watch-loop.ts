@@ -8,7 +8,8 @@ import { Watch } from '@kubernetes/client-node';
 import { httpStatusOf } from './client.js';
 
 /**
- * Which watch failures re-open and which degrade (design.md section 5). A stream that ends,
+ * Which watch failures re-open and which degrade (docs/architecture.md, "The readiness watch"). A
+ * stream that ends,
  * times out (client-node ends a watch after 30 s of silence with a TimeoutError), or drops
  * its connection re-opens too: those arrive without a status.
  */

@@ -1,6 +1,6 @@
 /**
- * `npm run bench`: latency and throughput of creates on the embedded stack (design.md section
- * 9, issue "HTTP API"). It starts `scripts/start.ts` as a child process with a fresh DATA_DIR
+ * `npm run bench`: latency and throughput of creates on the embedded stack (README,
+ * "Benchmark"). It starts `scripts/start.ts` as a child process with a fresh DATA_DIR
  * and free ports, then measures over HTTP:
  *
  *   (a) refusal latency (disk 300 on `base`): POST to the operation being `failed`

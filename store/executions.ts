@@ -1,5 +1,6 @@
 /**
- * Execution rows: one per activation attempt of a sandbox generation (design.md section 4).
+ * Execution rows: one per activation attempt of a sandbox generation (docs/architecture.md,
+ * "Consistency between Temporal and the store").
  * Only the active, newest execution of a sandbox may change the sandbox; see fencing.ts.
  */
 import type { Kysely } from 'kysely';

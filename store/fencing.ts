@@ -1,5 +1,6 @@
 /**
- * Fencing (design.md section 4): a write made on behalf of an execution — a sandbox's
+ * Fencing (docs/architecture.md, "Consistency between Temporal and the store"): a write made on
+ * behalf of an execution — a sandbox's
  * (generation, activation attempt) — lands only while that execution is current, so a stale
  * workflow run or a retried activity can never overwrite a newer one's state.
  *

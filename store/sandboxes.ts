@@ -1,5 +1,6 @@
 /**
- * Sandbox rows: insert, read, list, and the state changes of design.md sections 3 and 4.
+ * Sandbox rows: insert, read, list, and the state changes of README, "Using it", and
+ * docs/architecture.md, "Consistency between Temporal and the store".
  * Writes made for an execution are fenced (fencing.ts) and report whether they wrote.
  */
 import type { Kysely, Selectable } from 'kysely';

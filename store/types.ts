@@ -101,7 +101,8 @@ export interface MarkSandboxFailedInput {
 }
 
 /**
- * The sandbox store (design.md sections 3 and 4). SQLite or PostgreSQL behind one set of queries.
+ * The sandbox store (README, "Using it", and docs/architecture.md, "Consistency between Temporal
+ * and the store"). SQLite or PostgreSQL behind one set of queries.
  * Methods reject with the driver's error when the database fails; fenced writes never throw for
  * a stale caller, they return false.
  */

@@ -1,5 +1,6 @@
 /**
- * The combined readiness watch against the simulated cluster over HTTP (design.md section 5).
+ * The combined readiness watch against the simulated cluster over HTTP (docs/architecture.md, "The
+ * readiness watch").
  * Every test also checks, from the apiserver's request log, that events were only ever read
  * by watches from resourceVersion 0 for this pod's uid, and that nothing polled.
  */

@@ -1,5 +1,6 @@
 /**
- * The search attributes a create upserts as it moves (design.md section 4). All Keyword, so the
+ * The search attributes a create upserts as it moves (docs/architecture.md, "The create path").
+ * All Keyword, so the
  * Temporal UI can filter exactly, e.g. `FailureCode="invalid_request"`.
  * The dev server launcher registers the same list (scripts/dev-server.ts).
  */

@@ -1,4 +1,4 @@
-/** Operation routes (design.md section 3): get, list, cancel. */
+/** Operation routes (README, "Using it"): get, list, cancel. */
 import { WorkflowNotFoundError } from '@temporalio/client';
 import type { RequestHandler } from 'express';
 import { tenantOf } from '../auth.js';

@@ -1,5 +1,5 @@
 /**
- * `POST /sync/v1/sandboxes` (design.md section 3, the seed's "ECW" flavor): the same workflow
+ * `POST /sync/v1/sandboxes` (README, "Using it"): the same workflow
  * as the asynchronous create, with the readiness budget as its deadline, awaited in the request.
  * 201 Sandbox; a node refusal 400 `invalid_request` naming the reason; the deadline 503
  * `pod_never_ready` with `Retry-After`; anything else 500. `Operation-Id` names the workflow.
