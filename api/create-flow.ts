@@ -6,12 +6,7 @@
 import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
 import type { SandboxRecord } from '../store/index.js';
 import type { createSandbox } from '../workflows/create-sandbox.js';
-import {
-  CreatePhaseKey,
-  SandboxIdKey,
-  TemplateKey,
-  TenantIdKey,
-} from '../workflows/search-attributes.js';
+import { operationSearchAttributes } from '../workflows/search-attributes.js';
 import type { CreateSandboxInput } from '../contract/index.js';
 import type { AppDeps } from './deps.js';
 import { createsStarted } from './metrics.js';
@@ -90,12 +85,7 @@ export async function startCreateWorkflow(
       workflowId: sandbox.operationId,
       taskQueue: deps.config.taskQueue,
       args: [input],
-      typedSearchAttributes: [
-        { key: SandboxIdKey, value: sandbox.id },
-        { key: TenantIdKey, value: sandbox.tenant },
-        { key: TemplateKey, value: sandbox.template },
-        { key: CreatePhaseKey, value: 'creating_pod' },
-      ],
+      typedSearchAttributes: operationSearchAttributes(input, 'create'),
       memo: { ...memo },
       // A backstop only: the deadline itself is a timer inside the workflow, so compensation runs.
       workflowExecutionTimeout: deadlineMs + EXECUTION_TIMEOUT_MARGIN_MS,

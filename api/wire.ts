@@ -7,6 +7,8 @@
 import type {
   OperationErrorCode,
   OperationPhase,
+  SandboxFailure,
+  SandboxPodState,
   SandboxResources,
   SandboxState,
 } from '../contract/index.js';
@@ -52,8 +54,8 @@ export interface SandboxJson {
   template: string;
   resources: WireResources;
   state: SandboxState;
-  pod: { name: string | null; uid: string | null; ip: string | null };
-  failure: { code: string; message: string } | null;
+  pod: SandboxPodState;
+  failure: SandboxFailure | null;
   /** The operation that created the sandbox. */
   operation_id: string;
   created_at: string;

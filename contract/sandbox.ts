@@ -24,6 +24,20 @@ export const SANDBOX_STATES = ['creating', 'running', 'failed', 'deleted'] as co
 /** A sandbox state. */
 export type SandboxState = (typeof SANDBOX_STATES)[number];
 
+/** The pod a sandbox has, as far as it is known: all null before the pod is recorded. */
+export interface SandboxPodState {
+  name: string | null;
+  uid: string | null;
+  /** The pod's IP (the API's `pod.ip`); null until the sandbox runs, and after a delete. */
+  ip: string | null;
+}
+
+/** Why a sandbox is `failed`: an operation error code (or `unavailable`) and a message. */
+export interface SandboxFailure {
+  code: string;
+  message: string;
+}
+
 /**
  * Names one execution: a sandbox's generation and activation attempt. Every store write made
  * for an execution is fenced by it (docs/architecture.md, "Consistency between Temporal and

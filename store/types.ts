@@ -1,5 +1,11 @@
 /** The store's public types: what the API, the activities and the worker code against. */
-import type { ExecutionRef, SandboxResources, SandboxState } from '../contract/index.js';
+import type {
+  ExecutionRef,
+  SandboxFailure,
+  SandboxPodState,
+  SandboxResources,
+  SandboxState,
+} from '../contract/index.js';
 
 /** A sandbox as stored. Timestamps are ISO-8601 UTC strings. */
 export interface SandboxRecord {
@@ -14,9 +20,9 @@ export interface SandboxRecord {
   /** `op_…`, the operation that created the sandbox. */
   operationId: string;
   /** The sandbox's pod, as far as it is known; all null before `recordPod`. */
-  pod: { name: string | null; uid: string | null; ip: string | null };
+  pod: SandboxPodState;
   /** Set when the sandbox is `failed`; null otherwise. */
-  failure: { code: string; message: string } | null;
+  failure: SandboxFailure | null;
   createdAt: string;
   updatedAt: string;
 }
@@ -90,7 +96,7 @@ export interface RetireExecutionInput extends ExecutionRef {
   /** Why the execution ends, e.g. an operation error code or `deleted`; stored as retired_reason. */
   reason: string;
   /** The sandbox's failure; null with reason `deleted` marks the sandbox `deleted`. */
-  failure: { code: string; message: string } | null;
+  failure: SandboxFailure | null;
 }
 
 /** Input of {@link Store.markSandboxFailed}. */

@@ -4,7 +4,6 @@
  * tells them (no cluster, no store), so every branch runs in about a second. The full-stack
  * tests (create-workflow.test.ts) drive the same branches through the real activities.
  */
-import { randomUUID } from 'node:crypto';
 import { Context } from '@temporalio/activity';
 import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
@@ -19,6 +18,7 @@ import {
   uniqueTaskQueue,
   type TemporalTestContext,
 } from './support/temporal.js';
+import { createInput } from './support/creates.js';
 import { until } from './support/until.js';
 
 type Activities = Pick<
@@ -67,6 +67,22 @@ async function untilCancelled(): Promise<never> {
   }
 }
 
+/** An `awaitPodReady` stub that waits until cancelled and records whether it was. */
+function waitUntilCancelled(): { stub: () => Promise<never>; cancelled: () => boolean } {
+  let cancelled = false;
+  return {
+    stub: async () => {
+      try {
+        return await untilCancelled();
+      } catch (err) {
+        cancelled = err instanceof CancelledFailure;
+        throw err;
+      }
+    },
+    cancelled: () => cancelled,
+  };
+}
+
 /** A promise a test resolves by hand. */
 function gate<T>(): { promise: Promise<T>; open(value: T): void } {
   let open!: (value: T) => void;
@@ -106,19 +122,7 @@ async function start(
   stubs: Script['stubs'],
   overrides: Partial<CreateSandboxInput> = {},
 ): Promise<{ handle: WorkflowHandle<typeof createSandbox>; script: Script }> {
-  const suffix = randomUUID().replace(/-/g, '').slice(0, 20);
-  const input: CreateSandboxInput = {
-    operationId: `op_${suffix}`,
-    sandboxId: `sbx_${suffix}`,
-    tenantId: 'tenant-a',
-    template: 'base',
-    image: 'example/base:1',
-    resources: { cpu: 1, memoryMib: 256, diskMib: 2048 },
-    generation: 1,
-    attempt: 1,
-    deadlineMs: 60_000,
-    ...overrides,
-  };
+  const input = createInput(overrides);
   const script: Script = { stubs, calls: [] };
   scripts.set(input.operationId, script);
   const handle = await temporal.client.workflow.start<typeof createSandbox>('createSandbox', {
@@ -187,24 +191,12 @@ describe('createSandbox branches (stub activities)', () => {
   });
 
   it('fails as PodNeverReady when the deadline passes during the wait, cancelling the wait', async () => {
-    let waitCancelled = false;
-    const { handle, script } = await start(
-      {
-        awaitPodReady: async () => {
-          try {
-            return await untilCancelled();
-          } catch (err) {
-            waitCancelled = err instanceof CancelledFailure;
-            throw err;
-          }
-        },
-      },
-      { deadlineMs: 300 },
-    );
+    const wait = waitUntilCancelled();
+    const { handle, script } = await start({ awaitPodReady: wait.stub }, { deadlineMs: 300 });
     const failure = await failureOf(handle);
     expect((failure as ApplicationFailure).type).toBe('PodNeverReady');
     expect(failure.message).toMatch(/pod sbx-branch-g1 had no IP within the create deadline/);
-    expect(waitCancelled).toBe(true);
+    expect(wait.cancelled()).toBe(true);
     expect(names(script)).toEqual(['createPod', 'awaitPodReady', 'deletePod', 'retireExecution']);
     expect(retired(script)).toMatchObject({ reason: 'pod_never_ready' });
   });
@@ -276,21 +268,12 @@ describe('createSandbox branches (stub activities)', () => {
   });
 
   it('when cancelled during the wait, cancels the wait, compensates and ends cancelled', async () => {
-    let waitCancelled = false;
-    const { handle, script } = await start({
-      awaitPodReady: async () => {
-        try {
-          return await untilCancelled();
-        } catch (err) {
-          waitCancelled = err instanceof CancelledFailure;
-          throw err;
-        }
-      },
-    });
+    const wait = waitUntilCancelled();
+    const { handle, script } = await start({ awaitPodReady: wait.stub });
     await until(() => names(script).includes('awaitPodReady'));
     await handle.cancel();
     expect(await failureOf(handle)).toBeInstanceOf(CancelledFailure);
-    expect(waitCancelled).toBe(true);
+    expect(wait.cancelled()).toBe(true);
     expect(names(script)).toEqual(['createPod', 'awaitPodReady', 'deletePod', 'retireExecution']);
     expect(retired(script)).toMatchObject({ reason: 'cancelled' });
   });

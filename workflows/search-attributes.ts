@@ -12,6 +12,22 @@ export const TemplateKey = defineSearchAttributeKey('Template', SearchAttributeT
 export const CreatePhaseKey = defineSearchAttributeKey('CreatePhase', SearchAttributeType.KEYWORD);
 export const FailureCodeKey = defineSearchAttributeKey('FailureCode', SearchAttributeType.KEYWORD);
 
+/**
+ * The search attributes an operation on a sandbox starts with: its sandbox, tenant and
+ * template; a create also its first phase, `creating_pod`.
+ */
+export function operationSearchAttributes(
+  sandbox: { sandboxId: string; tenantId: string; template: string },
+  operation: 'create' | 'delete',
+) {
+  return [
+    { key: SandboxIdKey, value: sandbox.sandboxId },
+    { key: TenantIdKey, value: sandbox.tenantId },
+    { key: TemplateKey, value: sandbox.template },
+    ...(operation === 'create' ? [{ key: CreatePhaseKey, value: 'creating_pod' }] : []),
+  ];
+}
+
 /** Every key above, for registration: `--search-attribute Name=Keyword`. */
 export const SEARCH_ATTRIBUTE_KEYS = [
   SandboxIdKey,
