@@ -66,9 +66,9 @@ export function storeActivities(deps: StoreActivityDeps) {
       if (retired && input.failure) {
         const outcome = input.failure.code === 'cancelled' ? 'cancelled' : 'failed';
         deps.metrics?.createsFinished.inc({ outcome, code: input.failure.code });
-        const eventMs = input.refusalEventTime ? Date.parse(input.refusalEventTime) : NaN;
-        if (Number.isFinite(eventMs)) {
-          deps.metrics?.refusalToFailureSeconds.observe(Math.max(0, Date.now() - eventMs) / 1000);
+        const eventAtMs = input.refusalEventTime ? Date.parse(input.refusalEventTime) : NaN;
+        if (Number.isFinite(eventAtMs)) {
+          deps.metrics?.refusalToFailureSeconds.observe(Math.max(0, Date.now() - eventAtMs) / 1000);
         }
       }
       deps.logger.info(

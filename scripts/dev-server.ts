@@ -137,11 +137,11 @@ async function waitUntilServing(
   exited: Promise<number | null>,
   output: () => string,
 ): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
+  const deadlineAtMs = Date.now() + timeoutMs;
   let exitCode: number | null | undefined;
   void exited.then((code) => (exitCode = code));
   let lastError: unknown;
-  while (Date.now() < deadline) {
+  while (Date.now() < deadlineAtMs) {
     if (exitCode !== undefined) {
       throw new Error(`Temporal dev server exited (code ${exitCode}) before serving:\n${output()}`);
     }
