@@ -5,13 +5,12 @@
  * `result()` rejects with, and its result's sandbox from the store.
  */
 import { WorkflowNotFoundError, type WorkflowExecutionDescription } from '@temporalio/client';
-import { isCreatePhase, type OperationPhase } from '../contract/index.js';
+import { isCreatePhase, type OperationPhase, type OperationStatus } from '../contract/index.js';
 import type { SandboxRecord } from '../store/index.js';
 import { CreatePhaseKey, TenantIdKey } from '../workflows/search-attributes.js';
 import type { AppDeps } from './deps.js';
 import { operationErrorOf, type OperationError } from './failures.js';
 import { OPERATION_ID } from './ids.js';
-import type { OperationStatus } from './validation.js';
 
 /** The operation types and the workflow type that carries each. */
 export const OPERATION_TYPES = {

@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import type { TemplateConfig } from '../config/index.js';
 import {
+  OPERATION_STATUSES,
   PAGE_SIZE,
   RESOURCE_LIMITS,
   SANDBOX_STATES,
@@ -120,11 +121,6 @@ const sandboxListQuery = z.strictObject({
   limit: pageSize,
   page_token: pageToken,
 });
-
-/** Operation statuses a list can filter on. */
-export const OPERATION_STATUSES = ['running', 'succeeded', 'failed', 'cancelled'] as const;
-/** An operation's status. */
-export type OperationStatus = (typeof OPERATION_STATUSES)[number];
 
 const operationListQuery = z.strictObject({
   status: z

@@ -7,6 +7,7 @@
 import type {
   OperationErrorCode,
   OperationPhase,
+  OperationStatus,
   SandboxFailure,
   SandboxPodState,
   SandboxResources,
@@ -15,7 +16,6 @@ import type {
 import type { SandboxRecord } from '../store/index.js';
 import type { OperationPage } from './operation-list.js';
 import type { Operation, OperationType } from './operations.js';
-import type { OperationStatus } from './validation.js';
 
 /** Resources as the API spells them: `cpu` in cores, `memory_mib` and `disk_mib` in MiB. */
 export interface WireResources {

@@ -5,6 +5,11 @@
  * only, so the workflow bundle may import it.
  */
 
+/** An operation's status (a list can filter on it); `done` is every status but `running`. */
+export const OPERATION_STATUSES = ['running', 'succeeded', 'failed', 'cancelled'] as const;
+/** An operation's status. */
+export type OperationStatus = (typeof OPERATION_STATUSES)[number];
+
 /** The phases of a create (search attribute `CreatePhase`, operation `phase`). */
 export const CREATE_PHASES = [
   'creating_pod',
