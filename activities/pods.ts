@@ -1,9 +1,8 @@
 /**
  * Kubernetes steps of the create: create (or adopt) the pod, wait for it, delete it.
  */
-import { Context } from '@temporalio/activity';
+import { Context, log } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import type { Logger } from 'pino';
 import type { KubernetesClient } from '../kubernetes/client.js';
 import {
   createPod,
@@ -26,7 +25,6 @@ import {
 export interface PodActivityDeps {
   kubernetes: KubernetesClient;
   store: Store;
-  logger: Logger;
   /** Delay before re-opening a watch, in ms. */
   watchRetryDelayMs: number;
   /** How often the readiness wait heartbeats, in ms (default HEARTBEAT_INTERVAL_MS, 1000). */
@@ -67,10 +65,6 @@ export function podActivities(deps: PodActivityDeps) {
      * @throws ApplicationFailure `PodNameTaken` (non-retryable) when another pod owns the name
      */
     async createPod(input: CreatePodInput): Promise<PodRef> {
-      const log = deps.logger.child({
-        operation_id: input.operationId,
-        sandbox_id: input.sandboxId,
-      });
       let pod: PodRef & { adopted: boolean };
       try {
         pod = await createPod(deps.kubernetes, {
@@ -93,7 +87,7 @@ export function podActivities(deps: PodActivityDeps) {
         podName: pod.name,
         podUid: pod.uid,
       });
-      log.info({ pod_name: pod.name, pod_uid: pod.uid, adopted: pod.adopted }, 'pod created');
+      log.info('pod created', { pod_name: pod.name, pod_uid: pod.uid, adopted: pod.adopted });
       return { name: pod.name, uid: pod.uid, resourceVersion: pod.resourceVersion };
     },
 
@@ -109,17 +103,12 @@ export function podActivities(deps: PodActivityDeps) {
      */
     async awaitPodReady(input: AwaitPodReadyInput): Promise<AwaitPodReadyResult> {
       const { cancellationSignal } = Context.current();
-      const log = deps.logger.child({
-        operation_id: input.operationId,
-        sandbox_id: input.sandboxId,
-        pod_uid: input.pod.uid,
-      });
       const watch = awaitPodReady({
         client: deps.kubernetes,
         pod: input.pod,
         signal: cancellationSignal,
         watchRetryDelayMs: deps.watchRetryDelayMs,
-        logger: log,
+        logger: { warn: (fields, message) => log.warn(message, fields) },
         observer: deps.metrics?.watchObserver,
       });
       let outcome: ReadinessOutcome;
@@ -132,10 +121,10 @@ export function podActivities(deps: PodActivityDeps) {
         throw cancellationSignal.reason ?? err;
       }
       if (outcome.outcome === 'ready') {
-        log.info({ pod_ip: outcome.podIp }, 'pod ready');
+        log.info('pod ready', { pod_ip: outcome.podIp });
         return { podIp: outcome.podIp };
       }
-      throw readinessFailure(outcome, input.pod, log);
+      throw readinessFailure(outcome, input.pod);
     },
 
     /**
@@ -157,15 +146,8 @@ export function podActivities(deps: PodActivityDeps) {
           ? undefined
           : await findSandboxPod(deps.kubernetes, input.sandboxId, input.generation));
       const outcome = pod ? await deletePod(deps.kubernetes, pod) : 'absent';
-      deps.logger.info(
-        {
-          operation_id: input.operationId,
-          sandbox_id: input.sandboxId,
-          pod_uid: pod?.uid,
-          outcome,
-        },
-        'pod deleted (compensation)',
-      );
+      // The pod may have been found by name: its uid is logged explicitly.
+      log.info('pod deleted (compensation)', { pod_uid: pod?.uid, outcome });
       return outcome;
     },
   };
@@ -178,14 +160,13 @@ export function podActivities(deps: PodActivityDeps) {
 function readinessFailure(
   outcome: Exclude<ReadinessOutcome, { outcome: 'ready' }>,
   pod: PodRef,
-  log: Logger,
 ): ApplicationFailure {
   const podFields = { podName: pod.name, podUid: pod.uid };
   if (outcome.outcome === 'refused') {
-    log.warn(
-      { reason: outcome.reason, event: outcome.eventName },
-      'node refused the pod as invalid',
-    );
+    log.warn('node refused the pod as invalid', {
+      reason: outcome.reason,
+      event: outcome.eventName,
+    });
     const details: CreateFailureDetails = {
       code: 'invalid_request',
       reason: outcome.reason,
@@ -199,7 +180,7 @@ function readinessFailure(
       details,
     );
   }
-  log.warn({ reason: outcome.reason }, 'pod failed before it had an IP');
+  log.warn('pod failed before it had an IP', { reason: outcome.reason });
   const details: CreateFailureDetails = {
     code: 'pod_failed',
     reason: outcome.reason,

@@ -2,8 +2,8 @@
  * Store steps of the create and the delete: mark the sandbox running, retire the execution,
  * read the sandbox's recorded pod.
  */
-import type { Logger } from 'pino';
 import type { PodRef } from '../kubernetes/pods.js';
+import { log } from '@temporalio/activity';
 import type { Store } from '../store/index.js';
 import type { ExecutionRef, OperationErrorCode } from '../contract/index.js';
 import type { CreateMetrics } from './metrics.js';
@@ -11,7 +11,6 @@ import type { CreateMetrics } from './metrics.js';
 /** Dependencies of the store activities. */
 export interface StoreActivityDeps {
   store: Store;
-  logger: Logger;
   /** Create metrics (activities/metrics.ts); optional. */
   metrics?: CreateMetrics;
 }
@@ -35,15 +34,7 @@ export function storeActivities(deps: StoreActivityDeps) {
       const wrote = result !== 'fenced';
       if (result === 'marked')
         deps.metrics?.createsFinished.inc({ outcome: 'succeeded', code: '' });
-      deps.logger.info(
-        {
-          operation_id: input.operationId,
-          sandbox_id: input.sandboxId,
-          pod_uid: input.podUid,
-          result,
-        },
-        'sandbox running',
-      );
+      log.info('sandbox running', { result });
       return wrote;
     },
 
@@ -71,17 +62,7 @@ export function storeActivities(deps: StoreActivityDeps) {
           deps.metrics?.refusalToFailureSeconds.observe(Math.max(0, Date.now() - eventAtMs) / 1000);
         }
       }
-      deps.logger.info(
-        {
-          operation_id: input.operationId,
-          sandbox_id: input.sandboxId,
-          pod_uid: input.podUid,
-          retired,
-          reason: input.reason,
-          code: input.failure?.code,
-        },
-        'execution retired',
-      );
+      log.info('execution retired', { retired, reason: input.reason, code: input.failure?.code });
       return retired;
     },
 
@@ -92,10 +73,7 @@ export function storeActivities(deps: StoreActivityDeps) {
      */
     async markSandboxDeleted(input: { operationId: string; sandboxId: string }): Promise<boolean> {
       const deleted = await deps.store.markSandboxDeleted({ sandboxId: input.sandboxId });
-      deps.logger.info(
-        { operation_id: input.operationId, sandbox_id: input.sandboxId, deleted },
-        'sandbox deleted',
-      );
+      log.info('sandbox deleted', { deleted });
       return deleted;
     },
 
