@@ -15,6 +15,31 @@ export default tseslint.config(
     },
   },
   {
+    // Type-aware rules: a promise nobody awaits, returns or marks `void` loses its rejection.
+    files: ['**/*.ts'],
+    languageOptions: {
+      parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
+    },
+    rules: {
+      '@typescript-eslint/no-floating-promises': 'error',
+    },
+  },
+  {
+    // The contract is imported by the workflow bundle: pure TypeScript, no Node, no other layer.
+    files: ['contract/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { group: ['node:*'], message: 'contract/ is pure: no Node APIs' },
+            { group: ['../*'], message: 'contract/ imports nothing outside contract/' },
+          ],
+        },
+      ],
+    },
+  },
+  {
     files: ['workflows/**/*.ts'],
     rules: {
       // Workflow code must stay deterministic: no wall clock, no timers outside the workflow API.

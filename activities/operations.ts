@@ -3,6 +3,7 @@
  */
 import { Context } from '@temporalio/activity';
 import { WorkflowFailedError } from '@temporalio/client';
+import { whileHeartbeating } from './heartbeat.js';
 
 /** Builds the operation activities (no dependencies: the client comes from the activity context). */
 export function operationActivities() {
@@ -15,28 +16,21 @@ export function operationActivities() {
     async awaitOperationClosed(input: { operationId: string }): Promise<string> {
       const context = Context.current();
       const handle = context.client.workflow.getHandle(input.operationId);
-      const heartbeat = setInterval(() => context.heartbeat(), 1_000);
-      const cancelled = new Promise<never>((_, reject) => {
-        const signal = context.cancellationSignal;
-        if (signal.aborted) reject(signal.reason);
-        signal.addEventListener('abort', () => reject(signal.reason), { once: true });
+      const closed = handle.result().catch((err: unknown) => {
+        // Failed, cancelled, terminated or timed out: closed all the same. Anything else
+        // (the service unreachable) fails this attempt and Temporal retries it.
+        if (!(err instanceof WorkflowFailedError)) throw err;
       });
+      // When cancellation wins the race, a later rejection of `closed` is nobody's to handle.
+      closed.catch(() => undefined);
       try {
-        // Cancellation (e.g. the worker shutting down) stops the wait; another attempt resumes it.
-        await Promise.race([
-          handle.result().catch((err: unknown) => {
-            // Failed, cancelled, terminated or timed out: closed all the same. Anything else
-            // (the service unreachable) fails this attempt and Temporal retries it.
-            if (!(err instanceof WorkflowFailedError)) throw err;
-          }),
-          cancelled,
-        ]);
+        // Cancellation (e.g. the worker shutting down) rejects `cancelled` with the SDK's
+        // CancelledFailure and stops the wait; another attempt resumes it.
+        await whileHeartbeating(Promise.race([closed, context.cancelled]));
         return (await handle.describe()).status.name;
       } catch (err) {
         if ((err as Error).name === 'WorkflowNotFoundError') return 'NOT_FOUND';
         throw err;
-      } finally {
-        clearInterval(heartbeat);
       }
     },
   };

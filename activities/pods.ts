@@ -1,9 +1,8 @@
 /**
  * Kubernetes steps of the create: create (or adopt) the pod, wait for it, delete it.
  */
-import { Context } from '@temporalio/activity';
+import { Context, log } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import type { Logger } from 'pino';
 import type { KubernetesClient } from '../kubernetes/client.js';
 import {
   createPod,
@@ -12,23 +11,23 @@ import {
   PodNameTakenError,
   type PodRef,
 } from '../kubernetes/pods.js';
-import { awaitPodReady } from '../kubernetes/readiness-watch.js';
+import { awaitPodReady, type ReadinessOutcome } from '../kubernetes/readiness-watch.js';
 import type { Store } from '../store/index.js';
+import { whileHeartbeating } from './heartbeat.js';
 import type { CreateMetrics } from './metrics.js';
 import {
-  FAILURE_TYPES,
+  OPERATION_ERRORS,
   type CreateFailureDetails,
   type SandboxResources,
-} from '../workflows/types.js';
+} from '../contract/index.js';
 
 /** Dependencies of the pod activities. */
 export interface PodActivityDeps {
   kubernetes: KubernetesClient;
   store: Store;
-  logger: Logger;
   /** Delay before re-opening a watch, in ms. */
   watchRetryDelayMs: number;
-  /** How often the readiness wait heartbeats, in ms (default 1000; the SDK throttles sends). */
+  /** How often the readiness wait heartbeats, in ms (default HEARTBEAT_INTERVAL_MS, 1000). */
   heartbeatIntervalMs?: number;
   /** Create and watch metrics (activities/metrics.ts); optional. */
   metrics?: CreateMetrics;
@@ -45,17 +44,17 @@ export interface CreatePodInput {
   resources: SandboxResources;
 }
 
-/** Input of `awaitPodReady`. */
+/** Input of `awaitPodReady`. It has no deadline: the workflow's deadline timer cancels it. */
 export interface AwaitPodReadyInput {
   operationId: string;
   sandboxId: string;
   pod: PodRef;
-  /** Absolute deadline, epoch ms (the workflow's start plus its deadline). */
-  deadlineAtMs: number;
 }
 
-/** Result of `awaitPodReady` when no failure was thrown. */
-export type AwaitPodReadyResult = { podIP: string } | { deadline: true };
+/** Result of `awaitPodReady`: the pod's IP. */
+export interface AwaitPodReadyResult {
+  podIp: string;
+}
 
 /** Builds the pod activities over their dependencies. */
 export function podActivities(deps: PodActivityDeps) {
@@ -66,10 +65,6 @@ export function podActivities(deps: PodActivityDeps) {
      * @throws ApplicationFailure `PodNameTaken` (non-retryable) when another pod owns the name
      */
     async createPod(input: CreatePodInput): Promise<PodRef> {
-      const log = deps.logger.child({
-        operation_id: input.operationId,
-        sandbox_id: input.sandboxId,
-      });
       let pod: PodRef & { adopted: boolean };
       try {
         pod = await createPod(deps.kubernetes, {
@@ -77,9 +72,7 @@ export function podActivities(deps: PodActivityDeps) {
           generation: input.generation,
           template: input.template,
           image: input.image,
-          cpu: input.resources.cpu,
-          memoryMib: input.resources.memory_mib,
-          diskMib: input.resources.disk_mib,
+          resources: input.resources,
         });
       } catch (err) {
         if (err instanceof PodNameTakenError) {
@@ -94,90 +87,44 @@ export function podActivities(deps: PodActivityDeps) {
         podName: pod.name,
         podUid: pod.uid,
       });
-      log.info({ pod_name: pod.name, pod_uid: pod.uid, adopted: pod.adopted }, 'pod created');
+      log.info('pod created', { pod_name: pod.name, pod_uid: pod.uid, adopted: pod.adopted });
       return { name: pod.name, uid: pod.uid, resourceVersion: pod.resourceVersion };
     },
 
     /**
-     * Holds the combined readiness watch (kubernetes/readiness-watch.ts) while heartbeating on a
-     * timer; cancellation of the activity aborts both watches.
-     * @returns the pod IP, or `{deadline: true}` when the deadline passed first
+     * Holds the combined readiness watch (kubernetes/readiness-watch.ts) while heartbeating; the
+     * activity's cancellation (the workflow's deadline timer, or a cancel) aborts both watches.
+     * @returns the pod IP
      * @throws ApplicationFailure `InvalidRequest` (non-retryable) when the node refused the pod
      *   as invalid; its message names the node's reason and its details are
-     *   `{code, reason, podName, podUid}`
+     *   {@link CreateFailureDetails} with the refusal event's name and time
      * @throws ApplicationFailure `PodFailed` (non-retryable) when the pod failed or vanished
      * @throws CancelledFailure when the activity was cancelled
      */
     async awaitPodReady(input: AwaitPodReadyInput): Promise<AwaitPodReadyResult> {
-      const context = Context.current();
-      const fields = {
-        operation_id: input.operationId,
-        sandbox_id: input.sandboxId,
-        pod_uid: input.pod.uid,
-      };
-      const log = deps.logger.child(fields);
-      context.heartbeat();
-      const heartbeat = setInterval(() => context.heartbeat(), deps.heartbeatIntervalMs ?? 1_000);
+      const { cancellationSignal } = Context.current();
+      const watch = awaitPodReady({
+        client: deps.kubernetes,
+        pod: input.pod,
+        signal: cancellationSignal,
+        watchRetryDelayMs: deps.watchRetryDelayMs,
+        logger: { warn: (fields, message) => log.warn(message, fields) },
+        observer: deps.metrics?.watchObserver,
+      });
+      let outcome: ReadinessOutcome;
       try {
-        const result = await awaitPodReady({
-          client: deps.kubernetes,
-          pod: input.pod,
-          deadlineMs: input.deadlineAtMs,
-          signal: context.cancellationSignal,
-          watchRetryDelayMs: deps.watchRetryDelayMs,
-          logger: log,
-          observer: deps.metrics?.watchObserver,
-        });
-        switch (result.outcome) {
-          case 'ready':
-            log.info({ pod_ip: result.podIP }, 'pod ready');
-            return { podIP: result.podIP };
-          case 'deadline':
-            log.warn('deadline passed before the pod had an IP');
-            return { deadline: true };
-          case 'refused': {
-            log.warn(
-              { reason: result.reason, event: result.eventName },
-              'node refused the pod as invalid',
-            );
-            const details: CreateFailureDetails & {
-              eventName: string;
-              eventLastTimestamp?: string;
-            } = {
-              code: 'invalid_request',
-              reason: result.reason,
-              podName: input.pod.name,
-              podUid: input.pod.uid,
-              eventName: result.eventName,
-              eventLastTimestamp: result.eventLastTimestamp,
-            };
-            throw ApplicationFailure.nonRetryable(
-              `the node refused the sandbox: ${result.reason}`,
-              FAILURE_TYPES.invalid_request,
-              details,
-            );
-          }
-          case 'podFailed': {
-            log.warn({ reason: result.reason }, 'pod failed before it had an IP');
-            const details: CreateFailureDetails = {
-              code: 'pod_failed',
-              reason: result.reason,
-              podName: input.pod.name,
-              podUid: input.pod.uid,
-            };
-            throw ApplicationFailure.nonRetryable(result.reason, FAILURE_TYPES.pod_failed, details);
-          }
-        }
+        outcome = await whileHeartbeating(watch, deps.heartbeatIntervalMs);
       } catch (err) {
-        if (context.cancellationSignal.aborted && !(err instanceof ApplicationFailure)) {
-          log.info('readiness wait cancelled; watches stopped');
-          // The SDK turns this into a CancelledFailure for the workflow.
-          throw context.cancellationSignal.reason ?? err;
-        }
-        throw err;
-      } finally {
-        clearInterval(heartbeat);
+        if (!cancellationSignal.aborted) throw err;
+        log.info('readiness wait cancelled; watches stopped');
+        // The SDK turns this into a CancelledFailure for the workflow.
+        throw cancellationSignal.reason ?? err;
       }
+      if (outcome.outcome === 'ready') {
+        log.info('pod ready', { pod_ip: outcome.podIp });
+        return { podIp: outcome.podIp };
+      }
+      throw readinessFailure(outcome, input.pod);
     },
 
     /**
@@ -199,16 +146,49 @@ export function podActivities(deps: PodActivityDeps) {
           ? undefined
           : await findSandboxPod(deps.kubernetes, input.sandboxId, input.generation));
       const outcome = pod ? await deletePod(deps.kubernetes, pod) : 'absent';
-      deps.logger.info(
-        {
-          operation_id: input.operationId,
-          sandbox_id: input.sandboxId,
-          pod_uid: pod?.uid,
-          outcome,
-        },
-        'pod deleted (compensation)',
-      );
+      // The pod may have been found by name: its uid is logged explicitly.
+      log.info('pod deleted (compensation)', { pod_uid: pod?.uid, outcome });
       return outcome;
     },
   };
+}
+
+/**
+ * The non-retryable ApplicationFailure of a readiness wait that ended without an IP: typed by
+ * contract/operation.ts's table, details as {@link CreateFailureDetails}. Logs why.
+ */
+function readinessFailure(
+  outcome: Exclude<ReadinessOutcome, { outcome: 'ready' }>,
+  pod: PodRef,
+): ApplicationFailure {
+  const podFields = { podName: pod.name, podUid: pod.uid };
+  if (outcome.outcome === 'refused') {
+    log.warn('node refused the pod as invalid', {
+      reason: outcome.reason,
+      event: outcome.eventName,
+    });
+    const details: CreateFailureDetails = {
+      code: 'invalid_request',
+      reason: outcome.reason,
+      ...podFields,
+      eventName: outcome.eventName,
+      eventLastTimestamp: outcome.eventLastTimestamp,
+    };
+    return ApplicationFailure.nonRetryable(
+      `the node refused the sandbox: ${outcome.reason}`,
+      OPERATION_ERRORS.invalid_request.failureType,
+      details,
+    );
+  }
+  log.warn('pod failed before it had an IP', { reason: outcome.reason });
+  const details: CreateFailureDetails = {
+    code: 'pod_failed',
+    reason: outcome.reason,
+    ...podFields,
+  };
+  return ApplicationFailure.nonRetryable(
+    outcome.reason,
+    OPERATION_ERRORS.pod_failed.failureType,
+    details,
+  );
 }

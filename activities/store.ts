@@ -2,29 +2,24 @@
  * Store steps of the create and the delete: mark the sandbox running, retire the execution,
  * read the sandbox's recorded pod.
  */
-import type { Logger } from 'pino';
 import type { PodRef } from '../kubernetes/pods.js';
+import { log } from '@temporalio/activity';
 import type { Store } from '../store/index.js';
-import type { OperationErrorCode } from '../workflows/types.js';
+import type { ExecutionRef, OperationErrorCode } from '../contract/index.js';
 import type { CreateMetrics } from './metrics.js';
 
 /** Dependencies of the store activities. */
 export interface StoreActivityDeps {
   store: Store;
-  logger: Logger;
   /** Create metrics (activities/metrics.ts); optional. */
   metrics?: CreateMetrics;
 }
 
-/** Identifies one execution of a sandbox; fences every write. */
-export interface ExecutionRef {
-  operationId: string;
-  sandboxId: string;
-  generation: number;
-  attempt: number;
-  /** The pod's uid when known, for the log lines only. */
-  podUid?: string;
-}
+/**
+ * The execution a store step writes for (its fence), with the ids its log lines carry: the
+ * operation, and the pod's uid when known.
+ */
+export type ExecutionStep = ExecutionRef & { operationId: string; podUid?: string };
 
 /** Builds the store activities over their dependencies. */
 export function storeActivities(deps: StoreActivityDeps) {
@@ -34,20 +29,12 @@ export function storeActivities(deps: StoreActivityDeps) {
      * whose first attempt committed finds the sandbox already running and answers true.
      * @returns false when the execution was retired or superseded meanwhile (nothing written)
      */
-    async markSandboxRunning(input: ExecutionRef & { podIp: string }): Promise<boolean> {
+    async markSandboxRunning(input: ExecutionStep & { podIp: string }): Promise<boolean> {
       const result = await deps.store.markSandboxRunning(input);
       const wrote = result !== 'fenced';
       if (result === 'marked')
         deps.metrics?.createsFinished.inc({ outcome: 'succeeded', code: '' });
-      deps.logger.info(
-        {
-          operation_id: input.operationId,
-          sandbox_id: input.sandboxId,
-          pod_uid: input.podUid,
-          result,
-        },
-        'sandbox running',
-      );
+      log.info('sandbox running', { result });
       return wrote;
     },
 
@@ -60,7 +47,7 @@ export function storeActivities(deps: StoreActivityDeps) {
      * @returns whether this call retired it
      */
     async retireExecution(
-      input: ExecutionRef & {
+      input: ExecutionStep & {
         reason: string;
         failure: { code: OperationErrorCode; message: string } | null;
         refusalEventTime?: string;
@@ -70,22 +57,12 @@ export function storeActivities(deps: StoreActivityDeps) {
       if (retired && input.failure) {
         const outcome = input.failure.code === 'cancelled' ? 'cancelled' : 'failed';
         deps.metrics?.createsFinished.inc({ outcome, code: input.failure.code });
-        const eventMs = input.refusalEventTime ? Date.parse(input.refusalEventTime) : NaN;
-        if (Number.isFinite(eventMs)) {
-          deps.metrics?.refusalToFailureSeconds.observe(Math.max(0, Date.now() - eventMs) / 1000);
+        const eventAtMs = input.refusalEventTime ? Date.parse(input.refusalEventTime) : NaN;
+        if (Number.isFinite(eventAtMs)) {
+          deps.metrics?.refusalToFailureSeconds.observe(Math.max(0, Date.now() - eventAtMs) / 1000);
         }
       }
-      deps.logger.info(
-        {
-          operation_id: input.operationId,
-          sandbox_id: input.sandboxId,
-          pod_uid: input.podUid,
-          retired,
-          reason: input.reason,
-          code: input.failure?.code,
-        },
-        'execution retired',
-      );
+      log.info('execution retired', { retired, reason: input.reason, code: input.failure?.code });
       return retired;
     },
 
@@ -96,10 +73,7 @@ export function storeActivities(deps: StoreActivityDeps) {
      */
     async markSandboxDeleted(input: { operationId: string; sandboxId: string }): Promise<boolean> {
       const deleted = await deps.store.markSandboxDeleted({ sandboxId: input.sandboxId });
-      deps.logger.info(
-        { operation_id: input.operationId, sandbox_id: input.sandboxId, deleted },
-        'sandbox deleted',
-      );
+      log.info('sandbox deleted', { deleted });
       return deleted;
     },
 

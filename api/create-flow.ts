@@ -1,18 +1,13 @@
 /**
- * Accepting a create (design.md section 3): store the sandbox (with its idempotency key) in one
+ * Accepting a create (README, "Using it"): store the sandbox (with its idempotency key) in one
  * transaction, then start the `createSandbox` workflow whose id is the operation id. Shared by
  * the asynchronous and the synchronous route; they differ only in the deadline.
  */
 import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
 import type { SandboxRecord } from '../store/index.js';
 import type { createSandbox } from '../workflows/create-sandbox.js';
-import {
-  CreatePhaseKey,
-  SandboxIdKey,
-  TemplateKey,
-  TenantIdKey,
-} from '../workflows/search-attributes.js';
-import type { CreateSandboxInput } from '../workflows/types.js';
+import { operationSearchAttributes } from '../workflows/search-attributes.js';
+import type { CreateSandboxInput } from '../contract/index.js';
 import type { AppDeps } from './deps.js';
 import { createsStarted } from './metrics.js';
 import { ApiError } from './errors.js';
@@ -20,6 +15,7 @@ import { newOperationId, newSandboxId } from './ids.js';
 import { idempotencyKeyOf, requestHash } from './idempotency.js';
 import type { OperationMemo } from './operations.js';
 import { parseCreateRequest, type CreateRequest } from './validation.js';
+import { resourcesToWire } from './wire.js';
 
 /** How much longer than the create's own deadline the workflow execution timeout is (1 h). */
 export const EXECUTION_TIMEOUT_MARGIN_MS = 3_600_000;
@@ -89,12 +85,7 @@ export async function startCreateWorkflow(
       workflowId: sandbox.operationId,
       taskQueue: deps.config.taskQueue,
       args: [input],
-      typedSearchAttributes: [
-        { key: SandboxIdKey, value: sandbox.id },
-        { key: TenantIdKey, value: sandbox.tenant },
-        { key: TemplateKey, value: sandbox.template },
-        { key: CreatePhaseKey, value: 'creating_pod' },
-      ],
+      typedSearchAttributes: operationSearchAttributes(input, 'create'),
       memo: { ...memo },
       // A backstop only: the deadline itself is a timer inside the workflow, so compensation runs.
       workflowExecutionTimeout: deadlineMs + EXECUTION_TIMEOUT_MARGIN_MS,
@@ -182,7 +173,14 @@ export async function acceptCreate(deps: AppDeps, command: CreateCommand): Promi
         ? undefined
         : {
             key: command.idempotencyKey,
-            requestHash: requestHash(command.request, command.route),
+            // Hashed as the API spells it, so keys stored before a rename still match.
+            requestHash: requestHash(
+              {
+                template: command.request.template,
+                resources: resourcesToWire(command.request.resources),
+              },
+              command.route,
+            ),
           },
   });
   switch (stored.kind) {

@@ -4,7 +4,7 @@
  */
 import type { SandboxRecord } from '../store/index.js';
 import type { deleteSandbox, DeleteSandboxInput } from '../workflows/delete-sandbox.js';
-import { SandboxIdKey, TemplateKey, TenantIdKey } from '../workflows/search-attributes.js';
+import { operationSearchAttributes } from '../workflows/search-attributes.js';
 import type { AppDeps } from './deps.js';
 import { ApiError } from './errors.js';
 import { newOperationId } from './ids.js';
@@ -47,11 +47,10 @@ export async function acceptDelete(deps: AppDeps, sandbox: SandboxRecord): Promi
       workflowId: operationId,
       taskQueue: deps.config.taskQueue,
       args: [input],
-      typedSearchAttributes: [
-        { key: SandboxIdKey, value: sandbox.id },
-        { key: TenantIdKey, value: sandbox.tenant },
-        { key: TemplateKey, value: sandbox.template },
-      ],
+      typedSearchAttributes: operationSearchAttributes(
+        { sandboxId: sandbox.id, tenantId: sandbox.tenant, template: sandbox.template },
+        'delete',
+      ),
       memo: { ...memo },
       workflowExecutionTimeout: DELETE_EXECUTION_TIMEOUT_MS,
     });

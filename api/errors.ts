@@ -5,20 +5,24 @@
  */
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import type { Logger } from 'pino';
+import { OPERATION_ERRORS, type OperationErrorCode } from '../contract/index.js';
 
-/** Error codes the API answers with, and their HTTP status. */
+const OPERATION_ERROR_STATUS = Object.fromEntries(
+  Object.entries(OPERATION_ERRORS).map(([code, row]) => [code, row.httpStatus]),
+) as { [Code in OperationErrorCode]: (typeof OPERATION_ERRORS)[Code]['httpStatus'] };
+
+/**
+ * Error codes the API answers with, and their HTTP status: the API's own codes, and the
+ * operation error codes with the status of contract/operation.ts's table.
+ */
 export const API_ERROR_STATUS = {
-  invalid_request: 400,
   unauthenticated: 401,
   not_found: 404,
   already_done: 409,
   idempotency_conflict: 409,
   not_cancellable: 409,
-  internal: 500,
-  pod_failed: 500,
-  cancelled: 500,
   unavailable: 503,
-  pod_never_ready: 503,
+  ...OPERATION_ERROR_STATUS,
 } as const;
 
 /** A code of {@link API_ERROR_STATUS}. */

@@ -1,6 +1,7 @@
 /**
- * Reading a finished workflow's failure as an operation error (design.md sections 3 and 4): the
- * workflow fails with an ApplicationFailure whose `type` is the error class (workflows/types.ts
+ * Reading a finished workflow's failure as an operation error (README, "Using it", and
+ * docs/architecture.md, "Consistency between Temporal and the store"): the
+ * workflow fails with an ApplicationFailure whose `type` is the error class (contract/operation.ts
  * maps it back to a code), whose message names the cause and whose first detail carries its
  * details. Cancellation, termination and timeouts have their own failure classes.
  */
@@ -11,26 +12,22 @@ import {
   TerminatedFailure,
   TimeoutFailure,
 } from '@temporalio/common';
-import { errorCodeOfFailureType, type OperationErrorCode } from '../workflows/types.js';
+import { errorCodeOfFailureType, type OperationErrorCode } from '../contract/index.js';
 
-/** An operation's `error`. */
+/** An operation's `error`; `details` keys are camelCase (api/wire.ts spells them for the API). */
 export interface OperationError {
   code: OperationErrorCode;
   message: string;
   details: Record<string, unknown>;
 }
 
-function snakeCase(key: string): string {
-  return key.replace(/[A-Z]/g, (letter) => `_${letter.toLowerCase()}`);
-}
-
-/** The failure's first detail as an object with snake_case keys (API style), `code` dropped. */
+/** The failure's first detail as an object (camelCase, as the workflow wrote it), `code` dropped. */
 function detailsOf(failure: ApplicationFailure): Record<string, unknown> {
   const first: unknown = failure.details?.[0];
   if (first === null || typeof first !== 'object' || Array.isArray(first)) return {};
   const details: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(first)) {
-    if (key !== 'code' && value !== undefined) details[snakeCase(key)] = value;
+    if (key !== 'code' && value !== undefined) details[key] = value;
   }
   return details;
 }

@@ -10,15 +10,15 @@ import {
   OPERATION_TYPES,
   STATUS_QUERY,
   describeOperation,
-  operationView,
-  type OperationView,
+  operationOf,
+  type Operation,
 } from './operations.js';
 import type { OperationListQuery } from './validation.js';
 
-/** A page of operations; `next_page_token` is null on the last page. */
+/** A page of operations; `nextPageToken` is null on the last page. */
 export interface OperationPage {
-  operations: OperationView[];
-  next_page_token: string | null;
+  operations: Operation[];
+  nextPageToken: string | null;
 }
 
 /** How many operations of a page are read from Temporal at once. */
@@ -80,15 +80,15 @@ export async function listOperations(
     .filter((id): id is string => typeof id === 'string');
   const views = await mapConcurrently(ids, READ_CONCURRENCY, async (id) => {
     const described = await describeOperation(deps, tenant, id);
-    return described && operationView(deps, tenant, described);
+    return described && operationOf(deps, tenant, described);
   });
   const operations = views
-    .filter((view): view is OperationView => view !== undefined)
-    .sort((a, b) => (a.created_at < b.created_at ? 1 : a.created_at > b.created_at ? -1 : 0));
+    .filter((view): view is Operation => view !== undefined)
+    .sort((a, b) => (a.createdAt < b.createdAt ? 1 : a.createdAt > b.createdAt ? -1 : 0));
   const token = response.nextPageToken;
   return {
     operations,
-    next_page_token:
+    nextPageToken:
       token && token.length > 0 ? encodeOperationPageToken(token, visibilityQuery) : null,
   };
 }

@@ -1,17 +1,16 @@
 /**
- * Operations read back from Temporal (design.md section 3): an operation is a workflow whose id
+ * Operations read back from Temporal (README, "Using it"): an operation is a workflow whose id
  * is the operation id. Its status comes from `describe()`, its phase and tenant from the typed
  * search attributes, its type, sandbox and deadline from the memo, its error from the failure
  * `result()` rejects with, and its result's sandbox from the store.
  */
 import { WorkflowNotFoundError, type WorkflowExecutionDescription } from '@temporalio/client';
+import { isCreatePhase, type OperationPhase, type OperationStatus } from '../contract/index.js';
 import type { SandboxRecord } from '../store/index.js';
 import { CreatePhaseKey, TenantIdKey } from '../workflows/search-attributes.js';
 import type { AppDeps } from './deps.js';
 import { operationErrorOf, type OperationError } from './failures.js';
 import { OPERATION_ID } from './ids.js';
-import { sandboxView, type SandboxView } from './sandbox-view.js';
-import type { OperationStatus } from './validation.js';
 
 /** The operation types and the workflow type that carries each. */
 export const OPERATION_TYPES = {
@@ -30,24 +29,24 @@ export interface OperationMemo {
   deadlineMs?: number;
 }
 
-/** Phases of an operation: a create's (workflows/types.ts CreatePhase), or a delete's. */
-export type OperationPhase =
-  'creating_pod' | 'waiting_for_ip' | 'compensating' | 'finished' | 'deleting';
-
-/** An operation as the API shows it. Timestamps are ISO-8601 UTC. */
-export interface OperationView {
+/**
+ * An operation as read back from Temporal and the store. Timestamps are ISO-8601 UTC; the API
+ * shows it as its Operation JSON (api/wire.ts `operationToWire`).
+ */
+export interface Operation {
   id: string;
   type: OperationType;
-  sandbox_id: string;
+  sandboxId: string;
   status: OperationStatus;
   done: boolean;
   phase: OperationPhase;
   error: OperationError | null;
-  result: { sandbox: SandboxView } | null;
-  created_at: string;
-  updated_at: string;
+  /** The sandbox the operation produced, when it succeeded. */
+  result: { sandbox: SandboxRecord } | null;
+  createdAt: string;
+  updatedAt: string;
   /** When a create's deadline passes; null for deletes, which have none. */
-  deadline_at: string | null;
+  deadlineAt: string | null;
 }
 
 /** Workflow status -> operation status (TERMINATED and TIMED_OUT count as failed). */
@@ -111,15 +110,7 @@ function phaseOf(
   if (done) return 'finished';
   if (memo.type === 'sandbox.delete') return 'deleting';
   const phase = description.typedSearchAttributes.get(CreatePhaseKey);
-  switch (phase) {
-    case 'creating_pod':
-    case 'waiting_for_ip':
-    case 'compensating':
-    case 'finished':
-      return phase;
-    default:
-      return 'creating_pod';
-  }
+  return isCreatePhase(phase) ? phase : 'creating_pod';
 }
 
 function latest(...times: Array<string | undefined>): string {
@@ -130,15 +121,15 @@ function latest(...times: Array<string | undefined>): string {
 }
 
 /**
- * Builds the Operation JSON from a described workflow. Reads the failure of a failed or
+ * Builds the operation from a described workflow. Reads the failure of a failed or
  * cancelled workflow (`handle.result()`) and the sandbox from the store.
  * @throws the client's or the store's error when either cannot be reached
  */
-export async function operationView(
+export async function operationOf(
   deps: Pick<AppDeps, 'temporal' | 'store'>,
   tenant: string,
   described: { description: WorkflowExecutionDescription; memo: OperationMemo },
-): Promise<OperationView> {
+): Promise<Operation> {
   const { description, memo } = described;
   const status = STATUS_OF[description.status.name] ?? 'running';
   const done = status !== 'running';
@@ -158,17 +149,17 @@ export async function operationView(
   return {
     id: description.workflowId,
     type: memo.type,
-    sandbox_id: memo.sandboxId,
+    sandboxId: memo.sandboxId,
     status,
     done,
     phase: phaseOf(description, memo, done),
     error,
-    result: status === 'succeeded' && sandbox ? { sandbox: sandboxView(sandbox) } : null,
-    created_at: createdAt,
-    updated_at: description.closeTime
+    result: status === 'succeeded' && sandbox ? { sandbox } : null,
+    createdAt,
+    updatedAt: description.closeTime
       ? description.closeTime.toISOString()
       : latest(createdAt, sandbox?.updatedAt),
-    deadline_at:
+    deadlineAt:
       memo.deadlineMs === undefined
         ? null
         : new Date(description.startTime.getTime() + memo.deadlineMs).toISOString(),
@@ -183,7 +174,7 @@ export async function readOperation(
   deps: Pick<AppDeps, 'temporal' | 'store'>,
   tenant: string,
   id: string,
-): Promise<OperationView | undefined> {
+): Promise<Operation | undefined> {
   const described = await describeOperation(deps, tenant, id);
-  return described && operationView(deps, tenant, described);
+  return described && operationOf(deps, tenant, described);
 }

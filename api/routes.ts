@@ -1,6 +1,6 @@
 /**
  * The route table: every route the API serves, in one list that both the app (api/app.ts) and
- * the OpenAPI check (test/api-openapi.test.ts) read, so the document cannot drift from the code.
+ * the OpenAPI check (test/api-http.test.ts) read, so the document cannot drift from the code.
  */
 
 /** The name of a route's handler (also its OpenAPI `operationId`). */

@@ -1,22 +1,24 @@
 /**
- * Request validation with zod (design.md section 3): strict objects, so unknown fields are
+ * Request validation with zod (README, "Using it"): strict objects, so unknown fields are
  * rejected, and messages that name the field (`resources.disk_mib must be a positive integer`).
  * Everything here throws {@link ApiError} `invalid_request` (400) before any workflow starts.
  */
 import { z } from 'zod';
 import type { TemplateConfig } from '../config/index.js';
+import {
+  OPERATION_STATUSES,
+  PAGE_SIZE,
+  RESOURCE_LIMITS,
+  SANDBOX_STATES,
+  type SandboxResources,
+} from '../contract/index.js';
 import { ApiError } from './errors.js';
+import { resourcesFromWire } from './wire.js';
 
-/** Upper bounds of the requested resources: cores, MiB, MiB. */
-export const RESOURCE_LIMITS = { cpu: 64, memory_mib: 262_144, disk_mib: 1_048_576 } as const;
-
-/** Page size bounds of the list routes. */
-export const PAGE_LIMITS = { default: 50, max: 200 } as const;
-
-/** A validated create request. */
+/** A validated create request, in the contract's spelling. */
 export interface CreateRequest {
   template: string;
-  resources: { cpu: number; memory_mib: number; disk_mib: number };
+  resources: SandboxResources;
 }
 
 function positiveInteger(max: number) {
@@ -43,8 +45,8 @@ export function createRequestSchema(templates: Record<string, TemplateConfig>) {
       resources: z.strictObject(
         {
           cpu: positiveInteger(RESOURCE_LIMITS.cpu),
-          memory_mib: positiveInteger(RESOURCE_LIMITS.memory_mib),
-          disk_mib: positiveInteger(RESOURCE_LIMITS.disk_mib),
+          memory_mib: positiveInteger(RESOURCE_LIMITS.memoryMib),
+          disk_mib: positiveInteger(RESOURCE_LIMITS.diskMib),
         },
         {
           error: (issue) =>
@@ -85,7 +87,7 @@ function invalid(problems: FieldProblem[], root: string): ApiError {
 
 /**
  * Checks a create body against the template catalog and the resource limits.
- * @returns the body, typed
+ * @returns the body, typed, resources converted from the wire (api/wire.ts)
  * @throws ApiError `invalid_request` naming the first bad field; `details.problems` lists all
  */
 export function parseCreateRequest(
@@ -99,33 +101,26 @@ export function parseCreateRequest(
   }
   const parsed = createRequestSchema(templates).safeParse(body);
   if (!parsed.success) throw invalid(problemsOf(parsed.error, 'body'), 'body');
-  return parsed.data;
+  return { template: parsed.data.template, resources: resourcesFromWire(parsed.data.resources) };
 }
 
 const pageSize = z
   .string({ error: 'must be given once' })
-  .regex(/^\d{1,4}$/, { error: `must be an integer from 1 to ${PAGE_LIMITS.max}` })
+  .regex(/^\d{1,4}$/, { error: `must be an integer from 1 to ${PAGE_SIZE.max}` })
   .transform(Number)
-  .refine((n) => n >= 1 && n <= PAGE_LIMITS.max, {
-    error: `must be an integer from 1 to ${PAGE_LIMITS.max}`,
+  .refine((n) => n >= 1 && n <= PAGE_SIZE.max, {
+    error: `must be an integer from 1 to ${PAGE_SIZE.max}`,
   })
-  .default(PAGE_LIMITS.default);
+  .default(PAGE_SIZE.default);
 const pageToken = z.string({ error: 'must be given once' }).min(1).max(4096).optional();
 
 const sandboxListQuery = z.strictObject({
   state: z
-    .enum(['creating', 'running', 'failed', 'deleted'], {
-      error: 'must be one of: creating, running, failed, deleted',
-    })
+    .enum(SANDBOX_STATES, { error: `must be one of: ${SANDBOX_STATES.join(', ')}` })
     .optional(),
   limit: pageSize,
   page_token: pageToken,
 });
-
-/** Operation statuses a list can filter on. */
-export const OPERATION_STATUSES = ['running', 'succeeded', 'failed', 'cancelled'] as const;
-/** An operation's status. */
-export type OperationStatus = (typeof OPERATION_STATUSES)[number];
 
 const operationListQuery = z.strictObject({
   status: z

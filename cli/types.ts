@@ -1,27 +1,5 @@
-/** The API's JSON shapes as the CLI reads them (api/openapi.json is the reference). */
-
-/** A sandbox. */
-export interface Sandbox {
-  id: string;
-  template: string;
-  resources: { cpu: number; memory_mib: number; disk_mib: number };
-  state: string;
-  pod: { name: string | null; uid: string | null; ip: string | null };
-  failure: { code: string; message: string } | null;
-  created_at: string;
-}
-
-/** An operation. */
-export interface Operation {
-  id: string;
-  type: string;
-  sandbox_id: string;
-  status: 'running' | 'succeeded' | 'failed' | 'cancelled';
-  done: boolean;
-  phase: string;
-  error: { code: string; message: string; details: Record<string, unknown> } | null;
-  result: { sandbox: Sandbox } | null;
-  created_at: string;
-  updated_at: string;
-  deadline_at: string | null;
-}
+/**
+ * The API's JSON shapes as the CLI reads them: the ones api/wire.ts writes (api/openapi.json
+ * documents them). Types only; the CLI talks to the API over HTTP.
+ */
+export type { OperationJson as Operation, SandboxJson as Sandbox } from '../api/wire.js';

@@ -1,5 +1,5 @@
 /**
- * The service's configuration, read from the environment (design.md section 7). Every process
+ * The service's configuration, read from the environment (README, "Configuration"). Every process
  * (api, worker, embedded stack) calls {@link loadConfig} once at start; invalid values stop the
  * process with a message that names the variable.
  */
@@ -54,7 +54,7 @@ export class ConfigError extends Error {
 }
 
 /**
- * Every environment variable {@link loadConfig} reads (design.md section 7), for deployment
+ * Every environment variable {@link loadConfig} reads (README, "Configuration"), for deployment
  * files and their tests (test/compose.test.ts checks docker-compose.yml against this list, and
  * that loadConfig reads exactly these).
  */
@@ -77,7 +77,7 @@ export const CONFIG_VARIABLES = [
   'ORPHAN_SWEEP_INTERVAL_MS',
 ] as const;
 
-/** The dev tenant and token used when API_TOKENS is unset (design.md section 3). */
+/** The dev tenant and token used when API_TOKENS is unset (README, "Using it"). */
 export const DEV_TENANT = 'dev';
 export const DEV_TOKEN = 'dev-token';
 

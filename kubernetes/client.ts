@@ -43,11 +43,19 @@ export function createKubernetesClient(options: KubernetesClientOptions): Kubern
   return { kubeConfig, core: kubeConfig.makeApiClient(CoreV1Api), namespace: options.namespace };
 }
 
-/** The HTTP status of an error thrown by the client (`ApiException.code`), if it has one. */
-export function statusOf(err: unknown): number | undefined {
+/**
+ * The HTTP status carried by an error of client-node, if it carries one. The one reader of a
+ * status in the service (requests and watches alike). Precedence:
+ * 1. a numeric `statusCode`: what `Watch` sets on the error it passes to `done` when the watch
+ *    request is answered with a non-2xx status;
+ * 2. a numeric `code`: `ApiException.code` of a request, and the `code` of the metav1.Status an
+ *    in-stream `ERROR` event carries.
+ * String codes (Node's `ECONNRESET` and the like) are no HTTP status: undefined.
+ */
+export function httpStatusOf(err: unknown): number | undefined {
   if (typeof err !== 'object' || err === null) return undefined;
-  const candidate =
-    (err as { code?: unknown; statusCode?: unknown }).code ??
-    (err as { statusCode?: unknown }).statusCode;
-  return typeof candidate === 'number' ? candidate : undefined;
+  const { statusCode, code } = err as { statusCode?: unknown; code?: unknown };
+  if (typeof statusCode === 'number') return statusCode;
+  if (typeof code === 'number') return code;
+  return undefined;
 }

@@ -1,8 +1,10 @@
 /**
- * The pod that runs one sandbox (design.md section 7): labels, annotations, and resources.
+ * The pod that runs one sandbox (docs/architecture.md, "The pod"): labels, annotations, and
+ * resources.
  * The name is deterministic per sandbox and generation so a retried create finds its own pod.
  */
 import type { V1Pod } from '@kubernetes/client-node';
+import type { SandboxResources } from '../contract/index.js';
 
 /** Label and annotation keys the service sets and reads. */
 export const POD_LABELS = {
@@ -16,15 +18,13 @@ export const POD_ANNOTATIONS = {
 } as const;
 export const MANAGED_BY = 'durable-sandbox';
 
-/** What a sandbox pod is made from. Sizes in MiB, cpu in cores. */
+/** What a sandbox pod is made from (resources: cpu in cores, sizes in MiB). */
 export interface SandboxPodInput {
   sandboxId: string;
   generation: number;
   template: string;
   image: string;
-  cpu: number;
-  memoryMib: number;
-  diskMib: number;
+  resources: SandboxResources;
 }
 
 /**
@@ -37,10 +37,11 @@ export function podNameFor(sandboxId: string, generation: number): string {
 
 /** Builds the pod manifest for one sandbox generation. */
 export function sandboxPod(input: SandboxPodInput): V1Pod {
+  const { cpu, memoryMib, diskMib } = input.resources;
   const limits = {
-    cpu: String(input.cpu),
-    memory: `${input.memoryMib}Mi`,
-    'ephemeral-storage': `${input.diskMib}Mi`,
+    cpu: String(cpu),
+    memory: `${memoryMib}Mi`,
+    'ephemeral-storage': `${diskMib}Mi`,
   };
   return {
     apiVersion: 'v1',
@@ -50,7 +51,7 @@ export function sandboxPod(input: SandboxPodInput): V1Pod {
       labels: { [POD_LABELS.managedBy]: MANAGED_BY, [POD_LABELS.sandboxId]: input.sandboxId },
       annotations: {
         [POD_ANNOTATIONS.template]: input.template,
-        [POD_ANNOTATIONS.diskMib]: String(input.diskMib),
+        [POD_ANNOTATIONS.diskMib]: String(diskMib),
         [POD_ANNOTATIONS.generation]: String(input.generation),
       },
     },

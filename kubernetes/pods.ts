@@ -2,7 +2,7 @@
  * Creating and deleting sandbox pods, both idempotent so Temporal may retry them freely.
  */
 import type { V1Pod } from '@kubernetes/client-node';
-import { statusOf, type KubernetesClient } from './client.js';
+import { httpStatusOf, type KubernetesClient } from './client.js';
 import {
   MANAGED_BY,
   POD_ANNOTATIONS,
@@ -56,7 +56,7 @@ export async function createPod(
       adopted: false,
     };
   } catch (err) {
-    if (statusOf(err) !== 409) throw err;
+    if (httpStatusOf(err) !== 409) throw err;
   }
   const existing = await client.core.readNamespacedPod({ name, namespace: client.namespace });
   if (
@@ -89,7 +89,7 @@ export async function findSandboxPod(
     const pod = await client.core.readNamespacedPod({ name, namespace: client.namespace });
     return belongsTo(pod, sandboxId, generation) ? { name, uid: uidOf(pod) } : undefined;
   } catch (err) {
-    if (statusOf(err) === 404) return undefined;
+    if (httpStatusOf(err) === 404) return undefined;
     throw err;
   }
 }
@@ -165,7 +165,7 @@ export async function deletePod(client: KubernetesClient, pod: PodRef): Promise<
     });
     return 'deleted';
   } catch (err) {
-    const status = statusOf(err);
+    const status = httpStatusOf(err);
     if (status === 404) return 'absent';
     if (status === 409) return 'replaced';
     throw err;

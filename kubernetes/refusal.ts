@@ -1,5 +1,6 @@
 /**
- * Reads a node's refusal out of a kubelet `FailedCreatePodSandBox` event (design.md section 5).
+ * Reads a node's refusal out of a kubelet `FailedCreatePodSandBox` event (docs/architecture.md,
+ * "The readiness watch").
  *
  * The runtime shim marks its status text with `[space-err=<GrpcCode>]`; kubelet wraps that text
  * into the event message, for example:
@@ -11,7 +12,7 @@
  * permanent ones included, as `Unknown`. Pure functions, no I/O.
  */
 
-/** The rules of design.md section 5, as data. */
+/** The rules of docs/architecture.md, "The readiness watch", as data. */
 export const REFUSAL_RULES = {
   /** Event reason kubelet records when the runtime cannot create the pod sandbox. */
   reason: 'FailedCreatePodSandBox',

@@ -5,9 +5,11 @@
  */
 import type { KubeConfig } from '@kubernetes/client-node';
 import { Watch } from '@kubernetes/client-node';
+import { httpStatusOf } from './client.js';
 
 /**
- * Which watch failures re-open and which degrade (design.md section 5). A stream that ends,
+ * Which watch failures re-open and which degrade (docs/architecture.md, "The readiness watch"). A
+ * stream that ends,
  * times out (client-node ends a watch after 30 s of silence with a TimeoutError), or drops
  * its connection re-opens too: those arrive without a status.
  */
@@ -39,7 +41,7 @@ export function classifyWatchEnd(err: unknown): WatchEndDecision {
   if ((err as { name?: string }).name === 'TimeoutError')
     return { action: 'reopen', cause: 'timeout' };
   if (err instanceof DOMException) return { action: 'reopen', cause: 'dropped' };
-  const status = statusCodeOf(err);
+  const status = httpStatusOf(err);
   if (status !== undefined) {
     const reopen =
       WATCH_ERROR_POLICY.reopenStatuses.has(status) ||
@@ -48,16 +50,6 @@ export function classifyWatchEnd(err: unknown): WatchEndDecision {
     return { action: 'degrade', cause: `status-${status}`, status };
   }
   return { action: 'reopen', cause: 'dropped' };
-}
-
-function statusCodeOf(err: unknown): number | undefined {
-  if (typeof err !== 'object' || err === null) return undefined;
-  const { statusCode, code } = err as { statusCode?: unknown; code?: unknown };
-  if (typeof statusCode === 'number') return statusCode;
-  // An in-stream ERROR's metav1.Status and a request's ApiException both carry the HTTP status
-  // as a numeric `code` (Node's own errors use string codes such as ECONNRESET).
-  if (typeof code === 'number') return code;
-  return undefined;
 }
 
 /** Options for {@link WatchLoop}. */

@@ -1,6 +1,6 @@
 /**
- * `npm run bench`: latency and throughput of creates on the embedded stack (design.md section
- * 9, issue "HTTP API"). It starts `scripts/start.ts` as a child process with a fresh DATA_DIR
+ * `npm run bench`: latency and throughput of creates on the embedded stack (README,
+ * "Benchmark"). It starts `scripts/start.ts` as a child process with a fresh DATA_DIR
  * and free ports, then measures over HTTP:
  *
  *   (a) refusal latency (disk 300 on `base`): POST to the operation being `failed`
@@ -56,9 +56,9 @@ async function asyncCreate(base: string, diskMib: number): Promise<{ ms: number;
   if (response.status !== 202)
     throw new Error(`POST answered ${response.status}: ${await response.text()}`);
   let op = (await response.json()) as Operation;
-  const deadline = Date.now() + 120_000;
+  const deadlineAtMs = Date.now() + 120_000;
   while (!op.done) {
-    if (Date.now() > deadline) throw new Error(`operation ${op.id} still running after 120 s`);
+    if (Date.now() > deadlineAtMs) throw new Error(`operation ${op.id} still running after 120 s`);
     await new Promise((resolve) => setTimeout(resolve, POLL_MS));
     op = (await (await api(base, `/v1/operations/${op.id}`)).json()) as Operation;
   }
@@ -133,11 +133,12 @@ async function main(): Promise<void> {
     rmSync(dataDir, { recursive: true, force: true });
   };
   try {
-    const readyBy = Date.now() + 300_000;
+    const readyByAtMs = Date.now() + 300_000;
     while (!output.includes('durable-sandbox is running')) {
       if (stack.exitCode !== null)
         throw new Error(`the stack exited (${stack.exitCode}):\n${output}`);
-      if (Date.now() > readyBy) throw new Error(`the stack did not start within 300 s:\n${output}`);
+      if (Date.now() > readyByAtMs)
+        throw new Error(`the stack did not start within 300 s:\n${output}`);
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
     console.log(`stack up at ${base} (pid ${stack.pid}); warming up`);

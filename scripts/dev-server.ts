@@ -1,6 +1,6 @@
 /**
- * Starts and stops `temporal server start-dev` (design.md section 8): no version check (no
- * network here), the search attributes of design.md section 4 registered, a free or chosen
+ * Starts and stops `temporal server start-dev` (README, "Quick start"): no version check (no
+ * network here), the search attributes of workflows/search-attributes.ts registered, a free or chosen
  * port, the UI on or off, state in a DB file or in memory.
  *
  * The server never outlives its parent: it runs under a small `sh` guard that holds a pipe
@@ -137,11 +137,11 @@ async function waitUntilServing(
   exited: Promise<number | null>,
   output: () => string,
 ): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
+  const deadlineAtMs = Date.now() + timeoutMs;
   let exitCode: number | null | undefined;
   void exited.then((code) => (exitCode = code));
   let lastError: unknown;
-  while (Date.now() < deadline) {
+  while (Date.now() < deadlineAtMs) {
     if (exitCode !== undefined) {
       throw new Error(`Temporal dev server exited (code ${exitCode}) before serving:\n${output()}`);
     }

@@ -1,6 +1,6 @@
 /**
  * Finds a usable Temporal CLI binary (it carries the dev server and the Temporal UI), building
- * it once with Go when nothing else is available. See design.md section 8.
+ * it once with Go when nothing else is available. See README, "Quick start".
  *
  * Run directly (`npm run temporal-cli`) it prints the binary's path on stdout.
  */

@@ -1,6 +1,7 @@
 /**
  * SimulatedCluster: a real HTTP server on 127.0.0.1 speaking the Kubernetes API subset the
- * service uses, plus one simulated node (design.md section 6). The embedded default cluster
+ * service uses, plus one simulated node (docs/architecture.md, "The simulated cluster"). The
+ * embedded default cluster
  * for `npm start` and the apiserver of the readiness tests, which reach it only over HTTP
  * through @kubernetes/client-node.
  */

@@ -1,5 +1,6 @@
 /**
- * The simulated Kubernetes cluster (design.md section 6): an HTTP apiserver for pods and
+ * The simulated Kubernetes cluster (docs/architecture.md, "The simulated cluster"): an HTTP
+ * apiserver for pods and
  * events plus a simulated node, used as the embedded default cluster and by tests.
  */
 export { SimulatedCluster, type SimulatedClusterOptions } from './cluster.js';

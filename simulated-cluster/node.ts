@@ -3,7 +3,7 @@
  * pods created in the store (in process, not over HTTP): binds the pod to the node at once,
  * then after a start-up delay either refuses the sandbox with kubelet-shaped
  * `FailedCreatePodSandBox` Warning events, repeated with back-off and aggregation, or gives
- * the pod an IP (design.md sections 1 and 6).
+ * the pod an IP (docs/architecture.md, "The simulated cluster").
  */
 import { randomBytes } from 'node:crypto';
 import type { Faults, ScriptedRefusal } from './faults.js';

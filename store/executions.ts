@@ -1,11 +1,12 @@
 /**
- * Execution rows: one per activation attempt of a sandbox generation (design.md section 4).
+ * Execution rows: one per activation attempt of a sandbox generation (docs/architecture.md,
+ * "Consistency between Temporal and the store").
  * Only the active, newest execution of a sandbox may change the sandbox; see fencing.ts.
  */
 import type { Kysely } from 'kysely';
 import { isCurrentExecution } from './fencing.js';
 import type { Database } from './schema.js';
-import type { ExecutionRef } from './types.js';
+import type { ExecutionRef } from '../contract/index.js';
 
 /**
  * Inserts an active execution.

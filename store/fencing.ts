@@ -1,5 +1,6 @@
 /**
- * Fencing (design.md section 4): a write made on behalf of an execution — a sandbox's
+ * Fencing (docs/architecture.md, "Consistency between Temporal and the store"): a write made on
+ * behalf of an execution — a sandbox's
  * (generation, activation attempt) — lands only while that execution is current, so a stale
  * workflow run or a retried activity can never overwrite a newer one's state.
  *
@@ -14,7 +15,7 @@
 import { expressionBuilder, sql, type Expression, type Kysely, type SqlBool } from 'kysely';
 import type { DialectName } from './database.js';
 import type { Database } from './schema.js';
-import type { ExecutionRef } from './types.js';
+import type { ExecutionRef } from '../contract/index.js';
 
 /**
  * Locks the sandbox's row until the transaction ends (PostgreSQL); a no-op on SQLite, whose

@@ -6,21 +6,17 @@ export { openStore, DELETED_REASON } from './store.js';
 export { StoreOptionsError } from './database.js';
 export { MigrationError } from './migrations/index.js';
 export { InvalidPageTokenError } from './page-token.js';
-export { MAX_PAGE_SIZE } from './sandboxes.js';
 export type {
-  CreateSandboxInput,
-  CreateSandboxResult,
-  ExecutionRef,
   ListSandboxesOptions,
   MarkSandboxFailedInput,
   MarkRunningResult,
   MarkSandboxRunningInput,
+  NewSandboxInput,
+  NewSandboxOutcome,
   RecordPodInput,
-  Resources,
   RetireExecutionInput,
   SandboxPage,
   SandboxRecord,
-  SandboxState,
   Store,
   StoreOptions,
 } from './types.js';

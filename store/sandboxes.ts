@@ -1,21 +1,14 @@
 /**
- * Sandbox rows: insert, read, list, and the state changes of design.md sections 3 and 4.
+ * Sandbox rows: insert, read, list, and the state changes of README, "Using it", and
+ * docs/architecture.md, "Consistency between Temporal and the store".
  * Writes made for an execution are fenced (fencing.ts) and report whether they wrote.
  */
 import type { Kysely, Selectable } from 'kysely';
 import { isCurrentExecution } from './fencing.js';
 import { decodePageToken, encodePageToken } from './page-token.js';
 import type { Database, SandboxesTable } from './schema.js';
-import type {
-  CreateSandboxInput,
-  ExecutionRef,
-  SandboxPage,
-  SandboxRecord,
-  SandboxState,
-} from './types.js';
-
-/** Largest page listSandboxes serves. */
-export const MAX_PAGE_SIZE = 200;
+import { PAGE_SIZE, type ExecutionRef, type SandboxState } from '../contract/index.js';
+import type { NewSandboxInput, SandboxPage, SandboxRecord } from './types.js';
 
 /**
  * Inserts a fresh sandbox: state `creating`, generation 1, no pod, no failure.
@@ -24,7 +17,7 @@ export const MAX_PAGE_SIZE = 200;
  */
 export async function insertSandbox(
   db: Kysely<Database>,
-  input: CreateSandboxInput,
+  input: NewSandboxInput,
   now: string,
 ): Promise<SandboxRecord> {
   const row: Selectable<SandboxesTable> = {
@@ -32,8 +25,8 @@ export async function insertSandbox(
     tenant: input.tenant,
     template: input.template,
     cpu: input.resources.cpu,
-    memory_mib: input.resources.memory_mib,
-    disk_mib: input.resources.disk_mib,
+    memory_mib: input.resources.memoryMib,
+    disk_mib: input.resources.diskMib,
     state: 'creating',
     generation: 1,
     operation_id: input.operationId,
@@ -63,7 +56,7 @@ export async function selectSandbox(
 
 /**
  * A page of the tenant's sandboxes, newest first (created_at desc, id desc), keyset-paged.
- * @throws RangeError when `limit` is not an integer in 1..{@link MAX_PAGE_SIZE}
+ * @throws RangeError when `limit` is not an integer in 1..{@link PAGE_SIZE.max}
  * @throws InvalidPageTokenError for a token this function did not issue
  */
 export async function selectSandboxPage(
@@ -72,8 +65,8 @@ export async function selectSandboxPage(
   options: { state?: SandboxState; limit: number; pageToken?: string },
 ): Promise<SandboxPage> {
   const { limit } = options;
-  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE_SIZE) {
-    throw new RangeError(`limit must be an integer from 1 to ${MAX_PAGE_SIZE}, got ${limit}`);
+  if (!Number.isInteger(limit) || limit < 1 || limit > PAGE_SIZE.max) {
+    throw new RangeError(`limit must be an integer from 1 to ${PAGE_SIZE.max}, got ${limit}`);
   }
   const after = options.pageToken === undefined ? undefined : decodePageToken(options.pageToken);
   let query = db.selectFrom('sandboxes').selectAll().where('tenant', '=', tenant);
@@ -243,7 +236,7 @@ function toRecord(row: Selectable<SandboxesTable>): SandboxRecord {
     id: row.id,
     tenant: row.tenant,
     template: row.template,
-    resources: { cpu: row.cpu, memory_mib: row.memory_mib, disk_mib: row.disk_mib },
+    resources: { cpu: row.cpu, memoryMib: row.memory_mib, diskMib: row.disk_mib },
     state: row.state as SandboxState,
     generation: row.generation,
     operationId: row.operation_id,

@@ -1,14 +1,11 @@
 /** The store's public types: what the API, the activities and the worker code against. */
-
-/** Lifecycle of a sandbox as the API reports it (design.md section 3). */
-export type SandboxState = 'creating' | 'running' | 'failed' | 'deleted';
-
-/** Requested resources: `cpu` in cores, `memory_mib` and `disk_mib` in MiB; positive integers. */
-export interface Resources {
-  cpu: number;
-  memory_mib: number;
-  disk_mib: number;
-}
+import type {
+  ExecutionRef,
+  SandboxFailure,
+  SandboxPodState,
+  SandboxResources,
+  SandboxState,
+} from '../contract/index.js';
 
 /** A sandbox as stored. Timestamps are ISO-8601 UTC strings. */
 export interface SandboxRecord {
@@ -16,16 +13,16 @@ export interface SandboxRecord {
   id: string;
   tenant: string;
   template: string;
-  resources: Resources;
+  resources: SandboxResources;
   state: SandboxState;
   /** Activation generation; 1 for a fresh create. */
   generation: number;
   /** `op_…`, the operation that created the sandbox. */
   operationId: string;
   /** The sandbox's pod, as far as it is known; all null before `recordPod`. */
-  pod: { name: string | null; uid: string | null; ip: string | null };
+  pod: SandboxPodState;
   /** Set when the sandbox is `failed`; null otherwise. */
-  failure: { code: string; message: string } | null;
+  failure: SandboxFailure | null;
   createdAt: string;
   updatedAt: string;
 }
@@ -43,11 +40,11 @@ export interface StoreOptions {
 }
 
 /** Input of {@link Store.createSandbox}. */
-export interface CreateSandboxInput {
+export interface NewSandboxInput {
   id: string;
   tenant: string;
   template: string;
-  resources: Resources;
+  resources: SandboxResources;
   operationId: string;
   /** The request's `Idempotency-Key` and a hash of its body. */
   idempotency?: { key: string; requestHash: string };
@@ -59,7 +56,7 @@ export interface CreateSandboxInput {
  * - `replay`: the tenant already used this key with the same request hash; nothing was stored.
  * - `conflict`: the tenant already used this key with a different request hash; nothing stored.
  */
-export type CreateSandboxResult =
+export type NewSandboxOutcome =
   | { kind: 'created'; sandbox: SandboxRecord }
   | { kind: 'replay'; operationId: string; sandboxId: string }
   | { kind: 'conflict'; operationId: string };
@@ -68,7 +65,7 @@ export type CreateSandboxResult =
 export interface ListSandboxesOptions {
   /** Only sandboxes in this state. */
   state?: SandboxState;
-  /** Page size, an integer in 1..200. */
+  /** Page size, an integer in 1..PAGE_SIZE.max (contract/sandbox.ts). */
   limit: number;
   /** `nextPageToken` of the previous page. Opaque. */
   pageToken?: string;
@@ -78,13 +75,6 @@ export interface ListSandboxesOptions {
 export interface SandboxPage {
   sandboxes: SandboxRecord[];
   nextPageToken?: string;
-}
-
-/** Names one execution: a sandbox's generation and activation attempt. */
-export interface ExecutionRef {
-  sandboxId: string;
-  generation: number;
-  attempt: number;
 }
 
 /** Input of {@link Store.recordPod}. */
@@ -106,7 +96,7 @@ export interface RetireExecutionInput extends ExecutionRef {
   /** Why the execution ends, e.g. an operation error code or `deleted`; stored as retired_reason. */
   reason: string;
   /** The sandbox's failure; null with reason `deleted` marks the sandbox `deleted`. */
-  failure: { code: string; message: string } | null;
+  failure: SandboxFailure | null;
 }
 
 /** Input of {@link Store.markSandboxFailed}. */
@@ -117,7 +107,8 @@ export interface MarkSandboxFailedInput {
 }
 
 /**
- * The sandbox store (design.md sections 3 and 4). SQLite or PostgreSQL behind one set of queries.
+ * The sandbox store (README, "Using it", and docs/architecture.md, "Consistency between Temporal
+ * and the store"). SQLite or PostgreSQL behind one set of queries.
  * Methods reject with the driver's error when the database fails; fenced writes never throw for
  * a stale caller, they return false.
  */
@@ -130,14 +121,14 @@ export interface Store {
    * with the same key: exactly one of them creates.
    * @throws the driver's unique-violation error when the sandbox id already exists
    */
-  createSandbox(input: CreateSandboxInput): Promise<CreateSandboxResult>;
+  createSandbox(input: NewSandboxInput): Promise<NewSandboxOutcome>;
   /** The tenant's sandbox; undefined when it does not exist or belongs to another tenant. */
   getSandbox(tenant: string, id: string): Promise<SandboxRecord | undefined>;
   /** The sandbox whatever its tenant (worker side); undefined when it does not exist. */
   getSandboxById(id: string): Promise<SandboxRecord | undefined>;
   /**
    * The tenant's sandboxes, newest first (created_at, then id, descending).
-   * @throws RangeError when `limit` is not an integer in 1..200
+   * @throws RangeError when `limit` is not an integer in 1..PAGE_SIZE.max
    * @throws InvalidPageTokenError when `pageToken` was not produced by this method
    */
   listSandboxes(tenant: string, options: ListSandboxesOptions): Promise<SandboxPage>;

@@ -6,6 +6,7 @@ import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { requestHash } from '../api/idempotency.js';
 import { newOperationId, newSandboxId } from '../api/ids.js';
+import { resourcesFromWire } from '../api/wire.js';
 import {
   awaitOperation,
   bearer,
@@ -239,7 +240,7 @@ describe('idempotency', () => {
       id: sandboxId,
       tenant: api.tenantB.id,
       template: body.template,
-      resources: body.resources,
+      resources: resourcesFromWire(body.resources),
       operationId,
       idempotency: { key, requestHash: requestHash(body, 'async') },
     });

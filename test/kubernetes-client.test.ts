@@ -1,6 +1,7 @@
 /**
  * Guards the `undici` override in package.json: @kubernetes/client-node 2.0.1 depends on
- * undici 8, which crashes at import on Node 20 (design.md section 5). This imports the client
+ * undici 8, which crashes at import on Node 20 (README, "Node 20 and @kubernetes/client-node").
+ * This imports the client
  * and opens a real watch against a scripted apiserver.
  */
 import { createServer, type IncomingMessage, type Server } from 'node:http';

@@ -20,7 +20,7 @@ afterAll(async () => {
 /** A sandbox in the store (unless `stored` is false) with its pod in the cluster. */
 async function sandboxWithPod(stored = true) {
   const id = `sbx_${randomUUID().replace(/-/g, '').slice(0, 26)}`;
-  const resources = { cpu: 1, memory_mib: 256, disk_mib: 2048 };
+  const resources = { cpu: 1, memoryMib: 256, diskMib: 2048 };
   if (stored) {
     await stack.store.createSandbox({
       id,
@@ -35,9 +35,7 @@ async function sandboxWithPod(stored = true) {
     generation: 1,
     template: 'base',
     image: 'example/base:1',
-    cpu: 1,
-    memoryMib: 256,
-    diskMib: 2048,
+    resources,
   });
   const execution = { sandboxId: id, generation: 1, attempt: 1 };
   return { id, pod, execution };

@@ -1,5 +1,6 @@
 /**
- * The combined readiness watch against the simulated cluster over HTTP (design.md section 5).
+ * The combined readiness watch against the simulated cluster over HTTP (docs/architecture.md, "The
+ * readiness watch").
  * Every test also checks, from the apiserver's request log, that events were only ever read
  * by watches from resourceVersion 0 for this pod's uid, and that nothing polled.
  */
@@ -42,9 +43,7 @@ async function newPod(diskMib: number): Promise<PodRef> {
     generation: 1,
     template: 'base',
     image: 'example/base:1',
-    cpu: 1,
-    memoryMib: 256,
-    diskMib,
+    resources: { cpu: 1, memoryMib: 256, diskMib },
   });
 }
 
@@ -55,7 +54,8 @@ function wait(
   return awaitPodReady({
     client,
     pod,
-    deadlineMs: Date.now() + 60_000,
+    // The wait has no deadline of its own; a bound keeps a broken build from hanging the suite.
+    signal: AbortSignal.timeout(60_000),
     watchRetryDelayMs: 50,
     ...overrides,
   });
@@ -122,12 +122,12 @@ describe('readiness watch: the seed cases', () => {
     expectWatchOnly(pod);
   });
 
-  it('keeps waiting until the deadline when the node refuses as Unavailable', async () => {
+  it('keeps waiting until aborted when the node refuses as Unavailable', async () => {
     cluster.faults.refuseWith('Unavailable', 'failed to reserve sandbox name');
     const pod = await newPod(300);
     const started = Date.now();
-    const outcome = await wait(pod, { deadlineMs: Date.now() + 2_500 });
-    expect(outcome).toEqual({ outcome: 'deadline' });
+    const outcome = wait(pod, { signal: AbortSignal.timeout(2_500) });
+    await expect(outcome).rejects.toMatchObject({ name: 'TimeoutError' });
     expect(Date.now() - started).toBeGreaterThanOrEqual(2_400);
     // The node did refuse meanwhile: the refusal was seen and judged not decisive.
     expect(eventsRequests().length).toBeGreaterThanOrEqual(1);
@@ -151,7 +151,7 @@ describe('readiness watch: the seed cases', () => {
   it('answers ready with the pod IP when the disk is large enough', async () => {
     const pod = await newPod(2048);
     const outcome = await wait(pod);
-    expect(outcome).toMatchObject({ outcome: 'ready', podIP: expect.stringMatching(/^10\./) });
+    expect(outcome).toMatchObject({ outcome: 'ready', podIp: expect.stringMatching(/^10\./) });
     expectWatchOnly(pod);
   });
 });
@@ -231,8 +231,8 @@ describe('readiness watch: events semantics', () => {
     });
     const pod = { name: first.name, uid: second.metadata?.uid as string };
     expect(pod.uid).not.toBe(first.uid);
-    const outcome = await wait(pod, { deadlineMs: Date.now() + 1_500 });
-    expect(outcome).toEqual({ outcome: 'deadline' });
+    const outcome = wait(pod, { signal: AbortSignal.timeout(1_500) });
+    await expect(outcome).rejects.toMatchObject({ name: 'TimeoutError' });
     expectWatchOnly(pod, { podLists: 1 });
   });
 });
@@ -350,10 +350,12 @@ describe('readiness watch: watch failures', () => {
     expect(cluster.openWatches()).toBe(0);
   });
 
-  it('stops both watches when the deadline passes', async () => {
+  it('stops both watches when a time bound set by the caller (AbortSignal.timeout) fires', async () => {
     cluster.faults.neverReady(true);
     const pod = await newPod(2048);
-    expect(await wait(pod, { deadlineMs: Date.now() + 500 })).toEqual({ outcome: 'deadline' });
+    await expect(wait(pod, { signal: AbortSignal.timeout(500) })).rejects.toMatchObject({
+      name: 'TimeoutError',
+    });
     await until(() => cluster.openWatches() === 0);
     expect(cluster.openWatches()).toBe(0);
   });

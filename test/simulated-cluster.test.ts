@@ -1,5 +1,6 @@
 /**
- * The simulated cluster (design.md section 6), exercised the way the service uses it: over
+ * The simulated cluster (docs/architecture.md, "The simulated cluster"), exercised the way the
+ * service uses it: over
  * HTTP through @kubernetes/client-node (CoreV1Api, Watch); raw fetch only to check wire format.
  */
 import { mkdtempSync, rmSync } from 'node:fs';

@@ -5,13 +5,13 @@ import { MIGRATIONS } from '../store/migrations/index.js';
 import {
   InvalidPageTokenError,
   openStore,
-  type CreateSandboxInput,
+  type NewSandboxInput,
   type Store,
   type StoreOptions,
 } from '../store/index.js';
 import { storeBackends, type StoreTarget } from './support/store.js';
 
-const RESOURCES = { cpu: 1, memory_mib: 1024, disk_mib: 2048 };
+const RESOURCES = { cpu: 1, memoryMib: 1024, diskMib: 2048 };
 
 /** A clock that moves one second per reading, so every row has its own created_at. */
 function steppingClock(): () => Date {
@@ -19,7 +19,7 @@ function steppingClock(): () => Date {
   return () => new Date((ms += 1000));
 }
 
-function sandboxInput(n: number, overrides: Partial<CreateSandboxInput> = {}): CreateSandboxInput {
+function sandboxInput(n: number, overrides: Partial<NewSandboxInput> = {}): NewSandboxInput {
   return {
     id: `sbx_${String(n).padStart(4, '0')}`,
     tenant: 'acme',
@@ -51,7 +51,7 @@ describe.each(storeBackends())('store on $name', (backend) => {
   });
 
   /** Creates a sandbox and fails the test unless it was created. */
-  async function created(input: CreateSandboxInput) {
+  async function created(input: NewSandboxInput) {
     const result = await store.createSandbox(input);
     if (result.kind !== 'created') throw new Error(`expected created, got ${result.kind}`);
     return result.sandbox;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { classifyWatchEnd } from '../kubernetes/watch-loop.js';
 
-describe('classifyWatchEnd: the re-open / degrade table of design.md section 5', () => {
+describe('classifyWatchEnd: the re-open / degrade table of docs/architecture.md, "The readiness watch"', () => {
   it('re-opens after a clean end, a timeout, a dropped connection, 408, 410, 429 and 5xx', () => {
     expect(classifyWatchEnd(null)).toEqual({ action: 'reopen', cause: 'ended' });
     expect(classifyWatchEnd(new DOMException('idle', 'TimeoutError'))).toEqual({

@@ -1,7 +1,8 @@
 /**
- * Installs the Temporal SDK Runtime once per process: its logs go to our pino logger (workflow
- * `log.*` calls, worker state changes, bundler output) at `warn` unless TEMPORAL_LOG_LEVEL says
- * otherwise, and, when asked, its worker metrics go to a Prometheus exporter.
+ * Installs the Temporal SDK Runtime once per process: its logs go to our pino logger, and, when
+ * asked, its worker metrics go to a Prometheus exporter. What our own code logs through the SDK
+ * (`log` in workflows and activities) passes at `info`; the SDK's own lines (worker state
+ * changes, bundler output, core) at `warn` unless TEMPORAL_LOG_LEVEL says otherwise.
  */
 import { DefaultLogger, Runtime, type LogLevel } from '@temporalio/worker';
 import type { Logger } from 'pino';
@@ -25,12 +26,14 @@ export interface RuntimeOptions {
  * @throws the SDK's IllegalStateError when a Runtime was already installed in this process
  */
 export function installRuntime(logger: Logger, options: RuntimeOptions = {}): void {
-  const level = (process.env.TEMPORAL_LOG_LEVEL?.toUpperCase() ?? 'WARN') as LogLevel;
-  const sdkLogger = logger.child({ source: 'temporal-sdk' });
+  const requested = (process.env.TEMPORAL_LOG_LEVEL?.toUpperCase() ?? 'WARN') as LogLevel;
+  const sdkLevel = requested in PINO_LEVELS ? requested : 'WARN';
   Runtime.install({
-    logger: new DefaultLogger(level in PINO_LEVELS ? level : 'WARN', (entry) => {
-      sdkLogger[PINO_LEVELS[entry.level]](withSerializableErrors(entry.meta), entry.message);
-    }),
+    // The least severe level either side wants; sdkLogForwarder filters the rest.
+    logger: new DefaultLogger(
+      SEVERITY.indexOf(sdkLevel) < SEVERITY.indexOf('INFO') ? sdkLevel : 'INFO',
+      sdkLogForwarder(logger, sdkLevel),
+    ),
     ...(options.prometheusBindAddress
       ? {
           telemetryOptions: {
@@ -41,6 +44,29 @@ export function installRuntime(logger: Logger, options: RuntimeOptions = {}): vo
         }
       : {}),
   });
+}
+
+/** SDK components whose log lines are our code's (`log` in workflows and activities). */
+const OUR_COMPONENTS = new Set(['workflow', 'activity']);
+
+/** Log levels in order of severity. */
+const SEVERITY: LogLevel[] = ['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR'];
+
+/**
+ * A DefaultLogger sink that writes SDK log entries to pino: our code's lines (`sdkComponent`
+ * `workflow` or `activity`) from `info` up, the SDK's own from `sdkLevel` up. The meta (the
+ * activity's or workflow's attributes and the call's fields) becomes the line's fields.
+ */
+export function sdkLogForwarder(logger: Logger, sdkLevel: LogLevel) {
+  return (entry: { level: LogLevel; message: string; meta?: Record<string, unknown> }): void => {
+    const ours = OUR_COMPONENTS.has(String(entry.meta?.sdkComponent));
+    const least = SEVERITY.indexOf(ours ? 'INFO' : sdkLevel);
+    if (SEVERITY.indexOf(entry.level) < least) return;
+    const fields = withSerializableErrors(entry.meta);
+    delete fields.taskToken; // opaque and long; activityId and workflowId name the task
+    if (!ours) fields.source = 'temporal-sdk';
+    logger[PINO_LEVELS[entry.level]](fields, entry.message);
+  };
 }
 
 /**

@@ -62,7 +62,6 @@ export async function serveWorker(options: ServeWorkerOptions): Promise<ServedWo
     deps: {
       kubernetes: options.kubernetes,
       store: options.store,
-      logger: options.logger,
       watchRetryDelayMs: config.watchRetryDelayMs,
       metrics: createMetrics(),
     },

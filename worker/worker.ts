@@ -5,6 +5,7 @@
 import { fileURLToPath } from 'node:url';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from '../activities/index.js';
+import { activityLogIds } from '../activities/log-attributes.js';
 
 /** Path of the workflow entry point, bundled by the worker at start. */
 export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
@@ -38,6 +39,8 @@ export async function createSandboxWorker(options: SandboxWorkerOptions): Promis
       ? { workflowBundle: options.workflowBundle }
       : { workflowsPath: WORKFLOWS_PATH }),
     activities: createActivities(options.deps),
+    // Every activity log line names its operation, sandbox and pod (activities/log-attributes.ts).
+    interceptors: { activity: [activityLogIds] },
     // Cancellation reaches an activity only with a heartbeat answer: keep that answer quick.
     maxHeartbeatThrottleInterval: '2 seconds',
     shutdownGraceTime: options.shutdownGraceTimeMs ?? 2_000,

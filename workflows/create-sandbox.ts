@@ -1,5 +1,5 @@
 /**
- * The `createSandbox` workflow (design.md section 4): create the pod, wait for its IP while
+ * The `createSandbox` workflow (docs/architecture.md, "The create path"): create the pod, wait for its IP while
  * watching its events, mark the sandbox running. On a refusal, the deadline, a pod failure or
  * cancellation, compensate (delete the pod, retire the execution) and fail with a typed,
  * non-retryable ApplicationFailure the Temporal UI can show.
@@ -24,14 +24,14 @@ import type { CreateActivities } from '../activities/index.js';
 import type { PodRef } from '../kubernetes/pods.js';
 import { CreatePhaseKey, FailureCodeKey } from './search-attributes.js';
 import {
-  FAILURE_TYPES,
+  OPERATION_ERRORS,
   errorCodeOfFailureType,
   type CreateFailureDetails,
   type CreatePhase,
   type CreateSandboxInput,
   type CreateSandboxResult,
   type OperationErrorCode,
-} from './types.js';
+} from '../contract/index.js';
 
 /** Retry policy of the short steps: back-off until the create's deadline cancels them. */
 const stepRetry: RetryPolicy = {
@@ -56,17 +56,22 @@ const settledStep = proxyActivities<CreateActivities>({
 /**
  * The readiness wait: long-running and heartbeating, so a dead worker's wait moves to another
  * worker after the heartbeat timeout. Cancellation waits until the activity has stopped its
- * watches, so compensation never races a live watch.
+ * watches, so compensation never races a live watch. The wait ends when the deadline timer
+ * cancels it; the start-to-close timeout (deadline + 60 s) is only a backstop for a cancel
+ * that never arrives.
  */
-function readinessWait(deadlineMs: number) {
+function readinessWait(createDeadlineMs: number) {
   return proxyActivities<CreateActivities>({
-    startToCloseTimeout: deadlineMs + 60_000,
+    startToCloseTimeout: createDeadlineMs + 60_000,
     heartbeatTimeout: '20 seconds',
     cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
     retry: {
       initialInterval: '1 second',
       maximumInterval: '10 seconds',
-      nonRetryableErrorTypes: [FAILURE_TYPES.invalid_request, FAILURE_TYPES.pod_failed],
+      nonRetryableErrorTypes: [
+        OPERATION_ERRORS.invalid_request.failureType,
+        OPERATION_ERRORS.pod_failed.failureType,
+      ],
     },
   });
 }
@@ -77,6 +82,7 @@ const compensationStep = proxyActivities<CreateActivities>({
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds' },
 });
 
+/** One undo step of the compensation stack, with a short label for the logs. */
 interface Compensation {
   label: string;
   run: () => Promise<unknown>;
@@ -90,8 +96,15 @@ interface CreateOutcome {
   cause?: Error;
 }
 
+/** What the steps have learned so far; read by compensation and by the failure's details. */
+interface CreateProgress {
+  compensations: Compensation[];
+  pod?: PodRef;
+}
+
 /**
- * Creates one sandbox pod and waits until it has an IP.
+ * Creates one sandbox pod and waits until it has an IP (docs/architecture.md, "The create
+ * path").
  * @returns the sandbox id and its pod `{name, uid, ip}`
  * @throws ApplicationFailure (non-retryable) of type `InvalidRequest`, `PodNeverReady`,
  *   `PodFailed` or `Internal`, after compensation; its message names the cause and its first
@@ -99,116 +112,143 @@ interface CreateOutcome {
  * @throws CancelledFailure when the operation was cancelled, after compensation
  */
 export async function createSandbox(input: CreateSandboxInput): Promise<CreateSandboxResult> {
-  const execution = {
+  const progress: CreateProgress = { compensations: [] };
+  const work = new CancellationScope();
+  const deadline = startDeadline(input, work);
+  try {
+    const result = await work.run(() => runSteps(input, progress));
+    deadline.scope.cancel();
+    setPhase('finished');
+    return result;
+  } catch (err) {
+    deadline.scope.cancel();
+    const outcome = describeFailure(err, {
+      deadlinePassed: deadline.passed(),
+      // The operation was cancelled, whatever the interrupted step reported (e.g. a timeout).
+      cancelled: CancellationScope.current().consideredCancelled,
+      pod: progress.pod,
+      deadlineMs: input.deadlineMs,
+    });
+    await CancellationScope.nonCancellable(() => compensate(input, progress, outcome));
+    throw finalFailure(outcome);
+  }
+}
+
+/**
+ * The create's deadline (docs/architecture.md, "Deadline"): a workflow timer, not a workflow
+ * timeout, so compensation still runs. When it fires it cancels `work`; the readiness wait in
+ * it is cancelled with it (the wait has no timer of its own).
+ */
+function startDeadline(
+  input: CreateSandboxInput,
+  work: CancellationScope,
+): { scope: CancellationScope; passed: () => boolean } {
+  const deadlineAtMs = workflowInfo().startTime.getTime() + input.deadlineMs;
+  const scope = new CancellationScope();
+  let passed = false;
+  void scope
+    .run(() => sleep(Math.max(0, deadlineAtMs - Date.now())))
+    .then(
+      () => {
+        passed = true;
+        work.cancel();
+      },
+      () => undefined,
+    );
+  return { scope, passed: () => passed };
+}
+
+/** The steps: create the pod, wait for its IP, mark the sandbox running. */
+async function runSteps(
+  input: CreateSandboxInput,
+  progress: CreateProgress,
+): Promise<CreateSandboxResult> {
+  const execution = executionOf(input);
+  setPhase('creating_pod');
+  // Pushed before the call: if createPod is cut short, the pod is found by its name.
+  progress.compensations.push({
+    label: 'delete pod',
+    run: () => compensationStep.deletePod({ ...execution, pod: progress.pod }),
+  });
+  const pod = await settledStep.createPod({
+    ...execution,
+    template: input.template,
+    image: input.image,
+    resources: input.resources,
+  });
+  progress.pod = pod;
+
+  setPhase('waiting_for_ip');
+  const { podIp } = await readinessWait(input.deadlineMs).awaitPodReady({
+    operationId: input.operationId,
+    sandboxId: input.sandboxId,
+    pod,
+  });
+  const marked = await settledStep.markSandboxRunning({ ...execution, podIp, podUid: pod.uid });
+  if (!marked) {
+    throw ApplicationFailure.nonRetryable(
+      'the execution was retired or superseded while the pod was starting',
+      OPERATION_ERRORS.internal.failureType,
+    );
+  }
+  return { sandboxId: input.sandboxId, pod: { name: pod.name, uid: pod.uid, ip: podIp } };
+}
+
+/**
+ * Runs the compensation stack in reverse, then retires the execution with the outcome's code.
+ * Each step is retried by Temporal until it succeeds (compensationStep); run non-cancellable.
+ */
+async function compensate(
+  input: CreateSandboxInput,
+  progress: CreateProgress,
+  outcome: CreateOutcome,
+): Promise<void> {
+  const podUid = progress.pod?.uid;
+  setPhase('compensating');
+  upsertSearchAttributes([{ key: FailureCodeKey, value: outcome.code }]);
+  for (const compensation of [...progress.compensations].reverse()) {
+    log.info('compensating', {
+      step: compensation.label,
+      operation_id: input.operationId,
+      sandbox_id: input.sandboxId,
+      pod_uid: podUid,
+    });
+    await compensation.run();
+  }
+  await compensationStep.retireExecution({
+    ...executionOf(input),
+    podUid,
+    reason: outcome.code,
+    failure: { code: outcome.code, message: outcome.message },
+    refusalEventTime: outcome.details.eventLastTimestamp,
+  });
+  setPhase('finished');
+}
+
+/** The error the workflow fails with: a CancelledFailure, or a typed ApplicationFailure. */
+function finalFailure(outcome: CreateOutcome): Error {
+  if (outcome.code === 'cancelled') {
+    return outcome.cause instanceof CancelledFailure
+      ? outcome.cause
+      : new CancelledFailure(outcome.message);
+  }
+  return ApplicationFailure.create({
+    type: OPERATION_ERRORS[outcome.code].failureType,
+    message: outcome.message,
+    nonRetryable: true,
+    details: [outcome.details],
+    cause: outcome.cause,
+  });
+}
+
+/** The execution the activities write for, with the operation id their logs carry. */
+function executionOf(input: CreateSandboxInput) {
+  return {
     operationId: input.operationId,
     sandboxId: input.sandboxId,
     generation: input.generation,
     attempt: input.attempt,
   };
-  const deadlineAtMs = workflowInfo().startTime.getTime() + input.deadlineMs;
-  const compensations: Compensation[] = [];
-  let pod: PodRef | undefined;
-  let deadlinePassed = false;
-
-  const work = new CancellationScope();
-  const deadline = new CancellationScope();
-  // The deadline is a workflow timer, not a workflow timeout, so compensation still runs.
-  void deadline
-    .run(() => sleep(Math.max(0, deadlineAtMs - Date.now())))
-    .then(
-      () => {
-        deadlinePassed = true;
-        work.cancel();
-      },
-      () => undefined,
-    );
-
-  try {
-    const result = await work.run(async () => {
-      setPhase('creating_pod');
-      // Pushed before the call: if createPod is cut short, the pod is found by its name.
-      compensations.push({
-        label: 'delete pod',
-        run: () => compensationStep.deletePod({ ...execution, pod }),
-      });
-      pod = await settledStep.createPod({
-        ...execution,
-        template: input.template,
-        image: input.image,
-        resources: input.resources,
-      });
-      const created = pod;
-
-      setPhase('waiting_for_ip');
-      const wait = await readinessWait(input.deadlineMs).awaitPodReady({
-        operationId: input.operationId,
-        sandboxId: input.sandboxId,
-        pod: created,
-        deadlineAtMs,
-      });
-      if ('deadline' in wait) {
-        deadlinePassed = true;
-        throw new CancelledFailure('deadline passed');
-      }
-      const marked = await settledStep.markSandboxRunning({
-        ...execution,
-        podIp: wait.podIP,
-        podUid: created.uid,
-      });
-      if (!marked) {
-        throw ApplicationFailure.nonRetryable(
-          'the execution was retired or superseded while the pod was starting',
-          FAILURE_TYPES.internal,
-        );
-      }
-      return { sandboxId: input.sandboxId, pod: { ...created, ip: wait.podIP } };
-    });
-    deadline.cancel();
-    setPhase('finished');
-    return result;
-  } catch (err) {
-    deadline.cancel();
-    const outcome = describeFailure(err, {
-      deadlinePassed,
-      // The operation was cancelled, whatever the interrupted step reported (e.g. a timeout).
-      cancelled: CancellationScope.current().consideredCancelled,
-      pod,
-      deadlineMs: input.deadlineMs,
-    });
-    await CancellationScope.nonCancellable(async () => {
-      setPhase('compensating');
-      upsertSearchAttributes([{ key: FailureCodeKey, value: outcome.code }]);
-      for (const compensation of compensations.reverse()) {
-        log.info('compensating', {
-          step: compensation.label,
-          operation_id: input.operationId,
-          sandbox_id: input.sandboxId,
-          pod_uid: pod?.uid,
-        });
-        await compensation.run();
-      }
-      await compensationStep.retireExecution({
-        ...execution,
-        podUid: pod?.uid,
-        reason: outcome.code,
-        failure: { code: outcome.code, message: outcome.message },
-        refusalEventTime: outcome.details.eventLastTimestamp,
-      });
-      setPhase('finished');
-    });
-    if (outcome.code === 'cancelled') {
-      throw outcome.cause instanceof CancelledFailure
-        ? outcome.cause
-        : new CancelledFailure(outcome.message);
-    }
-    throw ApplicationFailure.create({
-      type: FAILURE_TYPES[outcome.code],
-      message: outcome.message,
-      nonRetryable: true,
-      details: [outcome.details],
-      cause: outcome.cause,
-    });
-  }
 }
 
 function setPhase(phase: CreatePhase): void {

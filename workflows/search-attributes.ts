@@ -1,5 +1,6 @@
 /**
- * The search attributes a create upserts as it moves (design.md section 4). All Keyword, so the
+ * The search attributes a create upserts as it moves (docs/architecture.md, "The create path").
+ * All Keyword, so the
  * Temporal UI can filter exactly, e.g. `FailureCode="invalid_request"`.
  * The dev server launcher registers the same list (scripts/dev-server.ts).
  */
@@ -10,6 +11,22 @@ export const TenantIdKey = defineSearchAttributeKey('TenantId', SearchAttributeT
 export const TemplateKey = defineSearchAttributeKey('Template', SearchAttributeType.KEYWORD);
 export const CreatePhaseKey = defineSearchAttributeKey('CreatePhase', SearchAttributeType.KEYWORD);
 export const FailureCodeKey = defineSearchAttributeKey('FailureCode', SearchAttributeType.KEYWORD);
+
+/**
+ * The search attributes an operation on a sandbox starts with: its sandbox, tenant and
+ * template; a create also its first phase, `creating_pod`.
+ */
+export function operationSearchAttributes(
+  sandbox: { sandboxId: string; tenantId: string; template: string },
+  operation: 'create' | 'delete',
+) {
+  return [
+    { key: SandboxIdKey, value: sandbox.sandboxId },
+    { key: TenantIdKey, value: sandbox.tenantId },
+    { key: TemplateKey, value: sandbox.template },
+    ...(operation === 'create' ? [{ key: CreatePhaseKey, value: 'creating_pod' }] : []),
+  ];
+}
 
 /** Every key above, for registration: `--search-attribute Name=Keyword`. */
 export const SEARCH_ATTRIBUTE_KEYS = [

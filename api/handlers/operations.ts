@@ -1,4 +1,4 @@
-/** Operation routes (design.md section 3): get, list, cancel. */
+/** Operation routes (README, "Using it"): get, list, cancel. */
 import { WorkflowNotFoundError } from '@temporalio/client';
 import type { RequestHandler } from 'express';
 import { tenantOf } from '../auth.js';
@@ -7,6 +7,7 @@ import { ApiError } from '../errors.js';
 import { listOperations } from '../operation-list.js';
 import { describeOperation, readOperation } from '../operations.js';
 import { parseOperationListQuery } from '../validation.js';
+import { operationPageToWire, operationToWire } from '../wire.js';
 import { OPERATION_RETRY_AFTER_S, sendAccepted } from './sandboxes.js';
 
 function notFound(id: string): ApiError {
@@ -21,13 +22,13 @@ export function operationHandlers(deps: AppDeps) {
     const operation = await readOperation(deps, tenantOf(res), id);
     if (!operation) throw notFound(id);
     if (!operation.done) res.set('Retry-After', String(OPERATION_RETRY_AFTER_S));
-    res.json(operation);
+    res.json(operationToWire(operation));
   };
 
   /** `GET /v1/operations?status=&limit=&page_token=`: the tenant's operations, newest first. */
   const listOperationsHandler: RequestHandler = async (req, res) => {
     const query = parseOperationListQuery(req.query);
-    res.json(await listOperations(deps, tenantOf(res), query));
+    res.json(operationPageToWire(await listOperations(deps, tenantOf(res), query)));
   };
 
   /**

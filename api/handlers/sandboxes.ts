@@ -1,5 +1,5 @@
 /**
- * Sandbox routes (design.md section 3): the asynchronous create, get, list and delete.
+ * Sandbox routes (README, "Using it"): the asynchronous create, get, list and delete.
  * The synchronous create is in handlers/sync-create.ts.
  */
 import type { RequestHandler, Response } from 'express';
@@ -10,8 +10,8 @@ import { acceptDelete } from '../delete-flow.js';
 import type { AppDeps } from '../deps.js';
 import { ApiError } from '../errors.js';
 import { SANDBOX_ID } from '../ids.js';
-import { readOperation, type OperationView } from '../operations.js';
-import { sandboxView } from '../sandbox-view.js';
+import { readOperation, type Operation } from '../operations.js';
+import { operationToWire, sandboxToWire } from '../wire.js';
 import { parseSandboxListQuery } from '../validation.js';
 
 /** Seconds a client should wait before polling a running operation again. */
@@ -21,10 +21,10 @@ export const OPERATION_RETRY_AFTER_S = 1;
  * Answers an operation just accepted or cancelled: 202, `Location`, and `Retry-After` while it
  * runs.
  */
-export function sendAccepted(res: Response, operation: OperationView): void {
+export function sendAccepted(res: Response, operation: Operation): void {
   res.status(202).location(`/v1/operations/${operation.id}`);
   if (!operation.done) res.set('Retry-After', String(OPERATION_RETRY_AFTER_S));
-  res.json(operation);
+  res.json(operationToWire(operation));
 }
 
 /**
@@ -35,7 +35,7 @@ export async function operationJustStarted(
   deps: AppDeps,
   tenant: string,
   operationId: string,
-): Promise<OperationView> {
+): Promise<Operation> {
   const operation = await readOperation(deps, tenant, operationId);
   if (!operation) throw new Error(`operation ${operationId} was started but cannot be read`);
   return operation;
@@ -66,7 +66,7 @@ export function sandboxHandlers(deps: AppDeps) {
       ? await deps.store.getSandbox(tenantOf(res), id)
       : undefined;
     if (!sandbox) throw notFound(id);
-    res.json(sandboxView(sandbox));
+    res.json(sandboxToWire(sandbox));
   };
 
   /** `GET /v1/sandboxes?state=&limit=&page_token=`: the tenant's sandboxes, newest first. */
@@ -79,7 +79,7 @@ export function sandboxHandlers(deps: AppDeps) {
         pageToken: query.page_token,
       });
       res.json({
-        sandboxes: page.sandboxes.map(sandboxView),
+        sandboxes: page.sandboxes.map(sandboxToWire),
         next_page_token: page.nextPageToken ?? null,
       });
     } catch (err) {

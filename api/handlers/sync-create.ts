@@ -1,5 +1,5 @@
 /**
- * `POST /sync/v1/sandboxes` (design.md section 3, the seed's "ECW" flavor): the same workflow
+ * `POST /sync/v1/sandboxes` (README, "Using it"): the same workflow
  * as the asynchronous create, with the readiness budget as its deadline, awaited in the request.
  * 201 Sandbox; a node refusal 400 `invalid_request` naming the reason; the deadline 503
  * `pod_never_ready` with `Retry-After`; anything else 500. `Operation-Id` names the workflow.
@@ -11,24 +11,18 @@ import { acceptCreateRequest } from '../create-flow.js';
 import type { AppDeps } from '../deps.js';
 import { ApiError } from '../errors.js';
 import { operationErrorOf, type OperationError } from '../failures.js';
-import { sandboxView } from '../sandbox-view.js';
+import { detailsToWire, sandboxToWire } from '../wire.js';
 
 /** Seconds a caller should wait before retrying a create that ran out of budget. */
 export const NEVER_READY_RETRY_AFTER_S = 5;
 
 /** The HTTP answer of a failed synchronous create. */
 function syncError(error: OperationError, operationId: string): ApiError {
-  const details = { ...error.details, operation_id: operationId };
-  switch (error.code) {
-    case 'invalid_request':
-      return new ApiError('invalid_request', error.message, details);
-    case 'pod_never_ready':
-      return new ApiError('pod_never_ready', error.message, details, {
-        headers: { 'Retry-After': String(NEVER_READY_RETRY_AFTER_S) },
-      });
-    default:
-      return new ApiError(error.code, error.message, details, { status: 500 });
-  }
+  const details = { ...detailsToWire(error.details), operation_id: operationId };
+  // The status comes from the error code (contract/operation.ts OPERATION_ERRORS).
+  const headers: Record<string, string> =
+    error.code === 'pod_never_ready' ? { 'Retry-After': String(NEVER_READY_RETRY_AFTER_S) } : {};
+  return new ApiError(error.code, error.message, details, { headers });
 }
 
 /** Handlers of the synchronous create route. */
@@ -53,7 +47,7 @@ export function syncCreateHandlers(deps: AppDeps) {
     }
     const sandbox = await deps.store.getSandbox(tenant, accepted.sandboxId);
     if (!sandbox) throw new Error(`sandbox ${accepted.sandboxId} vanished after its create`);
-    res.status(201).location(`/v1/sandboxes/${sandbox.id}`).json(sandboxView(sandbox));
+    res.status(201).location(`/v1/sandboxes/${sandbox.id}`).json(sandboxToWire(sandbox));
   };
 
   return { createSandboxSync };

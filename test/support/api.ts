@@ -111,11 +111,11 @@ export async function eventually<T>(
   probe: () => Promise<T | undefined>,
   { timeoutMs = 30_000, intervalMs = 100, what = 'condition' } = {},
 ): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
+  const deadlineAtMs = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe();
     if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`${what} not met within ${timeoutMs} ms`);
+    if (Date.now() > deadlineAtMs) throw new Error(`${what} not met within ${timeoutMs} ms`);
     await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }
 }

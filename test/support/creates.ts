@@ -5,13 +5,8 @@
 import { randomUUID } from 'node:crypto';
 import type { WorkflowHandle } from '@temporalio/client';
 import type { createSandbox } from '../../workflows/create-sandbox.js';
-import {
-  CreatePhaseKey,
-  SandboxIdKey,
-  TemplateKey,
-  TenantIdKey,
-} from '../../workflows/search-attributes.js';
-import type { CreateSandboxInput } from '../../workflows/types.js';
+import { operationSearchAttributes } from '../../workflows/search-attributes.js';
+import type { CreateSandboxInput } from '../../contract/index.js';
 import type { TestStack } from './stack.js';
 
 /** Options of {@link startCreate}. */
@@ -22,23 +17,33 @@ export interface StartCreateOptions {
   template?: string;
 }
 
+/** A create workflow input with fresh ids (tenant `tenant-a`, template `base`, 2048 MiB disk). */
+export function createInput(overrides: Partial<CreateSandboxInput> = {}): CreateSandboxInput {
+  const suffix = randomUUID().replace(/-/g, '').slice(0, 20);
+  return {
+    operationId: `op_${suffix}`,
+    sandboxId: `sbx_${suffix}`,
+    tenantId: 'tenant-a',
+    template: 'base',
+    image: 'example/base:1',
+    resources: { cpu: 1, memoryMib: 256, diskMib: 2048 },
+    generation: 1,
+    attempt: 1,
+    deadlineMs: 60_000,
+    ...overrides,
+  };
+}
+
 /** Stores a sandbox and starts its create workflow; returns the handle and input. */
 export async function startCreate(
   stack: TestStack,
   options: StartCreateOptions,
 ): Promise<{ handle: WorkflowHandle<typeof createSandbox>; input: CreateSandboxInput }> {
-  const suffix = randomUUID().replace(/-/g, '').slice(0, 20);
-  const input: CreateSandboxInput = {
-    operationId: `op_${suffix}`,
-    sandboxId: `sbx_${suffix}`,
-    tenantId: 'tenant-a',
+  const input = createInput({
     template: options.template ?? 'base',
-    image: 'example/base:1',
-    resources: { cpu: 1, memory_mib: 256, disk_mib: options.diskMib },
-    generation: 1,
-    attempt: 1,
+    resources: { cpu: 1, memoryMib: 256, diskMib: options.diskMib },
     deadlineMs: options.deadlineMs ?? 60_000,
-  };
+  });
   const stored = await stack.store.createSandbox({
     id: input.sandboxId,
     tenant: input.tenantId,
@@ -51,12 +56,7 @@ export async function startCreate(
     workflowId: input.operationId,
     taskQueue: stack.taskQueue,
     args: [input],
-    typedSearchAttributes: [
-      { key: SandboxIdKey, value: input.sandboxId },
-      { key: TenantIdKey, value: input.tenantId },
-      { key: TemplateKey, value: input.template },
-      { key: CreatePhaseKey, value: 'creating_pod' },
-    ],
+    typedSearchAttributes: operationSearchAttributes(input, 'create'),
   });
   return { handle, input };
 }

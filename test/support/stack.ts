@@ -10,14 +10,16 @@ import type { Worker } from '@temporalio/worker';
 import { pino, type Logger } from 'pino';
 import { createMetrics } from '../../activities/metrics.js';
 import { createKubernetesClient, type KubernetesClient } from '../../kubernetes/client.js';
-import {
-  SimulatedCluster,
-  type SimulatedClusterOptions,
-} from '../../simulated-cluster/index.js';
+import { SimulatedCluster, type SimulatedClusterOptions } from '../../simulated-cluster/index.js';
 import { openStore, type Store, type StoreOptions } from '../../store/index.js';
 import { createSandboxWorker } from '../../worker/worker.js';
 import { freshPostgresTarget, type StoreTarget } from './store.js';
-import { connectToTestServer, uniqueTaskQueue, type TemporalTestContext } from './temporal.js';
+import {
+  connectToTestServer,
+  routeSdkLogsTo,
+  uniqueTaskQueue,
+  type TemporalTestContext,
+} from './temporal.js';
 
 /** Options of {@link startTestStack}. */
 export interface TestStackOptions {
@@ -86,6 +88,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
       },
     },
   );
+  routeSdkLogsTo(logger);
   const taskQueue = uniqueTaskQueue('create');
   const running: Array<{ worker: Worker; done: Promise<void> }> = [];
 
@@ -110,7 +113,6 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
         deps: {
           kubernetes,
           store: options.activityStore ? options.activityStore(store) : store,
-          logger,
           watchRetryDelayMs: options.watchRetryDelayMs ?? 100,
           metrics: createMetrics(),
         },
@@ -129,6 +131,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
       await store.close();
       await postgres?.dispose();
       await temporal.close();
+      routeSdkLogsTo(undefined);
       rmSync(dataDir, { recursive: true, force: true });
     },
   };

@@ -5,7 +5,9 @@
 import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
+import type { Logger } from 'pino';
 import { inject } from 'vitest';
+import { sdkLogForwarder } from '../../worker/runtime.js';
 
 /** What a suite needs to run workflows on the shared dev server. */
 export interface TemporalTestContext {
@@ -41,16 +43,34 @@ export function uniqueTaskQueue(prefix: string): string {
 }
 
 let runtimeInstalled = false;
+let sdkLogSink: Logger | undefined;
 
 /**
- * Keeps the SDK's own logs to errors so test output stays readable (expected activity failures
- * log at WARN; a real problem fails a test).
+ * Sends what workflows and activities log through the SDK (`log`) to `logger` from now on, as
+ * worker/runtime.ts does in production; undefined drops it again. One sink per process: the
+ * suites run their stacks one at a time.
+ */
+export function routeSdkLogsTo(logger: Logger | undefined): void {
+  sdkLogSink = logger;
+}
+
+/**
+ * Installs a Runtime whose SDK lines are kept to errors so test output stays readable (expected
+ * activity failures log at WARN; a real problem fails a test), and whose workflow and activity
+ * lines go to the sink of {@link routeSdkLogsTo}.
  */
 function installQuietRuntime(): void {
   if (runtimeInstalled) return;
   runtimeInstalled = true;
+  const quiet = new DefaultLogger('ERROR');
   try {
-    Runtime.install({ logger: new DefaultLogger('ERROR') });
+    Runtime.install({
+      logger: new DefaultLogger('INFO', (entry) => {
+        const ours = ['workflow', 'activity'].includes(String(entry.meta?.sdkComponent));
+        if (ours && sdkLogSink) sdkLogForwarder(sdkLogSink, 'ERROR')(entry);
+        else if (!ours) quiet.log(entry.level, entry.message, entry.meta);
+      }),
+    });
   } catch {
     // A Runtime was already installed in this process; keep it.
   }

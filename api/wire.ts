@@ -1,0 +1,124 @@
+/**
+ * The HTTP boundary's spelling: the API's JSON is snake_case (`memory_mib`, `pod_ip` style,
+ * `operation_id`), everything behind it camelCase (contract/). This file is the one place that
+ * converts between the two: request bodies in, Sandbox and Operation JSON and error details
+ * out. The JSON shapes are documented in api/openapi.json.
+ */
+import type {
+  OperationErrorCode,
+  OperationPhase,
+  OperationStatus,
+  SandboxFailure,
+  SandboxPodState,
+  SandboxResources,
+  SandboxState,
+} from '../contract/index.js';
+import type { SandboxRecord } from '../store/index.js';
+import type { OperationPage } from './operation-list.js';
+import type { Operation, OperationType } from './operations.js';
+
+/** Resources as the API spells them: `cpu` in cores, `memory_mib` and `disk_mib` in MiB. */
+export interface WireResources {
+  cpu: number;
+  memory_mib: number;
+  disk_mib: number;
+}
+
+/** Request resources -> the contract's. */
+export function resourcesFromWire(wire: WireResources): SandboxResources {
+  return { cpu: wire.cpu, memoryMib: wire.memory_mib, diskMib: wire.disk_mib };
+}
+
+/** The contract's resources -> the API's spelling. */
+export function resourcesToWire(resources: SandboxResources): WireResources {
+  return { cpu: resources.cpu, memory_mib: resources.memoryMib, disk_mib: resources.diskMib };
+}
+
+/** `camelCase` -> `snake_case`. */
+export function snakeCase(key: string): string {
+  return key.replace(/[A-Z]/g, (letter) => `_${letter.toLowerCase()}`);
+}
+
+/** An object with its keys in snake_case; undefined values dropped. One level deep. */
+export function detailsToWire(details: Record<string, unknown>): Record<string, unknown> {
+  const wire: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(details)) {
+    if (value !== undefined) wire[snakeCase(key)] = value;
+  }
+  return wire;
+}
+
+/** A sandbox as the API shows it. Timestamps are ISO-8601 UTC. */
+export interface SandboxJson {
+  id: string;
+  template: string;
+  resources: WireResources;
+  state: SandboxState;
+  pod: SandboxPodState;
+  failure: SandboxFailure | null;
+  /** The operation that created the sandbox. */
+  operation_id: string;
+  created_at: string;
+  updated_at: string;
+}
+
+/** Maps a stored sandbox to its API JSON (no tenant, no fencing fields). */
+export function sandboxToWire(record: SandboxRecord): SandboxJson {
+  return {
+    id: record.id,
+    template: record.template,
+    resources: resourcesToWire(record.resources),
+    state: record.state,
+    pod: { ...record.pod },
+    failure: record.failure ? { ...record.failure } : null,
+    operation_id: record.operationId,
+    created_at: record.createdAt,
+    updated_at: record.updatedAt,
+  };
+}
+
+/** An operation as the API shows it. Timestamps are ISO-8601 UTC. */
+export interface OperationJson {
+  id: string;
+  type: OperationType;
+  sandbox_id: string;
+  status: OperationStatus;
+  done: boolean;
+  phase: OperationPhase;
+  error: { code: OperationErrorCode; message: string; details: Record<string, unknown> } | null;
+  result: { sandbox: SandboxJson } | null;
+  created_at: string;
+  updated_at: string;
+  /** When a create's deadline passes; null for deletes, which have none. */
+  deadline_at: string | null;
+}
+
+/** Maps an operation to its API JSON; the error's details get snake_case keys. */
+export function operationToWire(operation: Operation): OperationJson {
+  const { error, result } = operation;
+  return {
+    id: operation.id,
+    type: operation.type,
+    sandbox_id: operation.sandboxId,
+    status: operation.status,
+    done: operation.done,
+    phase: operation.phase,
+    error: error && {
+      code: error.code,
+      message: error.message,
+      details: detailsToWire(error.details),
+    },
+    result: result && { sandbox: sandboxToWire(result.sandbox) },
+    created_at: operation.createdAt,
+    updated_at: operation.updatedAt,
+    deadline_at: operation.deadlineAt,
+  };
+}
+
+/** A page of operations as the API shows it; `next_page_token` is null on the last page. */
+export function operationPageToWire(page: OperationPage): {
+  operations: OperationJson[];
+  next_page_token: string | null;
+} {
+  return { operations: page.operations.map(operationToWire), next_page_token: page.nextPageToken };
+}

@@ -1,0 +1,54 @@
+/**
+ * The `createSandbox` workflow's input, result and failure details, shared by the API (which
+ * starts it), the workflow and its activities. Types only.
+ */
+import type { OperationErrorCode } from './operation.js';
+import type { SandboxResources } from './sandbox.js';
+
+/** Input of the `createSandbox` workflow. The workflow id is `operationId`. */
+export interface CreateSandboxInput {
+  operationId: string;
+  sandboxId: string;
+  tenantId: string;
+  template: string;
+  /** Container image resolved from the template catalog when the create was accepted. */
+  image: string;
+  resources: SandboxResources;
+  /** Sandbox generation and activation attempt; together they fence the store writes. */
+  generation: number;
+  attempt: number;
+  /**
+   * The create's deadline, a duration in ms from the workflow's start, chosen once by the
+   * route that accepted the create (CREATE_DEADLINE_MS, or SYNC_READINESS_BUDGET_MS for the
+   * synchronous route).
+   */
+  deadlineMs: number;
+}
+
+/**
+ * The pod of a running sandbox: name, uid, and the IP it was given. Nested under `pod`, the
+ * IP is `ip` (as in the API's Sandbox JSON); a flat field is `podIp`.
+ */
+export interface SandboxPod {
+  name: string;
+  uid: string;
+  ip: string;
+}
+
+/** Result of a successful `createSandbox` workflow. */
+export interface CreateSandboxResult {
+  sandboxId: string;
+  pod: SandboxPod;
+}
+
+/** Details attached to the workflow's final failure (first element of `details`). */
+export interface CreateFailureDetails {
+  code: OperationErrorCode;
+  /** The node's reason, for `invalid_request`; the pod's, for `pod_failed`. */
+  reason?: string;
+  podName?: string;
+  podUid?: string;
+  /** For `invalid_request`: the refusal event's name and lastTimestamp (ISO-8601). */
+  eventName?: string;
+  eventLastTimestamp?: string;
+}

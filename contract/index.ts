@@ -1,0 +1,8 @@
+/**
+ * The contract every layer imports (api, worker, workflows, activities, kubernetes, store):
+ * one name and one shape per concept. Types, constants and pure functions only; no Node
+ * imports, so the deterministic workflow bundle may import it.
+ */
+export * from './sandbox.js';
+export * from './operation.js';
+export * from './create-workflow.js';

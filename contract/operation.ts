@@ -1,0 +1,54 @@
+/**
+ * Operations: the phases a create or a delete moves through, and the one table that ties an
+ * operation error code to the Temporal ApplicationFailure type the workflow fails with and to
+ * the HTTP status the synchronous create answers with. Types, constants and pure functions
+ * only, so the workflow bundle may import it.
+ */
+
+/** An operation's status (a list can filter on it); `done` is every status but `running`. */
+export const OPERATION_STATUSES = ['running', 'succeeded', 'failed', 'cancelled'] as const;
+/** An operation's status. */
+export type OperationStatus = (typeof OPERATION_STATUSES)[number];
+
+/** The phases of a create (search attribute `CreatePhase`, operation `phase`). */
+export const CREATE_PHASES = [
+  'creating_pod',
+  'waiting_for_ip',
+  'compensating',
+  'finished',
+] as const;
+/** A create's phase. */
+export type CreatePhase = (typeof CREATE_PHASES)[number];
+
+/** The phase of a running delete (a delete has no search attribute for its phase). */
+export type DeletePhase = 'deleting';
+
+/** An operation's phase: a create's, or a delete's. */
+export type OperationPhase = CreatePhase | DeletePhase;
+
+/** True when `value` is a create phase (e.g. a search attribute read back from Temporal). */
+export function isCreatePhase(value: unknown): value is CreatePhase {
+  return (CREATE_PHASES as readonly unknown[]).includes(value);
+}
+
+/**
+ * Each operation error code (README, "Errors"): the `ApplicationFailure` type the workflow
+ * fails with (one type per class, created in workflows/create-sandbox.ts), and the HTTP status
+ * the synchronous create route answers with when its workflow fails with that code.
+ */
+export const OPERATION_ERRORS = {
+  invalid_request: { failureType: 'InvalidRequest', httpStatus: 400 },
+  pod_never_ready: { failureType: 'PodNeverReady', httpStatus: 503 },
+  pod_failed: { failureType: 'PodFailed', httpStatus: 500 },
+  cancelled: { failureType: 'Cancelled', httpStatus: 500 },
+  internal: { failureType: 'Internal', httpStatus: 500 },
+} as const satisfies Record<string, { failureType: string; httpStatus: number }>;
+
+/** An operation error code. */
+export type OperationErrorCode = keyof typeof OPERATION_ERRORS;
+
+/** The operation error code of an `ApplicationFailure` type; `internal` when unknown. */
+export function errorCodeOfFailureType(type: string | undefined | null): OperationErrorCode {
+  const entry = Object.entries(OPERATION_ERRORS).find(([, row]) => row.failureType === type);
+  return (entry?.[0] as OperationErrorCode | undefined) ?? 'internal';
+}

@@ -1,0 +1,291 @@
+/**
+ * The createSandbox workflow's branches, one test each, with stub activities: the real
+ * workflow code on the run's real Temporal dev server, but activities that do what a test
+ * tells them (no cluster, no store), so every branch runs in about a second. The full-stack
+ * tests (create-workflow.test.ts) drive the same branches through the real activities.
+ */
+import { Context } from '@temporalio/activity';
+import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
+import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
+import { Worker } from '@temporalio/worker';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { CreateActivities } from '../activities/index.js';
+import type { CreateFailureDetails, CreateSandboxInput } from '../contract/index.js';
+import type { PodRef } from '../kubernetes/pods.js';
+import type { createSandbox } from '../workflows/create-sandbox.js';
+import {
+  connectToTestServer,
+  uniqueTaskQueue,
+  type TemporalTestContext,
+} from './support/temporal.js';
+import { createInput } from './support/creates.js';
+import { until } from './support/until.js';
+
+type Activities = Pick<
+  CreateActivities,
+  'createPod' | 'awaitPodReady' | 'markSandboxRunning' | 'deletePod' | 'retireExecution'
+>;
+type ActivityName = keyof Activities;
+
+/** One create's stubs and what its activities were called with, in order. */
+interface Script {
+  stubs: Partial<{ [Name in ActivityName]: (...args: Parameters<Activities[Name]>) => unknown }>;
+  calls: Array<{ name: ActivityName; input: Record<string, unknown> }>;
+}
+
+const POD: PodRef = { name: 'sbx-branch-g1', uid: 'uid-1', resourceVersion: '7' };
+const scripts = new Map<string, Script>();
+
+/** Stub activities: each looks up the script of its create (by operation id) and records the call. */
+function stubActivities(): Activities {
+  const dispatch =
+    <Name extends ActivityName>(name: Name, fallback: (...args: never[]) => unknown) =>
+    async (input: { operationId: string }): Promise<never> => {
+      const script = scripts.get(input.operationId);
+      if (!script) throw new Error(`no script for ${input.operationId}`);
+      script.calls.push({ name, input: input as unknown as Record<string, unknown> });
+      const stub = (script.stubs[name] ?? fallback) as (arg: unknown) => unknown;
+      return (await stub(input)) as never;
+    };
+  return {
+    createPod: dispatch('createPod', () => POD),
+    awaitPodReady: dispatch('awaitPodReady', () => ({ podIp: '10.0.0.9' })),
+    markSandboxRunning: dispatch('markSandboxRunning', () => true),
+    deletePod: dispatch('deletePod', () => 'deleted'),
+    retireExecution: dispatch('retireExecution', () => true),
+  } as unknown as Activities;
+}
+
+/** A stub that never finishes on its own: it heartbeats until the activity is cancelled. */
+async function untilCancelled(): Promise<never> {
+  const context = Context.current();
+  const beat = setInterval(() => context.heartbeat(), 50);
+  try {
+    return await context.cancelled;
+  } finally {
+    clearInterval(beat);
+  }
+}
+
+/** An `awaitPodReady` stub that waits until cancelled and records whether it was. */
+function waitUntilCancelled(): { stub: () => Promise<never>; cancelled: () => boolean } {
+  let cancelled = false;
+  return {
+    stub: async () => {
+      try {
+        return await untilCancelled();
+      } catch (err) {
+        cancelled = err instanceof CancelledFailure;
+        throw err;
+      }
+    },
+    cancelled: () => cancelled,
+  };
+}
+
+/** A promise a test resolves by hand. */
+function gate<T>(): { promise: Promise<T>; open(value: T): void } {
+  let open!: (value: T) => void;
+  const promise = new Promise<T>((resolve) => (open = resolve));
+  return { promise, open };
+}
+
+let temporal: TemporalTestContext;
+let worker: Worker;
+let running: Promise<void>;
+let taskQueue: string;
+
+beforeAll(async () => {
+  temporal = await connectToTestServer();
+  taskQueue = uniqueTaskQueue('create-branches');
+  worker = await Worker.create({
+    connection: temporal.nativeConnection,
+    namespace: 'default',
+    taskQueue,
+    workflowBundle: temporal.workflowBundle,
+    activities: stubActivities(),
+    // Cancellation reaches an activity with a heartbeat's answer: do not throttle them here.
+    maxHeartbeatThrottleInterval: '50 milliseconds',
+    defaultHeartbeatThrottleInterval: '50 milliseconds',
+  });
+  running = worker.run();
+});
+
+afterAll(async () => {
+  worker?.shutdown();
+  await running?.catch(() => undefined);
+  await temporal?.close();
+});
+
+/** Starts a create whose activities follow `stubs`. */
+async function start(
+  stubs: Script['stubs'],
+  overrides: Partial<CreateSandboxInput> = {},
+): Promise<{ handle: WorkflowHandle<typeof createSandbox>; script: Script }> {
+  const input = createInput(overrides);
+  const script: Script = { stubs, calls: [] };
+  scripts.set(input.operationId, script);
+  const handle = await temporal.client.workflow.start<typeof createSandbox>('createSandbox', {
+    workflowId: input.operationId,
+    taskQueue,
+    args: [input],
+  });
+  return { handle, script };
+}
+
+async function failureOf(handle: WorkflowHandle): Promise<Error> {
+  const error: unknown = await handle.result().then(
+    () => new Error('the workflow succeeded'),
+    (err: unknown) => err,
+  );
+  expect(error).toBeInstanceOf(WorkflowFailedError);
+  return (error as WorkflowFailedError).cause as Error;
+}
+
+function names(script: Script): ActivityName[] {
+  return script.calls.map((call) => call.name);
+}
+
+function retired(script: Script): Record<string, unknown> | undefined {
+  return script.calls.find((call) => call.name === 'retireExecution')?.input;
+}
+
+const invalidRequest = (): never => {
+  const details: CreateFailureDetails = {
+    code: 'invalid_request',
+    reason: 'rootfs_size_mb=300 is smaller than cloned rootfs size 451 MiB',
+    podName: POD.name,
+    podUid: POD.uid,
+  };
+  throw ApplicationFailure.nonRetryable(
+    `the node refused the sandbox: ${details.reason}`,
+    'InvalidRequest',
+    details,
+  );
+};
+
+describe('createSandbox branches (stub activities)', () => {
+  it('succeeds with the pod IP and compensates nothing', async () => {
+    const { handle, script } = await start({});
+    expect(await handle.result()).toMatchObject({ pod: { uid: POD.uid, ip: '10.0.0.9' } });
+    expect(names(script)).toEqual(['createPod', 'awaitPodReady', 'markSandboxRunning']);
+    expect(script.calls[2]?.input).toMatchObject({ podIp: '10.0.0.9', podUid: POD.uid });
+  });
+
+  it('fails as InvalidRequest on a refusal, after deleting the pod and retiring the execution', async () => {
+    const { handle, script } = await start({ awaitPodReady: invalidRequest });
+    const failure = await failureOf(handle);
+    expect(failure).toBeInstanceOf(ApplicationFailure);
+    expect((failure as ApplicationFailure).type).toBe('InvalidRequest');
+    expect(failure.message).toMatch(/451 MiB/);
+    expect((failure as ApplicationFailure).details?.[0]).toMatchObject({
+      code: 'invalid_request',
+      podUid: POD.uid,
+    });
+    expect(names(script)).toEqual(['createPod', 'awaitPodReady', 'deletePod', 'retireExecution']);
+    expect(script.calls[2]?.input).toMatchObject({ pod: { uid: POD.uid } });
+    expect(retired(script)).toMatchObject({
+      reason: 'invalid_request',
+      failure: { code: 'invalid_request' },
+    });
+  });
+
+  it('fails as PodNeverReady when the deadline passes during the wait, cancelling the wait', async () => {
+    const wait = waitUntilCancelled();
+    const { handle, script } = await start({ awaitPodReady: wait.stub }, { deadlineMs: 300 });
+    const failure = await failureOf(handle);
+    expect((failure as ApplicationFailure).type).toBe('PodNeverReady');
+    expect(failure.message).toMatch(/pod sbx-branch-g1 had no IP within the create deadline/);
+    expect(wait.cancelled()).toBe(true);
+    expect(names(script)).toEqual(['createPod', 'awaitPodReady', 'deletePod', 'retireExecution']);
+    expect(retired(script)).toMatchObject({ reason: 'pod_never_ready' });
+  });
+
+  it('fails as PodFailed when the pod fails, after compensating', async () => {
+    const { handle, script } = await start({
+      awaitPodReady: () => {
+        throw ApplicationFailure.nonRetryable('pod sbx-branch-g1 failed: Evicted', 'PodFailed', {
+          code: 'pod_failed',
+        });
+      },
+    });
+    const failure = await failureOf(handle);
+    expect((failure as ApplicationFailure).type).toBe('PodFailed');
+    expect(failure.message).toBe('pod sbx-branch-g1 failed: Evicted');
+    expect(names(script)).toEqual(['createPod', 'awaitPodReady', 'deletePod', 'retireExecution']);
+    expect(retired(script)).toMatchObject({ reason: 'pod_failed' });
+  });
+
+  it('fails as Internal when the execution was fenced out before it was marked running', async () => {
+    const { handle, script } = await start({ markSandboxRunning: () => false });
+    const failure = await failureOf(handle);
+    expect((failure as ApplicationFailure).type).toBe('Internal');
+    expect(failure.message).toMatch(/retired or superseded/);
+    expect(names(script)).toEqual([
+      'createPod',
+      'awaitPodReady',
+      'markSandboxRunning',
+      'deletePod',
+      'retireExecution',
+    ]);
+    expect(retired(script)).toMatchObject({ reason: 'internal' });
+  });
+
+  it('retries a compensation step that fails once, then ends the same way', async () => {
+    let deletes = 0;
+    const { handle, script } = await start({
+      awaitPodReady: invalidRequest,
+      deletePod: () => {
+        deletes += 1;
+        if (deletes === 1) throw new Error('apiserver unavailable');
+        return 'deleted';
+      },
+    });
+    const failure = await failureOf(handle);
+    expect((failure as ApplicationFailure).type).toBe('InvalidRequest');
+    expect(names(script)).toEqual([
+      'createPod',
+      'awaitPodReady',
+      'deletePod',
+      'deletePod',
+      'retireExecution',
+    ]);
+  });
+
+  it('when cancelled during createPod, waits for the pod, then deletes it and ends cancelled', async () => {
+    const created = gate<PodRef>();
+    const { handle, script } = await start({ createPod: () => created.promise });
+    await until(() => names(script).includes('createPod'));
+    await handle.cancel();
+    // The settled step is not abandoned: compensation waits until the pod is known.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(names(script)).toEqual(['createPod']);
+    created.open(POD);
+    expect(await failureOf(handle)).toBeInstanceOf(CancelledFailure);
+    expect(names(script)).toEqual(['createPod', 'deletePod', 'retireExecution']);
+    expect(script.calls[1]?.input).toMatchObject({ pod: { uid: POD.uid } });
+    expect(retired(script)).toMatchObject({ reason: 'cancelled' });
+  });
+
+  it('when cancelled during the wait, cancels the wait, compensates and ends cancelled', async () => {
+    const wait = waitUntilCancelled();
+    const { handle, script } = await start({ awaitPodReady: wait.stub });
+    await until(() => names(script).includes('awaitPodReady'));
+    await handle.cancel();
+    expect(await failureOf(handle)).toBeInstanceOf(CancelledFailure);
+    expect(wait.cancelled()).toBe(true);
+    expect(names(script)).toEqual(['createPod', 'awaitPodReady', 'deletePod', 'retireExecution']);
+    expect(retired(script)).toMatchObject({ reason: 'cancelled' });
+  });
+
+  it('when cancelled during markSandboxRunning, lets the step finish and keeps the running sandbox', async () => {
+    const marked = gate<boolean>();
+    const { handle, script } = await start({ markSandboxRunning: () => marked.promise });
+    await until(() => names(script).includes('markSandboxRunning'));
+    await handle.cancel();
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    marked.open(true);
+    expect(await handle.result()).toMatchObject({ pod: { ip: '10.0.0.9' } });
+    expect(names(script)).toEqual(['createPod', 'awaitPodReady', 'markSandboxRunning']);
+  });
+});
