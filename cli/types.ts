@@ -24,4 +24,11 @@ export interface Operation {
   created_at: string;
   updated_at: string;
   deadline_at: string | null;
+  /** The operation's workflow in the Temporal UI, when the API knows the UI's address. */
+  temporal_ui_url?: string | null;
+}
+
+/** A page of a list; `next_page_token` is null on the last page. */
+export interface Page {
+  next_page_token: string | null;
 }
