@@ -48,6 +48,22 @@ export interface OperationView {
   updated_at: string;
   /** When a create's deadline passes; null for deletes, which have none. */
   deadline_at: string | null;
+  /** The workflow's page in the Temporal UI; null unless TEMPORAL_UI_URL (or npm start) sets it. */
+  temporal_ui_url: string | null;
+}
+
+/**
+ * The Temporal UI page of a workflow run: `<ui>/namespaces/<ns>/workflows/<id>/<run>/history`
+ * (the UI's own route).
+ */
+export function temporalUiUrl(
+  uiUrl: string,
+  namespace: string,
+  workflowId: string,
+  runId: string,
+): string {
+  const parts = [namespace, 'workflows', workflowId, runId].map(encodeURIComponent);
+  return `${uiUrl}/namespaces/${parts[0]}/${parts[1]}/${parts[2]}/${parts[3]}/history`;
 }
 
 /** Workflow status -> operation status (TERMINATED and TIMED_OUT count as failed). */
@@ -135,7 +151,7 @@ function latest(...times: Array<string | undefined>): string {
  * @throws the client's or the store's error when either cannot be reached
  */
 export async function operationView(
-  deps: Pick<AppDeps, 'temporal' | 'store'>,
+  deps: Pick<AppDeps, 'temporal' | 'store' | 'config'>,
   tenant: string,
   described: { description: WorkflowExecutionDescription; memo: OperationMemo },
 ): Promise<OperationView> {
@@ -172,6 +188,14 @@ export async function operationView(
       memo.deadlineMs === undefined
         ? null
         : new Date(description.startTime.getTime() + memo.deadlineMs).toISOString(),
+    temporal_ui_url: deps.config.temporalUiUrl
+      ? temporalUiUrl(
+          deps.config.temporalUiUrl,
+          deps.config.temporalNamespace,
+          description.workflowId,
+          description.runId,
+        )
+      : null,
   };
 }
 
@@ -180,7 +204,7 @@ export async function operationView(
  * @throws the client's or the store's error when either cannot be reached
  */
 export async function readOperation(
-  deps: Pick<AppDeps, 'temporal' | 'store'>,
+  deps: Pick<AppDeps, 'temporal' | 'store' | 'config'>,
   tenant: string,
   id: string,
 ): Promise<OperationView | undefined> {

@@ -83,7 +83,9 @@ async function main(): Promise<void> {
   const connection = await Connection.connect({ address: temporalAddress });
   cleanups.push(() => connection.close());
   const temporal = new Client({ connection, namespace: config.temporalNamespace });
-  const app = createApp({ temporal, store, config, logger });
+  // Operations link to their workflow page in the UI the stack started (or TEMPORAL_UI_URL's).
+  const apiConfig = { ...config, temporalUiUrl: config.temporalUiUrl ?? uiUrl };
+  const app = createApp({ temporal, store, config: apiConfig, logger });
   const server = await new Promise<Server>((resolveListen, reject) => {
     // Express 5 hands a listen error (e.g. EADDRINUSE) to this callback, not to 'error'.
     const listening = app.listen(config.port, '127.0.0.1', (err?: Error) =>

@@ -10,10 +10,7 @@ import type { Worker } from '@temporalio/worker';
 import { pino, type Logger } from 'pino';
 import { createMetrics } from '../../activities/metrics.js';
 import { createKubernetesClient, type KubernetesClient } from '../../kubernetes/client.js';
-import {
-  SimulatedCluster,
-  type SimulatedClusterOptions,
-} from '../../simulated-cluster/index.js';
+import { SimulatedCluster, type SimulatedClusterOptions } from '../../simulated-cluster/index.js';
 import { openStore, type Store, type StoreOptions } from '../../store/index.js';
 import { createSandboxWorker } from '../../worker/worker.js';
 import { freshPostgresTarget, type StoreTarget } from './store.js';
