@@ -9,6 +9,8 @@ import type { Server } from 'node:http';
 import { join, resolve } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { createApp } from '../api/app.js';
+import { apiRegistry } from '../api/metrics.js';
+import { collectProcessMetrics } from '../config/process-metrics.js';
 import { ConfigError, DEV_TOKEN, loadConfig } from '../config/index.js';
 import { createLogger } from '../config/logger.js';
 import { createKubernetesClient } from '../kubernetes/client.js';
@@ -77,6 +79,7 @@ async function main(): Promise<void> {
     logger,
     metricsPort,
     metricsHost: '127.0.0.1',
+    processMetrics: false,
   });
   cleanups.push(() => worker.stop());
 
@@ -85,6 +88,8 @@ async function main(): Promise<void> {
   const temporal = new Client({ connection, namespace: config.temporalNamespace });
   // Operations link to their workflow page in the UI the stack started (or TEMPORAL_UI_URL's).
   const apiConfig = { ...config, temporalUiUrl: config.temporalUiUrl ?? uiUrl };
+  // One process, two endpoints: its process metrics are the API's (the worker serves its own).
+  collectProcessMetrics(apiRegistry);
   const app = createApp({ temporal, store, config: apiConfig, logger });
   const server = await new Promise<Server>((resolveListen, reject) => {
     // Express 5 hands a listen error (e.g. EADDRINUSE) to this callback, not to 'error'.
