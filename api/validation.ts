@@ -114,8 +114,8 @@ const pageToken = z.string({ error: 'must be given once' }).min(1).max(4096).opt
 
 const sandboxListQuery = z.strictObject({
   state: z
-    .enum(['creating', 'running', 'failed', 'deleted'], {
-      error: 'must be one of: creating, running, failed, deleted',
+    .enum(['creating', 'running', 'failed', 'deleted', 'lost'], {
+      error: 'must be one of: creating, running, failed, deleted, lost',
     })
     .optional(),
   limit: pageSize,

@@ -383,7 +383,10 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
     .command('list')
     .description('list sandboxes (by --state), or failed operations (--failed)')
     .option('--failed', 'list failed operations, newest first', false)
-    .option('--state <state>', 'only sandboxes in this state (creating, running, failed, deleted)')
+    .option(
+      '--state <state>',
+      'only sandboxes in this state (creating, running, failed, deleted, lost)',
+    )
     .option('--limit <n>', 'page size (1-200)', positiveInteger, 50)
     .option('--page-token <token>', 'the next page, as the previous page printed it')
     .action(

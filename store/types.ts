@@ -1,7 +1,13 @@
 /** The store's public types: what the API, the activities and the worker code against. */
 
-/** Lifecycle of a sandbox as the API reports it (design.md section 3). */
-export type SandboxState = 'creating' | 'running' | 'failed' | 'deleted';
+/**
+ * Lifecycle of a sandbox as the API reports it (design.md section 3). `lost`: it was `running`
+ * and its pod is gone (see {@link Store.markRunningSandboxesLost}); deleting it still works.
+ */
+export type SandboxState = 'creating' | 'running' | 'failed' | 'deleted' | 'lost';
+
+/** The failure code of a `lost` sandbox. */
+export const POD_LOST = 'pod_lost';
 
 /** Requested resources: `cpu` in cores, `memory_mib` and `disk_mib` in MiB; positive integers. */
 export interface Resources {
@@ -178,6 +184,14 @@ export interface Store {
    * @returns whether it changed the sandbox (false when missing or already deleted)
    */
   markSandboxDeleted(input: { sandboxId: string }): Promise<boolean>;
+  /**
+   * One transaction: every `running` sandbox (any tenant) -> `lost`, with failure
+   * `{code: 'pod_lost', message: reason}` (the why) and updated_at = now (the when), its pod IP
+   * cleared, its active executions retired with reason `pod_lost`. For a cluster known to have
+   * lost every pod (the embedded stack's simulated cluster after a restart).
+   * @returns the ids of the sandboxes it marked
+   */
+  markRunningSandboxesLost(input: { reason: string }): Promise<string[]>;
   /** Resolves when the database answers a trivial query; rejects with the driver's error. */
   ping(): Promise<void>;
   /** Closes the connection (pool); the store is unusable afterwards. */
