@@ -178,6 +178,7 @@ class Session {
         signal: this.io.signal,
         onUpdate: (update) => {
           current = update;
+          if (update.done) return; // the outcome is printed below
           spinner.text = progressText(update, Date.now() - started);
           if (update.phase !== lastPhase && !spinner.isEnabled && !this.json) {
             this.io.stderr.write(`- ${spinner.text}\n`);

@@ -150,7 +150,7 @@ async function main(): Promise<void> {
     `  curl -s -X POST ${apiUrl}/v1/sandboxes -H 'Authorization: Bearer ${token}' \\`,
     `    -H 'Content-Type: application/json' \\`,
     `    -d '{"template":"base","resources":{"cpu":1,"memory_mib":1024,"disk_mib":300}}'`,
-    `or with the CLI: npm run cli -- create --template base --disk-mib 300 --wait`,
+    `or with the CLI: npx durable-sandbox create --template base --disk-mib 300 --wait`,
     ...notes.map((note) => `Note: ${note}.`),
     '',
     'Ctrl-C stops everything.',
