@@ -8,6 +8,7 @@ import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { run } from '../cli/program.js';
+import { formatSandboxList, humanDuration } from '../cli/format.js';
 import { pollDelayMs } from '../cli/wait.js';
 import { eventually, startApiStack, type ApiStack } from './support/api.js';
 
@@ -301,6 +302,30 @@ describe('cli', () => {
     } finally {
       api.stack.cluster.faults.neverReady(false);
     }
+  });
+
+  it('cuts table rows to the terminal width and prints AGE as kubectl does', () => {
+    const sandbox = {
+      id: 'sbx_aaaaaaaaaaaaaaaaaaaaaaaaaa',
+      template: 'base',
+      resources: { cpu: 1, memory_mib: 1024, disk_mib: 300 },
+      state: 'failed',
+      pod: { name: null, uid: null, ip: null },
+      failure: { code: 'invalid_request', message: 'the node refused the sandbox: '.repeat(5) },
+      created_at: '2026-01-01T00:00:00.000Z',
+    };
+    const nowMs = Date.parse(sandbox.created_at) + 330_000;
+    const table = formatSandboxList([sandbox], { columns: 80, nowMs });
+    for (const line of table.trimEnd().split('\n')) expect(line.length).toBeLessThanOrEqual(80);
+    expect(table.trimEnd().split('\n')[1]).toMatch(
+      /^sbx_a+\s+failed\s+base\s+5m30s\s+invalid_req.*…$/,
+    );
+    expect(formatSandboxList([sandbox], { nowMs })).toContain(
+      'the node refused the sandbox: '.repeat(5).trim(),
+    );
+    expect(
+      [90, 600, 7_200, 30_000, 200_000, 1_000_000].map((s) => humanDuration(s * 1000)),
+    ).toEqual(['90s', '10m', '120m', '8h', '2d7h', '11d']);
   });
 
   it('polls at the pace of Retry-After, never faster than every 500 ms', () => {
