@@ -188,7 +188,12 @@ class Session {
       });
     } catch (err) {
       spinner.stop();
-      if (err instanceof Interrupted) return this.interrupted(operationId, current?.type ?? type);
+      if (err instanceof Interrupted) {
+        // Nothing left to cancel for a delete, or for a create whose cancel was requested.
+        const cancellable =
+          (current?.type ?? type) !== 'sandbox.delete' && expected !== 'cancelled';
+        return this.interrupted(operationId, cancellable);
+      }
       throw err;
     }
     if (!spinner.isEnabled) {
@@ -201,12 +206,12 @@ class Session {
     return this.finished(operation, expected);
   }
 
-  /** After Ctrl-C in a wait: the operation goes on; how to follow or cancel it. */
-  interrupted(operationId: string, type: string | undefined): number {
+  /** After Ctrl-C in a wait: the operation goes on; how to follow (and cancel) it. */
+  interrupted(operationId: string, cancellable: boolean): number {
     const lines = [
       `Stopped waiting. ${operationId} goes on (Ctrl-C does not cancel it).`,
       `  follow it:  ${PROGRAM} wait ${operationId}`,
-      ...(type === 'sandbox.delete' ? [] : [`  cancel it:  ${PROGRAM} cancel ${operationId}`]),
+      ...(cancellable ? [`  cancel it:  ${PROGRAM} cancel ${operationId}`] : []),
     ];
     this.io.stderr.write(`${lines.join('\n')}\n`);
     return INTERRUPTED;
