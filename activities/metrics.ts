@@ -1,9 +1,12 @@
 /**
- * The create path's Prometheus metrics (prom-client, process-wide default registry), recorded by
- * the activities and the readiness watch. Served by the worker's metrics server
- * (worker/metrics-server.ts) and, in the embedded stack, by the API's `/metrics` too.
+ * The create path's Prometheus metrics (prom-client, the worker's registry), recorded by the
+ * activities and the readiness watch. Served by the worker's metrics server
+ * (worker/metrics-server.ts) only, also in the embedded stack: one owner per series.
  */
-import { Counter, Gauge, Histogram, register, type Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+/** The worker's registry (and the process metrics when the process is a worker). */
+export const workerRegistry = new Registry();
 import type { WatchObserver } from '../kubernetes/readiness-watch.js';
 
 /** The metrics the activities record. */
@@ -24,8 +27,8 @@ export interface CreateMetrics {
 let shared: CreateMetrics | undefined;
 
 /**
- * The process's create metrics, registered once in prom-client's default registry (calling it
- * again returns the same set).
+ * The process's create metrics, registered once in {@link workerRegistry} (calling it again
+ * returns the same set).
  */
 export function createMetrics(): CreateMetrics {
   if (shared) return shared;
@@ -33,24 +36,28 @@ export function createMetrics(): CreateMetrics {
     name: 'durable_sandbox_creates_finished_total',
     help: 'Sandbox creates that ended, by outcome and operation error code',
     labelNames: ['outcome', 'code'],
+    registers: [workerRegistry],
   });
   const refusalToFailureSeconds = new Histogram({
     name: 'durable_sandbox_refusal_to_failure_seconds',
     help: "Time from the refusal event's lastTimestamp to the sandbox being marked failed",
     buckets: [0.5, 1, 2, 3, 5, 10, 30, 60, 300],
+    registers: [workerRegistry],
   });
   const watchOpens = new Counter({
     name: 'durable_sandbox_watch_opens_total',
     help: 'Watch requests sent by the readiness wait, by resource and cause',
     labelNames: ['resource', 'cause'],
+    registers: [workerRegistry],
   });
   const watchesOpen = new Gauge({
     name: 'durable_sandbox_watches_open',
     help: 'Watch streams open now, by resource',
     labelNames: ['resource'],
+    registers: [workerRegistry],
   });
   shared = {
-    registry: register,
+    registry: workerRegistry,
     createsFinished,
     refusalToFailureSeconds,
     watchOpens,

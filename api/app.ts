@@ -12,6 +12,7 @@ import { httpMetrics, metricsHandlers } from './metrics.js';
 import { operationHandlers } from './handlers/operations.js';
 import { sandboxHandlers } from './handlers/sandboxes.js';
 import { syncCreateHandlers } from './handlers/sync-create.js';
+import { requestId } from './request-id.js';
 import { requestLog } from './request-log.js';
 import { ROUTES, type RouteName } from './routes.js';
 
@@ -41,6 +42,7 @@ export function createApp(deps: AppDeps): express.Express {
   // Any content type is read as JSON: a create without `Content-Type` still gets validated.
   const jsonBody = express.json({ limit: BODY_LIMIT_BYTES, strict: true, type: () => true });
 
+  app.use(requestId());
   app.use(requestLog(deps.logger));
   app.use(httpMetrics());
   for (const route of ROUTES) {

@@ -16,6 +16,7 @@ import { idempotencyKeyOf, requestHash } from './idempotency.js';
 import type { OperationMemo } from './operations.js';
 import { parseCreateRequest, type CreateRequest } from './validation.js';
 import { resourcesToWire } from './wire.js';
+import { createSummary } from './workflow-summaries.js';
 
 /** How much longer than the create's own deadline the workflow execution timeout is (1 h). */
 export const EXECUTION_TIMEOUT_MARGIN_MS = 3_600_000;
@@ -87,6 +88,7 @@ export async function startCreateWorkflow(
       args: [input],
       typedSearchAttributes: operationSearchAttributes(input, 'create'),
       memo: { ...memo },
+      ...createSummary(sandbox, template.image, deadlineMs),
       // A backstop only: the deadline itself is a timer inside the workflow, so compensation runs.
       workflowExecutionTimeout: deadlineMs + EXECUTION_TIMEOUT_MARGIN_MS,
     });

@@ -9,6 +9,7 @@ import type { AppDeps } from './deps.js';
 import { ApiError } from './errors.js';
 import { newOperationId } from './ids.js';
 import type { OperationMemo } from './operations.js';
+import { deleteSummary } from './workflow-summaries.js';
 
 /** A delete's execution timeout: a backstop for a step retried forever (1 h). */
 export const DELETE_EXECUTION_TIMEOUT_MS = 3_600_000;
@@ -52,6 +53,7 @@ export async function acceptDelete(deps: AppDeps, sandbox: SandboxRecord): Promi
         'delete',
       ),
       memo: { ...memo },
+      ...deleteSummary(sandbox),
       workflowExecutionTimeout: DELETE_EXECUTION_TIMEOUT_MS,
     });
   } catch (err) {

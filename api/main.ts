@@ -11,6 +11,8 @@ import { ConfigError, DEV_TOKEN, loadConfig } from '../config/index.js';
 import { createLogger } from '../config/logger.js';
 import { openStore } from '../store/index.js';
 import { createApp } from './app.js';
+import { apiRegistry } from './metrics.js';
+import { collectProcessMetrics } from '../config/process-metrics.js';
 
 const logger = createLogger('api');
 
@@ -28,6 +30,7 @@ async function main(): Promise<void> {
   });
   const connection = await Connection.connect({ address: config.temporalAddress });
   const temporal = new Client({ connection, namespace: config.temporalNamespace });
+  collectProcessMetrics(apiRegistry);
   const app = createApp({ temporal, store, config, logger });
 
   const server = await new Promise<Server>((resolve, reject) => {

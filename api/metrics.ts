@@ -1,11 +1,14 @@
 /**
  * The API's Prometheus metrics: request durations by method, route and status, creates started,
- * and the
- * `GET /metrics` handler serving prom-client's process-wide registry (in the embedded stack it
- * also carries the worker's create and watch metrics, see activities/metrics.ts).
+ * and the `GET /metrics` handler serving them. They live in the API's own registry, so in the
+ * embedded stack (API and worker in one process) each series has one owner: the worker's
+ * endpoint serves the create and watch metrics (activities/metrics.ts), this one the API's.
  */
 import type { RequestHandler } from 'express';
-import { Counter, Histogram, register } from 'prom-client';
+import { Counter, Histogram, Registry } from 'prom-client';
+
+/** The API's registry (and the process metrics when the process is an API, see config/process-metrics.ts). */
+export const apiRegistry = new Registry();
 
 let httpDuration: Histogram<'method' | 'route' | 'status'> | undefined;
 
@@ -15,6 +18,7 @@ function durationHistogram(): Histogram<'method' | 'route' | 'status'> {
     help: 'HTTP request durations by method, route (the route pattern) and status',
     labelNames: ['method', 'route', 'status'],
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 120],
+    registers: [apiRegistry],
   });
   return httpDuration;
 }
@@ -30,6 +34,7 @@ export function createsStarted(): Counter<'template'> {
     name: 'durable_sandbox_creates_started_total',
     help: 'Sandbox creates whose workflow was started',
     labelNames: ['template'],
+    registers: [apiRegistry],
   });
   return started;
 }
@@ -51,10 +56,10 @@ export function httpMetrics(): RequestHandler {
   };
 }
 
-/** Handler of `GET /metrics`: the registry in the Prometheus text format. */
+/** Handler of `GET /metrics`: the API's registry in the Prometheus text format. */
 export function metricsHandlers() {
   const metrics: RequestHandler = async (_req, res) => {
-    res.type(register.contentType).send(await register.metrics());
+    res.type(apiRegistry.contentType).send(await apiRegistry.metrics());
   };
   return { metrics };
 }

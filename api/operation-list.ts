@@ -62,7 +62,7 @@ async function mapConcurrently<T, R>(
  * @throws the client's or the store's error when either cannot be reached
  */
 export async function listOperations(
-  deps: Pick<AppDeps, 'temporal' | 'store'>,
+  deps: Pick<AppDeps, 'temporal' | 'store' | 'config'>,
   tenant: string,
   query: OperationListQuery,
 ): Promise<OperationPage> {

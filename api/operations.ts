@@ -47,6 +47,22 @@ export interface Operation {
   updatedAt: string;
   /** When a create's deadline passes; null for deletes, which have none. */
   deadlineAt: string | null;
+  /** The workflow's page in the Temporal UI; null unless TEMPORAL_UI_URL (or npm start) sets it. */
+  temporalUiUrl: string | null;
+}
+
+/**
+ * The Temporal UI page of a workflow run: `<ui>/namespaces/<ns>/workflows/<id>/<run>/history`
+ * (the UI's own route).
+ */
+export function temporalUiUrl(
+  uiUrl: string,
+  namespace: string,
+  workflowId: string,
+  runId: string,
+): string {
+  const parts = [namespace, 'workflows', workflowId, runId].map(encodeURIComponent);
+  return `${uiUrl}/namespaces/${parts[0]}/${parts[1]}/${parts[2]}/${parts[3]}/history`;
 }
 
 /** Workflow status -> operation status (TERMINATED and TIMED_OUT count as failed). */
@@ -126,7 +142,7 @@ function latest(...times: Array<string | undefined>): string {
  * @throws the client's or the store's error when either cannot be reached
  */
 export async function operationOf(
-  deps: Pick<AppDeps, 'temporal' | 'store'>,
+  deps: Pick<AppDeps, 'temporal' | 'store' | 'config'>,
   tenant: string,
   described: { description: WorkflowExecutionDescription; memo: OperationMemo },
 ): Promise<Operation> {
@@ -163,6 +179,14 @@ export async function operationOf(
       memo.deadlineMs === undefined
         ? null
         : new Date(description.startTime.getTime() + memo.deadlineMs).toISOString(),
+    temporalUiUrl: deps.config.temporalUiUrl
+      ? temporalUiUrl(
+          deps.config.temporalUiUrl,
+          deps.config.temporalNamespace,
+          description.workflowId,
+          description.runId,
+        )
+      : null,
   };
 }
 
@@ -171,7 +195,7 @@ export async function operationOf(
  * @throws the client's or the store's error when either cannot be reached
  */
 export async function readOperation(
-  deps: Pick<AppDeps, 'temporal' | 'store'>,
+  deps: Pick<AppDeps, 'temporal' | 'store' | 'config'>,
   tenant: string,
   id: string,
 ): Promise<Operation | undefined> {

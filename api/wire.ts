@@ -91,6 +91,8 @@ export interface OperationJson {
   updated_at: string;
   /** When a create's deadline passes; null for deletes, which have none. */
   deadline_at: string | null;
+  /** The operation's workflow in the Temporal UI; null unless the API knows the UI's address. */
+  temporal_ui_url: string | null;
 }
 
 /** Maps an operation to its API JSON; the error's details get snake_case keys. */
@@ -112,6 +114,7 @@ export function operationToWire(operation: Operation): OperationJson {
     created_at: operation.createdAt,
     updated_at: operation.updatedAt,
     deadline_at: operation.deadlineAt,
+    temporal_ui_url: operation.temporalUiUrl,
   };
 }
 

@@ -31,6 +31,16 @@ export interface ApiClientOptions {
   token: string;
   /** Default: global fetch. */
   fetch?: typeof fetch;
+  /** Aborts every request in flight and every later one (Ctrl-C); they throw {@link Interrupted}. */
+  signal?: AbortSignal;
+}
+
+/** Thrown by {@link ApiClient.call} once the client's signal has aborted (the user pressed Ctrl-C). */
+export class Interrupted extends Error {
+  constructor() {
+    super('interrupted');
+    this.name = 'Interrupted';
+  }
 }
 
 /** Calls the API. */
@@ -50,10 +60,14 @@ export class ApiClient {
    * @returns status, headers and the parsed JSON body of a 2xx answer
    * @throws ApiCallError with the API's error code for a non-2xx answer, `unavailable` (status
    *   0) when the API cannot be reached, `internal` when the answer is not JSON
+   * @throws Interrupted when the client's signal aborts
    */
   async call<T>(method: string, path: string, body?: unknown): Promise<ApiResponse<T>> {
     const url = `${this.baseUrl}${path}`;
+    const signal = this.options.signal;
+    if (signal?.aborted) throw new Interrupted();
     let response: Response;
+    let text: string;
     try {
       response = await this.fetchImpl(url, {
         method,
@@ -63,8 +77,11 @@ export class ApiClient {
           ...(body === undefined ? {} : { 'Content-Type': 'application/json' }),
         },
         body: body === undefined ? undefined : JSON.stringify(body),
+        signal,
       });
+      text = await response.text();
     } catch (err) {
+      if (signal?.aborted) throw new Interrupted();
       const cause = (err as { cause?: { message?: string } }).cause?.message;
       throw new ApiCallError(
         'unavailable',
@@ -72,7 +89,6 @@ export class ApiClient {
         0,
       );
     }
-    const text = await response.text();
     let parsed: unknown;
     try {
       parsed = text === '' ? undefined : JSON.parse(text);

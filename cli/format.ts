@@ -1,5 +1,90 @@
-/** Human-readable output of sandboxes and operations (the `--json` flag prints raw JSON instead). */
+/**
+ * Human-readable output of sandboxes and operations: one line per field for a single object,
+ * kubectl-like tables for lists (`-o json` prints the API's JSON instead).
+ */
 import type { Operation, Sandbox } from './types.js';
+
+/** Table width: the terminal's columns, or unbounded when stdout is not a terminal. */
+export interface TableOptions {
+  /** Adds the columns of `-o wide`. */
+  wide?: boolean;
+  /** Cut the last column so a row fits; undefined: never cut. */
+  columns?: number;
+  /** The clock AGE is computed from, in epoch ms (default now). */
+  nowMs?: number;
+}
+
+/**
+ * A duration as kubectl prints AGE (`45s`, `5m30s`, `3h`, `2d4h`, `40d`), after
+ * `HumanDuration` in k8s.io/apimachinery/pkg/util/duration.
+ * @param ms elapsed milliseconds; negative counts as 0
+ */
+export function humanDuration(ms: number): string {
+  const seconds = Math.max(0, Math.floor(ms / 1000));
+  const minutes = Math.floor(seconds / 60);
+  const hours = Math.floor(minutes / 60);
+  const days = Math.floor(hours / 24);
+  const years = Math.floor(days / 365);
+  if (seconds < 120) return `${seconds}s`;
+  if (minutes < 10) return seconds % 60 === 0 ? `${minutes}m` : `${minutes}m${seconds % 60}s`;
+  if (minutes < 180) return `${minutes}m`;
+  if (hours < 8) return minutes % 60 === 0 ? `${hours}h` : `${hours}h${minutes % 60}m`;
+  if (hours < 48) return `${hours}h`;
+  if (hours < 24 * 8) return hours % 24 === 0 ? `${days}d` : `${days}d${hours % 24}h`;
+  if (days < 365 * 2) return `${days}d`;
+  if (years < 8) return days % 365 === 0 ? `${years}y` : `${years}y${days % 365}d`;
+  return `${years}y`;
+}
+
+/**
+ * Renders rows under a header, columns separated by three spaces as kubectl does; the last
+ * column is cut with `…` when a row would be wider than `columns`.
+ */
+export function renderTable(header: string[], rows: string[][], columns?: number): string {
+  const widths = header.map((title, i) =>
+    Math.max(title.length, ...rows.map((row) => (row[i] ?? '').length)),
+  );
+  return [header, ...rows]
+    .map((row) => {
+      const line = row
+        .map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i] ?? 0)))
+        .join('   ')
+        .trimEnd();
+      return `${fit(line, columns)}\n`;
+    })
+    .join('');
+}
+
+function fit(line: string, columns: number | undefined): string {
+  if (columns === undefined || columns <= 0 || line.length <= columns) return line;
+  return `${line.slice(0, Math.max(0, columns - 1))}…`;
+}
+
+/** What a person reads for a phase of the API (`waiting_for_ip` -> "waiting for the pod's IP"). */
+export const PHASE_TEXT: Record<string, string> = {
+  creating_pod: 'creating the pod',
+  waiting_for_ip: "waiting for the pod's IP",
+  compensating: 'compensating: deleting the pod',
+  deleting: 'deleting the sandbox',
+  finished: 'finishing',
+};
+
+/** `HH:MM` of an ISO-8601 instant in the local time zone (`HH:MM:SS` when `seconds`). */
+export function clockTime(iso: string, seconds = false): string {
+  const date = new Date(iso);
+  const parts = [date.getHours(), date.getMinutes(), ...(seconds ? [date.getSeconds()] : [])];
+  return parts.map((n) => String(n).padStart(2, '0')).join(':');
+}
+
+/**
+ * The line a wait shows: "op_…: waiting for the pod's IP, 3 s, deadline 10:12".
+ * @param elapsedMs time since the wait started
+ */
+export function progressText(operation: Operation, elapsedMs: number): string {
+  const phase = PHASE_TEXT[operation.phase] ?? operation.phase.replaceAll('_', ' ');
+  const deadline = operation.deadline_at ? `, deadline ${clockTime(operation.deadline_at)}` : '';
+  return `${operation.id}: ${phase}, ${Math.round(elapsedMs / 1000)} s${deadline}`;
+}
 
 /** One line per field of a sandbox. */
 export function formatSandbox(sandbox: Sandbox): string {
@@ -16,55 +101,86 @@ export function formatSandbox(sandbox: Sandbox): string {
   return `${lines.join('\n')}\n`;
 }
 
-/** One line per field of an operation, and its sandbox when it succeeded. */
-export function formatOperation(operation: Operation): string {
+/**
+ * One line per field of an operation, and its sandbox when it succeeded.
+ * @param options.withError false leaves the error out (the caller prints it on stderr)
+ */
+export function formatOperation(
+  operation: Operation,
+  options: { withError?: boolean } = {},
+): string {
+  const phase = PHASE_TEXT[operation.phase] ?? operation.phase;
   const lines = [
     `operation  ${operation.id} (${operation.type})`,
-    `status     ${operation.status}${operation.done ? '' : `, ${operation.phase}`}`,
+    `status     ${operation.status}${operation.done ? '' : `, ${phase}`}`,
     `sandbox    ${operation.sandbox_id}`,
   ];
-  if (operation.error) lines.push(`error      ${operation.error.code}: ${operation.error.message}`);
+  if (operation.error && options.withError !== false) {
+    lines.push(`error      ${operation.error.code}: ${operation.error.message}`);
+  }
   lines.push(`created    ${operation.created_at}`);
   if (operation.deadline_at && !operation.done) lines.push(`deadline   ${operation.deadline_at}`);
+  if (operation.temporal_ui_url) lines.push(`temporal   ${operation.temporal_ui_url}`);
   const text = `${lines.join('\n')}\n`;
   return operation.result ? `${text}\n${formatSandbox(operation.result.sandbox)}` : text;
 }
 
-/** A table of sandboxes, one per line. */
-export function formatSandboxList(sandboxes: Sandbox[]): string {
-  if (sandboxes.length === 0) return 'no sandboxes\n';
-  return sandboxes
-    .map((s) =>
-      [
+/** Sandboxes as a table: ID, STATE, TEMPLATE, AGE, REASON (wide: resources, pod and IP too). */
+export function formatSandboxList(sandboxes: Sandbox[], options: TableOptions = {}): string {
+  if (sandboxes.length === 0) return 'No sandboxes found.\n';
+  const now = options.nowMs ?? Date.now();
+  const reason = (s: Sandbox) => (s.failure ? `${s.failure.code}: ${s.failure.message}` : '');
+  const age = (s: Sandbox) => humanDuration(now - Date.parse(s.created_at));
+  if (options.wide) {
+    return renderTable(
+      ['ID', 'STATE', 'TEMPLATE', 'CPU', 'MEMORY', 'DISK', 'POD', 'IP', 'AGE', 'REASON'],
+      sandboxes.map((s) => [
         s.id,
-        s.state.padEnd(8),
+        s.state,
         s.template,
+        String(s.resources.cpu),
+        `${s.resources.memory_mib}Mi`,
+        `${s.resources.disk_mib}Mi`,
+        s.pod.name ?? '-',
         s.pod.ip ?? '-',
-        s.failure ? `${s.failure.code}: ${s.failure.message}` : '',
-      ]
-        .join('  ')
-        .trimEnd(),
-    )
-    .map((line) => `${line}\n`)
-    .join('');
+        age(s),
+        reason(s),
+      ]),
+      options.columns,
+    );
+  }
+  return renderTable(
+    ['ID', 'STATE', 'TEMPLATE', 'AGE', 'REASON'],
+    sandboxes.map((s) => [s.id, s.state, s.template, age(s), reason(s)]),
+    options.columns,
+  );
 }
 
-/** A table of operations, one per line. */
-export function formatOperationList(operations: Operation[]): string {
-  if (operations.length === 0) return 'no operations\n';
-  return operations
-    .map((op) =>
-      [
+/** Operations as a table: ID, TYPE, STATUS, SANDBOX, AGE, ERROR (wide: PHASE and CREATED too). */
+export function formatOperationList(operations: Operation[], options: TableOptions = {}): string {
+  if (operations.length === 0) return 'No operations found.\n';
+  const now = options.nowMs ?? Date.now();
+  const error = (op: Operation) => (op.error ? `${op.error.code}: ${op.error.message}` : '');
+  const age = (op: Operation) => humanDuration(now - Date.parse(op.created_at));
+  if (options.wide) {
+    return renderTable(
+      ['ID', 'TYPE', 'STATUS', 'PHASE', 'SANDBOX', 'CREATED', 'AGE', 'ERROR'],
+      operations.map((op) => [
         op.id,
         op.type,
-        op.status.padEnd(9),
+        op.status,
+        op.phase,
         op.sandbox_id,
         op.created_at,
-        op.error ? `${op.error.code}: ${op.error.message}` : '',
-      ]
-        .join('  ')
-        .trimEnd(),
-    )
-    .map((line) => `${line}\n`)
-    .join('');
+        age(op),
+        error(op),
+      ]),
+      options.columns,
+    );
+  }
+  return renderTable(
+    ['ID', 'TYPE', 'STATUS', 'SANDBOX', 'AGE', 'ERROR'],
+    operations.map((op) => [op.id, op.type, op.status, op.sandbox_id, age(op), error(op)]),
+    options.columns,
+  );
 }

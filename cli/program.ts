@@ -1,45 +1,59 @@
 /**
- * The `durable-sandbox` command line (commander): create, get, wait, cancel, list. `run(argv)`
- * is the whole program, so tests call it in process; cli/main.ts wires it to the process.
+ * The `durable-sandbox` command line (commander): create, get, wait, cancel, delete, list.
+ * `run(argv)` is the whole program, so tests call it in process; cli/main.ts wires it to the
+ * process (and Ctrl-C to `io.signal`).
  *
- * Exit codes: 0 success, 1 a failed operation or an API error, 2 a usage error.
- * Errors print `error: <code>: <message>` on stderr; `--json` prints only JSON on stdout.
+ * Exit codes: 0 success, 1 a failed operation or an API error, 2 a usage error, 130 when Ctrl-C
+ * stopped the command (a wait stops; the operation goes on).
+ * Errors print `error: <code>: <message>` on stderr, once; `-o json` prints only JSON on stdout.
  */
+import { readFileSync } from 'node:fs';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import ora, { type Ora } from 'ora';
-import { ApiCallError, ApiClient } from './api-client.js';
+import type { Ora } from 'ora';
+import { ApiCallError, ApiClient, Interrupted } from './api-client.js';
 import {
   formatOperation,
   formatOperationList,
   formatSandbox,
   formatSandboxList,
+  progressText,
 } from './format.js';
-import type { Operation, Sandbox } from './types.js';
+import type { Operation, Page, Sandbox } from './types.js';
 import { waitForOperation } from './wait.js';
 
 /** The API used when neither `--api-url` nor DURABLE_SANDBOX_URL is given. */
 export const DEFAULT_API_URL = 'http://127.0.0.1:8080';
 /** The token used when neither `--token` nor DURABLE_SANDBOX_TOKEN is given (the dev token). */
 export const DEFAULT_TOKEN = 'dev-token';
+/** The program's name, as installed by package.json `bin`. */
+export const PROGRAM = 'durable-sandbox';
 
 /** Where the program reads and writes; the process by default. */
 export interface CliIo {
-  stdout: NodeJS.WritableStream;
+  stdout: NodeJS.WritableStream & { columns?: number; isTTY?: boolean };
   stderr: NodeJS.WritableStream;
   env: NodeJS.ProcessEnv;
   fetch?: typeof fetch;
+  /** Aborts when the user presses Ctrl-C: a wait stops and says how to follow the operation. */
+  signal?: AbortSignal;
 }
 
 interface GlobalOptions {
   apiUrl: string;
   token: string;
   json: boolean;
+  output?: 'wide' | 'json';
 }
 
 /** Exit code of a run that failed (operation failed, API error). */
 const FAILED = 1;
 /** Exit code of a usage error. */
 const USAGE = 2;
+/** Exit code after Ctrl-C (128 + SIGINT), as shells report it. */
+const INTERRUPTED = 130;
+
+/** A usage error found after parsing (e.g. an id of the wrong kind); exits 2. */
+class UsageError extends Error {}
 
 function positiveInteger(value: string): number {
   if (!/^\d+$/.test(value) || Number(value) <= 0) {
@@ -48,39 +62,85 @@ function positiveInteger(value: string): number {
   return Number(value);
 }
 
+/**
+ * Checks that `id` is of the kind the command takes.
+ * @throws UsageError naming the expected prefix and, for the other kind, the command that takes it
+ */
+function expectId(id: string, kind: 'sbx' | 'op', command: string): void {
+  if (id.startsWith(`${kind}_`)) return;
+  const expected = kind === 'sbx' ? 'a sandbox id (sbx_…)' : 'an operation id (op_…)';
+  let hint = '';
+  if (kind === 'sbx' && id.startsWith('op_')) {
+    hint = `; ${id} is an operation: follow it with \`${PROGRAM} wait ${id}\`, or stop a create with \`${PROGRAM} cancel ${id}\``;
+  } else if (kind === 'op' && id.startsWith('sbx_')) {
+    hint = `; ${id} is a sandbox: see it with \`${PROGRAM} get ${id}\``;
+  }
+  throw new UsageError(`${command} expects ${expected}, got "${id}"${hint}`);
+}
+
+function packageVersion(): string {
+  const url = new URL('../package.json', import.meta.url);
+  return (JSON.parse(readFileSync(url, 'utf8')) as { version: string }).version;
+}
+
 /** Runs one command; resolves to its exit code. */
 class Session {
   readonly client: ApiClient;
+  readonly json: boolean;
 
   constructor(
     readonly io: CliIo,
     readonly options: GlobalOptions,
   ) {
-    this.client = new ApiClient({ baseUrl: options.apiUrl, token: options.token, fetch: io.fetch });
+    this.client = new ApiClient({
+      baseUrl: options.apiUrl,
+      token: options.token,
+      fetch: io.fetch,
+      signal: io.signal,
+    });
+    this.json = options.json || options.output === 'json';
   }
 
   out(text: string): void {
     this.io.stdout.write(text);
   }
 
-  /** Prints `value` as JSON (with --json) or with the human formatter. */
+  /** Prints `value` as JSON (with `-o json`) or with the human formatter. */
   show<T>(value: T, human: (value: T) => string): void {
-    this.out(this.options.json ? `${JSON.stringify(value, null, 2)}\n` : human(value));
+    this.out(this.json ? `${JSON.stringify(value, null, 2)}\n` : human(value));
+  }
+
+  /** Table options: `-o wide`, and the terminal's width when stdout is one. */
+  table() {
+    return {
+      wide: this.options.output === 'wide',
+      columns: this.io.stdout.isTTY ? this.io.stdout.columns : undefined,
+    };
   }
 
   error(code: string, message: string): void {
     this.io.stderr.write(`error: ${code}: ${message}\n`);
   }
 
-  /** A spinner on stderr; silent with --json. */
-  spinner(text: string): Ora {
-    return ora({ text, stream: this.io.stderr, isSilent: this.options.json });
+  /** Prints a hint for a person on stderr (never with `-o json`). */
+  hint(text: string): void {
+    if (!this.json) this.io.stderr.write(`${text}\n`);
   }
 
-  /** Prints a finished operation; 0 when it succeeded. */
-  finished(operation: Operation): number {
-    this.show(operation, formatOperation);
-    if (operation.status === 'succeeded') return 0;
+  /**
+   * A spinner on stderr; silent with `-o json`. It leaves stdin alone (ora's `discardStdin`
+   * would put the terminal in raw mode, and Ctrl-C would no longer be a signal). ora is loaded
+   * only here, so commands that do not wait start faster.
+   */
+  async spinner(text: string): Promise<Ora> {
+    const { default: ora } = await import('ora');
+    return ora({ text, stream: this.io.stderr, isSilent: this.json, discardStdin: false });
+  }
+
+  /** Prints a finished operation; 0 when it ended as `expected`. Its error is printed once. */
+  finished(operation: Operation, expected: Operation['status'] = 'succeeded'): number {
+    this.show(operation, (op) => formatOperation(op, { withError: false }));
+    if (operation.status === expected) return 0;
     const error = operation.error ?? {
       code: operation.status,
       message: `operation ${operation.status}`,
@@ -91,34 +151,70 @@ class Session {
 
   /** An operation the API accepted: printed as is, or waited for with `--wait`. */
   async accepted(operation: Operation, wait: boolean): Promise<number> {
-    if (wait) return this.wait(operation.id);
+    if (wait) return this.wait(operation);
     this.show(operation, formatOperation);
+    this.hint(`follow it: ${PROGRAM} wait ${operation.id}`);
     return 0;
   }
 
-  /** Polls the operation with a spinner showing its phase until it is done. */
-  async wait(operationId: string): Promise<number> {
-    const spinner = this.spinner(`${operationId}: waiting`).start();
+  /**
+   * Waits until the operation is done, with a spinner showing its phase (plain lines when stderr
+   * is not a terminal). Ctrl-C stops the wait, not the operation: exit 130 and the commands to
+   * follow or cancel it.
+   */
+  async wait(
+    start: Operation | string,
+    expected: Operation['status'] = 'succeeded',
+  ): Promise<number> {
+    const operationId = typeof start === 'string' ? start : start.id;
+    const type = typeof start === 'string' ? undefined : start.type;
+    const spinner = (await this.spinner(`${operationId}: waiting`)).start();
     let lastPhase = '';
     const started = Date.now();
-    const operation = await waitForOperation(this.client, operationId, (current) => {
-      const seconds = Math.round((Date.now() - started) / 1000);
-      spinner.text = `${operationId}: ${current.phase} (${seconds} s)`;
-      if (current.phase !== lastPhase && !spinner.isEnabled && !this.options.json) {
-        this.io.stderr.write(`- ${operationId}: ${current.phase}\n`);
-      }
-      lastPhase = current.phase;
-    }).catch((err: unknown) => {
+    let current: Operation | undefined;
+    let operation: Operation;
+    try {
+      operation = await waitForOperation(this.client, operationId, {
+        signal: this.io.signal,
+        onUpdate: (update) => {
+          current = update;
+          if (update.done) return; // the outcome is printed below
+          spinner.text = progressText(update, Date.now() - started);
+          if (update.phase !== lastPhase && !spinner.isEnabled && !this.json) {
+            this.io.stderr.write(`- ${spinner.text}\n`);
+          }
+          lastPhase = update.phase;
+        },
+      });
+    } catch (err) {
       spinner.stop();
+      if (err instanceof Interrupted) {
+        // Nothing left to cancel for a delete, or for a create whose cancel was requested.
+        const cancellable =
+          (current?.type ?? type) !== 'sandbox.delete' && expected !== 'cancelled';
+        return this.interrupted(operationId, cancellable);
+      }
       throw err;
-    });
+    }
     if (!spinner.isEnabled) {
       // Not a terminal: plain lines, no symbols or colour codes.
       spinner.stop();
-      if (!this.options.json) this.io.stderr.write(`- ${operationId}: ${operation.status}\n`);
-    } else if (operation.status === 'succeeded') spinner.succeed(`${operationId}: succeeded`);
+      if (!this.json) this.io.stderr.write(`- ${operationId}: ${operation.status}\n`);
+    } else if (operation.status === expected)
+      spinner.succeed(`${operationId}: ${operation.status}`);
     else spinner.fail(`${operationId}: ${operation.status}`);
-    return this.finished(operation);
+    return this.finished(operation, expected);
+  }
+
+  /** After Ctrl-C in a wait: the operation goes on; how to follow (and cancel) it. */
+  interrupted(operationId: string, cancellable: boolean): number {
+    const lines = [
+      `Stopped waiting. ${operationId} goes on (Ctrl-C does not cancel it).`,
+      `  follow it:  ${PROGRAM} wait ${operationId}`,
+      ...(cancellable ? [`  cancel it:  ${PROGRAM} cancel ${operationId}`] : []),
+    ];
+    this.io.stderr.write(`${lines.join('\n')}\n`);
+    return INTERRUPTED;
   }
 }
 
@@ -129,8 +225,9 @@ class Session {
  */
 export async function run(argv: string[], io: CliIo): Promise<number> {
   let exitCode = 0;
-  const program = new Command('durable-sandbox')
+  const program = new Command(PROGRAM)
     .description('Create and inspect sandboxes through the durable-sandbox API.')
+    .version(packageVersion(), '-V, --version', 'print the version')
     .addOption(
       new Option('--api-url <url>', 'API base URL (env DURABLE_SANDBOX_URL)').default(
         io.env.DURABLE_SANDBOX_URL || DEFAULT_API_URL,
@@ -141,13 +238,18 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
         io.env.DURABLE_SANDBOX_TOKEN || DEFAULT_TOKEN,
       ),
     )
-    .option('--json', 'print machine-readable JSON only', false)
+    .addOption(
+      new Option('-o, --output <format>', 'wide: more table columns; json: the API JSON').choices([
+        'wide',
+        'json',
+      ]),
+    )
+    .option('--json', 'the same as -o json', false)
     .exitOverride()
     .configureOutput({
       writeOut: (text) => io.stdout.write(text),
       writeErr: (text) => io.stderr.write(text),
-    })
-    .showHelpAfterError();
+    });
 
   const session = () => new Session(io, program.opts<GlobalOptions>());
   const action =
@@ -189,17 +291,17 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
             },
           };
           if (options.sync) {
-            const spinner = s.spinner('creating sandbox (synchronous)').start();
+            const spinner = (await s.spinner('creating sandbox (synchronous)')).start();
             try {
               const response = await s.client.call<Sandbox>('POST', '/sync/v1/sandboxes', body);
               spinner.succeed(`sandbox ${response.body.id} running`);
               s.show(response.body, formatSandbox);
               return 0;
             } catch (err) {
-              spinner.fail('create failed');
+              spinner.stop();
               const operationId =
                 err instanceof ApiCallError ? err.details.operation_id : undefined;
-              if (typeof operationId === 'string') s.io.stderr.write(`operation: ${operationId}\n`);
+              if (typeof operationId === 'string') s.hint(`operation: ${operationId}`);
               throw err;
             }
           }
@@ -230,11 +332,9 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
           );
           return 0;
         }
-        s.error(
-          'invalid_request',
-          `${id} is neither a sandbox id (sbx_…) nor an operation id (op_…)`,
+        throw new UsageError(
+          `get expects a sandbox id (sbx_…) or an operation id (op_…), got "${id}"`,
         );
-        return USAGE;
       }),
     );
 
@@ -242,19 +342,29 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
     .command('wait')
     .description('wait until an operation finishes, showing its phase')
     .argument('<operation-id>')
-    .action(action(async (s, id: string) => s.wait(id)));
+    .action(
+      action(async (s, id: string) => {
+        expectId(id, 'op', 'wait');
+        return s.wait(id);
+      }),
+    );
 
   program
     .command('cancel')
-    .description('cancel a running create')
+    .description('cancel a running create: it deletes its pod and ends cancelled')
     .argument('<operation-id>')
+    .option('--wait', 'wait until the create has ended', false)
     .action(
-      action(async (s, id: string) => {
+      action(async (s, id: string, options: { wait: boolean }) => {
+        expectId(id, 'op', 'cancel');
         const response = await s.client.call<Operation>(
           'POST',
           `/v1/operations/${encodeURIComponent(id)}/cancel`,
         );
-        s.show(response.body, formatOperation);
+        if (options.wait) return s.wait(response.body, 'cancelled');
+        if (s.json) s.show(response.body, formatOperation);
+        else s.out(`${id}: cancel requested (the create deletes its pod, then ends cancelled)\n`);
+        s.hint(`follow it: ${PROGRAM} wait ${id}`);
         return 0;
       }),
     );
@@ -266,6 +376,7 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
     .option('--wait', 'wait until the delete finishes', false)
     .action(
       action(async (s, id: string, options: { wait: boolean }) => {
+        expectId(id, 'sbx', 'delete');
         const response = await s.client.call<Operation>(
           'DELETE',
           `/v1/sandboxes/${encodeURIComponent(id)}`,
@@ -278,26 +389,61 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
     .command('list')
     .description('list sandboxes (by --state), or failed operations (--failed)')
     .option('--failed', 'list failed operations, newest first', false)
-    .option('--state <state>', 'only sandboxes in this state (creating, running, failed, deleted)')
+    .option(
+      '--state <state>',
+      'only sandboxes in this state (creating, running, failed, deleted, lost)',
+    )
     .option('--limit <n>', 'page size (1-200)', positiveInteger, 50)
+    .option('--page-token <token>', 'the next page, as the previous page printed it')
     .action(
-      action(async (s, options: { failed: boolean; state?: string; limit: number }) => {
-        if (options.failed) {
-          const query = new URLSearchParams({ status: 'failed', limit: String(options.limit) });
-          const page = await s.client.call<{ operations: Operation[] }>(
-            'GET',
-            `/v1/operations?${query}`,
-          );
-          s.show(page.body, (body) => formatOperationList(body.operations));
+      action(
+        async (
+          s,
+          options: { failed: boolean; state?: string; limit: number; pageToken?: string },
+        ) => {
+          const query = new URLSearchParams({ limit: String(options.limit) });
+          if (options.pageToken) query.set('page_token', options.pageToken);
+          let page: Page;
+          if (options.failed) {
+            query.set('status', 'failed');
+            const body = (
+              await s.client.call<Page & { operations: Operation[] }>(
+                'GET',
+                `/v1/operations?${query}`,
+              )
+            ).body;
+            s.show(body, () => formatOperationList(body.operations, s.table()));
+            page = body;
+          } else {
+            if (options.state) query.set('state', options.state);
+            const body = (
+              await s.client.call<Page & { sandboxes: Sandbox[] }>('GET', `/v1/sandboxes?${query}`)
+            ).body;
+            s.show(body, () => formatSandboxList(body.sandboxes, s.table()));
+            page = body;
+          }
+          if (page.next_page_token) {
+            const args = [
+              'list',
+              ...(options.failed ? ['--failed'] : []),
+              ...(options.state ? ['--state', options.state] : []),
+              '--limit',
+              String(options.limit),
+              '--page-token',
+              page.next_page_token,
+            ];
+            s.hint(`More results: ${PROGRAM} ${args.join(' ')}`);
+          }
           return 0;
-        }
-        const query = new URLSearchParams({ limit: String(options.limit) });
-        if (options.state) query.set('state', options.state);
-        const page = await s.client.call<{ sandboxes: Sandbox[] }>('GET', `/v1/sandboxes?${query}`);
-        s.show(page.body, (body) => formatSandboxList(body.sandboxes));
-        return 0;
-      }),
+        },
+      ),
     );
+
+  // A usage error names the problem and where the help is, without printing the whole help.
+  for (const command of [program, ...program.commands]) {
+    const name = command === program ? PROGRAM : `${PROGRAM} ${command.name()}`;
+    command.showHelpAfterError(`See '${name} --help' for usage.`);
+  }
 
   try {
     await program.parseAsync(argv, { from: 'user' });
@@ -305,6 +451,14 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
   } catch (err) {
     if (err instanceof CommanderError) {
       return err.exitCode === 0 ? 0 : USAGE;
+    }
+    if (err instanceof UsageError) {
+      io.stderr.write(`error: ${err.message}\n`);
+      return USAGE;
+    }
+    if (err instanceof Interrupted) {
+      io.stderr.write('interrupted\n');
+      return INTERRUPTED;
     }
     if (err instanceof ApiCallError) {
       io.stderr.write(`error: ${err.code}: ${err.message}\n`);

@@ -3,3 +3,8 @@
  * documents them). Types only; the CLI talks to the API over HTTP.
  */
 export type { OperationJson as Operation, SandboxJson as Sandbox } from '../api/wire.js';
+
+/** A page of a list; `next_page_token` is null on the last page. */
+export interface Page {
+  next_page_token: string | null;
+}

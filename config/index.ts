@@ -25,6 +25,11 @@ export interface Config {
   temporalAddress?: string;
   temporalNamespace: string;
   taskQueue: string;
+  /**
+   * Base URL of the Temporal UI (e.g. `http://127.0.0.1:8233`); when set, each operation links to
+   * its workflow's page. The embedded stack sets it to its dev server's UI.
+   */
+  temporalUiUrl?: string;
   /** Unset: the simulated cluster. */
   kubeconfig?: string;
   sandboxNamespace: string;
@@ -64,6 +69,7 @@ export const CONFIG_VARIABLES = [
   'TEMPORAL_ADDRESS',
   'TEMPORAL_NAMESPACE',
   'TEMPORAL_TASK_QUEUE',
+  'TEMPORAL_UI_URL',
   'KUBECONFIG',
   'SANDBOX_NAMESPACE',
   'DATA_DIR',
@@ -180,6 +186,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (temporalAddress && !/^[^\s:]+:\d+$/.test(temporalAddress)) {
     throw new ConfigError('TEMPORAL_ADDRESS', `must be host:port, got "${temporalAddress}"`);
   }
+  const temporalUiUrl = nonEmpty(env, 'TEMPORAL_UI_URL')?.replace(/\/+$/, '');
+  if (temporalUiUrl && !/^https?:\/\/\S+$/.test(temporalUiUrl)) {
+    throw new ConfigError(
+      'TEMPORAL_UI_URL',
+      `must be an http:// or https:// URL, got "${temporalUiUrl}"`,
+    );
+  }
   const kubeconfig = nonEmpty(env, 'KUBECONFIG');
   const sandboxNamespace = nonEmpty(env, 'SANDBOX_NAMESPACE', 'sandboxes') as string;
   if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(sandboxNamespace)) {
@@ -195,6 +208,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     temporalAddress,
     temporalNamespace: nonEmpty(env, 'TEMPORAL_NAMESPACE', 'default') as string,
     taskQueue: nonEmpty(env, 'TEMPORAL_TASK_QUEUE', 'sandbox-create') as string,
+    temporalUiUrl,
     kubeconfig,
     sandboxNamespace,
     dataDir: nonEmpty(env, 'DATA_DIR', '.data') as string,

@@ -19,8 +19,14 @@ export const RESOURCE_LIMITS: Readonly<SandboxResources> = {
   diskMib: 1_048_576,
 };
 
-/** Lifecycle of a sandbox as the API reports it (README, "Sandboxes"). */
-export const SANDBOX_STATES = ['creating', 'running', 'failed', 'deleted'] as const;
+/**
+ * Lifecycle of a sandbox as the API reports it (README, "Sandboxes"). `lost`: it was `running`
+ * and its pod is gone (failure code {@link POD_LOST}); deleting it still works.
+ */
+export const SANDBOX_STATES = ['creating', 'running', 'failed', 'deleted', 'lost'] as const;
+
+/** The failure code of a `lost` sandbox. */
+export const POD_LOST = 'pod_lost';
 /** A sandbox state. */
 export type SandboxState = (typeof SANDBOX_STATES)[number];
 

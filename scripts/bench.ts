@@ -7,7 +7,10 @@
  *       (asynchronous, polling the operation every 50 ms) and POST to 400 (synchronous),
  *       for 20 sequential creates and for 50 concurrent ones;
  *   (b) successful create (disk 2048): latency and throughput of 50 concurrent creates;
- *   (c) peak RSS of the stack process (worker + API + simulated cluster; VmHWM), in MiB.
+ *   (c) peak RSS of the stack process (worker + API + simulated cluster; VmHWM), in MiB;
+ *   (d) the CLI: wall time of `create --disk-mib 300 --wait` (a refusal, exit 1), 5 runs each
+ *       through the package bin (`bin/durable-sandbox.js`) and, as the baseline measured in the
+ *       same run, through `npm run cli --`.
  *
  * It checks that every create ended as expected and that no refused create left a pod, prints
  * p50/p95/max in ms and writes bench-results/bench-<time>.json. Exit code 1 if a check failed.
@@ -89,6 +92,34 @@ function summary(values: number[]): { n: number; p50: number; p95: number; max: 
   };
 }
 
+/** Runs a command to its end; returns ms and its exit code. */
+async function timed(command: string, args: string[], env: NodeJS.ProcessEnv) {
+  const started = performance.now();
+  const child = spawn(command, args, { env: { ...process.env, ...env }, stdio: 'ignore' });
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+  return { ms: performance.now() - started, code };
+}
+
+/** (d): `create --disk-mib 300 --wait` through the bin and through `npm run cli`, alternating. */
+async function cliCreateWait(base: string): Promise<Record<string, unknown>> {
+  const env = { DURABLE_SANDBOX_URL: base, DURABLE_SANDBOX_TOKEN: TOKEN };
+  const args = ['create', '--disk-mib', '300', '--wait'];
+  const bin: number[] = [];
+  const npmRun: number[] = [];
+  for (let i = 0; i < 5; i++) {
+    for (const [runs, command, commandArgs] of [
+      [bin, process.execPath, ['bin/durable-sandbox.js', ...args]],
+      [npmRun, 'npm', ['run', '--silent', 'cli', '--', ...args]],
+    ] as const) {
+      const { ms, code } = await timed(command, [...commandArgs], env);
+      if (code !== 1)
+        problems.push(`${command} ${commandArgs.join(' ')} exited ${code}, expected 1`);
+      runs.push(ms);
+    }
+  }
+  return { bin: summary(bin), npm_run_cli_baseline: summary(npmRun) };
+}
+
 function expectRefused(op: Operation): void {
   if (
     op.status !== 'failed' ||
@@ -157,6 +188,7 @@ async function main(): Promise<void> {
     }
     results.refusal_sequential_async_ms = summary(sequentialAsync);
     results.refusal_sequential_sync_ms = summary(sequentialSync);
+    results.cli_create_wait_refused_ms = await cliCreateWait(base);
 
     const concurrentAsync = await Promise.all(
       Array.from({ length: 50 }, () => asyncCreate(base, 300)),

@@ -9,6 +9,8 @@ import type { Server } from 'node:http';
 import { join, resolve } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { createApp } from '../api/app.js';
+import { apiRegistry } from '../api/metrics.js';
+import { collectProcessMetrics } from '../config/process-metrics.js';
 import { ConfigError, DEV_TOKEN, loadConfig } from '../config/index.js';
 import { createLogger } from '../config/logger.js';
 import { createKubernetesClient } from '../kubernetes/client.js';
@@ -27,6 +29,15 @@ async function main(): Promise<void> {
   const dataDir = resolve(config.dataDir);
   mkdirSync(dataDir, { recursive: true });
   lockDataDir(dataDir);
+
+  // The API's port is the user's to choose: check it before starting anything that takes time.
+  if (!(await isPortFree(config.port))) {
+    throw new ConfigError(
+      'PORT',
+      `${config.port} is in use on 127.0.0.1 (another npm start, or another service); ` +
+        `choose another port, e.g. PORT=${await freePort()} npm start`,
+    );
+  }
 
   let temporalAddress = config.temporalAddress;
   let uiUrl: string | undefined;
@@ -55,7 +66,7 @@ async function main(): Promise<void> {
     const cluster = await SimulatedCluster.start({ startupDelayMs: simulatedNodeDelayMs() });
     cleanups.push(() => cluster.close());
     kubeconfigPath = join(dataDir, 'kubeconfig');
-    cluster.writeKubeconfig(kubeconfigPath);
+    cluster.writeKubeconfig(kubeconfigPath, config.sandboxNamespace);
   }
   const kubernetes = createKubernetesClient({
     kubeconfigPath,
@@ -67,6 +78,19 @@ async function main(): Promise<void> {
     sqliteFile: join(dataDir, 'store.db'),
   });
   cleanups.push(() => store.close());
+  if (!config.kubeconfig) {
+    // The simulated cluster starts empty: a sandbox still `running` from before lost its pod.
+    const lost = await store.markRunningSandboxesLost({
+      reason: 'its pod is gone: the embedded stack restarted with an empty simulated cluster',
+    });
+    if (lost.length > 0) {
+      logger.warn({ sandbox_ids: lost }, 'running sandboxes lost their pods in the restart');
+      notes.push(
+        `${lost.length} sandbox(es) running before the restart lost their pods and are now lost ` +
+          `(list: npm run cli -- list --state lost; delete: npm run cli -- delete sbx_…)`,
+      );
+    }
+  }
 
   const metricsPort = await preferredPort(config.metricsPort, notes, 'worker metrics');
   const worker = await serveWorker({
@@ -77,13 +101,18 @@ async function main(): Promise<void> {
     logger,
     metricsPort,
     metricsHost: '127.0.0.1',
+    processMetrics: false,
   });
   cleanups.push(() => worker.stop());
 
   const connection = await Connection.connect({ address: temporalAddress });
   cleanups.push(() => connection.close());
   const temporal = new Client({ connection, namespace: config.temporalNamespace });
-  const app = createApp({ temporal, store, config, logger });
+  // Operations link to their workflow page in the UI the stack started (or TEMPORAL_UI_URL's).
+  const apiConfig = { ...config, temporalUiUrl: config.temporalUiUrl ?? uiUrl };
+  // One process, two endpoints: its process metrics are the API's (the worker serves its own).
+  collectProcessMetrics(apiRegistry);
+  const app = createApp({ temporal, store, config: apiConfig, logger });
   const server = await new Promise<Server>((resolveListen, reject) => {
     // Express 5 hands a listen error (e.g. EADDRINUSE) to this callback, not to 'error'.
     const listening = app.listen(config.port, '127.0.0.1', (err?: Error) =>
@@ -110,7 +139,7 @@ async function main(): Promise<void> {
     `  API:          ${apiUrl}   (token: ${token}${config.devToken ? ', tenant dev' : ''})`,
     `  Temporal UI:  ${uiUrl ?? `(external Temporal at ${temporalAddress})`}`,
     `  Temporal:     ${temporalAddress}, task queue ${config.taskQueue}`,
-    `  Kubernetes:   ${config.kubeconfig ? kubeconfigPath : `simulated cluster; kubectl --kubeconfig ${kubeconfigPath} get pods,events -n ${config.sandboxNamespace}`}`,
+    `  Kubernetes:   ${config.kubeconfig ? kubeconfigPath : `simulated cluster; kubectl --kubeconfig ${kubeconfigPath} get pods,events (namespace ${config.sandboxNamespace})`}`,
     `  Metrics:      ${apiUrl}/metrics (API), http://127.0.0.1:${metricsPort}/metrics (worker)`,
     ...(process.env.SIMULATED_NODE_DELAY_MS && !config.kubeconfig
       ? [`  Simulated node: answers after ${simulatedNodeDelayMs()} ms (SIMULATED_NODE_DELAY_MS)`]
@@ -121,7 +150,7 @@ async function main(): Promise<void> {
     `  curl -s -X POST ${apiUrl}/v1/sandboxes -H 'Authorization: Bearer ${token}' \\`,
     `    -H 'Content-Type: application/json' \\`,
     `    -d '{"template":"base","resources":{"cpu":1,"memory_mib":1024,"disk_mib":300}}'`,
-    `or with the CLI: npm run cli -- create --template base --disk-mib 300 --wait`,
+    `or with the CLI: npx durable-sandbox create --template base --disk-mib 300 --wait`,
     ...notes.map((note) => `Note: ${note}.`),
     '',
     'Ctrl-C stops everything.',
@@ -175,16 +204,20 @@ function isRunning(pid: number): boolean {
  * `port` when it is free on 127.0.0.1, else any free port; a fallback is noted for the banner.
  */
 async function preferredPort(port: number, notes: string[], what: string): Promise<number> {
+  if (await isPortFree(port)) return port;
+  const other = await freePort();
+  notes.push(`port ${port} (${what}) was taken, so it is on ${other} this time`);
+  return other;
+}
+
+/** Whether `port` can be listened on at 127.0.0.1 now. */
+async function isPortFree(port: number): Promise<boolean> {
   const { createServer } = await import('node:net');
-  const free = await new Promise<boolean>((resolveProbe) => {
+  return new Promise<boolean>((resolveProbe) => {
     const probe = createServer();
     probe.once('error', () => resolveProbe(false));
     probe.listen(port, '127.0.0.1', () => probe.close(() => resolveProbe(true)));
   });
-  if (free) return port;
-  const other = await freePort();
-  notes.push(`port ${port} (${what}) was taken, so it is on ${other} this time`);
-  return other;
 }
 
 /**

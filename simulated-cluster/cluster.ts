@@ -130,16 +130,17 @@ export class SimulatedCluster {
   }
 
   /** The kubeconfig (YAML): cluster 'simulated' at `url`, user with token 'simulated', context 'simulated' current. */
-  kubeconfigYaml(): string {
-    return renderKubeconfig(this.url);
+  kubeconfigYaml(namespace?: string): string {
+    return renderKubeconfig(this.url, namespace);
   }
 
   /**
-   * Writes `kubeconfigYaml()` to `path`, creating its directory.
+   * Writes `kubeconfigYaml(namespace)` to `path`, creating its directory.
+   * @param namespace the context's namespace, so `kubectl get pods` needs no `-n`
    * @throws the fs error when the path cannot be written
    */
-  writeKubeconfig(path: string): void {
-    writeKubeconfigFile(path, this.kubeconfigYaml());
+  writeKubeconfig(path: string, namespace?: string): void {
+    writeKubeconfigFile(path, this.kubeconfigYaml(namespace));
   }
 
   /** Number of watch streams open now, of one resource or all. */

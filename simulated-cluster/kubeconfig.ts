@@ -13,8 +13,10 @@ export const KUBECONFIG_NAME = 'simulated';
 /**
  * Renders the kubeconfig as YAML.
  * @param server the apiserver URL, e.g. `http://127.0.0.1:34567`
+ * @param namespace the context's namespace (kubectl's default for commands without `-n`);
+ *   unset: none, kubectl then uses `default`
  */
-export function renderKubeconfig(server: string): string {
+export function renderKubeconfig(server: string, namespace?: string): string {
   return [
     'apiVersion: v1',
     'kind: Config',
@@ -33,6 +35,7 @@ export function renderKubeconfig(server: string): string {
     '    context:',
     `      cluster: ${KUBECONFIG_NAME}`,
     `      user: ${KUBECONFIG_NAME}`,
+    ...(namespace ? [`      namespace: ${JSON.stringify(namespace)}`] : []),
     `current-context: ${KUBECONFIG_NAME}`,
     'preferences: {}',
     '',

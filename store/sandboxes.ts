@@ -231,6 +231,31 @@ export async function setDeleted(
   return result.numUpdatedRows > 0n;
 }
 
+/**
+ * Every `running` sandbox -> `lost` with `failure` (its pod IP cleared; pod name and uid stay).
+ * @param now ISO-8601: when they were found lost (their updated_at)
+ * @returns the ids it changed
+ */
+export async function setRunningLost(
+  db: Kysely<Database>,
+  failure: { code: string; message: string },
+  now: string,
+): Promise<string[]> {
+  const rows = await db
+    .updateTable('sandboxes')
+    .set({
+      state: 'lost',
+      pod_ip: null,
+      failure_code: failure.code,
+      failure_message: failure.message,
+      updated_at: now,
+    })
+    .where('state', '=', 'running')
+    .returning('id')
+    .execute();
+  return rows.map((row) => row.id);
+}
+
 function toRecord(row: Selectable<SandboxesTable>): SandboxRecord {
   return {
     id: row.id,

@@ -19,7 +19,9 @@ import {
   isRunningAt,
   setDeleted,
   setRunning,
+  setRunningLost,
 } from './sandboxes.js';
+import { POD_LOST } from '../contract/index.js';
 import type { RetireExecutionInput, Store, StoreOptions } from './types.js';
 
 /** The retirement reason that, with a null failure, marks the sandbox `deleted`. */
@@ -128,6 +130,15 @@ export async function openStore(options: StoreOptions): Promise<Store> {
         const deleted = await setDeleted(trx, input.sandboxId, at);
         if (deleted) await retireActiveExecutions(trx, input.sandboxId, DELETED_REASON, at);
         return deleted;
+      });
+    },
+
+    markRunningSandboxesLost(input) {
+      return db.transaction().execute(async (trx) => {
+        const at = now();
+        const ids = await setRunningLost(trx, { code: POD_LOST, message: input.reason }, at);
+        for (const id of ids) await retireActiveExecutions(trx, id, POD_LOST, at);
+        return ids;
       });
     },
 

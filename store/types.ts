@@ -169,6 +169,14 @@ export interface Store {
    * @returns whether it changed the sandbox (false when missing or already deleted)
    */
   markSandboxDeleted(input: { sandboxId: string }): Promise<boolean>;
+  /**
+   * One transaction: every `running` sandbox (any tenant) -> `lost`, with failure
+   * `{code: 'pod_lost', message: reason}` (the why) and updated_at = now (the when), its pod IP
+   * cleared, its active executions retired with reason `pod_lost`. For a cluster known to have
+   * lost every pod (the embedded stack's simulated cluster after a restart).
+   * @returns the ids of the sandboxes it marked
+   */
+  markRunningSandboxesLost(input: { reason: string }): Promise<string[]>;
   /** Resolves when the database answers a trivial query; rejects with the driver's error. */
   ping(): Promise<void>;
   /** Closes the connection (pool); the store is unusable afterwards. */

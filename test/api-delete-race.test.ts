@@ -3,7 +3,7 @@
  * IP): the create finishes that step (too late to cancel) and succeeds, never fails as
  * internal; then the delete removes the pod and the sandbox ends deleted.
  */
-import { register } from 'prom-client';
+import { workerRegistry } from '../activities/metrics.js';
 import request from 'supertest';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { Store } from '../store/index.js';
@@ -71,6 +71,8 @@ it('lets the create succeed and then deletes the sandbox when a delete lands whi
 
 /** Sum of durable_sandbox_creates_finished_total over all its series, from this process. */
 async function finishedCreates(): Promise<number> {
-  const metric = await register.getSingleMetric('durable_sandbox_creates_finished_total')?.get();
+  const metric = await workerRegistry
+    .getSingleMetric('durable_sandbox_creates_finished_total')
+    ?.get();
   return (metric?.values ?? []).reduce((sum, sample) => sum + sample.value, 0);
 }

@@ -3,10 +3,12 @@
  * server, a worker, the simulated cluster and a SQLite store.
  */
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { run } from '../cli/program.js';
+import { formatSandboxList, humanDuration } from '../cli/format.js';
 import { pollDelayMs } from '../cli/wait.js';
 import { eventually, startApiStack, type ApiStack } from './support/api.js';
 
@@ -19,6 +21,43 @@ beforeAll(async () => {
 afterAll(async () => {
   await api?.stop();
 });
+
+/** The package's `bin`. */
+const BIN = fileURLToPath(new URL('../bin/durable-sandbox.js', import.meta.url));
+
+/**
+ * Runs the CLI in a pseudo-terminal (util-linux `script`, part of every Debian/Ubuntu base
+ * system), so stdin and stderr are a terminal as for a person: the spinner runs, and Ctrl-C is
+ * a keypress the terminal turns into SIGINT.
+ */
+function startInTerminal(args: string[]) {
+  const command = [process.execPath, BIN, ...args].map((a) => `'${a}'`).join(' ');
+  const env: NodeJS.ProcessEnv = { ...process.env, TERM: 'xterm-256color' };
+  delete env.CI; // ora shows no spinner (and never touches stdin) when CI is set
+  const child = spawn('script', ['-qfec', `stty cols 120 rows 40; exec ${command}`, '/dev/null'], {
+    stdio: ['pipe', 'pipe', 'pipe'],
+    env,
+  });
+  let text = '';
+  child.stdout.on('data', (chunk: Buffer) => (text += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (text += chunk.toString()));
+  const closed = new Promise<number | null>((resolve) => child.on('close', resolve));
+  return {
+    output: () => text,
+    press: (keys: string) => child.stdin.write(keys),
+    waitFor: (pattern: RegExp) =>
+      eventually(async () => (pattern.test(text) ? true : undefined), {
+        timeoutMs: 30_000,
+        what: `${pattern} in the terminal (got ${JSON.stringify(text.slice(-300))})`,
+      }),
+    async exited(timeoutMs: number): Promise<number | null> {
+      const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+      const code = await closed;
+      clearTimeout(timer);
+      return code;
+    },
+  };
+}
 
 class Capture extends Writable {
   text = '';
@@ -54,6 +93,13 @@ describe('cli', () => {
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(/^error: invalid_request: .*451 MiB$/m);
     expect(result.stdout).toMatch(/status\s+failed/);
+    // The error is printed once (stderr), not again in the operation on stdout.
+    const output = result.stdout + result.stderr;
+    expect(output.match(/451 MiB/g), output).toHaveLength(1);
+    // Progress lines (not a terminal) name the phase in words.
+    expect(result.stderr).toMatch(
+      /^- op_\w+: (creating the pod|waiting for the pod's IP), \d+ s, deadline \d\d:\d\d$/m,
+    );
   });
 
   it('--json prints only the operation as JSON', async () => {
@@ -97,7 +143,10 @@ describe('cli', () => {
 
     const sandboxes = await cli('list', '--state', 'failed');
     expect(sandboxes.code).toBe(0);
-    expect(sandboxes.stdout).toContain(operation.sandbox_id);
+    expect(sandboxes.stdout).toMatch(/^ID\s+STATE\s+TEMPLATE\s+AGE\s+REASON$/m);
+    expect(sandboxes.stdout).toMatch(
+      new RegExp(`^${operation.sandbox_id}\\s+failed\\s+base\\s+\\d+s\\s+invalid_request: `, 'm'),
+    );
     const failed = await eventually(
       async () => {
         const listed = await cli('--json', 'list', '--failed');
@@ -139,6 +188,148 @@ describe('cli', () => {
     expect(notAnId.code).toBe(2);
   });
 
+  it('a usage error names the problem and the help command, without printing the help', async () => {
+    const usage = await cli('create');
+    expect(usage.code).toBe(2);
+    expect(usage.stderr).toBe(
+      "error: required option '--disk-mib <n>' not specified\nSee 'durable-sandbox create --help' for usage.\n",
+    );
+    const badOutput = await cli('-o', 'yaml', 'list');
+    expect(badOutput.code).toBe(2);
+    expect(badOutput.stderr).not.toContain('Options:');
+  });
+
+  it('delete of an operation id says it expects sbx_…, and wait of a sandbox id op_…', async () => {
+    const deleted = await cli('delete', 'op_aaaaaaaaaaaaaaaaaaaaaaaaaa');
+    expect(deleted.code).toBe(2);
+    expect(deleted.stderr).toMatch(/^error: delete expects a sandbox id \(sbx_…\)/);
+    expect(deleted.stderr).toContain('durable-sandbox cancel op_aaaaaaaaaaaaaaaaaaaaaaaaaa');
+    const waited = await cli('wait', 'sbx_aaaaaaaaaaaaaaaaaaaaaaaaaa');
+    expect(waited.code).toBe(2);
+    expect(waited.stderr).toMatch(/^error: wait expects an operation id \(op_…\)/);
+  });
+
+  it('--version prints the package version', async () => {
+    const result = await cli('--version');
+    expect(result.code).toBe(0);
+    const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
+    expect(result.stdout).toBe(`${pkg.version}\n`);
+  });
+
+  it('list prints a table with AGE, -o wide adds columns, and a cut list names the next page', async () => {
+    for (let i = 0; i < 2; i++) {
+      expect((await cli('create', '--disk-mib', '300', '--wait')).code).toBe(1);
+    }
+    const table = await cli('list', '--state', 'failed', '--limit', '1');
+    expect(table.code, table.stderr).toBe(0);
+    const lines = table.stdout.trimEnd().split('\n');
+    expect(lines[0]).toMatch(/^ID\s+STATE\s+TEMPLATE\s+AGE\s+REASON$/);
+    expect(lines).toHaveLength(2);
+    const hint = table.stderr.match(
+      /^More results: durable-sandbox list --state failed --limit 1 --page-token (\S+)$/m,
+    );
+    expect(hint, table.stderr).not.toBeNull();
+    const next = await cli('list', '--state', 'failed', '--limit', '1', '--page-token', hint![1]!);
+    expect(next.code, next.stderr).toBe(0);
+    expect(next.stdout.split('\n')[1]?.split(/\s+/)[0]).not.toBe(lines[1]?.split(/\s+/)[0]);
+
+    const wide = await cli('list', '--state', 'failed', '-o', 'wide', '--limit', '1');
+    expect(wide.stdout).toMatch(
+      /^ID\s+STATE\s+TEMPLATE\s+CPU\s+MEMORY\s+DISK\s+POD\s+IP\s+AGE\s+REASON$/m,
+    );
+    const json = await cli('list', '--state', 'failed', '-o', 'json', '--limit', '1');
+    expect(JSON.parse(json.stdout)).toMatchObject({ sandboxes: [{ state: 'failed' }] });
+    expect(json.stderr).toBe('');
+
+    const operations = await cli('list', '--failed', '--limit', '1');
+    expect(operations.stdout).toMatch(/^ID\s+TYPE\s+STATUS\s+SANDBOX\s+AGE\s+ERROR$/m);
+  });
+
+  it('cancel says "cancel requested"; cancel --wait waits until the create ended cancelled', async () => {
+    api.stack.cluster.faults.neverReady(true);
+    try {
+      const created = await cli('--json', 'create', '--disk-mib', '2048');
+      expect(created.code, created.stderr).toBe(0);
+      const operation = JSON.parse(created.stdout) as { id: string };
+      const cancel = await cli('cancel', operation.id);
+      expect(cancel.code, cancel.stderr).toBe(0);
+      expect(cancel.stdout).toBe(
+        `${operation.id}: cancel requested (the create deletes its pod, then ends cancelled)\n`,
+      );
+      const waited = await cli('cancel', operation.id, '--wait');
+      // A second cancel of a create still compensating is accepted, or answered already_done.
+      if (waited.code !== 0) expect(waited.stderr).toMatch(/already_done/);
+      const after = await cli('--json', 'wait', operation.id);
+      expect(JSON.parse(after.stdout)).toMatchObject({ status: 'cancelled' });
+
+      const second = JSON.parse((await cli('--json', 'create', '--disk-mib', '2048')).stdout) as {
+        id: string;
+      };
+      const cancelWait = await cli('cancel', second.id, '--wait');
+      expect(cancelWait.code, cancelWait.stderr).toBe(0);
+      expect(cancelWait.stdout).toMatch(/status\s+cancelled/);
+    } finally {
+      api.stack.cluster.faults.neverReady(false);
+    }
+  });
+
+  it('Ctrl-C in a terminal stops create --wait at once; the create goes on', async () => {
+    api.stack.cluster.faults.neverReady(true);
+    try {
+      const terminal = startInTerminal([
+        '--api-url',
+        url,
+        '--token',
+        api.tenantA.token,
+        'create',
+        '--disk-mib',
+        '2048',
+        '--wait',
+      ]);
+      await terminal.waitFor(/waiting for the pod's IP/);
+      const operationId = terminal.output().match(/op_[a-z0-9]+/)?.[0];
+      expect(operationId, terminal.output()).toBeDefined();
+      terminal.press('\u0003');
+      const code = await terminal.exited(15_000);
+      const output = terminal.output();
+      expect(code, `terminal output ends: ${JSON.stringify(output.slice(-400))}`).toBe(130);
+      expect(output).toContain(`${operationId} goes on`);
+      expect(output).toContain(`durable-sandbox wait ${operationId}`);
+      expect(output).toContain(`durable-sandbox cancel ${operationId}`);
+      const still = await cli('--json', 'get', operationId!);
+      expect(JSON.parse(still.stdout)).toMatchObject({ status: 'running' });
+      expect((await cli('cancel', operationId!, '--wait')).code).toBe(0);
+    } finally {
+      api.stack.cluster.faults.neverReady(false);
+    }
+  });
+
+  it('cuts table rows to the terminal width and prints AGE as kubectl does', () => {
+    const sandbox = {
+      id: 'sbx_aaaaaaaaaaaaaaaaaaaaaaaaaa',
+      template: 'base',
+      resources: { cpu: 1, memory_mib: 1024, disk_mib: 300 },
+      state: 'failed' as const,
+      pod: { name: null, uid: null, ip: null },
+      failure: { code: 'invalid_request', message: 'the node refused the sandbox: '.repeat(5) },
+      operation_id: 'op_aaaaaaaaaaaaaaaaaaaaaaaaaa',
+      created_at: '2026-01-01T00:00:00.000Z',
+      updated_at: '2026-01-01T00:00:01.000Z',
+    };
+    const nowMs = Date.parse(sandbox.created_at) + 330_000;
+    const table = formatSandboxList([sandbox], { columns: 80, nowMs });
+    for (const line of table.trimEnd().split('\n')) expect(line.length).toBeLessThanOrEqual(80);
+    expect(table.trimEnd().split('\n')[1]).toMatch(
+      /^sbx_a+\s+failed\s+base\s+5m30s\s+invalid_req.*…$/,
+    );
+    expect(formatSandboxList([sandbox], { nowMs })).toContain(
+      'the node refused the sandbox: '.repeat(5).trim(),
+    );
+    expect(
+      [90, 600, 7_200, 30_000, 200_000, 1_000_000].map((s) => humanDuration(s * 1000)),
+    ).toEqual(['90s', '10m', '120m', '8h', '2d7h', '11d']);
+  });
+
   it('polls at the pace of Retry-After, never faster than every 500 ms', () => {
     expect(pollDelayMs('1')).toBe(1000);
     expect(pollDelayMs('0')).toBe(500);
@@ -146,14 +337,11 @@ describe('cli', () => {
     expect(pollDelayMs('soon')).toBe(500);
   });
 
-  it('runs as a process: npm run cli exits 1 with invalid_request on stderr', async () => {
-    const main = fileURLToPath(new URL('../cli/main.ts', import.meta.url));
+  it('runs as a process (package bin): exits 1 with invalid_request on stderr', async () => {
     const child = spawn(
       process.execPath,
       [
-        '--import',
-        'tsx',
-        main,
+        BIN,
         '--api-url',
         url,
         '--token',

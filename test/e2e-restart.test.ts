@@ -1,9 +1,10 @@
 /**
  * The embedded stack across a restart (README "Quick start"): DATA_DIR is claimed by one
- * `npm start` at a time, and a create that was waiting when the stack stopped ends as
- * `pod_failed` after the restart (the simulated cluster starts empty), not at its deadline.
+ * `npm start` at a time, an API port in use stops it before anything starts, a create that was
+ * waiting when the stack stopped ends as `pod_failed` after the restart (the simulated cluster
+ * starts empty), not at its deadline, and a sandbox that was running is listed as `lost`.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, expect, it } from 'vitest';
@@ -59,8 +60,10 @@ it('ends a create that was waiting when the stack stopped as pod_failed after a 
     false,
   );
   expect(await samePort.exited).toBe(1);
-  expect(samePort.output()).toContain('PORT');
+  expect(samePort.output()).toMatch(/PORT: \d+ is in use .* e\.g\. PORT=\d+ npm start/);
   expect(samePort.output()).not.toContain('durable-sandbox is running');
+  // It stopped before starting the Temporal dev server (whose database lives in DATA_DIR).
+  expect(existsSync(join(otherDir, 'temporal.db'))).toBe(false);
   rmSync(otherDir, { recursive: true, force: true });
 
   expect(await first.interrupt()).toBe(0);
@@ -72,4 +75,33 @@ it('ends a create that was waiting when the stack stopped as pod_failed after a 
     status: 'failed',
     error: { code: 'pod_failed', message: expect.stringContaining('no longer exists') },
   });
+
+  // A sandbox running when the stack stops has no pod after the restart: it is listed as lost.
+  const running = await fetch(`${third.apiUrl}/v1/sandboxes`, {
+    method: 'POST',
+    headers: { authorization: 'Bearer dev-token', 'content-type': 'application/json' },
+    body: JSON.stringify({
+      template: 'base',
+      resources: { cpu: 1, memory_mib: 256, disk_mib: 2048 },
+    }),
+  });
+  const runningOp = (await running.json()) as Operation & { sandbox_id: string };
+  await until(async () => (current = await operation(third.apiUrl, runningOp.id)).done, 60_000);
+  expect(current?.status).toBe('succeeded');
+  expect(await third.interrupt()).toBe(0);
+  const fourth = await startStackProcess({ DATA_DIR: dataDir });
+  started.push(fourth);
+  expect(fourth.output()).toContain('lost their pods and are now lost');
+  const auth = { authorization: 'Bearer dev-token' };
+  const sandbox = (await (
+    await fetch(`${fourth.apiUrl}/v1/sandboxes/${runningOp.sandbox_id}`, { headers: auth })
+  ).json()) as { state: string; failure: { code: string; message: string } | null };
+  expect(sandbox).toMatchObject({
+    state: 'lost',
+    failure: { code: 'pod_lost', message: expect.stringContaining('restarted') },
+  });
+  const listed = (await (
+    await fetch(`${fourth.apiUrl}/v1/sandboxes?state=running`, { headers: auth })
+  ).json()) as { sandboxes: Array<{ id: string }> };
+  expect(listed.sandboxes.map((s) => s.id)).not.toContain(runningOp.sandbox_id);
 }, 300_000);

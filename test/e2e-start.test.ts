@@ -4,9 +4,10 @@
  * driven through the CLI as a child process; then SIGINT (Ctrl-C) stops everything it started.
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { KubeConfig } from '@kubernetes/client-node';
 import { Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startStackProcess, type StackProcess } from './support/stack-process.js';
@@ -78,6 +79,55 @@ describe('npm start, driven through the CLI', () => {
       state: 'running',
       pod: { ip: expect.any(String) },
     });
+  });
+
+  it('writes a kubeconfig whose context namespace is sandboxes (kubectl get pods needs no -n)', () => {
+    const kubeconfig = new KubeConfig();
+    kubeconfig.loadFromString(readFileSync(join(dataDir, 'kubeconfig'), 'utf8'));
+    expect(kubeconfig.getContextObject(kubeconfig.getCurrentContext())?.namespace).toBe(
+      'sandboxes',
+    );
+  });
+
+  it('serves each metric family on one endpoint only; process metrics once', async () => {
+    const workerUrl = /Metrics:.*, (http:\/\/127\.0\.0\.1:\d+\/metrics) \(worker\)/.exec(
+      output,
+    )?.[1];
+    expect(workerUrl, output).toBeDefined();
+    const families = async (url: string) =>
+      new Set(
+        [...(await (await fetch(url)).text()).matchAll(/^# TYPE (\w+) /gm)].map(
+          (match) => match[1] as string,
+        ),
+      );
+    const api = await families(`${apiUrl}/metrics`);
+    const worker = await families(workerUrl!);
+    expect([...api].filter((name) => worker.has(name))).toEqual([]);
+    expect(api).toContain('durable_sandbox_creates_started_total');
+    expect(worker).toContain('durable_sandbox_creates_finished_total');
+    expect(api).toContain('process_resident_memory_bytes');
+    expect(api).toContain('nodejs_eventloop_lag_seconds');
+  });
+
+  it('links an operation to its Temporal UI page and answers with X-Request-Id', async () => {
+    const created = await fetch(`${apiUrl}/v1/sandboxes`, {
+      method: 'POST',
+      headers: {
+        authorization: 'Bearer dev-token',
+        'content-type': 'application/json',
+        'x-request-id': 'e2e-request-1',
+      },
+      body: JSON.stringify({
+        template: 'base',
+        resources: { cpu: 1, memory_mib: 256, disk_mib: 300 },
+      }),
+    });
+    expect(created.headers.get('x-request-id')).toBe('e2e-request-1');
+    const operation = (await created.json()) as { id: string; temporal_ui_url: string };
+    const ui = /Temporal UI:\s+(http:\/\/127\.0\.0\.1:\d+)/.exec(output)?.[1];
+    expect(operation.temporal_ui_url).toMatch(
+      new RegExp(`^${ui}/namespaces/default/workflows/${operation.id}/[0-9a-f-]+/history$`),
+    );
   });
 
   it('stops everything it started on SIGINT', async () => {

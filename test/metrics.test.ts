@@ -1,7 +1,8 @@
 /**
- * Metrics: one refused create through the API moves the create counters on both scrape
- * endpoints (the API's /metrics and the worker's metrics server), and the worker's endpoint
- * carries the Temporal SDK's own worker metrics.
+ * Metrics: one refused create through the API moves the API's counter on the API's /metrics and
+ * the create counters on the worker's metrics server, each series on one endpoint only (this
+ * process holds both, as the embedded stack does), and the worker's endpoint carries the
+ * Temporal SDK's own worker metrics with units in their names.
  */
 import type { Server } from 'node:http';
 import { pino } from 'pino';
@@ -21,6 +22,11 @@ function sample(text: string, name: string, labels = ''): number {
     if (series === `${name}${labels ? `{${labels}}` : ''}`) return Number(value);
   }
   return 0;
+}
+
+/** The part of a worker scrape the SDK's exporter produced. */
+function sdkPart(text: string): string {
+  return text.split('# Temporal SDK worker metrics')[1] ?? '';
 }
 
 describe('metrics', () => {
@@ -57,8 +63,9 @@ describe('metrics', () => {
     return response.text();
   }
 
-  it('counts a refused create as started and failed with invalid_request on both endpoints', async () => {
+  it('counts a refused create as started (API) and failed with invalid_request (worker)', async () => {
     const before = await scrapeApi();
+    const workerBefore = await scrapeWorker();
     const auth = `Bearer ${api.tenantA.token}`;
     const created = await request(api.app)
       .post('/v1/sandboxes')
@@ -78,9 +85,10 @@ describe('metrics', () => {
       sample(apiAfter, 'durable_sandbox_creates_started_total', 'template="base"') -
         sample(before, 'durable_sandbox_creates_started_total', 'template="base"'),
     ).toBe(1);
-    for (const after of [apiAfter, await scrapeWorker()]) {
+    {
+      const after = await scrapeWorker();
       const delta = (name: string, labels = '') =>
-        sample(after, name, labels) - sample(before, name, labels);
+        sample(after, name, labels) - sample(workerBefore, name, labels);
       expect(
         delta('durable_sandbox_creates_finished_total', 'outcome="failed",code="invalid_request"'),
       ).toBe(1);
@@ -102,8 +110,24 @@ describe('metrics', () => {
     ).toBeGreaterThanOrEqual(1);
   });
 
-  it("serves the Temporal SDK's worker metrics on the worker endpoint", async () => {
-    await until(async () => (await scrapeWorker()).includes('temporal_'), 30_000);
-    expect(await scrapeWorker()).toMatch(/^temporal_\w+/m);
+  it('serves each durable_sandbox_* series on one endpoint only', async () => {
+    const families = (text: string) =>
+      new Set(
+        [...text.matchAll(/^# TYPE (durable_sandbox_\w+) /gm)].map((match) => match[1] as string),
+      );
+    const apiFamilies = families(await scrapeApi());
+    const workerFamilies = families(await scrapeWorker());
+    expect(apiFamilies).toContain('durable_sandbox_creates_started_total');
+    expect(workerFamilies).toContain('durable_sandbox_creates_finished_total');
+    expect([...apiFamilies].filter((name) => workerFamilies.has(name))).toEqual([]);
+  });
+
+  it("serves the Temporal SDK's worker metrics with units in their names, durations in seconds", async () => {
+    await until(async () => /_seconds_bucket/.test(sdkPart(await scrapeWorker())), 30_000);
+    const sdk = sdkPart(await scrapeWorker());
+    expect(sdk).toMatch(/^temporal_\w+/m);
+    expect(sdk).toMatch(/^temporal_\w+_seconds_bucket\{/m);
+    expect(sdk).not.toMatch(/^temporal_\w+_(latency|duration)(_bucket)?\{/m);
+    expect(sdk).not.toMatch(/_milliseconds/);
   });
 });

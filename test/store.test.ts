@@ -540,6 +540,64 @@ describe.each(storeBackends())('store on $name', (backend) => {
     });
   });
 
+  describe('markRunningSandboxesLost', () => {
+    it('marks running sandboxes lost with why and when, retires their executions, and leaves the others', async () => {
+      await created(sandboxInput(1));
+      await store.markSandboxRunning({ ...firstExecution('sbx_0001'), podIp: '10.0.0.7' });
+      await created(sandboxInput(2)); // still creating: its workflow decides
+      await created(sandboxInput(3, { tenant: 'other' }));
+      await store.markSandboxRunning({ ...firstExecution('sbx_0003'), podIp: '10.0.0.9' });
+      const before = await store.getSandboxById('sbx_0001');
+
+      const lost = await store.markRunningSandboxesLost({ reason: 'the cluster was rebuilt' });
+      expect(lost.sort()).toEqual(['sbx_0001', 'sbx_0003']);
+      const sandbox = await store.getSandboxById('sbx_0001');
+      expect(sandbox).toMatchObject({
+        state: 'lost',
+        failure: { code: 'pod_lost', message: 'the cluster was rebuilt' },
+        pod: { ip: null },
+      });
+      expect(Date.parse(sandbox!.updatedAt)).toBeGreaterThan(Date.parse(before!.updatedAt));
+      expect((await store.getSandboxById('sbx_0002'))?.state).toBe('creating');
+      // Its execution is retired: a late write of the create is fenced out.
+      expect(
+        await store.retireExecution({ ...firstExecution('sbx_0001'), reason: 'x', failure: null }),
+      ).toEqual({ retired: false });
+      expect(
+        (await store.listSandboxes('acme', { state: 'lost', limit: 10 })).sandboxes,
+      ).toHaveLength(1);
+      // A lost sandbox can still be deleted.
+      expect(await store.markSandboxDeleted({ sandboxId: 'sbx_0001' })).toBe(true);
+      expect(await store.markRunningSandboxesLost({ reason: 'again' })).toEqual([]);
+    });
+
+    it('the migration that adds the state keeps every sandbox and execution row', async () => {
+      await created(sandboxInput(1));
+      await store.markSandboxRunning({ ...firstExecution('sbx_0001'), podIp: '10.0.0.7' });
+      await created(sandboxInput(2));
+      const { db } = openDatabase(target.options);
+      const count = async (table: 'sandboxes' | 'executions') =>
+        Number(
+          (await sql<{ n: number }>`select count(*) as n from ${sql.table(table)}`.execute(db))
+            .rows[0]?.n,
+        );
+      try {
+        const migration = MIGRATIONS['0002-sandbox-state-lost']!;
+        await migration.down!(db as never);
+        await expect(
+          sql`update sandboxes set state = 'lost' where id = 'sbx_0001'`.execute(db),
+        ).rejects.toThrow();
+        await migration.up(db as never);
+        expect(await count('sandboxes')).toBe(2);
+        expect(await count('executions')).toBe(2);
+      } finally {
+        await db.destroy();
+      }
+      expect(await store.markRunningSandboxesLost({ reason: 'gone' })).toEqual(['sbx_0001']);
+      expect((await store.getSandboxById('sbx_0002'))?.state).toBe('creating');
+    });
+  });
+
   describe('ping', () => {
     it('resolves while open and rejects once closed', async () => {
       await expect(store.ping()).resolves.toBeUndefined();

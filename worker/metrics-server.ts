@@ -1,10 +1,11 @@
 /**
- * The worker's `/metrics` endpoint: prom-client's registry (create and watch metrics, see
- * activities/metrics.ts) followed by the Temporal SDK's own worker metrics, which the SDK
+ * The worker's `/metrics` endpoint: the worker's registry (create and watch metrics, see
+ * activities/metrics.ts; the process metrics when the process is a worker) followed by the Temporal SDK's own worker metrics, which the SDK
  * Runtime exports on an internal address (worker/runtime.ts).
  */
 import { createServer, type Server } from 'node:http';
-import { register } from 'prom-client';
+import type { Registry } from 'prom-client';
+import { workerRegistry } from '../activities/metrics.js';
 
 /** Options of {@link startMetricsServer}. */
 export interface MetricsServerOptions {
@@ -13,6 +14,8 @@ export interface MetricsServerOptions {
   host?: string;
   /** URL of the SDK Runtime's Prometheus exporter, e.g. `http://127.0.0.1:39000/metrics`. */
   sdkMetricsUrl?: string;
+  /** The registry served (default: the worker's, activities/metrics.ts). */
+  registry?: Registry;
 }
 
 /**
@@ -30,8 +33,9 @@ export async function startMetricsServer(options: MetricsServerOptions): Promise
       res.writeHead(404, { 'content-type': 'text/plain' }).end('not found');
       return;
     }
-    void renderMetrics(options.sdkMetricsUrl).then(
-      (text) => res.writeHead(200, { 'content-type': register.contentType }).end(text),
+    const registry = options.registry ?? workerRegistry;
+    void renderMetrics(registry, options.sdkMetricsUrl).then(
+      (text) => res.writeHead(200, { 'content-type': registry.contentType }).end(text),
       (err: unknown) =>
         res.writeHead(500, { 'content-type': 'text/plain' }).end(`metrics failed: ${String(err)}`),
     );
@@ -43,8 +47,11 @@ export async function startMetricsServer(options: MetricsServerOptions): Promise
   return server;
 }
 
-async function renderMetrics(sdkMetricsUrl: string | undefined): Promise<string> {
-  const own = await register.metrics();
+async function renderMetrics(
+  registry: Registry,
+  sdkMetricsUrl: string | undefined,
+): Promise<string> {
+  const own = await registry.metrics();
   if (!sdkMetricsUrl) return own;
   try {
     const response = await fetch(sdkMetricsUrl, { signal: AbortSignal.timeout(2_000) });

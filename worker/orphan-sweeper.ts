@@ -8,6 +8,7 @@
  * A list on a timer, outside any create: the readiness wait itself never polls.
  */
 import { Counter } from 'prom-client';
+import { workerRegistry } from '../activities/metrics.js';
 import type { Logger } from 'pino';
 import type { KubernetesClient } from '../kubernetes/client.js';
 import { deletePod, listSandboxPods, type SandboxPod } from '../kubernetes/pods.js';
@@ -68,6 +69,7 @@ export async function sweepOrphanPods(
       orphansDeleted ??= new Counter({
         name: 'durable_sandbox_orphan_pods_deleted_total',
         help: 'Pods the orphan sweeper deleted because their sandbox had failed or was deleted',
+        registers: [workerRegistry],
       });
       orphansDeleted.inc();
       deps.logger.warn(

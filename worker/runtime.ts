@@ -38,7 +38,13 @@ export function installRuntime(logger: Logger, options: RuntimeOptions = {}): vo
       ? {
           telemetryOptions: {
             metrics: {
-              prometheus: { bindAddress: options.prometheusBindAddress, countersTotalSuffix: true },
+              // Prometheus conventions: units in the names, durations in seconds.
+              prometheus: {
+                bindAddress: options.prometheusBindAddress,
+                countersTotalSuffix: true,
+                unitSuffix: true,
+                useSecondsForDurations: true,
+              },
             },
           },
         }

@@ -6,7 +6,8 @@
 import type { Server } from 'node:http';
 import { NativeConnection, type Worker } from '@temporalio/worker';
 import type { Logger } from 'pino';
-import { createMetrics } from '../activities/metrics.js';
+import { createMetrics, workerRegistry } from '../activities/metrics.js';
+import { collectProcessMetrics } from '../config/process-metrics.js';
 import { freePort } from '../config/free-port.js';
 import type { Config } from '../config/index.js';
 import type { KubernetesClient } from '../kubernetes/client.js';
@@ -27,6 +28,11 @@ export interface ServeWorkerOptions {
   /** Port and bind address of the worker's `/metrics` (default: config.metricsPort, 0.0.0.0). */
   metricsPort?: number;
   metricsHost?: string;
+  /**
+   * Register the process metrics (`process_*`, `nodejs_*`) on the worker's endpoint (default
+   * true); the embedded stack gives them to the API's endpoint instead.
+   */
+  processMetrics?: boolean;
 }
 
 /** A running worker. */
@@ -49,6 +55,7 @@ export async function serveWorker(options: ServeWorkerOptions): Promise<ServedWo
   const sdkMetricsPort = await freePort();
   installRuntime(options.logger, { prometheusBindAddress: `127.0.0.1:${sdkMetricsPort}` });
   const metricsPort = options.metricsPort ?? config.metricsPort;
+  if (options.processMetrics !== false) collectProcessMetrics(workerRegistry);
   const metricsServer: Server = await startMetricsServer({
     port: metricsPort,
     host: options.metricsHost,

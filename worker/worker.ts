@@ -10,6 +10,14 @@ import { activityLogIds } from '../activities/log-attributes.js';
 /** Path of the workflow entry point, bundled by the worker at start. */
 export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
 
+/**
+ * Workflow interceptor modules: activity summaries for the Temporal UI. A prebuilt bundle must
+ * be built with them (`bundleWorkflowCode({ workflowInterceptorModules })`).
+ */
+export const WORKFLOW_INTERCEPTOR_MODULES = [
+  fileURLToPath(new URL('../workflows/activity-summaries.ts', import.meta.url)),
+];
+
 /** Options of {@link createSandboxWorker}. */
 export interface SandboxWorkerOptions {
   connection: NativeConnection;
@@ -37,7 +45,10 @@ export async function createSandboxWorker(options: SandboxWorkerOptions): Promis
     taskQueue: options.taskQueue,
     ...(options.workflowBundle
       ? { workflowBundle: options.workflowBundle }
-      : { workflowsPath: WORKFLOWS_PATH }),
+      : {
+          workflowsPath: WORKFLOWS_PATH,
+          interceptors: { workflowModules: WORKFLOW_INTERCEPTOR_MODULES },
+        }),
     activities: createActivities(options.deps),
     // Every activity log line names its operation, sandbox and pod (activities/log-attributes.ts).
     interceptors: { activity: [activityLogIds] },

@@ -281,12 +281,9 @@ function describeFailure(
   if (failure instanceof ApplicationFailure) {
     const code = errorCodeOfFailureType(failure.type);
     const detail = failure.details?.[0] as Partial<CreateFailureDetails> | undefined;
-    return {
-      code,
-      message: failure.message,
-      details: { ...podFields, ...detail, code },
-      cause: failure,
-    };
+    // No `cause`: the activity's failure has the same message and details, and its stack trace
+    // (local file paths) would only repeat them in the Temporal UI.
+    return { code, message: failure.message, details: { ...podFields, ...detail, code } };
   }
   return {
     code: 'internal',

@@ -6,10 +6,12 @@
 import { Migrator, sql, type Kysely, type Migration, type MigrationProvider } from 'kysely';
 import type { DialectName } from '../database.js';
 import { initialSchema } from './0001-initial.js';
+import { sandboxStateLost } from './0002-sandbox-state-lost.js';
 
 /** Every migration by name. */
 export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0001-initial': initialSchema,
+  '0002-sandbox-state-lost': sandboxStateLost,
 };
 
 const provider: MigrationProvider = {

@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { bundleWorkflowCode } from '@temporalio/worker';
+import { WORKFLOW_INTERCEPTOR_MODULES } from '../../worker/worker.js';
 import type { TestProject } from 'vitest/node';
 import { startDevServer, type DevServer } from '../../scripts/dev-server.js';
 
@@ -27,6 +28,7 @@ export async function setup(project: TestProject): Promise<void> {
     startDevServer({ ui: false }),
     bundleWorkflowCode({
       workflowsPath: fileURLToPath(new URL('./workflows.ts', import.meta.url)),
+      workflowInterceptorModules: WORKFLOW_INTERCEPTOR_MODULES,
       logger: { info() {}, warn() {}, error: console.error, debug() {}, trace() {}, log() {} },
     }),
   ]);

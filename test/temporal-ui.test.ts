@@ -1,0 +1,133 @@
+/**
+ * What the Temporal UI shows for an operation, read through the Temporal API the UI reads:
+ * the workflow's static summary and details (describe), each activity's summary (the history's
+ * user metadata), the failure, and the operation's link to its UI page.
+ */
+import { defaultPayloadConverter } from '@temporalio/common';
+import { temporal } from '@temporalio/proto';
+import request from 'supertest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  awaitOperation,
+  bearer,
+  createBody,
+  startApiStack,
+  type ApiStack,
+  type OperationBody,
+} from './support/api.js';
+
+const UI = 'http://ui.example:8233';
+const EventType = temporal.api.enums.v1.EventType;
+
+let api: ApiStack;
+beforeAll(async () => {
+  api = await startApiStack({
+    stack: { cluster: { startupDelayMs: 100 } },
+    env: { TEMPORAL_UI_URL: `${UI}/` },
+  });
+});
+afterAll(async () => {
+  await api?.stop();
+});
+
+async function refusedCreate(): Promise<OperationBody> {
+  const accepted = await request(api.app)
+    .post('/v1/sandboxes')
+    .set(bearer(api.tenantA))
+    .send(createBody(300));
+  expect(accepted.status, accepted.text).toBe(202);
+  return awaitOperation(api.app, api.tenantA, (accepted.body as OperationBody).id);
+}
+
+/** Every scheduled activity of the workflow: its type and the summary the UI shows. */
+async function activitySummaries(workflowId: string) {
+  const history = await api.stack.temporal.client.workflow.getHandle(workflowId).fetchHistory();
+  return (history.events ?? [])
+    .filter((event) => event.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED)
+    .map((event) => ({
+      type: event.activityTaskScheduledEventAttributes?.activityType?.name,
+      summary: event.userMetadata?.summary
+        ? defaultPayloadConverter.fromPayload<string>(event.userMetadata.summary)
+        : undefined,
+    }));
+}
+
+describe('Temporal UI', () => {
+  it('a create workflow carries a static summary and details naming sandbox, template and disk', async () => {
+    const op = await refusedCreate();
+    const description = await api.stack.temporal.client.workflow.getHandle(op.id).describe();
+    expect(await description.staticSummary()).toBe(
+      `create ${op.sandbox_id} (template base, disk 300 MiB, cpu 1, memory 256 MiB)`,
+    );
+    const details = await description.staticDetails();
+    expect(details).toContain(`**Sandbox** ${op.sandbox_id} (tenant ${api.tenantA.id}`);
+    expect(details).toContain('**Template** base, image `ghcr.io/durable-sandbox/base:1`');
+    expect(details).toContain('**Deadline** 60 s after the start');
+  });
+
+  it('every activity of a refused create has a summary saying what it does', async () => {
+    const op = await refusedCreate();
+    const activities = await activitySummaries(op.id);
+    expect(activities.map((a) => a.type)).toEqual([
+      'createPod',
+      'awaitPodReady',
+      'deletePod',
+      'retireExecution',
+    ]);
+    const [createPod, awaitPodReady, deletePod, retire] = activities;
+    expect(createPod?.summary).toBe(
+      `create pod of ${op.sandbox_id} (template base, disk 300 MiB, generation 1)`,
+    );
+    const podName = op.error?.details.pod_name as string;
+    expect(awaitPodReady?.summary).toMatch(
+      new RegExp(`^wait for pod ${podName}'s IP or the node's refusal, until \\d{4}-`),
+    );
+    expect(deletePod?.summary).toMatch(new RegExp(`^delete pod ${podName} \\(uid `));
+    expect(retire?.summary).toBe(
+      `retire the execution of ${op.sandbox_id}: failed, invalid_request`,
+    );
+  });
+
+  it("the failure is the node's reason, without a cause repeating it with stack traces", async () => {
+    const op = await refusedCreate();
+    const history = await api.stack.temporal.client.workflow.getHandle(op.id).fetchHistory();
+    const failed = history.events?.find(
+      (event) => event.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED,
+    )?.workflowExecutionFailedEventAttributes?.failure;
+    expect(failed?.message).toBe(op.error?.message);
+    expect(failed?.message).toMatch(/^the node refused the sandbox: .*451 MiB$/);
+    expect(failed?.applicationFailureInfo?.type).toBe('InvalidRequest');
+    expect(failed?.cause ?? undefined).toBeUndefined();
+  });
+
+  it('the operation links to its workflow page in the Temporal UI', async () => {
+    const op = await refusedCreate();
+    const { runId } = await api.stack.temporal.client.workflow.getHandle(op.id).describe();
+    expect((op as OperationBody & { temporal_ui_url: string }).temporal_ui_url).toBe(
+      `${UI}/namespaces/default/workflows/${op.id}/${runId}/history`,
+    );
+  });
+
+  it('a delete workflow carries a summary and its activities summaries', async () => {
+    const created = await request(api.app)
+      .post('/v1/sandboxes')
+      .set(bearer(api.tenantA))
+      .send(createBody(2048));
+    const running = await awaitOperation(api.app, api.tenantA, created.body.id as string);
+    expect(running.status).toBe('succeeded');
+    const accepted = await request(api.app)
+      .delete(`/v1/sandboxes/${running.sandbox_id}`)
+      .set(bearer(api.tenantA));
+    expect(accepted.status, accepted.text).toBe(202);
+    const op = await awaitOperation(api.app, api.tenantA, accepted.body.id as string);
+    expect(op.status).toBe('succeeded');
+    const description = await api.stack.temporal.client.workflow.getHandle(op.id).describe();
+    expect(await description.staticSummary()).toBe(
+      `delete ${running.sandbox_id} (template base, disk 2048 MiB, cpu 1, memory 256 MiB)`,
+    );
+    const activities = await activitySummaries(op.id);
+    expect(activities.length).toBeGreaterThan(0);
+    for (const activity of activities)
+      expect(activity.summary, activity.type ?? undefined).toMatch(/\S/);
+  });
+});
