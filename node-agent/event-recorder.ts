@@ -5,7 +5,7 @@
  * `reportingInstance` the node; a repeat of the same message PATCHes that event's `count` and
  * `lastTimestamp` (the recorder's `EventLogger` cache) instead of creating another one.
  */
-import type { CoreV1Api, V1Event } from '@kubernetes/client-node';
+import type { CoreV1Api, CoreV1Event } from '@kubernetes/client-node';
 import { SANDBOX_FAILURE_REASON } from '../simulated-cluster/node-rules.js';
 
 /** The pod an event is about. */
@@ -38,7 +38,7 @@ export class KubeletEventRecorder {
    * @returns the event as the apiserver stored it
    * @throws the client's ApiException when the apiserver refuses the create or patch
    */
-  async recordSandboxFailure(pod: InvolvedPod, message: string): Promise<V1Event> {
+  async recordSandboxFailure(pod: InvolvedPod, message: string): Promise<CoreV1Event> {
     const byMessage = this.recorded.get(pod.uid) ?? new Map<string, Recorded>();
     this.recorded.set(pod.uid, byMessage);
     const now = new Date();

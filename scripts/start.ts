@@ -11,6 +11,7 @@ import { Client, Connection } from '@temporalio/client';
 import { createApp } from '../api/app.js';
 import { ConfigError, DEV_TOKEN, loadConfig } from '../config/index.js';
 import { createLogger } from '../config/logger.js';
+import { startEmbeddedRealCluster, type EmbeddedRealCluster } from '../apiserver-tier/embedded.js';
 import { createKubernetesClient } from '../kubernetes/client.js';
 import { SimulatedCluster } from '../simulated-cluster/index.js';
 import { openStore } from '../store/index.js';
@@ -51,7 +52,18 @@ async function main(): Promise<void> {
   }
 
   let kubeconfigPath = config.kubeconfig;
-  if (!kubeconfigPath) {
+  let realCluster: EmbeddedRealCluster | undefined;
+  if (clusterMode(config.kubeconfig) === 'real') {
+    logger.info('starting the real apiserver tier (etcd, kube-apiserver, node agent)');
+    realCluster = await startEmbeddedRealCluster({
+      dataDir,
+      namespace: config.sandboxNamespace,
+      nodeDelayMs: simulatedNodeDelayMs(),
+      log: (line) => logger.debug({ source: 'apiserver-tier' }, line),
+    });
+    cleanups.push(() => realCluster!.stop());
+    kubeconfigPath = realCluster.kubeconfigPath;
+  } else if (!kubeconfigPath) {
     const cluster = await SimulatedCluster.start({ startupDelayMs: simulatedNodeDelayMs() });
     cleanups.push(() => cluster.close());
     kubeconfigPath = join(dataDir, 'kubeconfig');
@@ -110,10 +122,12 @@ async function main(): Promise<void> {
     `  API:          ${apiUrl}   (token: ${token}${config.devToken ? ', tenant dev' : ''})`,
     `  Temporal UI:  ${uiUrl ?? `(external Temporal at ${temporalAddress})`}`,
     `  Temporal:     ${temporalAddress}, task queue ${config.taskQueue}`,
-    `  Kubernetes:   ${config.kubeconfig ? kubeconfigPath : `simulated cluster; kubectl --kubeconfig ${kubeconfigPath} get pods,events -n ${config.sandboxNamespace}`}`,
+    `  Kubernetes:   ${kubernetesLine(config.kubeconfig, kubeconfigPath, config.sandboxNamespace, realCluster)}`,
     `  Metrics:      ${apiUrl}/metrics (API), http://127.0.0.1:${metricsPort}/metrics (worker)`,
     ...(process.env.SIMULATED_NODE_DELAY_MS && !config.kubeconfig
-      ? [`  Simulated node: answers after ${simulatedNodeDelayMs()} ms (SIMULATED_NODE_DELAY_MS)`]
+      ? [
+          `  ${realCluster ? 'Node agent' : 'Simulated node'}: answers after ${simulatedNodeDelayMs()} ms (SIMULATED_NODE_DELAY_MS)`,
+        ]
       : []),
     `  Store:        ${config.databaseUrl ? 'PostgreSQL (DATABASE_URL)' : join(dataDir, 'store.db')}`,
     '',
@@ -203,6 +217,45 @@ function simulatedNodeDelayMs(): number {
     );
   }
   return Number(raw);
+}
+
+/**
+ * The cluster `npm start` runs on: `CLUSTER=real` starts the real apiserver tier
+ * (apiserver-tier/embedded.ts), unset or `simulated` the simulated cluster; KUBECONFIG set uses
+ * that cluster and does not combine with `CLUSTER=real`.
+ * @throws ConfigError naming CLUSTER for another value or together with KUBECONFIG
+ */
+function clusterMode(kubeconfig: string | undefined): 'real' | 'simulated' | 'external' {
+  const raw = (process.env.CLUSTER ?? '').trim();
+  if (raw !== '' && raw !== 'real' && raw !== 'simulated') {
+    throw new ConfigError('CLUSTER', `must be "real" or "simulated", got "${raw}"`);
+  }
+  if (raw === 'real' && kubeconfig) {
+    throw new ConfigError(
+      'CLUSTER',
+      'CLUSTER=real starts a local apiserver tier; unset KUBECONFIG',
+    );
+  }
+  if (kubeconfig) return 'external';
+  return raw === 'real' ? 'real' : 'simulated';
+}
+
+/** The banner's Kubernetes line. */
+function kubernetesLine(
+  external: string | undefined,
+  kubeconfigPath: string,
+  namespace: string,
+  real: EmbeddedRealCluster | undefined,
+): string {
+  if (external) return kubeconfigPath;
+  if (real) {
+    return (
+      `real kube-apiserver ${real.url} (etcd, node agent ${real.nodeName}; ready in ` +
+      `${(real.startToReadyMs / 1000).toFixed(1)} s); service kubeconfig ${kubeconfigPath}; ` +
+      `kubectl --kubeconfig ${real.adminKubeconfigPath} get pods,events`
+    );
+  }
+  return `simulated cluster; kubectl --kubeconfig ${kubeconfigPath} get pods,events -n ${namespace}`;
 }
 
 async function stop(exitCode: number): Promise<void> {
