@@ -66,10 +66,13 @@ export function startGuarded(
       stopping ??= (async () => {
         if (code !== undefined) return;
         child.stdin.end(); // the guard sees EOF and sends SIGTERM to the server
-        const timeout = new Promise<'timeout'>((resolve) =>
-          setTimeout(() => resolve('timeout'), graceMs).unref(),
-        );
-        if ((await Promise.race([exited, timeout])) === 'timeout' && child.pid) {
+        let timer: NodeJS.Timeout | undefined;
+        const timeout = new Promise<'timeout'>((resolve) => {
+          timer = setTimeout(() => resolve('timeout'), graceMs);
+        });
+        const first = await Promise.race([exited, timeout]);
+        clearTimeout(timer);
+        if (first === 'timeout' && child.pid) {
           try {
             process.kill(-child.pid, 'SIGKILL');
           } catch {
