@@ -96,7 +96,7 @@ export async function registerNode(
 
   let lease: V1Lease | undefined;
   const renew = async () => {
-    const renewTime = new Date();
+    const renewTime = microTime(new Date());
     if (!lease) {
       try {
         lease = await coordination.createNamespacedLease({
@@ -134,4 +134,13 @@ export async function registerNode(
   const timer = setInterval(() => void renewSafely(), LEASE_RENEW_INTERVAL_MS);
   timer.unref();
   return { stop: () => clearInterval(timer) };
+}
+
+/**
+ * `metav1.MicroTime` as the apiserver parses it (six fractional digits). client-node types the
+ * field as a Date but sends a Date with milliseconds, which the apiserver refuses (400 "cannot
+ * parse .123Z as .000000"); a string passes through its serializer unchanged.
+ */
+function microTime(at: Date): Date {
+  return at.toISOString().replace(/Z$/, '000Z') as unknown as Date;
 }

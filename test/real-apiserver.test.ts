@@ -8,6 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import {
+  CoordinationV1Api,
   CoreV1Api,
   KubeConfig,
   KubernetesObjectApi,
@@ -265,6 +266,67 @@ describe('Status bodies: the simulated apiserver answers as the real one', () =>
   }
 });
 
+describe('admission on the real apiserver', () => {
+  // What the service's create meets; how the operation reports it is the API's business.
+  it('a LimitRange refuses a pod over its maximum: 403 Forbidden with the apiserver message', async () => {
+    const ns = await real.freshNamespace('limits');
+    await real.adminCore.createNamespacedLimitRange({
+      namespace: ns,
+      body: {
+        metadata: { name: 'max-memory' },
+        spec: { limits: [{ type: 'Container', max: { memory: '128Mi' } }] },
+      },
+    });
+    const body = podBody(2048);
+    const refused = await statusBody(() =>
+      serviceCore(ns).createNamespacedPod({ namespace: ns, body }),
+    );
+    expect(refused).toMatchObject({
+      code: 403,
+      reason: 'Forbidden',
+      message: `pods "${body.metadata!.name}" is forbidden: maximum memory usage per Container is 128Mi, but limit is 256Mi`,
+      details: { name: body.metadata!.name, kind: 'pods' },
+    });
+  });
+
+  it('a ResourceQuota refuses a pod over its limit: 403 Forbidden with the apiserver message', async () => {
+    const ns = await real.freshNamespace('quota');
+    const hard = { pods: '1' };
+    const quota = await real.adminCore.createNamespacedResourceQuota({
+      namespace: ns,
+      body: { metadata: { name: 'one-pod' }, spec: { hard } },
+    });
+    // With no controller-manager nobody computes the quota's usage, and admission skips a
+    // quota whose status is empty: set it as the resource quota controller would.
+    await real.adminCore.replaceNamespacedResourceQuotaStatus({
+      name: 'one-pod',
+      namespace: ns,
+      body: { ...quota, status: { hard, used: { pods: '0' } } },
+    });
+    await eventually(
+      async () => {
+        const body = podBody(2048);
+        const answer = await serviceCore(ns)
+          .createNamespacedPod({ namespace: ns, body })
+          .then(() => undefined)
+          .catch(
+            (err: { body?: string }) => JSON.parse(err.body ?? '{}') as Record<string, unknown>,
+          );
+        return answer;
+      },
+      { what: 'a create refused by the quota' },
+    ).then((refused) =>
+      expect(refused).toMatchObject({
+        code: 403,
+        reason: 'Forbidden',
+        message: expect.stringMatching(
+          /^pods "[^"]+" is forbidden: exceeded quota: one-pod, requested: pods=1, used: pods=1, limited: pods=1$/,
+        ),
+      }),
+    );
+  });
+});
+
 describe('deploy/ manifests', () => {
   it('every file passes a server-side dry run on the real apiserver', async () => {
     const objects = real.admin.makeApiClient(KubernetesObjectApi);
@@ -308,5 +370,19 @@ describe('deploy/ manifests', () => {
         'service-account.yaml: RoleBinding/durable-sandbox-in-cluster',
       ]),
     );
+  });
+});
+
+describe('the node agent', () => {
+  it('keeps its Node Ready and its Lease held, and met no refusal as kubelet or scheduler', async () => {
+    const node = await real.adminCore.readNode({ name: real.tier.nodeName });
+    expect(node.status?.conditions?.find((c) => c.type === 'Ready')?.status).toBe('True');
+    const lease = await real.admin
+      .makeApiClient(CoordinationV1Api)
+      .readNamespacedLease({ name: real.tier.nodeName, namespace: 'kube-node-lease' });
+    expect(lease.spec?.holderIdentity).toBe(real.tier.nodeName);
+    // Every write it made (bindings, pod status, events, deletes, lease) was allowed by the
+    // Node authorizer, NodeRestriction and the scheduler's ClusterRole.
+    expect(real.agentErrors.map(({ what, err }) => `${what}: ${String(err)}`)).toEqual([]);
   });
 });
