@@ -149,17 +149,29 @@ describe('the events watch of the readiness wait', () => {
     }
   });
 
-  it('sends bookmarks to a watch that asks for them', async () => {
+  it('sends a bookmark to a watch that asks for them, as the simulated apiserver does', async () => {
     await serviceCore().createNamespacedPod({ namespace, body: podBody(2048) });
-    const events = await collectWatch(
-      real.tier.kubeConfig('durable-sandbox', namespace),
-      `/api/v1/namespaces/${namespace}/pods`,
-      { resourceVersion: '0', allowWatchBookmarks: true },
-      (seen) => seen.some((event) => event.type === 'BOOKMARK'),
-    );
-    const bookmark = events.find((event) => event.type === 'BOOKMARK');
-    expect(bookmark, JSON.stringify(events.map((event) => event.type))).toBeDefined();
-    expect(bookmark?.object.metadata?.resourceVersion).toMatch(/^\d+$/);
+    const simulatedConfig = new KubeConfig();
+    simulatedConfig.loadFromString(simulated.kubeconfigYaml());
+    const targets = [
+      { name: 'real', config: real.tier.kubeConfig('durable-sandbox', namespace), ns: namespace },
+      { name: 'simulated', config: simulatedConfig, ns: 'sandboxes' },
+    ];
+    for (const { name, config, ns } of targets) {
+      const events = await collectWatch(
+        config,
+        `/api/v1/namespaces/${ns}/pods`,
+        { resourceVersion: '0', allowWatchBookmarks: true },
+        (seen) => seen.some((event) => event.type === 'BOOKMARK'),
+      );
+      const bookmark = events.find((event) => event.type === 'BOOKMARK');
+      expect(
+        bookmark,
+        `${name}: ${JSON.stringify(events.map((event) => event.type))}`,
+      ).toBeDefined();
+      expect(bookmark?.object).toMatchObject({ kind: 'Pod', apiVersion: 'v1' });
+      expect(bookmark?.object.metadata?.resourceVersion).toMatch(/^\d+$/);
+    }
   });
 });
 
