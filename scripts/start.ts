@@ -1,7 +1,8 @@
 /**
  * `npm start`: the embedded stack in one process. It starts what the configuration leaves
  * unset — the Temporal dev server (state in DATA_DIR, UI on) unless TEMPORAL_ADDRESS, the
- * simulated cluster unless KUBECONFIG, SQLite unless DATABASE_URL — then the worker and the
+ * simulated cluster unless KUBECONFIG (or the real apiserver tier with CLUSTER=real), SQLite
+ * unless DATABASE_URL — then the worker and the
  * API, prints where everything is, and stops all of it on Ctrl-C (SIGINT) or SIGTERM.
  */
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
