@@ -8,7 +8,16 @@
  * missing (progress and the time it took on stderr).
  */
 import { spawn } from 'node:child_process';
-import { accessSync, constants, mkdirSync, renameSync } from 'node:fs';
+import {
+  accessSync,
+  constants,
+  mkdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { homedir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -96,7 +105,66 @@ export function findBinary(binary: TierBinary): string | undefined {
  *   lists the user's options.
  */
 export async function locateBinary(binary: TierBinary): Promise<string> {
-  return findBinary(binary) ?? (await buildBinary(binary));
+  return findBinary(binary) ?? (await buildOnce(binary));
+}
+
+/**
+ * Builds the binary unless another process is building it already (a lock directory beside the
+ * target, holding the builder's pid): then waits for that build, taking the lock over when its
+ * holder has died. Test files that start a tier at once build it only once.
+ */
+async function buildOnce(binary: TierBinary): Promise<string> {
+  const target = cachedBinaryPath(binary);
+  const lock = `${target}.lock`;
+  mkdirSync(dirname(target), { recursive: true });
+  let announced = false;
+  for (;;) {
+    try {
+      mkdirSync(lock);
+    } catch {
+      if (isExecutable(target)) return target;
+      if (lockIsStale(lock)) rmSync(lock, { recursive: true, force: true });
+      else {
+        if (!announced) {
+          process.stderr.write(`Waiting for ${binary.name}: another process is building it...\n`);
+          announced = true;
+        }
+        await new Promise((resolve) => setTimeout(resolve, 1000));
+      }
+      continue;
+    }
+    try {
+      writeFileSync(join(lock, 'pid'), String(process.pid));
+      return isExecutable(target) ? target : await buildBinary(binary);
+    } finally {
+      rmSync(lock, { recursive: true, force: true });
+    }
+  }
+}
+
+/** A lock whose holder has died, or that never got a pid within 10 s. */
+function lockIsStale(lock: string): boolean {
+  let holder = 0;
+  try {
+    holder = Number(readFileSync(join(lock, 'pid'), 'utf8'));
+  } catch {
+    // not written yet
+  }
+  if (holder) return !isAlive(holder);
+  try {
+    return Date.now() - statSync(lock).mtimeMs > 10_000;
+  } catch {
+    return false; // released meanwhile
+  }
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
 
 /** Both binaries of the tier, built one after the other (never at once: each needs the cores). */

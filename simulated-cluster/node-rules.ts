@@ -15,8 +15,8 @@ export const SANDBOX_FAILURE_REASON = 'FailedCreatePodSandBox';
 export const COMBINED_PREFIX = '(combined from similar events): ';
 /**
  * Occurrences of a refusal recorded on the first event (count 1..10); from the next one on,
- * kubelet's aggregation records a new event whose message starts with COMBINED_PREFIX.
- * Source: client-go tools/record `EventAggregator` (maxEvents 10).
+ * kubelet's aggregation records a new event whose message starts with COMBINED_PREFIX (the
+ * simulated node's model of aggregation).
  */
 export const OCCURRENCES_BEFORE_AGGREGATION = 10;
 

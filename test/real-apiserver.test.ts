@@ -27,11 +27,12 @@ import { startRealTier, type RealTier } from './support/real-tier.js';
 let real: RealTier;
 let simulated: SimulatedCluster;
 let namespace: string;
+// A cold build of etcd and kube-apiserver (apiserver-tier/binaries.ts) may run in this hook.
 beforeAll(async () => {
   real = await startRealTier();
   namespace = await real.freshNamespace('api');
   simulated = await SimulatedCluster.start({ startupDelayMs: 100 });
-});
+}, 20 * 60_000);
 afterAll(async () => {
   await simulated?.close();
   await real?.stop();

@@ -20,11 +20,12 @@ import { startRealTier, type RealTier } from './support/real-tier.js';
 let real: RealTier;
 let api: ApiStack;
 let namespace: string;
+// A cold build of etcd and kube-apiserver (apiserver-tier/binaries.ts) may run in this hook.
 beforeAll(async () => {
   real = await startRealTier();
   namespace = await real.freshNamespace('create');
   api = await startApiStack({ stack: { apiserver: real.serviceTarget(namespace) } });
-});
+}, 20 * 60_000);
 afterAll(async () => {
   await api?.stop();
   await real?.stop();
