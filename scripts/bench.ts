@@ -277,14 +277,14 @@ async function compareRefusalLatency(): Promise<void> {
       kubeConfig.loadFromFile(
         join(stack.dataDir, cluster === 'real' ? 'kubeconfig-admin' : 'kubeconfig'),
       );
-      const refusalSeenAt = new Map<string, number>();
+      const refusalSeenAtMs = new Map<string, number>();
       const watch = await new Watch(kubeConfig).watch(
         '/api/v1/namespaces/sandboxes/events',
         { fieldSelector: 'reason=FailedCreatePodSandBox' },
         (type, event: CoreV1Event) => {
           const pod = event.involvedObject?.name;
-          if (type === 'ADDED' && pod && !refusalSeenAt.has(pod))
-            refusalSeenAt.set(pod, performance.now());
+          if (type === 'ADDED' && pod && !refusalSeenAtMs.has(pod))
+            refusalSeenAtMs.set(pod, performance.now());
         },
         () => {},
       );
@@ -294,12 +294,12 @@ async function compareRefusalLatency(): Promise<void> {
       const postToFailed: number[] = [];
       for (let i = 0; i < REFUSALS; i++) {
         const { ms, op } = await asyncCreate(stack.base, 300);
-        const failedAt = performance.now();
+        const failedAtMs = performance.now();
         expectRefused(op);
         postToFailed.push(ms);
-        const seenAt = refusalSeenAt.get(podNameFor(op.sandbox_id, 1));
-        if (seenAt === undefined) problems.push(`${cluster}: no refusal event seen for ${op.id}`);
-        else eventToFailed.push(failedAt - seenAt);
+        const seenAtMs = refusalSeenAtMs.get(podNameFor(op.sandbox_id, 1));
+        if (seenAtMs === undefined) problems.push(`${cluster}: no refusal event seen for ${op.id}`);
+        else eventToFailed.push(failedAtMs - seenAtMs);
       }
       const sync: number[] = [];
       for (let i = 0; i < REFUSALS; i++) {

@@ -69,12 +69,10 @@ describe('CLUSTER=real npm start', () => {
 
     const admin = new KubeConfig();
     admin.loadFromFile(join(dataDir, 'kubeconfig-admin'));
-    const events = await admin
-      .makeApiClient(CoreV1Api)
-      .listNamespacedEvent({
-        namespace: 'sandboxes',
-        fieldSelector: 'reason=FailedCreatePodSandBox',
-      });
+    const events = await admin.makeApiClient(CoreV1Api).listNamespacedEvent({
+      namespace: 'sandboxes',
+      fieldSelector: 'reason=FailedCreatePodSandBox',
+    });
     expect(events.items.map((event) => event.source?.component)).toContain('kubelet');
   });
 
