@@ -1,6 +1,6 @@
 /**
  * `CLUSTER=real npm start`: the embedded stack on the real apiserver tier (etcd, kube-apiserver,
- * node agent) as a child process. The banner names the apiserver and an admin kubeconfig that
+ * node agent) as a child process, on the run's Temporal dev server. The banner names the apiserver and an admin kubeconfig that
  * works; a refused create fails as on the simulated cluster; SIGINT stops etcd and
  * kube-apiserver too.
  */
@@ -8,16 +8,24 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { eventually } from './support/api.js';
 import { startStackProcess, type StackProcess } from './support/stack-process.js';
+import { uniqueTaskQueue } from './support/temporal.js';
 
 let stack: StackProcess;
 const dataDir = mkdtempSync(join(tmpdir(), 'durable-sandbox-real-start-'));
 
 // A cold build of etcd and kube-apiserver (apiserver-tier/binaries.ts) may run in this hook.
 beforeAll(async () => {
-  stack = await startStackProcess({ DATA_DIR: dataDir, CLUSTER: 'real' });
+  // The run's shared dev server and a task queue of its own: a second embedded dev server would
+  // race the other npm start suites for the default Temporal ports.
+  stack = await startStackProcess({
+    DATA_DIR: dataDir,
+    CLUSTER: 'real',
+    TEMPORAL_ADDRESS: inject('temporalAddress'),
+    TEMPORAL_TASK_QUEUE: uniqueTaskQueue('real-start'),
+  });
 }, 20 * 60_000);
 
 afterAll(() => {
