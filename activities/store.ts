@@ -65,7 +65,8 @@ export function storeActivities(deps: StoreActivityDeps) {
         rootfsFloor?: RootfsFloorEvidence;
       },
     ): Promise<boolean> {
-      if (input.rootfsFloor) await recordRootfsFloor(deps.store, input.operationId, input.rootfsFloor);
+      if (input.rootfsFloor)
+        await recordRootfsFloor(deps.store, input.operationId, input.rootfsFloor);
       const { retired } = await deps.store.retireExecution(input);
       if (retired && input.failure) {
         const outcome = input.failure.code === 'cancelled' ? 'cancelled' : 'failed';

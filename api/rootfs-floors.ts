@@ -92,9 +92,7 @@ export async function refuseBelowRootfsFloor(
       template: name,
       image: deps.config.templates[name]?.image,
       rootfs_floor: rootfsFloorToWire(floor, command.tenant),
-      problems: [
-        { field: 'resources.disk_mib', message: `must be at least ${floor.rootfsMib}` },
-      ],
+      problems: [{ field: 'resources.disk_mib', message: `must be at least ${floor.rootfsMib}` }],
     },
   );
 }

@@ -130,7 +130,7 @@ describe('decisiveRefusal: which events count', () => {
 });
 
 describe('parseRootfsFloor: the floor a refusal teaches', () => {
-  it('reads the cloned rootfs size of the node\'s reason', () => {
+  it("reads the cloned rootfs size of the node's reason", () => {
     expect(parseRootfsFloor(parseRefusal(KUBELET_MESSAGE)?.reason)).toBe(451);
   });
 
