@@ -127,13 +127,23 @@ export function operationPageToWire(page: OperationPage): {
   return { operations: page.operations.map(operationToWire), next_page_token: page.nextPageToken };
 }
 
+/** A template's rootfs floor as the API shows it (see {@link rootfsFloorToWire}). */
+export interface RootfsFloorJson {
+  source: RootfsFloor['source'];
+  rootfs_mib: number | null;
+  learned_at?: string;
+  node_name?: string | null;
+  reason?: string;
+  operation_id?: string | null;
+}
+
 /**
  * A template's rootfs floor as the API shows it (`GET /v1/templates`, a refusal's details):
  * `source` `declared`, `learned` or `unknown`; `rootfs_mib` (null when unknown); for a learned
  * floor the evidence: `learned_at` (the refusal event's time, ISO-8601), `node_name`, the node's
  * `reason`, and `operation_id` when the refused create was the caller's tenant's (else null).
  */
-export function rootfsFloorToWire(floor: RootfsFloor, tenant: string): Record<string, unknown> {
+export function rootfsFloorToWire(floor: RootfsFloor, tenant: string): RootfsFloorJson {
   if (floor.source === 'unknown') return { source: 'unknown', rootfs_mib: null };
   if (floor.source === 'declared') return { source: 'declared', rootfs_mib: floor.rootfsMib };
   const { learned } = floor;
@@ -151,7 +161,7 @@ export function rootfsFloorToWire(floor: RootfsFloor, tenant: string): Record<st
 export interface TemplateJson {
   name: string;
   image: string;
-  rootfs_floor: Record<string, unknown>;
+  rootfs_floor: RootfsFloorJson;
 }
 
 /** A template, its image and its effective floor as the API shows them. */
