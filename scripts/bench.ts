@@ -19,7 +19,8 @@
  * has taught the floor of template `known`, POST with disk 300 -> 400 on both routes, 20
  * sequential and 100 concurrent, side by side with the same request for templates whose floor
  * is unknown (asynchronous: 202; synchronous: 400 from the node). Goal: p50 <= 10 ms for the
- * known floor. It checks the answers and that no known-floor request created a pod.
+ * known floor. Beside them, GET /healthz the same way: what any route costs on this machine.
+ * It checks the answers and that no known-floor request created a pod.
  *
  * It checks that every create ended as expected and that no refused create left a pod, prints
  * p50/p95/max in ms and writes bench-results/bench-<time>.json. Exit code 1 if a check failed.
@@ -384,6 +385,18 @@ async function measureFloors(base: string, dataDir: string): Promise<Record<stri
     problems.push(
       `pods: ${podsBefore} before the known-floor requests, ${results.pods_left} at the end; expected 0`,
     );
+  // The transport's own floor on this machine, in the same run: GET /healthz (no token, no store).
+  const probe = async () => {
+    const started = performance.now();
+    await (await fetch(`${base}/healthz`)).text();
+    return performance.now() - started;
+  };
+  const probes: number[] = [];
+  for (let i = 0; i < 20; i++) probes.push(await probe());
+  results.baseline_healthz_sequential_ms = summary(probes);
+  results.baseline_healthz_concurrent100_ms = summary(
+    await Promise.all(Array.from({ length: 100 }, probe)),
+  );
   const p50 = (name: string) => (results[name] as { p50: number }).p50;
   results.goal_known_floor_p50_le_10ms =
     p50('known_floor_async_400_sequential_ms') <= 10 &&
