@@ -64,11 +64,12 @@ const podCreates = () =>
     (r) => r.method === 'POST' && /\/api\/v1\/namespaces\/sandboxes\/pods$/.test(r.path),
   ).length;
 
-/** The ids of the create workflows visibility lists for a template. */
+/** The ids of the create workflows visibility lists for this suite's tenant and a template. */
 async function workflowsOf(template: string): Promise<string[]> {
   const ids: string[] = [];
   for await (const execution of api.stack.temporal.client.workflow.list({
-    query: `Template = '${template}'`,
+    // Other suites share the dev server (and template names); the tenant is this suite's own.
+    query: `TenantId = '${api.tenantA.id}' AND Template = '${template}'`,
   })) {
     ids.push(execution.workflowId);
   }
@@ -249,7 +250,10 @@ describe('learned rootfs floors', () => {
     const secondStore = await openStore(api.stack.storeOptions);
     try {
       const second = api.appWith({}, { store: secondStore });
-      expect((await post(second, 'replica', 300)).status).toBe(202);
+      // The second instance serves a create while the floor is unknown (a cache would keep that).
+      const before = await post(second, 'replica', 4096);
+      expect(before.status, before.text).toBe(202);
+      await awaitOperation(second, api.tenantA, before.body.id);
       const first = await refusedByNode('replica', 300);
       expect(first.error?.code).toBe('invalid_request');
       const podsBefore = podCreates();
