@@ -6,6 +6,7 @@
  */
 import type {
   RootfsFloor,
+  RootfsFloorSource,
   OperationErrorCode,
   OperationPhase,
   OperationStatus,
@@ -129,7 +130,7 @@ export function operationPageToWire(page: OperationPage): {
 
 /** A template's rootfs floor as the API shows it (see {@link rootfsFloorToWire}). */
 export interface RootfsFloorJson {
-  source: RootfsFloor['source'];
+  source: RootfsFloorSource;
   rootfs_mib: number | null;
   learned_at?: string;
   node_name?: string | null;
