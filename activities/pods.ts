@@ -12,6 +12,7 @@ import {
   type PodRef,
 } from '../kubernetes/pods.js';
 import { awaitPodReady, type ReadinessOutcome } from '../kubernetes/readiness-watch.js';
+import { parseRootfsFloor } from '../kubernetes/refusal.js';
 import type { Store } from '../store/index.js';
 import { whileHeartbeating } from './heartbeat.js';
 import type { CreateMetrics } from './metrics.js';
@@ -173,6 +174,8 @@ function readinessFailure(
       ...podFields,
       eventName: outcome.eventName,
       eventLastTimestamp: outcome.eventLastTimestamp,
+      nodeName: outcome.nodeName,
+      rootfsMib: parseRootfsFloor(outcome.reason),
     };
     return ApplicationFailure.nonRetryable(
       `the node refused the sandbox: ${outcome.reason}`,

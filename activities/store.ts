@@ -5,7 +5,7 @@
 import type { PodRef } from '../kubernetes/pods.js';
 import { log } from '@temporalio/activity';
 import type { Store } from '../store/index.js';
-import type { ExecutionRef, OperationErrorCode } from '../contract/index.js';
+import type { ExecutionRef, LearnedRootfsFloor, OperationErrorCode } from '../contract/index.js';
 import type { CreateMetrics } from './metrics.js';
 
 /** Dependencies of the store activities. */
@@ -20,6 +20,15 @@ export interface StoreActivityDeps {
  * operation, and the pod's uid when known.
  */
 export type ExecutionStep = ExecutionRef & { operationId: string; podUid?: string };
+
+/**
+ * What a create refused by a node teaches about its image (docs/architecture.md, "Rootfs
+ * floors"), as the workflow hands it to `retireExecution`: the stated rootfs size in MiB and the
+ * evidence; `eventAt` is the refusal event's lastTimestamp (ISO-8601), when it had one.
+ */
+export type RootfsFloorEvidence = Omit<LearnedRootfsFloor, 'learnedAtMs' | 'operationId'> & {
+  eventAt?: string;
+};
 
 /** Builds the store activities over their dependencies. */
 export function storeActivities(deps: StoreActivityDeps) {
@@ -43,7 +52,9 @@ export function storeActivities(deps: StoreActivityDeps) {
      * `deleted` when `failure` is null and `reason` is `deleted`), in one fenced transaction: a
      * retired or newer execution is left alone, so running it twice is safe.
      * `refusalEventTime` (ISO-8601, the refusal event's lastTimestamp) feeds the
-     * refusal-to-failure histogram.
+     * refusal-to-failure histogram. `rootfsFloor`, when the create taught one, is recorded for
+     * its image first, whatever the fence says (the node's refusal is evidence either way); the
+     * newest evidence wins, so a retried call changes nothing.
      * @returns whether this call retired it
      */
     async retireExecution(
@@ -51,8 +62,11 @@ export function storeActivities(deps: StoreActivityDeps) {
         reason: string;
         failure: { code: OperationErrorCode; message: string } | null;
         refusalEventTime?: string;
+        rootfsFloor?: RootfsFloorEvidence;
       },
     ): Promise<boolean> {
+      if (input.rootfsFloor)
+        await recordRootfsFloor(deps.store, input.operationId, input.rootfsFloor);
       const { retired } = await deps.store.retireExecution(input);
       if (retired && input.failure) {
         const outcome = input.failure.code === 'cancelled' ? 'cancelled' : 'failed';
@@ -87,4 +101,26 @@ export function storeActivities(deps: StoreActivityDeps) {
       return name && uid ? { name, uid } : null;
     },
   };
+}
+
+/** Stores the floor a refusal taught; its time is the refusal event's, else now. */
+async function recordRootfsFloor(
+  store: Store,
+  operationId: string,
+  evidence: RootfsFloorEvidence,
+): Promise<void> {
+  const { eventAt, ...floor } = evidence;
+  const eventAtMs = eventAt ? Date.parse(eventAt) : NaN;
+  const recorded = await store.recordRootfsFloor({
+    ...floor,
+    operationId,
+    learnedAtMs: Number.isFinite(eventAtMs) ? eventAtMs : Date.now(),
+  });
+  log.info('rootfs floor learned', {
+    image: floor.image,
+    template: floor.template,
+    rootfs_mib: floor.rootfsMib,
+    node_name: floor.nodeName,
+    recorded,
+  });
 }

@@ -12,6 +12,7 @@ import { httpMetrics, metricsHandlers } from './metrics.js';
 import { operationHandlers } from './handlers/operations.js';
 import { sandboxHandlers } from './handlers/sandboxes.js';
 import { syncCreateHandlers } from './handlers/sync-create.js';
+import { templateHandlers } from './handlers/templates.js';
 import { requestId } from './request-id.js';
 import { requestLog } from './request-log.js';
 import { ROUTES, type RouteName } from './routes.js';
@@ -37,6 +38,7 @@ export function createApp(deps: AppDeps): express.Express {
     ...sandboxHandlers(deps),
     ...syncCreateHandlers(deps),
     ...operationHandlers(deps),
+    ...templateHandlers(deps),
   };
   const authenticate = bearerAuth(deps.config.apiTokens);
   // Any content type is read as JSON: a create without `Content-Type` still gets validated.

@@ -14,6 +14,7 @@ import { ApiError } from './errors.js';
 import { newOperationId, newSandboxId } from './ids.js';
 import { idempotencyKeyOf, requestHash } from './idempotency.js';
 import type { OperationMemo } from './operations.js';
+import { refuseBelowRootfsFloor } from './rootfs-floors.js';
 import { parseCreateRequest, type CreateRequest } from './validation.js';
 import { resourcesToWire } from './wire.js';
 import { createSummary } from './workflow-summaries.js';
@@ -156,12 +157,15 @@ async function startOrFail(
 /**
  * Stores the sandbox and starts its create workflow, or recognises a replay.
  * @returns the operation and sandbox ids
+ * @throws ApiError `invalid_request` (400) when `disk_mib` is below the template's rootfs floor
+ *   (api/rootfs-floors.ts; nothing is stored or started)
  * @throws ApiError `idempotency_conflict` (409) when the tenant used the key with another body
  * @throws ApiError `unavailable` (503) when the workflow could not be started (the sandbox is
  *   then marked failed)
  * @throws the store's error when the database fails
  */
 export async function acceptCreate(deps: AppDeps, command: CreateCommand): Promise<AcceptedCreate> {
+  await refuseBelowRootfsFloor(deps, command);
   const operationId = newOperationId();
   const sandboxId = newSandboxId();
   const stored = await deps.store.createSandbox({

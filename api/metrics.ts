@@ -39,6 +39,23 @@ export function createsStarted(): Counter<'template'> {
   return started;
 }
 
+let refused: Counter<'template' | 'source'> | undefined;
+
+/**
+ * `durable_sandbox_creates_refused_total{template,source}`: creates this API refused before 202
+ * (no workflow, no pod) because `disk_mib` was below the template's rootfs floor; `source` is
+ * `declared` or `learned` (api/rootfs-floors.ts).
+ */
+export function createsRefused(): Counter<'template' | 'source'> {
+  refused ??= new Counter({
+    name: 'durable_sandbox_creates_refused_total',
+    help: "Sandbox creates refused before any workflow started: disk below the template's rootfs floor",
+    labelNames: ['template', 'source'],
+    registers: [apiRegistry],
+  });
+  return refused;
+}
+
 /** Observes every request's duration when its response finishes. */
 export function httpMetrics(): RequestHandler {
   const histogram = durationHistogram();

@@ -16,7 +16,9 @@ export type RouteName =
   | 'deleteSandbox'
   | 'listOperations'
   | 'getOperation'
-  | 'cancelOperation';
+  | 'cancelOperation'
+  | 'listTemplates'
+  | 'getTemplate';
 
 /** One route: method, Express path, whether it needs a bearer token, its handler's name. */
 export interface RouteSpec {
@@ -41,6 +43,8 @@ export const ROUTES: readonly RouteSpec[] = [
   { method: 'get', path: '/v1/operations/:id', auth: true, name: 'getOperation' },
   { method: 'post', path: '/v1/operations/:id/cancel', auth: true, name: 'cancelOperation' },
   { method: 'post', path: '/sync/v1/sandboxes', auth: true, name: 'createSandboxSync' },
+  { method: 'get', path: '/v1/templates', auth: true, name: 'listTemplates' },
+  { method: 'get', path: '/v1/templates/:name', auth: true, name: 'getTemplate' },
 ];
 
 /** An Express path in OpenAPI syntax: `/v1/sandboxes/:id` -> `/v1/sandboxes/{id}`. */

@@ -60,6 +60,19 @@ export function createRequestSchema(templates: Record<string, TemplateConfig>) {
   );
 }
 
+// Building the schema costs more than checking a body; a catalog is built once per process.
+const schemas = new WeakMap<object, ReturnType<typeof createRequestSchema>>();
+
+/** The create body's schema of a catalog, built on first use. */
+function schemaOf(templates: Record<string, TemplateConfig>) {
+  let schema = schemas.get(templates);
+  if (!schema) {
+    schema = createRequestSchema(templates);
+    schemas.set(templates, schema);
+  }
+  return schema;
+}
+
 /** One problem of a request, with its field path (`resources.cpu`, or `body`/`query`). */
 export interface FieldProblem {
   field: string;
@@ -99,7 +112,7 @@ export function parseCreateRequest(
       problems: [{ field: 'body', message: 'must be a JSON object' }],
     });
   }
-  const parsed = createRequestSchema(templates).safeParse(body);
+  const parsed = schemaOf(templates).safeParse(body);
   if (!parsed.success) throw invalid(problemsOf(parsed.error, 'body'), 'body');
   return { template: parsed.data.template, resources: resourcesFromWire(parsed.data.resources) };
 }

@@ -5,6 +5,8 @@
  * out. The JSON shapes are documented in api/openapi.json.
  */
 import type {
+  RootfsFloor,
+  RootfsFloorSource,
   OperationErrorCode,
   OperationPhase,
   OperationStatus,
@@ -124,4 +126,51 @@ export function operationPageToWire(page: OperationPage): {
   next_page_token: string | null;
 } {
   return { operations: page.operations.map(operationToWire), next_page_token: page.nextPageToken };
+}
+
+/** A template's rootfs floor as the API shows it (see {@link rootfsFloorToWire}). */
+export interface RootfsFloorJson {
+  source: RootfsFloorSource;
+  rootfs_mib: number | null;
+  learned_at?: string;
+  node_name?: string | null;
+  reason?: string;
+  operation_id?: string | null;
+}
+
+/**
+ * A template's rootfs floor as the API shows it (`GET /v1/templates`, a refusal's details):
+ * `source` `declared`, `learned` or `unknown`; `rootfs_mib` (null when unknown); for a learned
+ * floor the evidence: `learned_at` (the refusal event's time, ISO-8601), `node_name`, the node's
+ * `reason`, and `operation_id` when the refused create was the caller's tenant's (else null).
+ */
+export function rootfsFloorToWire(floor: RootfsFloor, tenant: string): RootfsFloorJson {
+  if (floor.source === 'unknown') return { source: 'unknown', rootfs_mib: null };
+  if (floor.source === 'declared') return { source: 'declared', rootfs_mib: floor.rootfsMib };
+  const { learned } = floor;
+  return {
+    source: 'learned',
+    rootfs_mib: floor.rootfsMib,
+    learned_at: new Date(learned.learnedAtMs).toISOString(),
+    node_name: learned.nodeName,
+    reason: learned.reason,
+    operation_id: learned.tenantId === tenant ? learned.operationId : null,
+  };
+}
+
+/** A catalog entry as `GET /v1/templates` shows it. */
+export interface TemplateJson {
+  name: string;
+  image: string;
+  rootfs_floor: RootfsFloorJson;
+}
+
+/** A template, its image and its effective floor as the API shows them. */
+export function templateToWire(
+  name: string,
+  image: string,
+  floor: RootfsFloor,
+  tenant: string,
+): TemplateJson {
+  return { name, image, rootfs_floor: rootfsFloorToWire(floor, tenant) };
 }

@@ -17,6 +17,8 @@ export interface EmbeddedRealClusterOptions {
   namespace: string;
   /** The node agent's start-up delay, in ms. */
   nodeDelayMs: number;
+  /** Template name -> rootfs size in MiB on the node agent (default `{ base: 451 }`). */
+  rootfsMib?: Record<string, number>;
   /** Receives the servers' output lines and the agent's survived errors. */
   log: (line: string) => void;
 }
@@ -51,6 +53,7 @@ export async function startEmbeddedRealCluster(
       scheduler: tier.kubeConfig('scheduler'),
       nodeName: tier.nodeName,
       startupDelayMs: options.nodeDelayMs,
+      rootfsMib: options.rootfsMib,
       onError: (err, what) => options.log(`node agent: ${what}: ${String(err)}`),
     });
   } catch (err) {

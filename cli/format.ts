@@ -2,7 +2,7 @@
  * Human-readable output of sandboxes and operations: one line per field for a single object,
  * kubectl-like tables for lists (`-o json` prints the API's JSON instead).
  */
-import type { Operation, Sandbox } from './types.js';
+import type { Operation, Sandbox, Template } from './types.js';
 
 /** Table width: the terminal's columns, or unbounded when stdout is not a terminal. */
 export interface TableOptions {
@@ -181,6 +181,39 @@ export function formatOperationList(operations: Operation[], options: TableOptio
   return renderTable(
     ['ID', 'TYPE', 'STATUS', 'SANDBOX', 'AGE', 'ERROR'],
     operations.map((op) => [op.id, op.type, op.status, op.sandbox_id, age(op), error(op)]),
+    options.columns,
+  );
+}
+
+/**
+ * Templates as a table: NAME, IMAGE, FLOOR (the rootfs floor, `451Mi`, or `<unknown>` as
+ * kubectl prints a missing value), SOURCE (`declared`, `learned` or `-`), AGE (since a learned
+ * floor's refusal; `-` otherwise). Wide adds NODE and REASON of a learned floor.
+ */
+export function formatTemplateList(templates: Template[], options: TableOptions = {}): string {
+  if (templates.length === 0) return 'No templates found.\n';
+  const now = options.nowMs ?? Date.now();
+  const row = ({ name, image, rootfs_floor: floor }: Template) => [
+    name,
+    image,
+    floor.rootfs_mib === null ? '<unknown>' : `${floor.rootfs_mib}Mi`,
+    floor.source === 'unknown' ? '-' : floor.source,
+    floor.learned_at ? humanDuration(now - Date.parse(floor.learned_at)) : '-',
+  ];
+  if (options.wide) {
+    return renderTable(
+      ['NAME', 'IMAGE', 'FLOOR', 'SOURCE', 'AGE', 'NODE', 'REASON'],
+      templates.map((t) => [
+        ...row(t),
+        t.rootfs_floor.node_name ?? '-',
+        t.rootfs_floor.reason ?? '',
+      ]),
+      options.columns,
+    );
+  }
+  return renderTable(
+    ['NAME', 'IMAGE', 'FLOOR', 'SOURCE', 'AGE'],
+    templates.map(row),
     options.columns,
   );
 }

@@ -1,5 +1,5 @@
 /**
- * The `durable-sandbox` command line (commander): create, get, wait, cancel, delete, list.
+ * The `durable-sandbox` command line (commander): create, get, wait, cancel, delete, list, templates.
  * `run(argv)` is the whole program, so tests call it in process; cli/main.ts wires it to the
  * process (and Ctrl-C to `io.signal`).
  *
@@ -16,9 +16,10 @@ import {
   formatOperationList,
   formatSandbox,
   formatSandboxList,
+  formatTemplateList,
   progressText,
 } from './format.js';
-import type { Operation, Page, Sandbox } from './types.js';
+import type { Operation, Page, Sandbox, Template } from './types.js';
 import { waitForOperation } from './wait.js';
 
 /** The API used when neither `--api-url` nor DURABLE_SANDBOX_URL is given. */
@@ -437,6 +438,25 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
           return 0;
         },
       ),
+    );
+
+  program
+    .command('templates')
+    .argument('[name]', 'one template')
+    .description('list the templates: image and rootfs floor (declared, learned or unknown)')
+    .action(
+      action(async (s, name?: string) => {
+        if (name) {
+          const body = (
+            await s.client.call<Template>('GET', `/v1/templates/${encodeURIComponent(name)}`)
+          ).body;
+          s.show(body, () => formatTemplateList([body], s.table()));
+          return 0;
+        }
+        const body = (await s.client.call<{ templates: Template[] }>('GET', '/v1/templates')).body;
+        s.show(body, () => formatTemplateList(body.templates, s.table()));
+        return 0;
+      }),
     );
 
   // A usage error names the problem and where the help is, without printing the whole help.

@@ -51,4 +51,11 @@ export interface CreateFailureDetails {
   /** For `invalid_request`: the refusal event's name and lastTimestamp (ISO-8601). */
   eventName?: string;
   eventLastTimestamp?: string;
+  /** For `invalid_request` from a node refusal: the node that refused (the event's source host). */
+  nodeName?: string;
+  /**
+   * For `invalid_request` from a node refusal whose reason states the cloned rootfs size: that
+   * size in MiB, the image's rootfs floor (kubernetes/refusal.ts, `parseRootfsFloor`).
+   */
+  rootfsMib?: number;
 }

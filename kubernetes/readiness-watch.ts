@@ -21,6 +21,8 @@ export type ReadinessOutcome =
       /** The refusal event's name, and its lastTimestamp (ISO-8601) if it had one. */
       eventName: string;
       eventLastTimestamp?: string;
+      /** The node that refused: the event's `source.host` (or `reportingInstance`). */
+      nodeName?: string;
     }
   /** The pod failed, was deleted, or was replaced before it had an IP. */
   | { outcome: 'podFailed'; reason: string };
@@ -201,6 +203,7 @@ function refusalOutcome(event: CoreV1Event, uid: string): ReadinessOutcome | und
     reason: refusal.reason,
     eventName: event.metadata?.name ?? '',
     eventLastTimestamp: isoOrUndefined(event.lastTimestamp ?? event.eventTime),
+    nodeName: event.source?.host || event.reportingInstance || undefined,
   };
 }
 

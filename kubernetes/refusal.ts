@@ -106,3 +106,23 @@ export function decisiveRefusal(event: EventLike, podUid: string): ParsedRefusal
   const refusal = parseRefusal(event.message);
   return refusal?.decisive ? refusal : undefined;
 }
+
+// The runtime shim's wording when the requested disk is below the image's root filesystem:
+// `rootfs_size_mb=300 is smaller than cloned rootfs size 451 MiB`.
+const CLONED_ROOTFS_SIZE = /\bcloned rootfs size\s+(\d{1,9})\s*MiB/;
+
+/**
+ * The root filesystem size a decisive refusal's reason states, which is the smallest disk the
+ * image can run with: the floor learned from a node refusal (docs/architecture.md, "Rootfs
+ * floors").
+ * @param reason a {@link ParsedRefusal.reason} (the text after the marker)
+ * @returns the size in MiB (a positive integer), or undefined when the reason states none.
+ *   Never throws.
+ */
+export function parseRootfsFloor(reason: string | undefined | null): number | undefined {
+  if (typeof reason !== 'string') return undefined;
+  const match = CLONED_ROOTFS_SIZE.exec(reason);
+  if (!match?.[1]) return undefined;
+  const mib = Number(match[1]);
+  return Number.isSafeInteger(mib) && mib > 0 ? mib : undefined;
+}

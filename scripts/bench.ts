@@ -12,6 +12,16 @@
  *       through the package bin (`bin/durable-sandbox.js`) and, as the baseline measured in the
  *       same run, through `npm run cli --`.
  *
+ * Every refused create above names a template whose floor is still unknown (a catalog of fresh
+ * templates, one image each, all 451 MiB on the simulated node), so each one reaches the node.
+ *
+ * `npm run bench -- floors`: refusal before 202 (README, "Templates"). After one refused create
+ * has taught the floor of template `known`, POST with disk 300 -> 400 on both routes, 20
+ * sequential and 100 concurrent, side by side with the same request for templates whose floor
+ * is unknown (asynchronous: 202; synchronous: 400 from the node). Goal: p50 <= 10 ms for the
+ * known floor. Beside them, GET /healthz the same way: what any route costs on this machine.
+ * It checks the answers and that no known-floor request created a pod.
+ *
  * It checks that every create ended as expected and that no refused create left a pod, prints
  * p50/p95/max in ms and writes bench-results/bench-<time>.json. Exit code 1 if a check failed.
  *
@@ -39,9 +49,31 @@ interface Operation {
   error: { code: string; message: string } | null;
 }
 
-function body(diskMib: number): string {
+/** Fresh templates (distinct images), so every refused create meets an unknown floor. */
+const FRESH_TEMPLATES = 400;
+let nextFresh = 0;
+
+/** A template nothing was created with yet. */
+function freshTemplate(): string {
+  if (nextFresh >= FRESH_TEMPLATES) throw new Error('the bench ran out of fresh templates');
+  return `fresh-${nextFresh++}`;
+}
+
+/** SANDBOX_TEMPLATES of the bench's stack: `base`, `known`, and the fresh templates. */
+function benchTemplates(): string {
+  const catalog: Record<string, { image: string }> = {
+    base: { image: 'ghcr.io/durable-sandbox/base:1' },
+    known: { image: 'ghcr.io/durable-sandbox/known:1' },
+  };
+  for (let i = 0; i < FRESH_TEMPLATES; i++) {
+    catalog[`fresh-${i}`] = { image: `ghcr.io/durable-sandbox/fresh-${i}:1` };
+  }
+  return JSON.stringify(catalog);
+}
+
+function body(diskMib: number, template = 'base'): string {
   return JSON.stringify({
-    template: 'base',
+    template,
     resources: { cpu: 1, memory_mib: 256, disk_mib: diskMib },
   });
 }
@@ -58,9 +90,16 @@ async function api(base: string, path: string, init: RequestInit = {}): Promise<
 }
 
 /** POST an asynchronous create and poll until done; returns ms and the final operation. */
-async function asyncCreate(base: string, diskMib: number): Promise<{ ms: number; op: Operation }> {
+async function asyncCreate(
+  base: string,
+  diskMib: number,
+  template?: string,
+): Promise<{ ms: number; op: Operation }> {
   const started = performance.now();
-  const response = await api(base, '/v1/sandboxes', { method: 'POST', body: body(diskMib) });
+  const response = await api(base, '/v1/sandboxes', {
+    method: 'POST',
+    body: body(diskMib, template),
+  });
   if (response.status !== 202)
     throw new Error(`POST answered ${response.status}: ${await response.text()}`);
   let op = (await response.json()) as Operation;
@@ -77,9 +116,20 @@ async function asyncCreate(base: string, diskMib: number): Promise<{ ms: number;
 async function syncCreate(
   base: string,
   diskMib: number,
+  template?: string,
+): Promise<{ ms: number; status: number; text: string }> {
+  return post(base, '/sync/v1/sandboxes', diskMib, template);
+}
+
+/** One POST of a create on `route`; returns ms and the HTTP status and body. */
+async function post(
+  base: string,
+  route: string,
+  diskMib: number,
+  template?: string,
 ): Promise<{ ms: number; status: number; text: string }> {
   const started = performance.now();
-  const response = await api(base, '/sync/v1/sandboxes', { method: 'POST', body: body(diskMib) });
+  const response = await api(base, route, { method: 'POST', body: body(diskMib, template) });
   const text = await response.text();
   return { ms: performance.now() - started, status: response.status, text };
 }
@@ -108,13 +158,13 @@ async function timed(command: string, args: string[], env: NodeJS.ProcessEnv) {
 /** (d): `create --disk-mib 300 --wait` through the bin and through `npm run cli`, alternating. */
 async function cliCreateWait(base: string): Promise<Record<string, unknown>> {
   const env = { DURABLE_SANDBOX_URL: base, DURABLE_SANDBOX_TOKEN: TOKEN };
-  const args = ['create', '--disk-mib', '300', '--wait'];
+  const args = () => ['create', '--disk-mib', '300', '--template', freshTemplate(), '--wait'];
   const bin: number[] = [];
   const npmRun: number[] = [];
   for (let i = 0; i < 5; i++) {
     for (const [runs, command, commandArgs] of [
-      [bin, process.execPath, ['bin/durable-sandbox.js', ...args]],
-      [npmRun, 'npm', ['run', '--silent', 'cli', '--', ...args]],
+      [bin, process.execPath, ['bin/durable-sandbox.js', ...args()]],
+      [npmRun, 'npm', ['run', '--silent', 'cli', '--', ...args()]],
     ] as const) {
       const { ms, code } = await timed(command, [...commandArgs], env);
       if (code !== 1)
@@ -168,6 +218,7 @@ async function startStack(env: Record<string, string> = {}): Promise<BenchStack>
       DATA_DIR: dataDir,
       LOG_LEVEL: 'warn',
       LOG_FORMAT: 'json',
+      SANDBOX_TEMPLATES: benchTemplates(),
       ...env,
     },
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -206,72 +257,14 @@ async function main(): Promise<void> {
   const stack = { pid };
   try {
     console.log(`stack up at ${base} (pid ${stack.pid}); warming up`);
-    expectRefused((await asyncCreate(base, 300)).op);
-
-    const results: Record<string, unknown> = {};
-    const sequentialAsync: number[] = [];
-    const sequentialSync: number[] = [];
-    for (let i = 0; i < 20; i++) {
-      const { ms, op } = await asyncCreate(base, 300);
-      expectRefused(op);
-      sequentialAsync.push(ms);
-      const sync = await syncCreate(base, 300);
-      expectSyncRefused(sync);
-      sequentialSync.push(sync.ms);
-    }
-    results.refusal_sequential_async_ms = summary(sequentialAsync);
-    results.refusal_sequential_sync_ms = summary(sequentialSync);
-    results.cli_create_wait_refused_ms = await cliCreateWait(base);
-
-    const concurrentAsync = await Promise.all(
-      Array.from({ length: 50 }, () => asyncCreate(base, 300)),
-    );
-    concurrentAsync.forEach(({ op }) => expectRefused(op));
-    results.refusal_concurrent50_async_ms = summary(concurrentAsync.map((r) => r.ms));
-    const concurrentSync = await Promise.all(
-      Array.from({ length: 50 }, () => syncCreate(base, 300)),
-    );
-    concurrentSync.forEach(expectSyncRefused);
-    results.refusal_concurrent50_sync_ms = summary(concurrentSync.map((r) => r.ms));
-
-    const successStarted = performance.now();
-    const successes = await Promise.all(Array.from({ length: 50 }, () => asyncCreate(base, 2048)));
-    const successWallMs = performance.now() - successStarted;
-    for (const { op } of successes) {
-      if (op.status !== 'succeeded')
-        problems.push(`operation ${op.id} ended ${op.status}, expected succeeded`);
-    }
-    results.success_concurrent50_async_ms = summary(successes.map((r) => r.ms));
-    results.success_concurrent50_throughput_per_s =
-      Math.round((50 / (successWallMs / 1000)) * 10) / 10;
-
-    // No refused create may leave a pod: only the 50 running sandboxes keep theirs.
-    const kubeConfig = new KubeConfig();
-    kubeConfig.loadFromFile(join(dataDir, 'kubeconfig'));
-    const pods = await kubeConfig
-      .makeApiClient(CoreV1Api)
-      .listNamespacedPod({ namespace: 'sandboxes' });
-    results.pods_left = pods.items.length;
-    if (pods.items.length !== 50)
-      problems.push(`${pods.items.length} pods left, expected the 50 running ones`);
-
+    const results =
+      process.argv[2] === 'floors'
+        ? await measureFloors(base, dataDir)
+        : await measureCreates(base, dataDir);
     const status = readFileSync(`/proc/${stack.pid}/status`, 'utf8');
     const peakKiB = Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? NaN);
     results.stack_peak_rss_mib = Math.round(peakKiB / 1024);
-
-    console.log('\nresults (ms unless noted):');
-    for (const [name, value] of Object.entries(results))
-      console.log(`  ${name.padEnd(38)} ${JSON.stringify(value)}`);
-    mkdirSync('bench-results', { recursive: true });
-    const file = join(
-      'bench-results',
-      `bench-${new Date().toISOString().replace(/[:.]/g, '-')}.json`,
-    );
-    writeFileSync(
-      file,
-      `${JSON.stringify({ at: new Date().toISOString(), results, problems }, null, 2)}\n`,
-    );
-    console.log(`\nwritten to ${file}`);
+    report(results);
   } finally {
     await stopStack();
   }
@@ -279,6 +272,186 @@ async function main(): Promise<void> {
     console.error(`\n${problems.length} check(s) failed:\n- ${problems.slice(0, 20).join('\n- ')}`);
     process.exitCode = 1;
   }
+}
+
+/** The pods in the sandbox namespace now. */
+async function podCount(dataDir: string): Promise<number> {
+  const kubeConfig = new KubeConfig();
+  kubeConfig.loadFromFile(join(dataDir, 'kubeconfig'));
+  const pods = await kubeConfig
+    .makeApiClient(CoreV1Api)
+    .listNamespacedPod({ namespace: 'sandboxes' });
+  return pods.items.length;
+}
+
+/** The default mode: (a) to (d). */
+async function measureCreates(base: string, dataDir: string): Promise<Record<string, unknown>> {
+  expectRefused((await asyncCreate(base, 300, freshTemplate())).op);
+
+  const results: Record<string, unknown> = {};
+  const sequentialAsync: number[] = [];
+  const sequentialSync: number[] = [];
+  for (let i = 0; i < 20; i++) {
+    const { ms, op } = await asyncCreate(base, 300, freshTemplate());
+    expectRefused(op);
+    sequentialAsync.push(ms);
+    const sync = await syncCreate(base, 300, freshTemplate());
+    expectSyncRefused(sync);
+    sequentialSync.push(sync.ms);
+  }
+  results.refusal_sequential_async_ms = summary(sequentialAsync);
+  results.refusal_sequential_sync_ms = summary(sequentialSync);
+  results.cli_create_wait_refused_ms = await cliCreateWait(base);
+
+  const concurrentAsync = await Promise.all(
+    Array.from({ length: 50 }, () => asyncCreate(base, 300, freshTemplate())),
+  );
+  concurrentAsync.forEach(({ op }) => expectRefused(op));
+  results.refusal_concurrent50_async_ms = summary(concurrentAsync.map((r) => r.ms));
+  const concurrentSync = await Promise.all(
+    Array.from({ length: 50 }, () => syncCreate(base, 300, freshTemplate())),
+  );
+  concurrentSync.forEach(expectSyncRefused);
+  results.refusal_concurrent50_sync_ms = summary(concurrentSync.map((r) => r.ms));
+
+  const successStarted = performance.now();
+  const successes = await Promise.all(Array.from({ length: 50 }, () => asyncCreate(base, 2048)));
+  const successWallMs = performance.now() - successStarted;
+  for (const { op } of successes) {
+    if (op.status !== 'succeeded')
+      problems.push(`operation ${op.id} ended ${op.status}, expected succeeded`);
+  }
+  results.success_concurrent50_async_ms = summary(successes.map((r) => r.ms));
+  results.success_concurrent50_throughput_per_s =
+    Math.round((50 / (successWallMs / 1000)) * 10) / 10;
+
+  // No refused create may leave a pod: only the 50 running sandboxes keep theirs.
+  results.pods_left = await podCount(dataDir);
+  if (results.pods_left !== 50)
+    problems.push(`${results.pods_left} pods left, expected the 50 running ones`);
+  return results;
+}
+
+/**
+ * `floors` mode: POST -> 400 for template `known` (its floor learned by one refused create) on
+ * both routes, 20 sequential and 100 concurrent, beside the same request for fresh templates
+ * (floor unknown: the asynchronous route answers 202, the synchronous one 400 from the node).
+ */
+async function measureFloors(base: string, dataDir: string): Promise<Record<string, unknown>> {
+  expectRefused((await asyncCreate(base, 300, 'known')).op);
+  const podsBefore = await podCount(dataDir);
+  const results: Record<string, unknown> = {};
+  const accepted: string[] = [];
+  const expectAnswer = (
+    what: string,
+    result: { status: number; text: string },
+    status: number,
+    text: string,
+  ) => {
+    if (result.status !== status || !result.text.includes(text)) {
+      problems.push(
+        `${what} answered ${result.status} ${result.text.slice(0, 200)}, expected ${status}`,
+      );
+    }
+    if (result.status === 202) accepted.push((JSON.parse(result.text) as Operation).id);
+  };
+  const known = 'template known needs at least 451 MiB';
+  const cases = [
+    {
+      name: 'known_floor_async_400',
+      route: '/v1/sandboxes',
+      template: () => 'known',
+      status: 400,
+      text: known,
+    },
+    {
+      name: 'known_floor_sync_400',
+      route: '/sync/v1/sandboxes',
+      template: () => 'known',
+      status: 400,
+      text: known,
+    },
+    {
+      name: 'unknown_floor_async_202',
+      route: '/v1/sandboxes',
+      template: freshTemplate,
+      status: 202,
+      text: '"status":"running"',
+    },
+    {
+      name: 'unknown_floor_sync_400',
+      route: '/sync/v1/sandboxes',
+      template: freshTemplate,
+      status: 400,
+      text: '451 MiB',
+    },
+  ];
+  for (const c of cases) {
+    const sequential: number[] = [];
+    for (let i = 0; i < 20; i++) {
+      const result = await post(base, c.route, 300, c.template());
+      expectAnswer(c.name, result, c.status, c.text);
+      sequential.push(result.ms);
+    }
+    const concurrent = await Promise.all(
+      Array.from({ length: 100 }, () => post(base, c.route, 300, c.template())),
+    );
+    concurrent.forEach((result) => expectAnswer(c.name, result, c.status, c.text));
+    results[`${c.name}_sequential_ms`] = summary(sequential);
+    results[`${c.name}_concurrent100_ms`] = summary(concurrent.map((r) => r.ms));
+  }
+  // The accepted creates end refused by the node; then no pod may be left.
+  for (const id of accepted) {
+    const deadlineAtMs = Date.now() + 120_000;
+    for (;;) {
+      const op = (await (await api(base, `/v1/operations/${id}`)).json()) as Operation;
+      if (op.done) {
+        expectRefused(op);
+        break;
+      }
+      if (Date.now() > deadlineAtMs) throw new Error(`operation ${id} still running after 120 s`);
+      await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+    }
+  }
+  results.pods_left = await podCount(dataDir);
+  if (podsBefore !== 0 || results.pods_left !== 0)
+    problems.push(
+      `pods: ${podsBefore} before the known-floor requests, ${results.pods_left} at the end; expected 0`,
+    );
+  // The transport's own floor on this machine, in the same run: GET /healthz (no token, no store).
+  const probe = async () => {
+    const started = performance.now();
+    await (await fetch(`${base}/healthz`)).text();
+    return performance.now() - started;
+  };
+  const probes: number[] = [];
+  for (let i = 0; i < 20; i++) probes.push(await probe());
+  results.baseline_healthz_sequential_ms = summary(probes);
+  results.baseline_healthz_concurrent100_ms = summary(
+    await Promise.all(Array.from({ length: 100 }, probe)),
+  );
+  const p50 = (name: string) => (results[name] as { p50: number }).p50;
+  results.goal_known_floor_p50_le_10ms =
+    p50('known_floor_async_400_sequential_ms') <= 10 &&
+    p50('known_floor_async_400_concurrent100_ms') <= 10;
+  return results;
+}
+
+/** Prints the results and writes them to bench-results/. */
+function report(results: Record<string, unknown>): void {
+  console.log('\nresults (ms unless noted):');
+  for (const [name, value] of Object.entries(results))
+    console.log(`  ${name.padEnd(44)} ${JSON.stringify(value)}`);
+  mkdirSync('bench-results', { recursive: true });
+  const file = join(
+    'bench-results',
+    `bench-${process.argv[2] === 'floors' ? 'floors-' : ''}${new Date().toISOString().replace(/[:.]/g, '-')}.json`,
+  );
+  writeFileSync(
+    file,
+    `${JSON.stringify({ at: new Date().toISOString(), mode: process.argv[2] ?? 'creates', results, problems }, null, 2)}\n`,
+  );
+  console.log(`\nwritten to ${file}`);
 }
 
 /** Refusal latency on one cluster: what `--real` prints for each. */
@@ -322,11 +495,11 @@ async function compareRefusalLatency(): Promise<void> {
         () => {},
       );
       console.log(`${cluster}: stack up in ${startupMs} ms; warming up`);
-      expectRefused((await asyncCreate(stack.base, 300)).op);
+      expectRefused((await asyncCreate(stack.base, 300, freshTemplate())).op);
       const eventToFailed: number[] = [];
       const postToFailed: number[] = [];
       for (let i = 0; i < REFUSALS; i++) {
-        const { ms, op } = await asyncCreate(stack.base, 300);
+        const { ms, op } = await asyncCreate(stack.base, 300, freshTemplate());
         const failedAtMs = performance.now();
         expectRefused(op);
         postToFailed.push(ms);
@@ -336,7 +509,7 @@ async function compareRefusalLatency(): Promise<void> {
       }
       const sync: number[] = [];
       for (let i = 0; i < REFUSALS; i++) {
-        const result = await syncCreate(stack.base, 300);
+        const result = await syncCreate(stack.base, 300, freshTemplate());
         expectSyncRefused(result);
         sync.push(result.ms);
       }

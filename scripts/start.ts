@@ -12,7 +12,7 @@ import { Client, Connection } from '@temporalio/client';
 import { createApp } from '../api/app.js';
 import { apiRegistry } from '../api/metrics.js';
 import { collectProcessMetrics } from '../config/process-metrics.js';
-import { ConfigError, DEV_TOKEN, loadConfig } from '../config/index.js';
+import { ConfigError, DEV_TOKEN, loadConfig, type Config } from '../config/index.js';
 import { createLogger } from '../config/logger.js';
 import { startEmbeddedRealCluster, type EmbeddedRealCluster } from '../apiserver-tier/embedded.js';
 import { createKubernetesClient } from '../kubernetes/client.js';
@@ -71,12 +71,16 @@ async function main(): Promise<void> {
       dataDir,
       namespace: config.sandboxNamespace,
       nodeDelayMs: simulatedNodeDelayMs(),
+      rootfsMib: simulatedRootfsMib(config.templates),
       log: (line) => logger.debug({ source: 'apiserver-tier' }, line),
     });
     cleanups.push(() => realCluster!.stop());
     kubeconfigPath = realCluster.kubeconfigPath;
   } else if (!kubeconfigPath) {
-    const cluster = await SimulatedCluster.start({ startupDelayMs: simulatedNodeDelayMs() });
+    const cluster = await SimulatedCluster.start({
+      startupDelayMs: simulatedNodeDelayMs(),
+      rootfsMib: simulatedRootfsMib(config.templates),
+    });
     cleanups.push(() => cluster.close());
     kubeconfigPath = join(dataDir, 'kubeconfig');
     cluster.writeKubeconfig(kubeconfigPath, config.sandboxNamespace);
@@ -315,3 +319,13 @@ main().catch((err: unknown) => {
   else logger.fatal({ err }, 'the stack failed to start');
   void stop(1);
 });
+
+/**
+ * The simulated node holds every catalog template's image: its rootfs is the template's declared
+ * `rootfs_mib`, else 451 MiB (the size `base` has in the README's examples).
+ */
+function simulatedRootfsMib(templates: Config['templates']): Record<string, number> {
+  return Object.fromEntries(
+    Object.entries(templates).map(([name, template]) => [name, template.rootfs_mib ?? 451]),
+  );
+}

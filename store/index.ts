@@ -3,6 +3,7 @@
  * (production). Open it with {@link openStore}; everything else is types and errors.
  */
 export { openStore, DELETED_REASON } from './store.js';
+export type { LearnedRootfsFloor } from '../contract/index.js';
 export { POD_LOST } from '../contract/index.js';
 export { StoreOptionsError } from './database.js';
 export { MigrationError } from './migrations/index.js';

@@ -54,9 +54,26 @@ export interface IdempotencyKeysTable {
   created_at: string;
 }
 
+/**
+ * `rootfs_floors`: the rootfs floor learned for an image from a node's decisive refusal; the
+ * newest evidence (`learned_at`, the refusal event's time) wins.
+ */
+export interface RootfsFloorsTable {
+  image: string;
+  /** The template the refused create named. */
+  template: string;
+  rootfs_mib: number;
+  learned_at: string;
+  operation_id: string;
+  tenant: string;
+  node_name: string | null;
+  reason: string;
+}
+
 /** The whole schema, for `Kysely<Database>`. */
 export interface Database {
   sandboxes: SandboxesTable;
   executions: ExecutionsTable;
   idempotency_keys: IdempotencyKeysTable;
+  rootfs_floors: RootfsFloorsTable;
 }

@@ -9,6 +9,7 @@ import { retireActiveExecutions, retireCurrentExecution, insertExecution } from 
 import { lockSandbox } from './fencing.js';
 import { claimIdempotencyKey, findIdempotencyKey } from './idempotency.js';
 import { migrateToLatest } from './migrations/index.js';
+import { selectRootfsFloors, upsertRootfsFloor } from './rootfs-floors.js';
 import {
   insertSandbox,
   selectSandbox,
@@ -140,6 +141,18 @@ export async function openStore(options: StoreOptions): Promise<Store> {
         for (const id of ids) await retireActiveExecutions(trx, id, POD_LOST, at);
         return ids;
       });
+    },
+
+    recordRootfsFloor(floor) {
+      return upsertRootfsFloor(db, floor);
+    },
+
+    listRootfsFloors(images) {
+      return selectRootfsFloors(db, images);
+    },
+
+    findIdempotencyKey(tenant, key) {
+      return findIdempotencyKey(db, tenant, key);
     },
 
     async ping() {

@@ -1,6 +1,7 @@
 /** The store's public types: what the API, the activities and the worker code against. */
 import type {
   ExecutionRef,
+  LearnedRootfsFloor,
   SandboxFailure,
   SandboxPodState,
   SandboxResources,
@@ -177,6 +178,23 @@ export interface Store {
    * @returns the ids of the sandboxes it marked
    */
   markRunningSandboxesLost(input: { reason: string }): Promise<string[]>;
+  /**
+   * Records the rootfs floor a node's refusal taught for an image (docs/architecture.md,
+   * "Rootfs floors"), unless the stored floor of that image is newer evidence (a later
+   * `learnedAtMs`); at equal times this write wins.
+   * @returns whether it wrote
+   */
+  recordRootfsFloor(floor: LearnedRootfsFloor): Promise<boolean>;
+  /** The learned floors of these images; an image without one is absent from the result. */
+  listRootfsFloors(images: readonly string[]): Promise<LearnedRootfsFloor[]>;
+  /**
+   * The create that claimed the tenant's `Idempotency-Key`, with its request hash; undefined
+   * when the key is unused. Read-only (createSandbox claims keys).
+   */
+  findIdempotencyKey(
+    tenant: string,
+    key: string,
+  ): Promise<{ requestHash: string; operationId: string; sandboxId: string } | undefined>;
   /** Resolves when the database answers a trivial query; rejects with the driver's error. */
   ping(): Promise<void>;
   /** Closes the connection (pool); the store is unusable afterwards. */

@@ -8,14 +8,17 @@ import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { run } from '../cli/program.js';
-import { formatSandboxList, humanDuration } from '../cli/format.js';
+import { formatSandboxList, formatTemplateList, humanDuration } from '../cli/format.js';
 import { pollDelayMs } from '../cli/wait.js';
 import { eventually, startApiStack, type ApiStack } from './support/api.js';
 
 let api: ApiStack;
 let url: string;
 beforeAll(async () => {
-  api = await startApiStack({ stack: { cluster: { startupDelayMs: 100 } } });
+  api = await startApiStack({
+    // This suite watches the node refuse disk 300 again and again.
+    stack: { cluster: { startupDelayMs: 100 }, learnRootfsFloors: false },
+  });
   ({ url } = await api.listen());
 });
 afterAll(async () => {
@@ -361,5 +364,56 @@ describe('cli', () => {
     expect(code, stderr).toBe(1);
     expect(stderr).toMatch(/error: invalid_request: .*451 MiB/);
     expect(stdout).toMatch(/status\s+failed/);
+  });
+
+  it('templates prints the catalog as a table; an unknown name exits 1 with not_found', async () => {
+    const table = await cli('templates');
+    expect(table.code, table.stderr).toBe(0);
+    expect(table.stdout.trimEnd().split('\n')).toEqual([
+      expect.stringMatching(/^NAME\s+IMAGE\s+FLOOR\s+SOURCE\s+AGE$/),
+      expect.stringMatching(/^base\s+ghcr\.io\/durable-sandbox\/base:1\s+<unknown>\s+-\s+-$/),
+    ]);
+    const json = await cli('templates', 'base', '-o', 'json');
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      name: 'base',
+      rootfs_floor: { source: 'unknown', rootfs_mib: null },
+    });
+    const missing = await cli('templates', 'nope');
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toBe('error: not_found: template nope does not exist\n');
+  });
+
+  it('templates shows a learned floor with its age and node, a declared one without', () => {
+    const learnedAt = '2026-01-01T00:00:00.000Z';
+    const templates = [
+      {
+        name: 'base',
+        image: 'example.test/base:1',
+        rootfs_floor: {
+          source: 'learned' as const,
+          rootfs_mib: 451,
+          learned_at: learnedAt,
+          node_name: 'node-1',
+          reason: 'rootfs_size_mb=300 is smaller than cloned rootfs size 451 MiB',
+          operation_id: null,
+        },
+      },
+      {
+        name: 'big',
+        image: 'example.test/big:1',
+        rootfs_floor: { source: 'declared' as const, rootfs_mib: 2048 },
+      },
+    ];
+    const nowMs = Date.parse(learnedAt) + 330_000;
+    expect(formatTemplateList(templates, { nowMs }).trimEnd().split('\n')).toEqual([
+      'NAME   IMAGE                 FLOOR    SOURCE     AGE',
+      'base   example.test/base:1   451Mi    learned    5m30s',
+      'big    example.test/big:1    2048Mi   declared   -',
+    ]);
+    const wide = formatTemplateList(templates, { nowMs, wide: true }).split('\n');
+    expect(wide[0]).toMatch(/\bNODE\s+REASON$/);
+    expect(wide[1]).toMatch(
+      /node-1\s+rootfs_size_mb=300 is smaller than cloned rootfs size 451 MiB$/,
+    );
   });
 });

@@ -119,7 +119,7 @@ describe('npm start, driven through the CLI', () => {
       },
       body: JSON.stringify({
         template: 'base',
-        resources: { cpu: 1, memory_mib: 256, disk_mib: 300 },
+        resources: { cpu: 1, memory_mib: 256, disk_mib: 2048 },
       }),
     });
     expect(created.headers.get('x-request-id')).toBe('e2e-request-1');

@@ -24,7 +24,9 @@ let namespace: string;
 beforeAll(async () => {
   real = await startRealTier();
   namespace = await real.freshNamespace('create');
-  api = await startApiStack({ stack: { apiserver: real.serviceTarget(namespace) } });
+  api = await startApiStack({
+    stack: { apiserver: real.serviceTarget(namespace), learnRootfsFloors: false },
+  });
 }, 20 * 60_000);
 afterAll(async () => {
   await api?.stop();
@@ -178,7 +180,7 @@ describe('without the events watch grant', () => {
   beforeAll(async () => {
     degradedNamespace = await real.freshNamespace('nowatch', { eventsWatch: false });
     degraded = await startApiStack({
-      stack: { apiserver: real.serviceTarget(degradedNamespace) },
+      stack: { apiserver: real.serviceTarget(degradedNamespace), learnRootfsFloors: false },
       env: { CREATE_DEADLINE_MS: '4000' },
     });
   });

@@ -4,6 +4,7 @@ import {
   decisiveRefusal,
   isSandboxFailureOf,
   parseRefusal,
+  parseRootfsFloor,
   REFUSAL_RULES,
   type EventLike,
 } from '../kubernetes/refusal.js';
@@ -125,5 +126,35 @@ describe('decisiveRefusal: which events count', () => {
     const message = KUBELET_MESSAGE.replace('InvalidArgument', 'Unavailable');
     expect(isSandboxFailureOf(kubeletEvent({ message }), 'uid-1')).toBe(true);
     expect(decisiveRefusal(kubeletEvent({ message }), 'uid-1')).toBeUndefined();
+  });
+});
+
+describe('parseRootfsFloor: the floor a refusal teaches', () => {
+  it("reads the cloned rootfs size of the node's reason", () => {
+    expect(parseRootfsFloor(parseRefusal(KUBELET_MESSAGE)?.reason)).toBe(451);
+  });
+
+  it('finds no floor in a reason that states no cloned rootfs size', () => {
+    expect(parseRootfsFloor('template base is not present on node node-1')).toBeUndefined();
+    expect(parseRootfsFloor('rootfs_size_mb=abc is not a valid size')).toBeUndefined();
+    expect(parseRootfsFloor('cloned rootfs size 0 MiB')).toBeUndefined();
+    expect(parseRootfsFloor(undefined)).toBeUndefined();
+  });
+
+  it('reads back any size it is given, wherever the sentence sits, and never throws', () => {
+    const text = fc.string({ unit: 'binary', maxLength: 300 });
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 999_999_999 }), fc.nat(), text, (size, disk, tail) => {
+        const reason = `${tail} rootfs_size_mb=${disk} is smaller than cloned rootfs size ${size} MiB${tail}`;
+        expect(parseRootfsFloor(reason)).toBe(size);
+      }),
+    );
+    fc.assert(
+      fc.property(text, (reason) => {
+        const floor = parseRootfsFloor(reason);
+        expect(floor === undefined || (Number.isSafeInteger(floor) && floor > 0)).toBe(true);
+        if (!reason.includes('cloned rootfs size')) expect(floor).toBeUndefined();
+      }),
+    );
   });
 });

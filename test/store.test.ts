@@ -598,6 +598,67 @@ describe.each(storeBackends())('store on $name', (backend) => {
     });
   });
 
+  describe('rootfs floors', () => {
+    const floor = (rootfsMib: number, learnedAtMs: number, image = 'example.test/base:1') => ({
+      image,
+      template: 'base',
+      rootfsMib,
+      learnedAtMs,
+      operationId: `op_${rootfsMib}`,
+      tenantId: 'acme',
+      nodeName: 'node-1',
+      reason: `rootfs_size_mb=300 is smaller than cloned rootfs size ${rootfsMib} MiB`,
+    });
+    const at = Date.parse('2026-11-30T12:00:00.000Z');
+
+    it('keeps one floor per image, and the newest evidence wins', async () => {
+      expect(await store.recordRootfsFloor(floor(451, at))).toBe(true);
+      expect(await store.recordRootfsFloor(floor(500, at + 1_000))).toBe(true);
+      // Older evidence, recorded later (a retried retirement), changes nothing.
+      expect(await store.recordRootfsFloor(floor(400, at - 1_000))).toBe(false);
+      expect(await store.listRootfsFloors(['example.test/base:1'])).toEqual([
+        floor(500, at + 1_000),
+      ]);
+      // Evidence of the same time: the later write wins.
+      expect(await store.recordRootfsFloor(floor(520, at + 1_000))).toBe(true);
+      expect((await store.listRootfsFloors(['example.test/base:1']))[0]?.rootfsMib).toBe(520);
+    });
+
+    it('lists only the images asked for, and none for an image without a floor', async () => {
+      await store.recordRootfsFloor(floor(451, at, 'example.test/a:1'));
+      await store.recordRootfsFloor(floor(300, at, 'example.test/b:1'));
+      expect(await store.listRootfsFloors(['example.test/b:1', 'example.test/c:1'])).toEqual([
+        floor(300, at, 'example.test/b:1'),
+      ]);
+      expect(await store.listRootfsFloors([])).toEqual([]);
+    });
+
+    it('shares floors between two stores on one database', async () => {
+      const second = await openStore(options);
+      try {
+        await store.recordRootfsFloor(floor(451, at));
+        expect(await second.listRootfsFloors(['example.test/base:1'])).toEqual([floor(451, at)]);
+      } finally {
+        await second.close();
+      }
+    });
+  });
+
+  describe('findIdempotencyKey', () => {
+    it('reads the create that claimed a key, and nothing for an unused one', async () => {
+      await store.createSandbox({
+        ...sandboxInput(1),
+        idempotency: { key: 'k1', requestHash: 'h1' },
+      });
+      expect(await store.findIdempotencyKey('acme', 'k1')).toEqual({
+        requestHash: 'h1',
+        operationId: 'op_0001',
+        sandboxId: 'sbx_0001',
+      });
+      expect(await store.findIdempotencyKey('acme', 'k2')).toBeUndefined();
+    });
+  });
+
   describe('ping', () => {
     it('resolves while open and rejects once closed', async () => {
       await expect(store.ping()).resolves.toBeUndefined();

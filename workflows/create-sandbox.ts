@@ -21,6 +21,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { CreateActivities } from '../activities/index.js';
+import type { RootfsFloorEvidence } from '../activities/store.js';
 import type { PodRef } from '../kubernetes/pods.js';
 import { CreatePhaseKey, FailureCodeKey } from './search-attributes.js';
 import {
@@ -221,8 +222,31 @@ async function compensate(
     reason: outcome.code,
     failure: { code: outcome.code, message: outcome.message },
     refusalEventTime: outcome.details.eventLastTimestamp,
+    rootfsFloor: learnedRootfsFloor(input, outcome),
   });
   setPhase('finished');
+}
+
+/**
+ * The rootfs floor a failed create teaches (docs/architecture.md, "Rootfs floors"): only an
+ * `invalid_request` from a node's decisive refusal (it names the refusal event) whose reason
+ * stated the cloned rootfs size; undefined for anything else.
+ */
+function learnedRootfsFloor(
+  input: CreateSandboxInput,
+  outcome: CreateOutcome,
+): RootfsFloorEvidence | undefined {
+  const { code, eventName, rootfsMib, nodeName, eventLastTimestamp, reason } = outcome.details;
+  if (code !== 'invalid_request' || !eventName || rootfsMib === undefined) return undefined;
+  return {
+    image: input.image,
+    template: input.template,
+    rootfsMib,
+    tenantId: input.tenantId,
+    nodeName: nodeName ?? null,
+    reason: reason ?? outcome.message,
+    eventAt: eventLastTimestamp,
+  };
 }
 
 /** The error the workflow fails with: a CancelledFailure, or a typed ApplicationFailure. */

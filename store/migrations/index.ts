@@ -7,11 +7,13 @@ import { Migrator, sql, type Kysely, type Migration, type MigrationProvider } fr
 import type { DialectName } from '../database.js';
 import { initialSchema } from './0001-initial.js';
 import { sandboxStateLost } from './0002-sandbox-state-lost.js';
+import { rootfsFloors } from './0004-rootfs-floors.js';
 
 /** Every migration by name. */
 export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0001-initial': initialSchema,
   '0002-sandbox-state-lost': sandboxStateLost,
+  '0004-rootfs-floors': rootfsFloors,
 };
 
 const provider: MigrationProvider = {

@@ -40,6 +40,12 @@ export interface TestStackOptions {
   databaseUrl?: string;
   /** Wraps the store the activities see, e.g. to slow or fail one call (default: as is). */
   activityStore?: (store: Store) => Store;
+  /**
+   * Whether the worker records the rootfs floors refusals teach (default true). Suites that send
+   * the same too-small create again and again to watch the node refuse it set false: with a
+   * learned floor the API would refuse it before 202 (test/rootfs-floors.test.ts covers that).
+   */
+  learnRootfsFloors?: boolean;
 }
 
 /** What a suite gets. */
@@ -119,7 +125,10 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
         workflowBundle: temporal.workflowBundle,
         deps: {
           kubernetes,
-          store: options.activityStore ? options.activityStore(store) : store,
+          store: withoutLearning(
+            options.activityStore ? options.activityStore(store) : store,
+            options.learnRootfsFloors === false,
+          ),
           watchRetryDelayMs: options.watchRetryDelayMs ?? 100,
           metrics: createMetrics(),
         },
@@ -154,5 +163,13 @@ function noSimulatedCluster(): SimulatedCluster {
         `stack.cluster.${String(property)}: this stack runs on another apiserver, not a simulated cluster`,
       );
     },
+  });
+}
+
+/** The store as the activities see it; with `forget`, recording a floor writes nothing. */
+function withoutLearning(store: Store, forget: boolean): Store {
+  if (!forget) return store;
+  return Object.assign(Object.create(store) as Store, {
+    recordRootfsFloor: async () => false,
   });
 }
