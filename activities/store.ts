@@ -3,9 +3,9 @@
  * read the sandbox's recorded pod.
  */
 import type { PodRef } from '../kubernetes/pods.js';
-import { log } from '@temporalio/activity';
+import { Context, log } from '@temporalio/activity';
 import type { Store } from '../store/index.js';
-import type { ExecutionRef, OperationErrorCode } from '../contract/index.js';
+import type { ExecutionRef, OperationErrorCode, OperationErrorRecord } from '../contract/index.js';
 import type { CreateMetrics } from './metrics.js';
 
 /** Dependencies of the store activities. */
@@ -21,6 +21,11 @@ export interface StoreActivityDeps {
  */
 export type ExecutionStep = ExecutionRef & { operationId: string; podUid?: string };
 
+/** The workflow run the current (local) activity works for. */
+function runIdOfStep(): string | undefined {
+  return Context.current().info.workflowExecution?.runId;
+}
+
 /** Builds the store activities over their dependencies. */
 export function storeActivities(deps: StoreActivityDeps) {
   return {
@@ -30,7 +35,7 @@ export function storeActivities(deps: StoreActivityDeps) {
      * @returns false when the execution was retired or superseded meanwhile (nothing written)
      */
     async markSandboxRunning(input: ExecutionStep & { podIp: string }): Promise<boolean> {
-      const result = await deps.store.markSandboxRunning(input);
+      const result = await deps.store.markSandboxRunning({ ...input, runId: runIdOfStep() });
       const wrote = result !== 'fenced';
       if (result === 'marked')
         deps.metrics?.createsFinished.inc({ outcome: 'succeeded', code: '' });
@@ -53,7 +58,7 @@ export function storeActivities(deps: StoreActivityDeps) {
         refusalEventTime?: string;
       },
     ): Promise<boolean> {
-      const { retired } = await deps.store.retireExecution(input);
+      const { retired } = await deps.store.retireExecution({ ...input, runId: runIdOfStep() });
       if (retired && input.failure) {
         const outcome = input.failure.code === 'cancelled' ? 'cancelled' : 'failed';
         deps.metrics?.createsFinished.inc({ outcome, code: input.failure.code });
@@ -67,12 +72,32 @@ export function storeActivities(deps: StoreActivityDeps) {
     },
 
     /**
+     * Publishes a create's outcome the moment the workflow knows it, before compensation: the
+     * operation row becomes failed/cancelled with its error, phase `compensating`, not done
+     * (README, "Operations"). Monotonic, so a retry or a late call changes nothing.
+     * @returns whether it wrote
+     */
+    async recordOperationOutcome(input: {
+      operationId: string;
+      sandboxId: string;
+      status: 'failed' | 'cancelled';
+      error: OperationErrorRecord;
+    }): Promise<boolean> {
+      const wrote = await deps.store.recordOperationOutcome({ ...input, runId: runIdOfStep() });
+      log.info('operation outcome recorded', { wrote, code: input.error.code });
+      return wrote;
+    },
+
+    /**
      * Marks the sandbox `deleted` and retires whatever execution is still active, in one
      * transaction; safe to run twice.
      * @returns whether this call changed the sandbox
      */
     async markSandboxDeleted(input: { operationId: string; sandboxId: string }): Promise<boolean> {
-      const deleted = await deps.store.markSandboxDeleted({ sandboxId: input.sandboxId });
+      const deleted = await deps.store.markSandboxDeleted({
+        sandboxId: input.sandboxId,
+        operationId: input.operationId,
+      });
       log.info('sandbox deleted', { deleted });
       return deleted;
     },

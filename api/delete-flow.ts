@@ -43,6 +43,13 @@ export async function acceptDelete(deps: AppDeps, sandbox: SandboxRecord): Promi
     sandboxId: sandbox.id,
     tenantId: sandbox.tenant,
   };
+  await deps.store.insertOperation({
+    id: operationId,
+    type: 'sandbox.delete',
+    tenant: sandbox.tenant,
+    sandboxId: sandbox.id,
+    phase: 'deleting',
+  });
   try {
     await deps.temporal.workflow.start<typeof deleteSandbox>('deleteSandbox', {
       workflowId: operationId,
@@ -61,6 +68,15 @@ export async function acceptDelete(deps: AppDeps, sandbox: SandboxRecord): Promi
       { err, operation_id: operationId, sandbox_id: sandbox.id },
       'could not start the delete workflow',
     );
+    await deps.store.advanceOperation(operationId, {
+      phase: 'finished',
+      status: 'failed',
+      error: {
+        code: 'unavailable',
+        message: 'the delete workflow could not be started',
+        details: {},
+      },
+    });
     throw new ApiError('unavailable', 'the workflow service is unavailable; try again', {
       sandbox_id: sandbox.id,
     });
