@@ -80,10 +80,13 @@ export function storeActivities(deps: StoreActivityDeps) {
     async recordOperationOutcome(input: {
       operationId: string;
       sandboxId: string;
+      podUid?: string;
       status: 'failed' | 'cancelled';
       error: OperationErrorRecord;
     }): Promise<boolean> {
-      const wrote = await deps.store.recordOperationOutcome({ ...input, runId: runIdOfStep() });
+      const { operationId, status, error } = input;
+      const runId = runIdOfStep();
+      const wrote = await deps.store.recordOperationOutcome({ operationId, status, error, runId });
       log.info('operation outcome recorded', { wrote, code: input.error.code });
       return wrote;
     },

@@ -84,16 +84,12 @@ const compensationStep = proxyActivities<CreateActivities>({
 });
 
 /**
- * Store writes (short, idempotent, fenced, on the worker's own database): local activities, so
- * each runs inside the workflow task that schedules it, with no task-queue round trip and no
- * activity task of its own (Temporal, "Local Activities"). Retried like their remote
- * counterparts; the settled one waits for a cancellation to complete, as settledStep does.
+ * Store writes of compensation and of the outcome (short, idempotent, on the worker's own
+ * database): local activities, so each runs inside the workflow task that schedules it, with no
+ * task-queue round trip and no activity task of its own (Temporal, "Local Activities").
+ * `markSandboxRunning` stays a regular activity: it must finish even when a cancel arrives while
+ * it runs (settledStep), and a local activity's cancellation does not wait for it to finish.
  */
-const settledStoreStep = proxyLocalActivities<CreateActivities>({
-  startToCloseTimeout: '30 seconds',
-  cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-  retry: stepRetry,
-});
 const compensationStoreStep = proxyLocalActivities<CreateActivities>({
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds' },
@@ -216,7 +212,7 @@ async function runSteps(
     sandboxId: input.sandboxId,
     pod,
   });
-  const marked = await settledStoreStep.markSandboxRunning({
+  const marked = await settledStep.markSandboxRunning({
     ...execution,
     podIp,
     podUid: pod.uid,
@@ -274,6 +270,7 @@ async function publishOutcome(input: CreateSandboxInput, outcome: CreateOutcome)
     await outcomeStep.recordOperationOutcome({
       operationId: input.operationId,
       sandboxId: input.sandboxId,
+      podUid: outcome.details.podUid,
       status: outcome.code === 'cancelled' ? 'cancelled' : 'failed',
       error: {
         code: outcome.code,
