@@ -67,7 +67,7 @@ async function deleteExecution(client: Client, workflowId: string): Promise<void
         throw err;
       }
     },
-    { what: `deletion of ${workflowId}`, timeoutMs: 30_000 },
+    { what: `deletion of ${workflowId}`, timeoutMs: 150_000, intervalMs: 250 },
   );
 }
 
@@ -111,7 +111,7 @@ describe('the outcome is visible when it is known', () => {
   });
 });
 
-describe('operations outlive their Temporal execution', () => {
+describe('operations outlive their Temporal execution', { timeout: 240_000 }, () => {
   it('reads and lists an operation after its execution was deleted from Temporal', async () => {
     const op = await createAsync(1024);
     const done = await awaitOperation(api.app, api.tenantA, op.id);
