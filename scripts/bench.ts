@@ -1,29 +1,37 @@
 /**
- * `npm run bench`: latency and throughput of creates on the embedded stack (README,
- * "Benchmark"). It starts `scripts/start.ts` as a child process with a fresh DATA_DIR
- * and free ports, then measures over HTTP:
+ * `npm run bench`: how fast a create's outcome is visible, side by side with the Temporal floors
+ * measured in the same run (README, "Benchmark"). It starts `scripts/start.ts` as a child process
+ * with a fresh DATA_DIR and free ports, runs the floor workflows (scripts/bench-workflows.ts) on
+ * a worker of its own against the stack's dev server, and measures over HTTP:
  *
- *   (a) refusal latency (disk 300 on `base`): POST to the operation being `failed`
- *       (asynchronous, polling the operation every 50 ms) and POST to 400 (synchronous),
- *       for 20 sequential creates and for 50 concurrent ones;
- *   (b) successful create (disk 2048): latency and throughput of 50 concurrent creates;
- *   (c) peak RSS of the stack process (worker + API + simulated cluster; VmHWM), in MiB;
- *   (d) the CLI: wall time of `create --disk-mib 300 --wait` (a refusal, exit 1), 5 runs each
- *       through the package bin (`bin/durable-sandbox.js`) and, as the baseline measured in the
- *       same run, through `npm run cli --`.
+ *   - floors: one failing activity, and the create's former shape with no-op activities, from
+ *     the start call to the client seeing the workflow failed; 1 at a time (20 runs), 10 and
+ *     100 at once;
+ *   - the product, refusal (disk 300 on `base`): from POST to the operation showing `failed`
+ *     (long-poll `GET /v1/operations/{id}?wait=30s`), 1 at a time, 10 and 100 at once, and
+ *     open-loop at 20 creates/s for 30 s; the synchronous route's 400, 1 at a time;
+ *   - success throughput: 50 successful creates (disk 2048) at once, creates per second;
+ *   - `GET /v1/operations/{id}` latency at 1,000 requests/s for 5 s (open loop);
+ *   - peak RSS of the stack process (worker + API + simulated cluster; VmHWM), in MiB.
  *
- * It checks that every create ended as expected and that no refused create left a pod, prints
- * p50/p95/max in ms and writes bench-results/bench-<time>.json. Exit code 1 if a check failed.
+ * It checks that every create ended as expected and that no refused create left a pod, prints a
+ * table (p50/p95/max in ms, each against the issue's goal) and writes
+ * bench-results/bench-<time>.json. Exit code 1 if a check failed (a missed goal is reported,
+ * not a failure).
  */
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import { Client, Connection } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
+import { NativeConnection, Worker } from '@temporalio/worker';
 import { freePort } from '../config/free-port.js';
+import type { FloorActivities } from './bench-workflows.js';
 
 const TOKEN = 'dev-token';
-const POLL_MS = 50;
 const problems: string[] = [];
 
 interface Operation {
@@ -52,21 +60,47 @@ async function api(base: string, path: string, init: RequestInit = {}): Promise<
   });
 }
 
-/** POST an asynchronous create and poll until done; returns ms and the final operation. */
-async function asyncCreate(base: string, diskMib: number): Promise<{ ms: number; op: Operation }> {
+/** How long one long-poll of the bench waits, in s. */
+const WAIT_S = 30;
+
+/** Waits (long-polling) until `done(op)` holds; returns the operation. */
+async function awaitOperationState(
+  base: string,
+  op: Operation,
+  done: (op: Operation) => boolean,
+): Promise<Operation> {
+  const deadlineAtMs = Date.now() + 180_000;
+  while (!done(op)) {
+    if (Date.now() > deadlineAtMs) throw new Error(`operation ${op.id} not settled after 180 s`);
+    const askedAt = performance.now();
+    const next = (await (
+      await api(base, `/v1/operations/${op.id}?wait=${WAIT_S}s`)
+    ).json()) as Operation;
+    // An API that ignores `wait` answers at once: pause a little rather than spin.
+    if (next.status === op.status && next.done === op.done && performance.now() - askedAt < 5) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    op = next;
+  }
+  return op;
+}
+
+/** POST an asynchronous create; returns ms until `visible(op)` holds, and the operation. */
+async function asyncCreate(
+  base: string,
+  diskMib: number,
+  visible: (op: Operation) => boolean,
+): Promise<{ ms: number; op: Operation }> {
   const started = performance.now();
   const response = await api(base, '/v1/sandboxes', { method: 'POST', body: body(diskMib) });
   if (response.status !== 202)
     throw new Error(`POST answered ${response.status}: ${await response.text()}`);
-  let op = (await response.json()) as Operation;
-  const deadlineAtMs = Date.now() + 120_000;
-  while (!op.done) {
-    if (Date.now() > deadlineAtMs) throw new Error(`operation ${op.id} still running after 120 s`);
-    await new Promise((resolve) => setTimeout(resolve, POLL_MS));
-    op = (await (await api(base, `/v1/operations/${op.id}`)).json()) as Operation;
-  }
+  const op = await awaitOperationState(base, (await response.json()) as Operation, visible);
   return { ms: performance.now() - started, op };
 }
+
+const failedVisible = (op: Operation) => op.status !== 'running';
+const isDone = (op: Operation) => op.done;
 
 /** POST a synchronous create; returns ms and the HTTP status and body. */
 async function syncCreate(
@@ -79,7 +113,14 @@ async function syncCreate(
   return { ms: performance.now() - started, status: response.status, text };
 }
 
-function summary(values: number[]): { n: number; p50: number; p95: number; max: number } {
+interface Summary {
+  n: number;
+  p50: number;
+  p95: number;
+  max: number;
+}
+
+function summary(values: number[]): Summary {
   const sorted = [...values].sort((a, b) => a - b);
   const at = (q: number) =>
     sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)] ?? NaN;
@@ -92,32 +133,35 @@ function summary(values: number[]): { n: number; p50: number; p95: number; max: 
   };
 }
 
-/** Runs a command to its end; returns ms and its exit code. */
-async function timed(command: string, args: string[], env: NodeJS.ProcessEnv) {
-  const started = performance.now();
-  const child = spawn(command, args, { env: { ...process.env, ...env }, stdio: 'ignore' });
-  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
-  return { ms: performance.now() - started, code };
+/** Runs `fn` `count` times at once; returns each run's ms. */
+async function atOnce(count: number, fn: () => Promise<number>): Promise<number[]> {
+  return Promise.all(Array.from({ length: count }, fn));
 }
 
-/** (d): `create --disk-mib 300 --wait` through the bin and through `npm run cli`, alternating. */
-async function cliCreateWait(base: string): Promise<Record<string, unknown>> {
-  const env = { DURABLE_SANDBOX_URL: base, DURABLE_SANDBOX_TOKEN: TOKEN };
-  const args = ['create', '--disk-mib', '300', '--wait'];
-  const bin: number[] = [];
-  const npmRun: number[] = [];
-  for (let i = 0; i < 5; i++) {
-    for (const [runs, command, commandArgs] of [
-      [bin, process.execPath, ['bin/durable-sandbox.js', ...args]],
-      [npmRun, 'npm', ['run', '--silent', 'cli', '--', ...args]],
-    ] as const) {
-      const { ms, code } = await timed(command, [...commandArgs], env);
-      if (code !== 1)
-        problems.push(`${command} ${commandArgs.join(' ')} exited ${code}, expected 1`);
-      runs.push(ms);
-    }
+/** Runs `fn` `count` times one after another; returns each run's ms. */
+async function oneAtATime(count: number, fn: () => Promise<number>): Promise<number[]> {
+  const runs: number[] = [];
+  for (let i = 0; i < count; i++) runs.push(await fn());
+  return runs;
+}
+
+/** Starts `fn` at `perSecond` for `seconds` (open loop: a slow answer never delays the next). */
+async function openLoop(
+  perSecond: number,
+  seconds: number,
+  fn: () => Promise<number>,
+): Promise<{ runs: number[]; wallMs: number }> {
+  const started = performance.now();
+  const total = perSecond * seconds;
+  const pending: Array<Promise<number>> = [];
+  for (let i = 0; i < total; i++) {
+    const dueAt = started + (i * 1000) / perSecond;
+    const wait = dueAt - performance.now();
+    if (wait > 1) await new Promise((resolve) => setTimeout(resolve, wait));
+    pending.push(fn());
   }
-  return { bin: summary(bin), npm_run_cli_baseline: summary(npmRun) };
+  const runs = await Promise.all(pending);
+  return { runs, wallMs: performance.now() - started };
 }
 
 function expectRefused(op: Operation): void {
@@ -140,6 +184,74 @@ function expectSyncRefused(result: { status: number; text: string }): void {
   }
 }
 
+/** The floor worker and client on the stack's dev server. */
+async function startFloors(temporalAddress: string) {
+  const taskQueue = `bench-floor-${process.pid}`;
+  const nativeConnection = await NativeConnection.connect({ address: temporalAddress });
+  const activities: FloorActivities = {
+    async step() {},
+    async refuse() {
+      throw ApplicationFailure.nonRetryable('refused', 'InvalidRequest');
+    },
+  };
+  const worker = await Worker.create({
+    connection: nativeConnection,
+    namespace: 'default',
+    taskQueue,
+    workflowsPath: fileURLToPath(new URL('./bench-workflows.ts', import.meta.url)),
+    activities,
+  });
+  const running = worker.run();
+  const connection = await Connection.connect({ address: temporalAddress });
+  const client = new Client({ connection, namespace: 'default' });
+  let seq = 0;
+  const run = async (workflowType: string): Promise<number> => {
+    const started = performance.now();
+    const handle = await client.workflow.start(workflowType, {
+      taskQueue,
+      workflowId: `bench-floor-${process.pid}-${seq++}`,
+    });
+    await handle.result().catch(() => undefined);
+    return performance.now() - started;
+  };
+  return {
+    run,
+    async stop() {
+      worker.shutdown();
+      await running;
+      await connection.close();
+      await nativeConnection.close();
+    },
+  };
+}
+
+/** One row of the printed table. */
+interface Row {
+  run: string;
+  stats: Summary;
+  goal?: string;
+  met?: boolean;
+}
+
+function printTable(rows: Row[]): void {
+  const line = (cells: string[]) => `| ${cells.join(' | ')} |`;
+  console.log(line(['run', 'n', 'p50 ms', 'p95 ms', 'max ms', 'goal', 'met']));
+  console.log(line(['---', '---:', '---:', '---:', '---:', '---', '---']));
+  for (const row of rows) {
+    console.log(
+      line([
+        row.run,
+        String(row.stats.n),
+        row.stats.p50.toLocaleString('en-US'),
+        row.stats.p95.toLocaleString('en-US'),
+        row.stats.max.toLocaleString('en-US'),
+        row.goal ?? '',
+        row.met === undefined ? '' : row.met ? 'yes' : 'no',
+      ]),
+    );
+  }
+}
+
 async function main(): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), 'durable-sandbox-bench-'));
   const port = await freePort();
@@ -156,7 +268,9 @@ async function main(): Promise<void> {
   });
   let output = '';
   stack.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  let floors: Awaited<ReturnType<typeof startFloors>> | undefined;
   const stopStack = async () => {
+    await floors?.stop().catch(() => undefined);
     if (stack.exitCode === null) {
       stack.kill('SIGINT');
       await new Promise((resolve) => stack.once('exit', resolve));
@@ -172,63 +286,121 @@ async function main(): Promise<void> {
         throw new Error(`the stack did not start within 300 s:\n${output}`);
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
-    console.log(`stack up at ${base} (pid ${stack.pid}); warming up`);
-    expectRefused((await asyncCreate(base, 300)).op);
+    const temporalAddress = /Temporal:\s+([^,\s]+)/.exec(output)?.[1];
+    if (!temporalAddress) throw new Error(`no Temporal address in the stack's output:\n${output}`);
+    floors = await startFloors(temporalAddress);
+    console.log(`stack up at ${base} (pid ${stack.pid}), Temporal ${temporalAddress}; warming up`);
+    expectRefused((await asyncCreate(base, 300, isDone)).op);
+    await floors.run('floorOneFailingActivity');
+    await floors.run('floorCreateShape');
 
-    const results: Record<string, unknown> = {};
-    const sequentialAsync: number[] = [];
-    const sequentialSync: number[] = [];
-    for (let i = 0; i < 20; i++) {
-      const { ms, op } = await asyncCreate(base, 300);
+    const refusal = async (): Promise<number> => {
+      const { ms, op } = await asyncCreate(base, 300, failedVisible);
       expectRefused(op);
-      sequentialAsync.push(ms);
-      const sync = await syncCreate(base, 300);
-      expectSyncRefused(sync);
-      sequentialSync.push(sync.ms);
-    }
-    results.refusal_sequential_async_ms = summary(sequentialAsync);
-    results.refusal_sequential_sync_ms = summary(sequentialSync);
-    results.cli_create_wait_refused_ms = await cliCreateWait(base);
+      return ms;
+    };
+    const syncRefusal = async (): Promise<number> => {
+      const result = await syncCreate(base, 300);
+      expectSyncRefused(result);
+      return result.ms;
+    };
+    const oneActivity = () => floors!.run('floorOneFailingActivity');
+    const createShape = () => floors!.run('floorCreateShape');
 
-    const concurrentAsync = await Promise.all(
-      Array.from({ length: 50 }, () => asyncCreate(base, 300)),
-    );
-    concurrentAsync.forEach(({ op }) => expectRefused(op));
-    results.refusal_concurrent50_async_ms = summary(concurrentAsync.map((r) => r.ms));
-    const concurrentSync = await Promise.all(
-      Array.from({ length: 50 }, () => syncCreate(base, 300)),
-    );
-    concurrentSync.forEach(expectSyncRefused);
-    results.refusal_concurrent50_sync_ms = summary(concurrentSync.map((r) => r.ms));
+    const stats: Record<string, Summary> = {};
+    stats.floor1 = summary(await oneAtATime(20, oneActivity));
+    stats.shape1 = summary(await oneAtATime(20, createShape));
+    stats.product1 = summary(await oneAtATime(20, refusal));
+    stats.sync1 = summary(await oneAtATime(20, syncRefusal));
+    stats.floor10 = summary(await atOnce(10, oneActivity));
+    stats.shape10 = summary(await atOnce(10, createShape));
+    stats.product10 = summary(await atOnce(10, refusal));
+    stats.floor100 = summary(await atOnce(100, oneActivity));
+    stats.shape100 = summary(await atOnce(100, createShape));
+    stats.product100 = summary(await atOnce(100, refusal));
+    const open = await openLoop(20, 30, refusal);
+    stats.open20 = summary(open.runs);
 
     const successStarted = performance.now();
-    const successes = await Promise.all(Array.from({ length: 50 }, () => asyncCreate(base, 2048)));
+    const successes = await Promise.all(
+      Array.from({ length: 50 }, () => asyncCreate(base, 2048, isDone)),
+    );
     const successWallMs = performance.now() - successStarted;
     for (const { op } of successes) {
       if (op.status !== 'succeeded')
         problems.push(`operation ${op.id} ended ${op.status}, expected succeeded`);
     }
-    results.success_concurrent50_async_ms = summary(successes.map((r) => r.ms));
-    results.success_concurrent50_throughput_per_s =
-      Math.round((50 / (successWallMs / 1000)) * 10) / 10;
+    stats.success50 = summary(successes.map((r) => r.ms));
+    const throughputPerS = Math.round((50 / (successWallMs / 1000)) * 10) / 10;
 
-    // No refused create may leave a pod: only the 50 running sandboxes keep theirs.
+    const readId = successes[0]?.op.id;
+    const reads = await openLoop(1000, 5, async () => {
+      const started = performance.now();
+      const response = await api(base, `/v1/operations/${readId}`);
+      await response.arrayBuffer();
+      if (response.status !== 200) problems.push(`GET operation answered ${response.status}`);
+      return performance.now() - started;
+    });
+    stats.get1000 = summary(reads.runs);
+    const readRate = Math.round(reads.runs.length / (reads.wallMs / 1000));
+
+    // Compensation finishes after the outcome is visible: wait until no refused pod is left.
     const kubeConfig = new KubeConfig();
     kubeConfig.loadFromFile(join(dataDir, 'kubeconfig'));
-    const pods = await kubeConfig
-      .makeApiClient(CoreV1Api)
-      .listNamespacedPod({ namespace: 'sandboxes' });
-    results.pods_left = pods.items.length;
-    if (pods.items.length !== 50)
-      problems.push(`${pods.items.length} pods left, expected the 50 running ones`);
+    const core = kubeConfig.makeApiClient(CoreV1Api);
+    let podsLeft = -1;
+    for (let i = 0; i < 120; i++) {
+      podsLeft = (await core.listNamespacedPod({ namespace: 'sandboxes' })).items.length;
+      if (podsLeft === 50) break;
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+    if (podsLeft !== 50) problems.push(`${podsLeft} pods left, expected the 50 running ones`);
 
     const status = readFileSync(`/proc/${stack.pid}/status`, 'utf8');
-    const peakKiB = Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? NaN);
-    results.stack_peak_rss_mib = Math.round(peakKiB / 1024);
+    const peakRssMib = Math.round(Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? NaN) / 1024);
 
-    console.log('\nresults (ms unless noted):');
-    for (const [name, value] of Object.entries(results))
-      console.log(`  ${name.padEnd(38)} ${JSON.stringify(value)}`);
+    const s = stats as Record<string, Summary>;
+    const within = (value: number, limit: number) => value <= limit;
+    const rows: Row[] = [
+      { run: 'floor: one failing activity, 1 at a time', stats: s.floor1! },
+      { run: 'floor: create shape, no-op activities, 1 at a time', stats: s.shape1! },
+      {
+        run: 'product: refusal -> GET shows failed, 1 at a time',
+        stats: s.product1!,
+        goal: `p50 <= 1.5x one-activity floor (${Math.round(1.5 * s.floor1!.p50)})`,
+        met: within(s.product1!.p50, 1.5 * s.floor1!.p50),
+      },
+      {
+        run: 'product: sync 400, 1 at a time',
+        stats: s.sync1!,
+        goal: `p50 <= 1.5x one-activity floor (${Math.round(1.5 * s.floor1!.p50)})`,
+        met: within(s.sync1!.p50, 1.5 * s.floor1!.p50),
+      },
+      { run: 'floor: one failing activity, 10 at once', stats: s.floor10! },
+      { run: 'floor: create shape, 10 at once', stats: s.shape10! },
+      { run: 'product: refusal, 10 at once', stats: s.product10! },
+      { run: 'floor: one failing activity, 100 at once', stats: s.floor100! },
+      { run: 'floor: create shape, 100 at once', stats: s.shape100! },
+      {
+        run: 'product: refusal, 100 at once',
+        stats: s.product100!,
+        goal: `p50 <= 2x create-shape floor (${Math.round(2 * s.shape100!.p50)}), p95 < 2000`,
+        met: within(s.product100!.p50, 2 * s.shape100!.p50) && s.product100!.p95 < 2000,
+      },
+      { run: 'product: refusal, open loop 20/s for 30 s', stats: s.open20! },
+      { run: `product: 50 successful creates at once (${throughputPerS}/s)`, stats: s.success50! },
+      {
+        run: `GET operation at ${readRate} requests/s (open loop, 5 s)`,
+        stats: s.get1000!,
+        goal: 'p50 <= 5',
+        met: within(s.get1000!.p50, 5),
+      },
+    ];
+    console.log('');
+    printTable(rows);
+    console.log(
+      `\nsuccess throughput: ${throughputPerS} creates/s; stack peak RSS ${peakRssMib} MiB`,
+    );
     mkdirSync('bench-results', { recursive: true });
     const file = join(
       'bench-results',
@@ -236,9 +408,20 @@ async function main(): Promise<void> {
     );
     writeFileSync(
       file,
-      `${JSON.stringify({ at: new Date().toISOString(), results, problems }, null, 2)}\n`,
+      `${JSON.stringify(
+        {
+          at: new Date().toISOString(),
+          rows,
+          successThroughputPerS: throughputPerS,
+          getRatePerS: readRate,
+          peakRssMib,
+          problems,
+        },
+        null,
+        2,
+      )}\n`,
     );
-    console.log(`\nwritten to ${file}`);
+    console.log(`written to ${file}`);
   } finally {
     await stopStack();
   }
