@@ -50,7 +50,7 @@ export type CreateRoute = 'async' | 'sync';
  * @throws the client's error when Temporal refuses or cannot be reached
  */
 export async function startCreateWorkflow(
-  deps: Pick<AppDeps, 'temporal' | 'config'>,
+  deps: Pick<AppDeps, 'temporal' | 'config' | 'eagerWorkflowStart'>,
   sandbox: Pick<
     SandboxRecord,
     'id' | 'tenant' | 'template' | 'resources' | 'generation' | 'operationId'
@@ -91,6 +91,7 @@ export async function startCreateWorkflow(
       ...createSummary(sandbox, template.image, deadlineMs),
       // A backstop only: the deadline itself is a timer inside the workflow, so compensation runs.
       workflowExecutionTimeout: deadlineMs + EXECUTION_TIMEOUT_MARGIN_MS,
+      requestEagerStart: deps.eagerWorkflowStart === true,
     });
     createsStarted().inc({ template: sandbox.template });
   } catch (err) {
