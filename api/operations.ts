@@ -31,7 +31,7 @@ import { operationErrorOf, type OperationError } from './failures.js';
 import { OPERATION_ID } from './ids.js';
 
 /** The operation types and the workflow type that carries each. */
-export const OPERATION_TYPES = {
+export const WORKFLOW_TYPE_OF = {
   'sandbox.create': 'createSandbox',
   'sandbox.delete': 'deleteSandbox',
 } as const satisfies Record<OperationType, string>;
@@ -95,21 +95,13 @@ const STATUS_OF: Partial<Record<string, OperationStatus>> = {
   CANCELLED: 'cancelled',
 };
 
-/** Operation status -> visibility query on `ExecutionStatus`. */
-export const STATUS_QUERY: Record<OperationStatus, string> = {
-  running: `ExecutionStatus = 'Running'`,
-  succeeded: `ExecutionStatus = 'Completed'`,
-  failed: `ExecutionStatus IN ('Failed', 'Terminated', 'TimedOut')`,
-  cancelled: `ExecutionStatus = 'Canceled'`,
-};
-
 function memoOf(description: WorkflowExecutionDescription): OperationMemo | undefined {
   const memo = description.memo as Partial<OperationMemo> | undefined;
   if (!memo || typeof memo.sandboxId !== 'string' || typeof memo.tenantId !== 'string') {
     return undefined;
   }
   if (memo.type !== 'sandbox.create' && memo.type !== 'sandbox.delete') return undefined;
-  if (OPERATION_TYPES[memo.type] !== description.type) return undefined;
+  if (WORKFLOW_TYPE_OF[memo.type] !== description.type) return undefined;
   return memo as OperationMemo;
 }
 

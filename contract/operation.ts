@@ -11,9 +11,9 @@ export const OPERATION_STATUSES = ['running', 'succeeded', 'failed', 'cancelled'
 export type OperationStatus = (typeof OPERATION_STATUSES)[number];
 
 /** The operation types: a sandbox's create and its delete. */
-export const OPERATION_TYPES_LIST = ['sandbox.create', 'sandbox.delete'] as const;
+export const OPERATION_TYPES = ['sandbox.create', 'sandbox.delete'] as const;
 /** An operation type. */
-export type OperationType = (typeof OPERATION_TYPES_LIST)[number];
+export type OperationType = (typeof OPERATION_TYPES)[number];
 
 /**
  * An operation's error as the API shows it: a stable code (an operation error code, or
