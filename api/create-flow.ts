@@ -50,7 +50,7 @@ export type CreateRoute = 'async' | 'sync';
  * @throws the client's error when Temporal refuses or cannot be reached
  */
 export async function startCreateWorkflow(
-  deps: Pick<AppDeps, 'temporal' | 'config' | 'eagerWorkflowStart'>,
+  deps: Pick<AppDeps, 'temporal' | 'config' | 'store' | 'eagerWorkflowStart'>,
   sandbox: Pick<
     SandboxRecord,
     'id' | 'tenant' | 'template' | 'resources' | 'generation' | 'operationId'
@@ -82,7 +82,7 @@ export async function startCreateWorkflow(
     deadlineMs,
   };
   try {
-    await deps.temporal.workflow.start<typeof createSandbox>('createSandbox', {
+    const handle = await deps.temporal.workflow.start<typeof createSandbox>('createSandbox', {
       workflowId: sandbox.operationId,
       taskQueue: deps.config.taskQueue,
       args: [input],
@@ -94,6 +94,7 @@ export async function startCreateWorkflow(
       requestEagerStart: deps.eagerWorkflowStart === true,
     });
     createsStarted().inc({ template: sandbox.template });
+    await deps.store.recordOperationRunId(sandbox.operationId, handle.firstExecutionRunId);
   } catch (err) {
     if (err instanceof WorkflowExecutionAlreadyStartedError) return;
     throw err;

@@ -51,7 +51,7 @@ export async function acceptDelete(deps: AppDeps, sandbox: SandboxRecord): Promi
     phase: 'deleting',
   });
   try {
-    await deps.temporal.workflow.start<typeof deleteSandbox>('deleteSandbox', {
+    const handle = await deps.temporal.workflow.start<typeof deleteSandbox>('deleteSandbox', {
       workflowId: operationId,
       taskQueue: deps.config.taskQueue,
       args: [input],
@@ -63,6 +63,7 @@ export async function acceptDelete(deps: AppDeps, sandbox: SandboxRecord): Promi
       ...deleteSummary(sandbox),
       workflowExecutionTimeout: DELETE_EXECUTION_TIMEOUT_MS,
     });
+    await deps.store.recordOperationRunId(operationId, handle.firstExecutionRunId);
   } catch (err) {
     deps.logger.error(
       { err, operation_id: operationId, sandbox_id: sandbox.id },

@@ -273,6 +273,16 @@ export async function openStore(options: StoreOptions): Promise<Store> {
       });
     },
 
+    async recordOperationRunId(id, runId) {
+      const result = await db
+        .updateTable('operations')
+        .set({ run_id: runId })
+        .where('id', '=', id)
+        .where('run_id', 'is', null)
+        .executeTakeFirst();
+      return result.numUpdatedRows > 0n;
+    },
+
     getOperation(tenant, id) {
       return selectOperation(db, id, tenant);
     },

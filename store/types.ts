@@ -267,6 +267,11 @@ export interface Store {
    * {@link advanceOperation}. Returns whether it wrote.
    */
   recordOperationOutcome(input: OperationOutcomeInput): Promise<boolean>;
+  /**
+   * Records the workflow run of an operation (as the start answered it) when none is recorded
+   * yet. Returns whether it wrote.
+   */
+  recordOperationRunId(id: string, runId: string): Promise<boolean>;
   /** The tenant's operation with its sandbox, by primary key; undefined when there is none. */
   getOperation(tenant: string, id: string): Promise<OperationRecord | undefined>;
   /**
