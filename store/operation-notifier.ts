@@ -38,8 +38,9 @@ export interface OperationNotifier {
 }
 
 /**
- * The in-process notifier; with `databaseUrl` also a PostgreSQL LISTEN connection (opened on
- * the first wait) that turns other processes' `pg_notify` into local notifications.
+ * The in-process notifier; with `databaseUrl` also a PostgreSQL LISTEN connection (opened at
+ * once, re-opened when it drops) that turns every process's `pg_notify` into local
+ * notifications.
  */
 export function createOperationNotifier(options: { databaseUrl?: string } = {}): OperationNotifier {
   const emitter = new EventEmitter();
@@ -78,6 +79,9 @@ export function createOperationNotifier(options: { databaseUrl?: string } = {}):
     connecting ??= listen(options.databaseUrl);
     return connecting;
   }
+
+  // Listen from the start, so even the first wait of the process misses no change.
+  void ensureListening();
 
   return {
     notify(id) {
