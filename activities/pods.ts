@@ -87,6 +87,8 @@ export function podActivities(deps: PodActivityDeps) {
         attempt: input.attempt,
         podName: pod.name,
         podUid: pod.uid,
+        operationId: input.operationId,
+        runId: Context.current().info.workflowExecution?.runId,
       });
       log.info('pod created', { pod_name: pod.name, pod_uid: pod.uid, adopted: pod.adopted });
       return { name: pod.name, uid: pod.uid, resourceVersion: pod.resourceVersion };

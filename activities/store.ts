@@ -3,9 +3,14 @@
  * read the sandbox's recorded pod.
  */
 import type { PodRef } from '../kubernetes/pods.js';
-import { log } from '@temporalio/activity';
+import { Context, log } from '@temporalio/activity';
 import type { Store } from '../store/index.js';
-import type { ExecutionRef, LearnedRootfsFloor, OperationErrorCode } from '../contract/index.js';
+import type {
+  ExecutionRef,
+  LearnedRootfsFloor,
+  OperationErrorCode,
+  OperationErrorRecord,
+} from '../contract/index.js';
 import type { CreateMetrics } from './metrics.js';
 
 /** Dependencies of the store activities. */
@@ -30,6 +35,11 @@ export type RootfsFloorEvidence = Omit<LearnedRootfsFloor, 'learnedAtMs' | 'oper
   eventAt?: string;
 };
 
+/** The workflow run the current (local) activity works for. */
+function runIdOfStep(): string | undefined {
+  return Context.current().info.workflowExecution?.runId;
+}
+
 /** Builds the store activities over their dependencies. */
 export function storeActivities(deps: StoreActivityDeps) {
   return {
@@ -39,7 +49,7 @@ export function storeActivities(deps: StoreActivityDeps) {
      * @returns false when the execution was retired or superseded meanwhile (nothing written)
      */
     async markSandboxRunning(input: ExecutionStep & { podIp: string }): Promise<boolean> {
-      const result = await deps.store.markSandboxRunning(input);
+      const result = await deps.store.markSandboxRunning({ ...input, runId: runIdOfStep() });
       const wrote = result !== 'fenced';
       if (result === 'marked')
         deps.metrics?.createsFinished.inc({ outcome: 'succeeded', code: '' });
@@ -67,7 +77,7 @@ export function storeActivities(deps: StoreActivityDeps) {
     ): Promise<boolean> {
       if (input.rootfsFloor)
         await recordRootfsFloor(deps.store, input.operationId, input.rootfsFloor);
-      const { retired } = await deps.store.retireExecution(input);
+      const { retired } = await deps.store.retireExecution({ ...input, runId: runIdOfStep() });
       if (retired && input.failure) {
         const outcome = input.failure.code === 'cancelled' ? 'cancelled' : 'failed';
         deps.metrics?.createsFinished.inc({ outcome, code: input.failure.code });
@@ -81,12 +91,35 @@ export function storeActivities(deps: StoreActivityDeps) {
     },
 
     /**
+     * Publishes a create's outcome the moment the workflow knows it, before compensation: the
+     * operation row becomes failed/cancelled with its error, phase `compensating`, not done
+     * (README, "Operations"). Monotonic, so a retry or a late call changes nothing.
+     * @returns whether it wrote
+     */
+    async recordOperationOutcome(input: {
+      operationId: string;
+      sandboxId: string;
+      podUid?: string;
+      status: 'failed' | 'cancelled';
+      error: OperationErrorRecord;
+    }): Promise<boolean> {
+      const { operationId, status, error } = input;
+      const runId = runIdOfStep();
+      const wrote = await deps.store.recordOperationOutcome({ operationId, status, error, runId });
+      log.info('operation outcome recorded', { wrote, code: input.error.code });
+      return wrote;
+    },
+
+    /**
      * Marks the sandbox `deleted` and retires whatever execution is still active, in one
      * transaction; safe to run twice.
      * @returns whether this call changed the sandbox
      */
     async markSandboxDeleted(input: { operationId: string; sandboxId: string }): Promise<boolean> {
-      const deleted = await deps.store.markSandboxDeleted({ sandboxId: input.sandboxId });
+      const deleted = await deps.store.markSandboxDeleted({
+        sandboxId: input.sandboxId,
+        operationId: input.operationId,
+      });
       log.info('sandbox deleted', { deleted });
       return deleted;
     },

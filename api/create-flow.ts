@@ -51,7 +51,7 @@ export type CreateRoute = 'async' | 'sync';
  * @throws the client's error when Temporal refuses or cannot be reached
  */
 export async function startCreateWorkflow(
-  deps: Pick<AppDeps, 'temporal' | 'config'>,
+  deps: Pick<AppDeps, 'temporal' | 'config' | 'store' | 'eagerWorkflowStart'>,
   sandbox: Pick<
     SandboxRecord,
     'id' | 'tenant' | 'template' | 'resources' | 'generation' | 'operationId'
@@ -83,7 +83,7 @@ export async function startCreateWorkflow(
     deadlineMs,
   };
   try {
-    await deps.temporal.workflow.start<typeof createSandbox>('createSandbox', {
+    const handle = await deps.temporal.workflow.start<typeof createSandbox>('createSandbox', {
       workflowId: sandbox.operationId,
       taskQueue: deps.config.taskQueue,
       args: [input],
@@ -92,8 +92,10 @@ export async function startCreateWorkflow(
       ...createSummary(sandbox, template.image, deadlineMs),
       // A backstop only: the deadline itself is a timer inside the workflow, so compensation runs.
       workflowExecutionTimeout: deadlineMs + EXECUTION_TIMEOUT_MARGIN_MS,
+      requestEagerStart: deps.eagerWorkflowStart === true,
     });
     createsStarted().inc({ template: sandbox.template });
+    await deps.store.recordOperationRunId(sandbox.operationId, handle.firstExecutionRunId);
   } catch (err) {
     if (err instanceof WorkflowExecutionAlreadyStartedError) return;
     throw err;
@@ -102,7 +104,9 @@ export async function startCreateWorkflow(
 
 /**
  * A replayed request: make sure its workflow exists (an earlier attempt may have crashed
- * between the store and the start) and start it from the stored sandbox if not.
+ * between the store and the start) and start it from the stored sandbox if not. A create that
+ * ran and whose execution Temporal's retention has since deleted is a replay like any other:
+ * its operation row says how it went.
  * @throws ApiError `idempotency_conflict` when the first create could not be started and its
  *   sandbox was marked failed (the key cannot be reused)
  */
@@ -118,17 +122,43 @@ async function ensureReplayStarted(
     if (!(err instanceof WorkflowNotFoundError)) throw err;
   }
   const sandbox = await deps.store.getSandbox(command.tenant, replay.sandboxId);
-  if (sandbox?.state !== 'creating') {
-    throw new ApiError(
-      'idempotency_conflict',
-      'the create first sent with this Idempotency-Key could not be started; send a new key',
-      { operation_id: replay.operationId, sandbox_id: replay.sandboxId },
-    );
+  if (sandbox?.state === 'creating') {
+    await startOrFail(deps, sandbox, command.deadlineMs);
+    return;
   }
-  await startOrFail(deps, sandbox, command.deadlineMs);
+  const operation = await deps.store.getOperation(command.tenant, replay.operationId);
+  // A workflow step wrote the run id: the create ran, and Temporal's retention deleted it since.
+  if (sandbox && (operation?.runId || sandbox.failure?.code !== START_FAILED_CODE)) return;
+  throw new ApiError(
+    'idempotency_conflict',
+    'the create first sent with this Idempotency-Key could not be started; send a new key',
+    { operation_id: replay.operationId, sandbox_id: replay.sandboxId },
+  );
 }
 
-/** Starts the workflow; on failure marks the sandbox failed and answers 503 `unavailable`. */
+/** The failure code of a sandbox whose create workflow could not be started. */
+export const START_FAILED_CODE = 'unavailable';
+
+/**
+ * After a start that failed without saying whether the workflow started (a timeout, a dropped
+ * connection, an unavailable frontend): asks Temporal whether it exists.
+ * @returns true when the workflow exists (the start went through; the API adopts it)
+ */
+async function startedAfterAll(deps: AppDeps, operationId: string): Promise<boolean> {
+  try {
+    await deps.temporal.workflow.getHandle(operationId).describe();
+    return true;
+  } catch {
+    // Not found, or Temporal still unreachable: treated as not started. The sandbox is then
+    // marked failed and its execution retired, so a workflow that starts later is fenced out.
+    return false;
+  }
+}
+
+/**
+ * Starts the workflow. When the start fails, a workflow that exists anyway (the start's answer
+ * was lost) is adopted; otherwise the sandbox is marked failed and the API answers 503.
+ */
 async function startOrFail(
   deps: AppDeps,
   sandbox: SandboxRecord,
@@ -138,13 +168,21 @@ async function startOrFail(
     await startCreateWorkflow(deps, sandbox, deadlineMs);
   } catch (err) {
     if (err instanceof ApiError) throw err;
+    if (await startedAfterAll(deps, sandbox.operationId)) {
+      deps.logger.warn(
+        { err, operation_id: sandbox.operationId, sandbox_id: sandbox.id },
+        'the start of the create workflow failed, but the workflow exists: adopted',
+      );
+      createsStarted().inc({ template: sandbox.template });
+      return;
+    }
     deps.logger.error(
       { err, operation_id: sandbox.operationId, sandbox_id: sandbox.id },
       'could not start the create workflow',
     );
     await deps.store.markSandboxFailed({
       sandboxId: sandbox.id,
-      code: 'unavailable',
+      code: START_FAILED_CODE,
       message: 'the create workflow could not be started',
     });
     throw new ApiError('unavailable', 'the workflow service is unavailable; try again', {
@@ -174,6 +212,7 @@ export async function acceptCreate(deps: AppDeps, command: CreateCommand): Promi
     template: command.request.template,
     resources: { ...command.request.resources },
     operationId,
+    deadlineMs: command.deadlineMs,
     idempotency:
       command.idempotencyKey === undefined
         ? undefined

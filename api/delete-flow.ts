@@ -43,8 +43,15 @@ export async function acceptDelete(deps: AppDeps, sandbox: SandboxRecord): Promi
     sandboxId: sandbox.id,
     tenantId: sandbox.tenant,
   };
+  await deps.store.insertOperation({
+    id: operationId,
+    type: 'sandbox.delete',
+    tenant: sandbox.tenant,
+    sandboxId: sandbox.id,
+    phase: 'deleting',
+  });
   try {
-    await deps.temporal.workflow.start<typeof deleteSandbox>('deleteSandbox', {
+    const handle = await deps.temporal.workflow.start<typeof deleteSandbox>('deleteSandbox', {
       workflowId: operationId,
       taskQueue: deps.config.taskQueue,
       args: [input],
@@ -56,11 +63,21 @@ export async function acceptDelete(deps: AppDeps, sandbox: SandboxRecord): Promi
       ...deleteSummary(sandbox),
       workflowExecutionTimeout: DELETE_EXECUTION_TIMEOUT_MS,
     });
+    await deps.store.recordOperationRunId(operationId, handle.firstExecutionRunId);
   } catch (err) {
     deps.logger.error(
       { err, operation_id: operationId, sandbox_id: sandbox.id },
       'could not start the delete workflow',
     );
+    await deps.store.advanceOperation(operationId, {
+      phase: 'finished',
+      status: 'failed',
+      error: {
+        code: 'unavailable',
+        message: 'the delete workflow could not be started',
+        details: {},
+      },
+    });
     throw new ApiError('unavailable', 'the workflow service is unavailable; try again', {
       sandbox_id: sandbox.id,
     });

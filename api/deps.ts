@@ -11,4 +11,9 @@ export interface AppDeps {
   store: Store;
   config: Config;
   logger: Logger;
+  /**
+   * Ask Temporal to start creates eagerly (`requestEagerStart`): only when `temporal` is built on
+   * the NativeConnection of a worker of the task queue in this process (the embedded stack).
+   */
+  eagerWorkflowStart?: boolean;
 }

@@ -1,24 +1,44 @@
 /**
- * Operations read back from Temporal (README, "Using it"): an operation is a workflow whose id
- * is the operation id. Its status comes from `describe()`, its phase and tenant from the typed
- * search attributes, its type, sandbox and deadline from the memo, its error from the failure
- * `result()` rejects with, and its result's sandbox from the store.
+ * Operations (README, "Operations"): an operation is a workflow whose id is the operation id,
+ * and a row in the store that the API and the workflow write as it moves (docs/architecture.md,
+ * "Consistency between Temporal and the store"). Reads come from the store, one query by
+ * primary key, so an operation stays readable after Temporal's retention deleted its
+ * execution.
+ *
+ * When a projection write fails, the workflow step that makes it fails and Temporal retries it
+ * (the workflow does not move on without it), except the early outcome (phase `compensating`),
+ * which gives up after a few tries so compensation is never held back; `retireExecution` then
+ * writes the outcome with `finished`. A row that still says `running` for longer than
+ * {@link RESYNC_AFTER_MS} is re-synced on read: the workflow is described, and if it has closed
+ * its status and failure (read back from Temporal as below) are written to the row.
+ *
+ * Read back from Temporal (the re-sync, and operations that have no row): the status comes from
+ * `describe()`, the phase and tenant from the typed search attributes, the type, sandbox and
+ * deadline from the memo, the error from the failure `result()` rejects with.
  */
 import { WorkflowNotFoundError, type WorkflowExecutionDescription } from '@temporalio/client';
-import { isCreatePhase, type OperationPhase, type OperationStatus } from '../contract/index.js';
-import type { SandboxRecord } from '../store/index.js';
+import {
+  isCreatePhase,
+  type OperationErrorCode,
+  type OperationPhase,
+  type OperationStatus,
+  type OperationType,
+} from '../contract/index.js';
+import type { OperationRecord, SandboxRecord } from '../store/index.js';
 import { CreatePhaseKey, TenantIdKey } from '../workflows/search-attributes.js';
 import type { AppDeps } from './deps.js';
 import { operationErrorOf, type OperationError } from './failures.js';
 import { OPERATION_ID } from './ids.js';
 
 /** The operation types and the workflow type that carries each. */
-export const OPERATION_TYPES = {
+export const WORKFLOW_TYPE_OF = {
   'sandbox.create': 'createSandbox',
   'sandbox.delete': 'deleteSandbox',
-} as const;
-/** An operation type. */
-export type OperationType = keyof typeof OPERATION_TYPES;
+} as const satisfies Record<OperationType, string>;
+export type { OperationType };
+
+/** How long a running operation's row may go unwritten before a read re-syncs it (30 s). */
+export const RESYNC_AFTER_MS = 30_000;
 
 /** What the API writes into a workflow's memo when it starts it. */
 export interface OperationMemo {
@@ -75,21 +95,13 @@ const STATUS_OF: Partial<Record<string, OperationStatus>> = {
   CANCELLED: 'cancelled',
 };
 
-/** Operation status -> visibility query on `ExecutionStatus`. */
-export const STATUS_QUERY: Record<OperationStatus, string> = {
-  running: `ExecutionStatus = 'Running'`,
-  succeeded: `ExecutionStatus = 'Completed'`,
-  failed: `ExecutionStatus IN ('Failed', 'Terminated', 'TimedOut')`,
-  cancelled: `ExecutionStatus = 'Canceled'`,
-};
-
 function memoOf(description: WorkflowExecutionDescription): OperationMemo | undefined {
   const memo = description.memo as Partial<OperationMemo> | undefined;
   if (!memo || typeof memo.sandboxId !== 'string' || typeof memo.tenantId !== 'string') {
     return undefined;
   }
   if (memo.type !== 'sandbox.create' && memo.type !== 'sandbox.delete') return undefined;
-  if (OPERATION_TYPES[memo.type] !== description.type) return undefined;
+  if (WORKFLOW_TYPE_OF[memo.type] !== description.type) return undefined;
   return memo as OperationMemo;
 }
 
@@ -191,7 +203,63 @@ export async function operationOf(
 }
 
 /**
- * The tenant's operation, or undefined when it does not exist or is someone else's.
+ * The operation as the API shows it, from its store row.
+ */
+export function operationOfRecord(
+  deps: Pick<AppDeps, 'config'>,
+  record: OperationRecord,
+): Operation {
+  return {
+    id: record.id,
+    type: record.type,
+    sandboxId: record.sandboxId,
+    status: record.status,
+    done: record.done,
+    phase: record.phase,
+    error: record.error && { ...record.error, code: record.error.code as OperationErrorCode },
+    result: record.status === 'succeeded' && record.sandbox ? { sandbox: record.sandbox } : null,
+    createdAt: record.createdAt,
+    updatedAt: record.updatedAt,
+    deadlineAt: record.deadlineAt,
+    temporalUiUrl:
+      deps.config.temporalUiUrl && record.runId
+        ? temporalUiUrl(
+            deps.config.temporalUiUrl,
+            deps.config.temporalNamespace,
+            record.workflowId,
+            record.runId,
+          )
+        : null,
+  };
+}
+
+/**
+ * Re-syncs a row that has said `running` for longer than {@link RESYNC_AFTER_MS} with
+ * Temporal: when the workflow has closed, its outcome is written to the row (monotonic, so a
+ * concurrent workflow write is never undone).
+ * @returns the row after the re-sync
+ */
+async function resync(
+  deps: Pick<AppDeps, 'temporal' | 'store' | 'config'>,
+  tenant: string,
+  record: OperationRecord,
+): Promise<OperationRecord> {
+  const described = await describeOperation(deps, tenant, record.id);
+  if (!described || described.description.status.name === 'RUNNING') return record;
+  const fromTemporal = await operationOf(deps, tenant, described);
+  await deps.store.advanceOperation(record.id, {
+    phase: 'finished',
+    status: fromTemporal.status,
+    error: fromTemporal.error,
+    runId: described.description.runId,
+  });
+  return (await deps.store.getOperation(tenant, record.id)) ?? record;
+}
+
+/**
+ * The tenant's operation, or undefined when it does not exist or is someone else's. Read from
+ * the store (one query); an operation without a row (started before the store kept them) is
+ * read back from Temporal.
  * @throws the client's or the store's error when either cannot be reached
  */
 export async function readOperation(
@@ -199,6 +267,14 @@ export async function readOperation(
   tenant: string,
   id: string,
 ): Promise<Operation | undefined> {
-  const described = await describeOperation(deps, tenant, id);
-  return described && operationOf(deps, tenant, described);
+  if (!OPERATION_ID.test(id)) return undefined;
+  let record = await deps.store.getOperation(tenant, id);
+  if (!record) {
+    const described = await describeOperation(deps, tenant, id);
+    return described && operationOf(deps, tenant, described);
+  }
+  if (!record.done && Date.now() - Date.parse(record.updatedAt) > RESYNC_AFTER_MS) {
+    record = await resync(deps, tenant, record);
+  }
+  return operationOfRecord(deps, record);
 }

@@ -10,6 +10,22 @@ export const OPERATION_STATUSES = ['running', 'succeeded', 'failed', 'cancelled'
 /** An operation's status. */
 export type OperationStatus = (typeof OPERATION_STATUSES)[number];
 
+/** The operation types: a sandbox's create and its delete. */
+export const OPERATION_TYPES = ['sandbox.create', 'sandbox.delete'] as const;
+/** An operation type. */
+export type OperationType = (typeof OPERATION_TYPES)[number];
+
+/**
+ * An operation's error as the API shows it: a stable code (an operation error code, or
+ * `unavailable` when the workflow could not be started), a message a person can act on, and
+ * details (camelCase; the API spells them in snake_case).
+ */
+export interface OperationErrorRecord {
+  code: string;
+  message: string;
+  details: Record<string, unknown>;
+}
+
 /** The phases of a create (search attribute `CreatePhase`, operation `phase`). */
 export const CREATE_PHASES = [
   'creating_pod',

@@ -8,7 +8,7 @@
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import { join, resolve } from 'node:path';
-import { Client, Connection } from '@temporalio/client';
+import { Client } from '@temporalio/client';
 import { createApp } from '../api/app.js';
 import { apiRegistry } from '../api/metrics.js';
 import { collectProcessMetrics } from '../config/process-metrics.js';
@@ -122,14 +122,23 @@ async function main(): Promise<void> {
   });
   cleanups.push(() => worker.stop());
 
-  const connection = await Connection.connect({ address: temporalAddress });
-  cleanups.push(() => connection.close());
-  const temporal = new Client({ connection, namespace: config.temporalNamespace });
+  // The API's client shares the worker's connection, so creates start eagerly: the workflow's
+  // first task is handed to this process's worker in the start's answer (no task-queue poll).
+  const temporal = new Client({
+    connection: worker.connection,
+    namespace: config.temporalNamespace,
+  });
   // Operations link to their workflow page in the UI the stack started (or TEMPORAL_UI_URL's).
   const apiConfig = { ...config, temporalUiUrl: config.temporalUiUrl ?? uiUrl };
   // One process, two endpoints: its process metrics are the API's (the worker serves its own).
   collectProcessMetrics(apiRegistry);
-  const app = createApp({ temporal, store, config: apiConfig, logger });
+  const app = createApp({
+    temporal,
+    store,
+    config: apiConfig,
+    logger,
+    eagerWorkflowStart: true,
+  });
   const server = await new Promise<Server>((resolveListen, reject) => {
     // Express 5 hands a listen error (e.g. EADDRINUSE) to this callback, not to 'error'.
     const listening = app.listen(config.port, '127.0.0.1', (err?: Error) =>

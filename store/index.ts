@@ -9,6 +9,11 @@ export { StoreOptionsError } from './database.js';
 export { MigrationError } from './migrations/index.js';
 export { InvalidPageTokenError } from './page-token.js';
 export type {
+  ListOperationsOptions,
+  OperationOutcomeInput,
+  OperationPage,
+  OperationRecord,
+  OperationTransition,
   ListSandboxesOptions,
   MarkSandboxFailedInput,
   MarkRunningResult,

@@ -256,7 +256,8 @@ export async function setRunningLost(
   return rows.map((row) => row.id);
 }
 
-function toRecord(row: Selectable<SandboxesTable>): SandboxRecord {
+/** A sandbox row as the store returns it. */
+export function toRecord(row: Selectable<SandboxesTable>): SandboxRecord {
   return {
     id: row.id,
     tenant: row.tenant,

@@ -70,10 +70,38 @@ export interface RootfsFloorsTable {
   reason: string;
 }
 
+/**
+ * `operations`: one row per operation (a create or a delete), the projection of its workflow
+ * (docs/architecture.md, "Consistency between Temporal and the store"). Done when `phase` is
+ * `finished`. `error_details` is JSON text (camelCase keys).
+ */
+export interface OperationsTable {
+  /** `op_…`, also the workflow id. */
+  id: string;
+  /** 'sandbox.create' | 'sandbox.delete' */
+  type: string;
+  tenant: string;
+  sandbox_id: string;
+  /** 'running' | 'succeeded' | 'failed' | 'cancelled' */
+  status: string;
+  /** A create phase, or 'deleting' */
+  phase: string;
+  error_code: string | null;
+  error_message: string | null;
+  error_details: string | null;
+  workflow_id: string;
+  /** The workflow run, once a workflow step has written it. */
+  run_id: string | null;
+  deadline_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
 /** The whole schema, for `Kysely<Database>`. */
 export interface Database {
   sandboxes: SandboxesTable;
   executions: ExecutionsTable;
   idempotency_keys: IdempotencyKeysTable;
   rootfs_floors: RootfsFloorsTable;
+  operations: OperationsTable;
 }

@@ -10,6 +10,13 @@ import { lockSandbox } from './fencing.js';
 import { claimIdempotencyKey, findIdempotencyKey } from './idempotency.js';
 import { migrateToLatest } from './migrations/index.js';
 import { selectRootfsFloors, upsertRootfsFloor } from './rootfs-floors.js';
+import { createOperationNotifier, OPERATION_CHANNEL } from './operation-notifier.js';
+import {
+  advanceOperation,
+  insertOperation,
+  selectOperation,
+  selectOperationPage,
+} from './operations.js';
 import {
   insertSandbox,
   selectSandbox,
@@ -23,7 +30,8 @@ import {
   setRunningLost,
 } from './sandboxes.js';
 import { POD_LOST } from '../contract/index.js';
-import type { RetireExecutionInput, Store, StoreOptions } from './types.js';
+import type { Database } from './schema.js';
+import type { OperationTransition, RetireExecutionInput, Store, StoreOptions } from './types.js';
 
 /** The retirement reason that, with a null failure, marks the sandbox `deleted`. */
 export const DELETED_REASON = 'deleted';
@@ -45,6 +53,46 @@ export async function openStore(options: StoreOptions): Promise<Store> {
   }
   const clock = options.clock ?? (() => new Date());
   const now = (): string => clock().toISOString();
+  const notifier = createOperationNotifier({
+    databaseUrl: dialect === 'postgres' ? options.databaseUrl : undefined,
+  });
+
+  /**
+   * Moves an operation forward inside `trx`; on PostgreSQL the change is announced on commit
+   * (pg_notify is transactional). Returns the id to wake local waiters of after the commit.
+   */
+  async function advanceIn(
+    trx: Kysely<Database>,
+    id: string | undefined,
+    transition: OperationTransition,
+    at: string,
+  ): Promise<string | undefined> {
+    if (id === undefined) return undefined;
+    if (!(await advanceOperation(trx, id, transition, at))) return undefined;
+    await announce(trx, id);
+    return id;
+  }
+
+  async function announce(trx: Kysely<Database>, id: string): Promise<void> {
+    if (dialect === 'postgres') {
+      await sql`select pg_notify(${OPERATION_CHANNEL}, ${id})`.execute(trx);
+    }
+  }
+
+  /** Runs `write` in a transaction, then wakes this process's waiters of what it changed. */
+  async function writing<T>(
+    write: (trx: Kysely<Database>, changed: Set<string>) => Promise<T>,
+  ): Promise<T> {
+    const changed = new Set<string>();
+    const result = await db.transaction().execute((trx) => write(trx, changed));
+    for (const id of changed) notifier.notify(id);
+    return result;
+  }
+
+  /** Adds `id` to `changed` when defined. */
+  const note = (changed: Set<string>, id: string | undefined): void => {
+    if (id !== undefined) changed.add(id);
+  };
 
   return {
     createSandbox(input) {
@@ -72,6 +120,21 @@ export async function openStore(options: StoreOptions): Promise<Store> {
         }
         const sandbox = await insertSandbox(trx, input, createdAt);
         await insertExecution(trx, { sandboxId: input.id, generation: 1, attempt: 1 }, createdAt);
+        await insertOperation(
+          trx,
+          {
+            id: input.operationId,
+            type: 'sandbox.create',
+            tenant: input.tenant,
+            sandboxId: input.id,
+            phase: 'creating_pod',
+            deadlineAt:
+              input.deadlineMs === undefined
+                ? null
+                : new Date(Date.parse(createdAt) + input.deadlineMs).toISOString(),
+          },
+          createdAt,
+        );
         return { kind: 'created', sandbox };
       });
     },
@@ -89,24 +152,62 @@ export async function openStore(options: StoreOptions): Promise<Store> {
     },
 
     recordPod(input) {
-      return db.transaction().execute(async (trx) => {
+      return writing(async (trx, changed) => {
         await lockSandbox(trx, dialect, input.sandboxId);
-        return setPod(trx, input, { name: input.podName, uid: input.podUid }, now());
+        const at = now();
+        const wrote = await setPod(trx, input, { name: input.podName, uid: input.podUid }, at);
+        if (wrote) {
+          const transition = { phase: 'waiting_for_ip' as const, runId: input.runId };
+          note(changed, await advanceIn(trx, input.operationId, transition, at));
+        }
+        return wrote;
       });
     },
 
     markSandboxRunning(input) {
-      return db.transaction().execute(async (trx) => {
+      return writing(async (trx, changed) => {
         await lockSandbox(trx, dialect, input.sandboxId);
-        if (await setRunning(trx, input, input.podIp, now())) return 'marked' as const;
-        return (await isRunningAt(trx, input, input.podIp)) ? 'already_running' : 'fenced';
+        const at = now();
+        const marked = await setRunning(trx, input, input.podIp, at);
+        const result = marked
+          ? ('marked' as const)
+          : (await isRunningAt(trx, input, input.podIp))
+            ? ('already_running' as const)
+            : ('fenced' as const);
+        if (result !== 'fenced') {
+          const transition = {
+            phase: 'finished' as const,
+            status: 'succeeded' as const,
+            error: null,
+            runId: input.runId,
+          };
+          note(changed, await advanceIn(trx, input.operationId, transition, at));
+        }
+        return result;
       });
     },
 
     retireExecution(input) {
-      return db.transaction().execute(async (trx) => {
+      return writing(async (trx, changed) => {
         await lockSandbox(trx, dialect, input.sandboxId);
         const at = now();
+        // Compensation has finished whether or not this call still retires the execution (a
+        // delete may have retired it first): the operation is done either way.
+        const failure = input.failure ?? { code: input.reason, message: input.reason };
+        note(
+          changed,
+          await advanceIn(
+            trx,
+            input.operationId,
+            {
+              phase: 'finished',
+              status: failure.code === 'cancelled' ? 'cancelled' : 'failed',
+              error: { ...failure, details: {} },
+              runId: input.runId,
+            },
+            at,
+          ),
+        );
         const retired = await retireCurrentExecution(trx, input, input.reason, at);
         if (!retired) return { retired: false };
         await setRetiredOutcome(trx, input, retirementOutcome(input), at);
@@ -115,23 +216,84 @@ export async function openStore(options: StoreOptions): Promise<Store> {
     },
 
     markSandboxFailed(input) {
-      return db.transaction().execute(async (trx) => {
+      return writing(async (trx, changed) => {
         await lockSandbox(trx, dialect, input.sandboxId);
         const at = now();
         const failed = await setFailedWhileCreating(trx, input.sandboxId, input, at);
-        if (failed) await retireActiveExecutions(trx, input.sandboxId, input.code, at);
+        if (failed) {
+          await retireActiveExecutions(trx, input.sandboxId, input.code, at);
+          const sandbox = await selectSandbox(trx, input.sandboxId);
+          const transition = {
+            phase: 'finished' as const,
+            status: 'failed' as const,
+            error: { code: input.code, message: input.message, details: {} },
+          };
+          note(changed, await advanceIn(trx, sandbox?.operationId, transition, at));
+        }
         return failed;
       });
     },
 
     markSandboxDeleted(input) {
-      return db.transaction().execute(async (trx) => {
+      return writing(async (trx, changed) => {
         await lockSandbox(trx, dialect, input.sandboxId);
         const at = now();
         const deleted = await setDeleted(trx, input.sandboxId, at);
         if (deleted) await retireActiveExecutions(trx, input.sandboxId, DELETED_REASON, at);
+        const transition = { phase: 'finished' as const, status: 'succeeded' as const };
+        note(changed, await advanceIn(trx, input.operationId, transition, at));
         return deleted;
       });
+    },
+
+    insertOperation(input) {
+      return writing(async (trx) => {
+        await insertOperation(trx, { ...input, deadlineAt: null }, now());
+      });
+    },
+
+    advanceOperation(id, transition) {
+      return writing(async (trx, changed) => {
+        const wrote = await advanceIn(trx, id, transition, now());
+        note(changed, wrote);
+        return wrote !== undefined;
+      });
+    },
+
+    recordOperationOutcome(input) {
+      return writing(async (trx, changed) => {
+        const transition: OperationTransition = {
+          phase: 'compensating',
+          status: input.status,
+          error: input.error,
+          runId: input.runId,
+        };
+        const wrote = await advanceIn(trx, input.operationId, transition, now());
+        note(changed, wrote);
+        return wrote !== undefined;
+      });
+    },
+
+    async recordOperationRunId(id, runId) {
+      const result = await db
+        .updateTable('operations')
+        .set({ run_id: runId })
+        .where('id', '=', id)
+        .where('run_id', 'is', null)
+        .executeTakeFirst();
+      return result.numUpdatedRows > 0n;
+    },
+
+    getOperation(tenant, id) {
+      return selectOperation(db, id, tenant);
+    },
+
+    listOperations(tenant, options) {
+      return selectOperationPage(db, tenant, options);
+    },
+
+    waitForOperationChange(id, timeoutMs, signal) {
+      return notifier.waitForChange(id, timeoutMs, signal);
     },
 
     markRunningSandboxesLost(input) {
@@ -160,6 +322,7 @@ export async function openStore(options: StoreOptions): Promise<Store> {
     },
 
     async close() {
+      await notifier.close();
       await db.destroy();
     },
   };

@@ -2,6 +2,10 @@
 import type {
   ExecutionRef,
   LearnedRootfsFloor,
+  OperationErrorRecord,
+  OperationPhase,
+  OperationStatus,
+  OperationType,
   SandboxFailure,
   SandboxPodState,
   SandboxResources,
@@ -49,6 +53,70 @@ export interface NewSandboxInput {
   operationId: string;
   /** The request's `Idempotency-Key` and a hash of its body. */
   idempotency?: { key: string; requestHash: string };
+  /** The create's deadline in ms from now; stored as the operation's `deadline_at`. */
+  deadlineMs?: number;
+}
+
+/**
+ * An operation as stored (docs/architecture.md, "Consistency between Temporal and the store"),
+ * with its sandbox as it is now (null when the sandbox row is gone). Timestamps ISO-8601 UTC.
+ */
+export interface OperationRecord {
+  /** `op_…`, also the workflow id. */
+  id: string;
+  type: OperationType;
+  tenant: string;
+  sandboxId: string;
+  status: OperationStatus;
+  phase: OperationPhase;
+  /** True once the phase is `finished` (compensation, if any, has run). */
+  done: boolean;
+  error: OperationErrorRecord | null;
+  workflowId: string;
+  /** The workflow run, once a workflow step wrote it; null before. */
+  runId: string | null;
+  deadlineAt: string | null;
+  createdAt: string;
+  updatedAt: string;
+  sandbox: SandboxRecord | null;
+}
+
+/** A forward move of an operation: its new phase, and (once) its outcome. */
+export interface OperationTransition {
+  phase: OperationPhase;
+  /** The outcome; applied only while the operation is `running`. */
+  status?: OperationStatus;
+  error?: OperationErrorRecord | null;
+  /** The workflow run making the move. */
+  runId?: string;
+}
+
+/** Identifies the operation a workflow step writes for, and the run that writes. */
+export interface OperationStepRef {
+  operationId?: string;
+  runId?: string;
+}
+
+/** A page of {@link Store.listOperations}; `nextPageToken` is absent on the last page. */
+export interface OperationPage {
+  operations: OperationRecord[];
+  nextPageToken?: string;
+}
+
+/** Options of {@link Store.listOperations}. */
+export interface ListOperationsOptions {
+  status?: OperationStatus;
+  /** Page size, an integer in 1..PAGE_SIZE.max. */
+  limit: number;
+  pageToken?: string;
+}
+
+/** Input of {@link Store.recordOperationOutcome}. */
+export interface OperationOutcomeInput {
+  operationId: string;
+  runId?: string;
+  status: Extract<OperationStatus, 'failed' | 'cancelled'>;
+  error: OperationErrorRecord;
 }
 
 /**
@@ -79,7 +147,7 @@ export interface SandboxPage {
 }
 
 /** Input of {@link Store.recordPod}. */
-export interface RecordPodInput extends ExecutionRef {
+export interface RecordPodInput extends ExecutionRef, OperationStepRef {
   podName: string;
   podUid: string;
 }
@@ -88,12 +156,12 @@ export interface RecordPodInput extends ExecutionRef {
 export type MarkRunningResult = 'marked' | 'already_running' | 'fenced';
 
 /** Input of {@link Store.markSandboxRunning}. */
-export interface MarkSandboxRunningInput extends ExecutionRef {
+export interface MarkSandboxRunningInput extends ExecutionRef, OperationStepRef {
   podIp: string;
 }
 
 /** Input of {@link Store.retireExecution}. */
-export interface RetireExecutionInput extends ExecutionRef {
+export interface RetireExecutionInput extends ExecutionRef, OperationStepRef {
   /** Why the execution ends, e.g. an operation error code or `deleted`; stored as retired_reason. */
   reason: string;
   /** The sandbox's failure; null with reason `deleted` marks the sandbox `deleted`. */
@@ -169,7 +237,7 @@ export interface Store {
    * older execution lands. Safe to run twice.
    * @returns whether it changed the sandbox (false when missing or already deleted)
    */
-  markSandboxDeleted(input: { sandboxId: string }): Promise<boolean>;
+  markSandboxDeleted(input: { sandboxId: string; operationId?: string }): Promise<boolean>;
   /**
    * One transaction: every `running` sandbox (any tenant) -> `lost`, with failure
    * `{code: 'pod_lost', message: reason}` (the why) and updated_at = now (the when), its pod IP
@@ -195,6 +263,45 @@ export interface Store {
     tenant: string,
     key: string,
   ): Promise<{ requestHash: string; operationId: string; sandboxId: string } | undefined>;
+  /**
+   * Inserts a running operation that is not a create (a create's row is inserted by
+   * {@link createSandbox}), e.g. a delete in phase `deleting`.
+   */
+  insertOperation(input: {
+    id: string;
+    type: OperationType;
+    tenant: string;
+    sandboxId: string;
+    phase: OperationPhase;
+  }): Promise<void>;
+  /**
+   * Moves an operation forward (phases only advance; the status leaves `running` once), e.g. a
+   * delete to `finished`. Returns whether it wrote.
+   */
+  advanceOperation(id: string, transition: OperationTransition): Promise<boolean>;
+  /**
+   * The moment a create's outcome is known: status failed/cancelled, the error, phase
+   * `compensating` (done stays false until compensation finishes). Monotonic like
+   * {@link advanceOperation}. Returns whether it wrote.
+   */
+  recordOperationOutcome(input: OperationOutcomeInput): Promise<boolean>;
+  /**
+   * Records the workflow run of an operation (as the start answered it) when none is recorded
+   * yet. Returns whether it wrote.
+   */
+  recordOperationRunId(id: string, runId: string): Promise<boolean>;
+  /** The tenant's operation with its sandbox, by primary key; undefined when there is none. */
+  getOperation(tenant: string, id: string): Promise<OperationRecord | undefined>;
+  /**
+   * The tenant's operations, newest first, over one index.
+   * @throws RangeError for a bad limit; InvalidPageTokenError for a foreign token
+   */
+  listOperations(tenant: string, options: ListOperationsOptions): Promise<OperationPage>;
+  /**
+   * Resolves true when operation `id` is written (here or, on PostgreSQL, by any process),
+   * false at `timeoutMs` or when `signal` aborts (store/operation-notifier.ts).
+   */
+  waitForOperationChange(id: string, timeoutMs: number, signal?: AbortSignal): Promise<boolean>;
   /** Resolves when the database answers a trivial query; rejects with the driver's error. */
   ping(): Promise<void>;
   /** Closes the connection (pool); the store is unusable afterwards. */

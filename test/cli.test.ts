@@ -9,7 +9,8 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { run } from '../cli/program.js';
 import { formatSandboxList, formatTemplateList, humanDuration } from '../cli/format.js';
-import { pollDelayMs } from '../cli/wait.js';
+import { ApiClient } from '../cli/api-client.js';
+import { pollDelayMs, waitForOperation } from '../cli/wait.js';
 import { eventually, startApiStack, type ApiStack } from './support/api.js';
 
 let api: ApiStack;
@@ -333,11 +334,40 @@ describe('cli', () => {
     ).toEqual(['90s', '10m', '120m', '8h', '2d7h', '11d']);
   });
 
-  it('polls at the pace of Retry-After, never faster than every 500 ms', () => {
+  it('pauses after an immediate unchanged answer at the pace of Retry-After, at least 500 ms', () => {
     expect(pollDelayMs('1')).toBe(1000);
     expect(pollDelayMs('0')).toBe(500);
     expect(pollDelayMs(null)).toBe(500);
     expect(pollDelayMs('soon')).toBe(500);
+  });
+
+  it('waits with long-polls: one request per change, not one a second', async () => {
+    api.stack.cluster.faults.neverReady(true);
+    try {
+      const created = await cli('--json', 'create', '--disk-mib', '2048');
+      const operation = JSON.parse(created.stdout) as { id: string };
+      const asked: string[] = [];
+      const client = new ApiClient({
+        baseUrl: url,
+        token: api.tenantA.token,
+        fetch: (input, init) => {
+          asked.push(String(input));
+          return fetch(input, init);
+        },
+      });
+      const waited = waitForOperation(client, operation.id);
+      // Four quiet seconds (a 1 s poll would ask four times), then a change: the cancel.
+      await new Promise((resolve) => setTimeout(resolve, 4_000));
+      expect(await cli('cancel', operation.id)).toMatchObject({ code: 0 });
+      const done = await waited;
+      expect(done).toMatchObject({ status: 'cancelled', done: true });
+      expect(asked.slice(1).every((u) => u.endsWith('?wait=30s'))).toBe(true);
+      // The first read, the phase change to waiting_for_ip (when the wait began before it),
+      // compensating, finished.
+      expect(asked.length).toBeLessThanOrEqual(4);
+    } finally {
+      api.stack.cluster.faults.neverReady(false);
+    }
   });
 
   it('runs as a process (package bin): exits 1 with invalid_request on stderr', async () => {

@@ -23,7 +23,12 @@ import { until } from './support/until.js';
 
 type Activities = Pick<
   CreateActivities,
-  'createPod' | 'awaitPodReady' | 'markSandboxRunning' | 'deletePod' | 'retireExecution'
+  | 'createPod'
+  | 'awaitPodReady'
+  | 'markSandboxRunning'
+  | 'deletePod'
+  | 'retireExecution'
+  | 'recordOperationOutcome'
 >;
 type ActivityName = keyof Activities;
 
@@ -53,6 +58,7 @@ function stubActivities(): Activities {
     markSandboxRunning: dispatch('markSandboxRunning', () => true),
     deletePod: dispatch('deletePod', () => 'deleted'),
     retireExecution: dispatch('retireExecution', () => true),
+    recordOperationOutcome: dispatch('recordOperationOutcome', () => true),
   } as unknown as Activities;
 }
 
@@ -142,7 +148,18 @@ async function failureOf(handle: WorkflowHandle): Promise<Error> {
   return (error as WorkflowFailedError).cause as Error;
 }
 
+/** The steps called, in order, without the outcome write (its own tests check where it goes). */
 function names(script: Script): ActivityName[] {
+  return script.calls.map((call) => call.name).filter((name) => name !== 'recordOperationOutcome');
+}
+
+/** The input of the first call of `name`. */
+function callOf(script: Script, name: ActivityName): Record<string, unknown> | undefined {
+  return script.calls.find((call) => call.name === name)?.input;
+}
+
+/** Every activity called, in order, the outcome write included. */
+function allNames(script: Script): ActivityName[] {
   return script.calls.map((call) => call.name);
 }
 
@@ -183,11 +200,58 @@ describe('createSandbox branches (stub activities)', () => {
       podUid: POD.uid,
     });
     expect(names(script)).toEqual(['createPod', 'awaitPodReady', 'deletePod', 'retireExecution']);
-    expect(script.calls[2]?.input).toMatchObject({ pod: { uid: POD.uid } });
+    expect(callOf(script, 'deletePod')).toMatchObject({ pod: { uid: POD.uid } });
     expect(retired(script)).toMatchObject({
       reason: 'invalid_request',
       failure: { code: 'invalid_request' },
     });
+  });
+
+  it('publishes the outcome (failed, the error) before compensation starts', async () => {
+    const { handle, script } = await start({ awaitPodReady: invalidRequest });
+    await failureOf(handle);
+    expect(allNames(script)).toEqual([
+      'createPod',
+      'awaitPodReady',
+      'recordOperationOutcome',
+      'deletePod',
+      'retireExecution',
+    ]);
+    expect(script.calls[2]?.input).toMatchObject({
+      status: 'failed',
+      podUid: POD.uid,
+      error: { code: 'invalid_request', message: expect.stringMatching(/451 MiB/) },
+    });
+    expect((script.calls[2]?.input.error as { details: object }).details).not.toHaveProperty(
+      'code',
+    );
+  });
+
+  it('publishes a cancel as cancelled before compensation starts', async () => {
+    const wait = waitUntilCancelled();
+    const { handle, script } = await start({ awaitPodReady: wait.stub });
+    await until(() => names(script).includes('awaitPodReady'));
+    await handle.cancel();
+    await failureOf(handle);
+    const outcome = script.calls.find((call) => call.name === 'recordOperationOutcome');
+    expect(outcome?.input).toMatchObject({ status: 'cancelled', error: { code: 'cancelled' } });
+    expect(allNames(script).indexOf('recordOperationOutcome')).toBeLessThan(
+      allNames(script).indexOf('deletePod'),
+    );
+  });
+
+  it('compensates all the same when the outcome cannot be recorded', async () => {
+    const { handle, script } = await start({
+      awaitPodReady: invalidRequest,
+      recordOperationOutcome: () => {
+        throw new Error('the store is down');
+      },
+    });
+    const failure = await failureOf(handle);
+    expect((failure as ApplicationFailure).type).toBe('InvalidRequest');
+    const tries = allNames(script).filter((name) => name === 'recordOperationOutcome').length;
+    expect(tries).toBe(3);
+    expect(names(script)).toEqual(['createPod', 'awaitPodReady', 'deletePod', 'retireExecution']);
   });
 
   it('fails as PodNeverReady when the deadline passes during the wait, cancelling the wait', async () => {
@@ -263,7 +327,7 @@ describe('createSandbox branches (stub activities)', () => {
     created.open(POD);
     expect(await failureOf(handle)).toBeInstanceOf(CancelledFailure);
     expect(names(script)).toEqual(['createPod', 'deletePod', 'retireExecution']);
-    expect(script.calls[1]?.input).toMatchObject({ pod: { uid: POD.uid } });
+    expect(callOf(script, 'deletePod')).toMatchObject({ pod: { uid: POD.uid } });
     expect(retired(script)).toMatchObject({ reason: 'cancelled' });
   });
 

@@ -644,6 +644,60 @@ describe.each(storeBackends())('store on $name', (backend) => {
     });
   });
 
+  describe('operations', () => {
+    const outcome = {
+      status: 'failed' as const,
+      error: { code: 'invalid_request', message: 'refused', details: { podName: 'p' } },
+    };
+
+    it('moves an operation only forward, and its first outcome wins', async () => {
+      const sandbox = await created(sandboxInput(101));
+      expect(await store.getOperation(sandbox.tenant, 'op_0101')).toMatchObject({
+        status: 'running',
+        phase: 'creating_pod',
+        done: false,
+        sandbox: { id: 'sbx_0101' },
+      });
+      expect(await store.recordOperationOutcome({ operationId: 'op_0101', ...outcome })).toBe(true);
+      // A late write of an earlier phase changes nothing.
+      expect(await store.advanceOperation('op_0101', { phase: 'waiting_for_ip' })).toBe(false);
+      await store.retireExecution({
+        sandboxId: 'sbx_0101',
+        generation: 1,
+        attempt: 1,
+        operationId: 'op_0101',
+        reason: 'cancelled',
+        failure: { code: 'cancelled', message: 'late' },
+      });
+      expect(await store.getOperation(sandbox.tenant, 'op_0101')).toMatchObject({
+        status: 'failed',
+        phase: 'finished',
+        done: true,
+        error: { code: 'invalid_request', message: 'refused', details: { podName: 'p' } },
+      });
+    });
+
+    it('wakes a waiter of the operation when it changes, from another store too', async () => {
+      const sandbox = await created(sandboxInput(102));
+      // PostgreSQL: a second store on the same database (another process) hears the NOTIFY.
+      const listener = backend.name === 'postgres' ? await openStore(options) : store;
+      try {
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        const started = Date.now();
+        const woken = listener.waitForOperationChange('op_0102', 20_000);
+        await store.recordOperationOutcome({ operationId: 'op_0102', ...outcome });
+        expect(await woken).toBe(true);
+        expect(Date.now() - started).toBeLessThan(10_000);
+        expect(await listener.waitForOperationChange('op_0102', 200)).toBe(false);
+        expect((await listener.getOperation(sandbox.tenant, 'op_0102'))?.phase).toBe(
+          'compensating',
+        );
+      } finally {
+        if (listener !== store) await listener.close();
+      }
+    });
+  });
+
   describe('findIdempotencyKey', () => {
     it('reads the create that claimed a key, and nothing for an unused one', async () => {
       await store.createSandbox({

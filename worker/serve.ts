@@ -41,6 +41,12 @@ export interface ServedWorker {
   /** Resolves when the worker has stopped (after SIGINT/SIGTERM or `stop()`). */
   done: Promise<void>;
   metricsPort: number;
+  /**
+   * The worker's connection. A client built on it (same process) can start workflows eagerly:
+   * the first workflow task comes back in the start's answer (Temporal, "Eager Workflow Start").
+   * Closed when the worker stops.
+   */
+  connection: NativeConnection;
   /** Shuts the worker down gracefully, then closes the connection and the metrics server. */
   stop(): Promise<void>;
 }
@@ -91,6 +97,7 @@ export async function serveWorker(options: ServeWorkerOptions): Promise<ServedWo
     worker,
     done,
     metricsPort,
+    connection,
     async stop() {
       if (worker.getState() === 'RUNNING') worker.shutdown();
       await done;

@@ -31,6 +31,8 @@ export const ACTIVITY_SUMMARIES: { [K in keyof CreateActivities]: (input: InputO
         : `delete the pod of ${input.sandboxId}, if one was created`,
     retireExecution: (input) =>
       `retire the execution of ${input.sandboxId}: ${input.failure ? `failed, ${input.failure.code}` : input.reason}`,
+    recordOperationOutcome: (input) =>
+      `publish the outcome of ${input.operationId}: ${input.status}, ${input.error.code}`,
     markSandboxDeleted: (input) => `mark ${input.sandboxId} deleted`,
     readSandboxPod: (input) => `read the pod recorded for ${input.sandboxId}`,
     awaitOperationClosed: (input) => `wait until the create ${input.operationId} has closed`,

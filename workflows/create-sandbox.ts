@@ -15,6 +15,7 @@ import {
   isCancellation,
   log,
   proxyActivities,
+  proxyLocalActivities,
   type RetryPolicy,
   sleep,
   upsertSearchAttributes,
@@ -83,6 +84,30 @@ const compensationStep = proxyActivities<CreateActivities>({
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds' },
 });
 
+/**
+ * Store writes of compensation and of the outcome (short, idempotent, on the worker's own
+ * database): local activities, so each runs inside the workflow task that schedules it, with no
+ * task-queue round trip and no activity task of its own (Temporal, "Local Activities").
+ * `markSandboxRunning` stays a regular activity: it must finish even when a cancel arrives while
+ * it runs (settledStep), and a local activity's cancellation does not wait for it to finish.
+ */
+const compensationStoreStep = proxyLocalActivities<CreateActivities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds' },
+});
+
+/**
+ * Publishing the outcome before compensation: a local activity tried a few times only. If the
+ * store keeps failing, compensation goes on without it; the operation row then shows the
+ * outcome when `retireExecution` commits (it writes status, error and `finished` in one
+ * transaction, retried until it succeeds), and a reader meanwhile re-syncs from Temporal
+ * (api/operations.ts).
+ */
+const outcomeStep = proxyLocalActivities<CreateActivities>({
+  startToCloseTimeout: '10 seconds',
+  retry: { initialInterval: '200 milliseconds', maximumAttempts: 3 },
+});
+
 /** One undo step of the compensation stack, with a short label for the logs. */
 interface Compensation {
   label: string;
@@ -130,7 +155,10 @@ export async function createSandbox(input: CreateSandboxInput): Promise<CreateSa
       pod: progress.pod,
       deadlineMs: input.deadlineMs,
     });
-    await CancellationScope.nonCancellable(() => compensate(input, progress, outcome));
+    await CancellationScope.nonCancellable(async () => {
+      await publishOutcome(input, outcome);
+      await compensate(input, progress, outcome);
+    });
     throw finalFailure(outcome);
   }
 }
@@ -165,7 +193,7 @@ async function runSteps(
   progress: CreateProgress,
 ): Promise<CreateSandboxResult> {
   const execution = executionOf(input);
-  setPhase('creating_pod');
+  // Phase `creating_pod` is set by the start's search attributes; no upsert for it here.
   // Pushed before the call: if createPod is cut short, the pod is found by its name.
   progress.compensations.push({
     label: 'delete pod',
@@ -185,7 +213,11 @@ async function runSteps(
     sandboxId: input.sandboxId,
     pod,
   });
-  const marked = await settledStep.markSandboxRunning({ ...execution, podIp, podUid: pod.uid });
+  const marked = await settledStep.markSandboxRunning({
+    ...execution,
+    podIp,
+    podUid: pod.uid,
+  });
   if (!marked) {
     throw ApplicationFailure.nonRetryable(
       'the execution was retired or superseded while the pod was starting',
@@ -205,8 +237,6 @@ async function compensate(
   outcome: CreateOutcome,
 ): Promise<void> {
   const podUid = progress.pod?.uid;
-  setPhase('compensating');
-  upsertSearchAttributes([{ key: FailureCodeKey, value: outcome.code }]);
   for (const compensation of [...progress.compensations].reverse()) {
     log.info('compensating', {
       step: compensation.label,
@@ -216,7 +246,7 @@ async function compensate(
     });
     await compensation.run();
   }
-  await compensationStep.retireExecution({
+  await compensationStoreStep.retireExecution({
     ...executionOf(input),
     podUid,
     reason: outcome.code,
@@ -247,6 +277,46 @@ function learnedRootfsFloor(
     reason: reason ?? outcome.message,
     eventAt: eventLastTimestamp,
   };
+}
+
+/**
+ * Makes the outcome visible the moment it is known, before compensation: one search-attribute
+ * upsert (phase `compensating` and the failure code together), then the operation row (status
+ * failed/cancelled, the error, phase `compensating`, not done) by a local activity in the same
+ * workflow task. A failed write does not hold compensation back (see outcomeStep).
+ */
+async function publishOutcome(input: CreateSandboxInput, outcome: CreateOutcome): Promise<void> {
+  upsertSearchAttributes([
+    { key: CreatePhaseKey, value: 'compensating' },
+    { key: FailureCodeKey, value: outcome.code },
+  ]);
+  try {
+    await outcomeStep.recordOperationOutcome({
+      operationId: input.operationId,
+      sandboxId: input.sandboxId,
+      podUid: outcome.details.podUid,
+      status: outcome.code === 'cancelled' ? 'cancelled' : 'failed',
+      error: {
+        code: outcome.code,
+        message: outcome.message,
+        details: withoutCode(outcome.details),
+      },
+    });
+  } catch (err) {
+    log.warn('the operation outcome was not recorded; compensation goes on', {
+      operation_id: input.operationId,
+      error: (err as Error).message,
+    });
+  }
+}
+
+/** The failure details as the operation's `error.details` show them: without `code`. */
+function withoutCode(details: CreateFailureDetails): Record<string, unknown> {
+  const shown: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(details)) {
+    if (key !== 'code' && value !== undefined) shown[key] = value;
+  }
+  return shown;
 }
 
 /** The error the workflow fails with: a CancelledFailure, or a typed ApplicationFailure. */

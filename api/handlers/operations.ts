@@ -5,6 +5,7 @@ import { tenantOf } from '../auth.js';
 import type { AppDeps } from '../deps.js';
 import { ApiError } from '../errors.js';
 import { listOperations } from '../operation-list.js';
+import { MAX_WAIT_MS, parseWait, readOperationWhenChanged } from '../long-poll.js';
 import { describeOperation, readOperation } from '../operations.js';
 import { parseOperationListQuery } from '../validation.js';
 import { operationPageToWire, operationToWire } from '../wire.js';
@@ -16,10 +17,25 @@ function notFound(id: string): ApiError {
 
 /** Handlers of the operation routes. */
 export function operationHandlers(deps: AppDeps) {
-  /** `GET /v1/operations/{id}`: the Operation; `Retry-After` while it runs. */
+  /**
+   * `GET /v1/operations/{id}[?wait=30s]`: the Operation; `Retry-After` while it runs. With
+   * `wait`, a long-poll: answers when the operation changes, or at the timeout (api/long-poll.ts).
+   */
   const getOperation: RequestHandler = async (req, res) => {
     const id = String(req.params.id);
-    const operation = await readOperation(deps, tenantOf(res), id);
+    const waitMs = req.query.wait === undefined ? 0 : parseWait(req.query.wait);
+    if (waitMs === undefined) {
+      throw new ApiError(
+        'invalid_request',
+        `query.wait must be a duration such as 30s or 500ms, at most ${MAX_WAIT_MS / 1000}s`,
+        { field: 'query.wait' },
+      );
+    }
+    const gone = new AbortController();
+    res.on('close', () => gone.abort());
+    const operation = await readOperationWhenChanged(deps, tenantOf(res), id, waitMs, {
+      signal: gone.signal,
+    });
     if (!operation) throw notFound(id);
     if (!operation.done) res.set('Retry-After', String(OPERATION_RETRY_AFTER_S));
     res.json(operationToWire(operation));

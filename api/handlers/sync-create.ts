@@ -3,6 +3,11 @@
  * as the asynchronous create, with the readiness budget as its deadline, awaited in the request.
  * 201 Sandbox; a node refusal 400 `invalid_request` naming the reason; the deadline 503
  * `pod_never_ready` with `Retry-After`; anything else 500. `Operation-Id` names the workflow.
+ *
+ * The answer comes the moment the operation's outcome is known, before compensation finishes:
+ * the route waits for the operation row to leave `running` (pushed by the store, api/long-poll.ts).
+ * The workflow's result is awaited alongside (a Temporal long-poll), for a deployment whose
+ * store cannot push across processes (SQLite with a separate worker process).
  */
 import { WorkflowFailedError } from '@temporalio/client';
 import type { RequestHandler } from 'express';
@@ -10,6 +15,7 @@ import { tenantOf } from '../auth.js';
 import { acceptCreateRequest } from '../create-flow.js';
 import type { AppDeps } from '../deps.js';
 import { ApiError } from '../errors.js';
+import { readOperationWhenChanged } from '../long-poll.js';
 import { operationErrorOf, type OperationError } from '../failures.js';
 import { detailsToWire, sandboxToWire } from '../wire.js';
 
@@ -25,6 +31,23 @@ function syncError(error: OperationError, operationId: string): ApiError {
   return new ApiError(error.code, error.message, details, { headers });
 }
 
+/** Longest the route waits for the outcome in one request (the budget itself ends sooner). */
+const SYNC_WAIT_MS = 24 * 3_600_000;
+
+/** The workflow's failure once it has closed; null when it succeeded. */
+async function failureOnceClosed(
+  deps: AppDeps,
+  operationId: string,
+): Promise<OperationError | null> {
+  try {
+    await deps.temporal.workflow.getHandle(operationId).result();
+    return null;
+  } catch (err) {
+    if (err instanceof WorkflowFailedError) return operationErrorOf(err);
+    throw err;
+  }
+}
+
 /** Handlers of the synchronous create route. */
 export function syncCreateHandlers(deps: AppDeps) {
   /** `POST /sync/v1/sandboxes`. */
@@ -37,14 +60,33 @@ export function syncCreateHandlers(deps: AppDeps) {
       route: 'sync',
     });
     res.set('Operation-Id', accepted.operationId);
-    try {
-      await deps.temporal.workflow.getHandle(accepted.operationId).result();
-    } catch (err) {
-      if (err instanceof WorkflowFailedError) {
-        throw syncError(operationErrorOf(err), accepted.operationId);
-      }
-      throw err;
-    }
+    const decided = new AbortController();
+    res.on('close', () => decided.abort());
+    const handle = deps.temporal.workflow.getHandle(accepted.operationId);
+    const closed = deps.temporal
+      .withAbortSignal(decided.signal, () => handle.result())
+      .then(() => undefined);
+    closed.catch(() => undefined);
+    const outcome = await Promise.race([
+      readOperationWhenChanged(deps, tenant, accepted.operationId, SYNC_WAIT_MS, {
+        signal: decided.signal,
+        until: (operation) => operation.status !== 'running',
+      }),
+      closed.then(
+        () => undefined,
+        (err: unknown) => {
+          if (err instanceof WorkflowFailedError) return operationErrorOf(err);
+          throw err;
+        },
+      ),
+    ]).finally(() => decided.abort());
+    const error =
+      outcome && 'status' in outcome
+        ? outcome.status === 'running'
+          ? await failureOnceClosed(deps, accepted.operationId)
+          : outcome.error
+        : outcome;
+    if (error) throw syncError(error, accepted.operationId);
     const sandbox = await deps.store.getSandbox(tenant, accepted.sandboxId);
     if (!sandbox) throw new Error(`sandbox ${accepted.sandboxId} vanished after its create`);
     res.status(201).location(`/v1/sandboxes/${sandbox.id}`).json(sandboxToWire(sandbox));

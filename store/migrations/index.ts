@@ -7,12 +7,14 @@ import { Migrator, sql, type Kysely, type Migration, type MigrationProvider } fr
 import type { DialectName } from '../database.js';
 import { initialSchema } from './0001-initial.js';
 import { sandboxStateLost } from './0002-sandbox-state-lost.js';
+import { operationsTable } from './0003-operations.js';
 import { rootfsFloors } from './0004-rootfs-floors.js';
 
 /** Every migration by name. */
 export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0001-initial': initialSchema,
   '0002-sandbox-state-lost': sandboxStateLost,
+  '0003-operations': operationsTable,
   '0004-rootfs-floors': rootfsFloors,
 };
 

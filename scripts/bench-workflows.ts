@@ -1,0 +1,46 @@
+/**
+ * The Temporal floors `npm run bench` measures the product against (README, "Benchmark"):
+ * workflows whose activities do nothing, on the same dev server, worker process and machine.
+ */
+import { ApplicationFailure, proxyActivities, upsertSearchAttributes } from '@temporalio/workflow';
+import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+
+/** The no-op activities of the floors (scripts/bench.ts implements them). */
+export interface FloorActivities {
+  /** Does nothing. */
+  step(): Promise<void>;
+  /** Fails at once, non-retryable. */
+  refuse(): Promise<void>;
+}
+
+const { step, refuse } = proxyActivities<FloorActivities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { maximumAttempts: 1 },
+});
+
+const CreatePhaseKey = defineSearchAttributeKey('CreatePhase', SearchAttributeType.KEYWORD);
+
+/** One activity that fails: the least a refusal can cost on Temporal. */
+export async function floorOneFailingActivity(): Promise<void> {
+  await refuse();
+}
+
+/**
+ * The create's shape as it was before issue 11: create pod, readiness wait (refused), then
+ * compensation (delete pod, retire execution) as activities, a phase upsert at each step, and
+ * the failure visible when the workflow has failed.
+ */
+export async function floorCreateShape(): Promise<void> {
+  upsertSearchAttributes([{ key: CreatePhaseKey, value: 'creating_pod' }]);
+  await step();
+  upsertSearchAttributes([{ key: CreatePhaseKey, value: 'waiting_for_ip' }]);
+  try {
+    await refuse();
+  } catch {
+    upsertSearchAttributes([{ key: CreatePhaseKey, value: 'compensating' }]);
+    await step();
+    await step();
+    upsertSearchAttributes([{ key: CreatePhaseKey, value: 'finished' }]);
+    throw ApplicationFailure.nonRetryable('refused', 'InvalidRequest');
+  }
+}

@@ -1,0 +1,235 @@
+/**
+ * Operation rows (docs/architecture.md, "Consistency between Temporal and the store"): the
+ * projection of each operation's workflow, read by the API with one indexed query.
+ *
+ * Writes are monotonic, which is how operation rows are fenced: a phase moves only forward
+ * (`creating_pod` -> `waiting_for_ip` -> `compensating` -> `finished`; `deleting` ->
+ * `finished`), and a status leaves `running` once. A retried or late write of an earlier step
+ * therefore changes nothing, and running any write twice is safe. Writes made for an execution
+ * run in the same transaction as that execution's fenced sandbox write (store.ts).
+ */
+import { sql, type Kysely, type Selectable } from 'kysely';
+import { decodePageToken, encodePageToken } from './page-token.js';
+import type { Database, OperationsTable, SandboxesTable } from './schema.js';
+import { toRecord } from './sandboxes.js';
+import {
+  PAGE_SIZE,
+  type OperationErrorRecord,
+  type OperationPhase,
+  type OperationStatus,
+  type OperationType,
+} from '../contract/index.js';
+import type { OperationPage, OperationRecord, OperationTransition } from './types.js';
+
+/** The phases an operation may be in before it moves to the key's phase. */
+const EARLIER_PHASES: Record<OperationPhase, OperationPhase[]> = {
+  creating_pod: [],
+  deleting: [],
+  waiting_for_ip: ['creating_pod'],
+  compensating: ['creating_pod', 'waiting_for_ip'],
+  finished: ['creating_pod', 'waiting_for_ip', 'compensating', 'deleting'],
+};
+
+/**
+ * Inserts a running operation.
+ * @param now ISO-8601, both created_at and updated_at
+ */
+export async function insertOperation(
+  db: Kysely<Database>,
+  input: {
+    id: string;
+    type: OperationType;
+    tenant: string;
+    sandboxId: string;
+    phase: OperationPhase;
+    deadlineAt: string | null;
+  },
+  now: string,
+): Promise<void> {
+  await db
+    .insertInto('operations')
+    .values({
+      id: input.id,
+      type: input.type,
+      tenant: input.tenant,
+      sandbox_id: input.sandboxId,
+      status: 'running',
+      phase: input.phase,
+      error_code: null,
+      error_message: null,
+      error_details: null,
+      workflow_id: input.id,
+      run_id: null,
+      deadline_at: input.deadlineAt,
+      created_at: now,
+      updated_at: now,
+    })
+    .execute();
+}
+
+/**
+ * Moves the operation forward: to `transition.phase` when it is still in an earlier phase;
+ * sets `status` and `error` only while the status is `running` (the first outcome wins); sets
+ * the run id when given.
+ * @param now ISO-8601
+ * @returns whether it wrote (false for a missing operation or a phase already reached)
+ */
+export async function advanceOperation(
+  db: Kysely<Database>,
+  id: string,
+  transition: OperationTransition,
+  now: string,
+): Promise<boolean> {
+  const earlier = EARLIER_PHASES[transition.phase];
+  if (earlier.length === 0) return false;
+  const { status, error, runId } = transition;
+  const whileRunning = <T>(value: T, column: keyof OperationsTable) =>
+    sql<T>`case when status = 'running' then ${value} else ${sql.ref(column)} end`;
+  const result = await db
+    .updateTable('operations')
+    .set({
+      phase: transition.phase,
+      updated_at: now,
+      ...(runId ? { run_id: runId } : {}),
+      ...(status
+        ? {
+            error_code: whileRunning(error?.code ?? null, 'error_code'),
+            error_message: whileRunning(error?.message ?? null, 'error_message'),
+            error_details: whileRunning(
+              error ? JSON.stringify(error.details) : null,
+              'error_details',
+            ),
+            // Last: SQL evaluates every SET expression against the row before the update.
+            status: whileRunning(status, 'status'),
+          }
+        : {}),
+    })
+    .where('id', '=', id)
+    .where('phase', 'in', earlier)
+    .executeTakeFirst();
+  return result.numUpdatedRows > 0n;
+}
+
+/** Sandbox columns joined onto an operation row, prefixed so they never clash with its own. */
+const SANDBOX_COLUMNS = [
+  'id',
+  'tenant',
+  'template',
+  'cpu',
+  'memory_mib',
+  'disk_mib',
+  'state',
+  'generation',
+  'operation_id',
+  'pod_name',
+  'pod_uid',
+  'pod_ip',
+  'failure_code',
+  'failure_message',
+  'created_at',
+  'updated_at',
+] as const satisfies ReadonlyArray<keyof SandboxesTable>;
+
+function operationsWithSandbox(db: Kysely<Database>) {
+  return db
+    .selectFrom('operations')
+    .leftJoin('sandboxes', 'sandboxes.id', 'operations.sandbox_id')
+    .selectAll('operations')
+    .select(SANDBOX_COLUMNS.map((column) => `sandboxes.${column} as sandbox_${column}` as const));
+}
+
+type JoinedRow = Selectable<OperationsTable> & {
+  [K in (typeof SANDBOX_COLUMNS)[number] as `sandbox_${K}`]: SandboxesTable[K] | null;
+};
+
+function toOperationRecord(row: JoinedRow): OperationRecord {
+  let error: OperationErrorRecord | null = null;
+  if (row.error_code !== null) {
+    let details: Record<string, unknown> = {};
+    try {
+      details = JSON.parse(row.error_details ?? '{}') as Record<string, unknown>;
+    } catch {
+      details = {};
+    }
+    error = { code: row.error_code, message: row.error_message ?? '', details };
+  }
+  const sandboxRow = Object.fromEntries(
+    SANDBOX_COLUMNS.map((column) => [column, row[`sandbox_${column}`]]),
+  ) as unknown as Selectable<SandboxesTable>;
+  return {
+    id: row.id,
+    type: row.type as OperationType,
+    tenant: row.tenant,
+    sandboxId: row.sandbox_id,
+    status: row.status as OperationStatus,
+    phase: row.phase as OperationPhase,
+    done: row.phase === 'finished',
+    error,
+    workflowId: row.workflow_id,
+    runId: row.run_id,
+    deadlineAt: row.deadline_at,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    sandbox: row.sandbox_id !== null && sandboxRow.id !== null ? toRecord(sandboxRow) : null,
+  };
+}
+
+/**
+ * The operation with its sandbox, in one query by primary key (limited to `tenant` when given).
+ * @returns undefined when there is none
+ */
+export async function selectOperation(
+  db: Kysely<Database>,
+  id: string,
+  tenant?: string,
+): Promise<OperationRecord | undefined> {
+  let query = operationsWithSandbox(db).where('operations.id', '=', id);
+  if (tenant !== undefined) query = query.where('operations.tenant', '=', tenant);
+  const row = (await query.executeTakeFirst()) as JoinedRow | undefined;
+  return row && toOperationRecord(row);
+}
+
+/**
+ * A page of the tenant's operations with their sandboxes, newest first (created_at desc, id
+ * desc), keyset-paged over the index `operations_tenant_created_at` (or
+ * `operations_tenant_status_created_at` with a status).
+ * @throws RangeError when `limit` is not an integer in 1..PAGE_SIZE.max
+ * @throws InvalidPageTokenError for a token this function did not issue
+ */
+export async function selectOperationPage(
+  db: Kysely<Database>,
+  tenant: string,
+  options: { status?: OperationStatus; limit: number; pageToken?: string },
+): Promise<OperationPage> {
+  const { limit } = options;
+  if (!Number.isInteger(limit) || limit < 1 || limit > PAGE_SIZE.max) {
+    throw new RangeError(`limit must be an integer from 1 to ${PAGE_SIZE.max}, got ${limit}`);
+  }
+  const after = options.pageToken === undefined ? undefined : decodePageToken(options.pageToken);
+  let query = operationsWithSandbox(db).where('operations.tenant', '=', tenant);
+  if (options.status !== undefined) query = query.where('operations.status', '=', options.status);
+  if (after !== undefined) {
+    query = query.where((eb) =>
+      eb.or([
+        eb('operations.created_at', '<', after.createdAt),
+        eb.and([
+          eb('operations.created_at', '=', after.createdAt),
+          eb('operations.id', '<', after.id),
+        ]),
+      ]),
+    );
+  }
+  const rows = (await query
+    .orderBy('operations.created_at', 'desc')
+    .orderBy('operations.id', 'desc')
+    .limit(limit + 1)
+    .execute()) as JoinedRow[];
+  const page = rows.slice(0, limit);
+  const last = page.at(-1);
+  return {
+    operations: page.map(toOperationRecord),
+    ...(rows.length > limit && last
+      ? { nextPageToken: encodePageToken({ createdAt: last.created_at, id: last.id }) }
+      : {}),
+  };
+}

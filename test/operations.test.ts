@@ -1,0 +1,236 @@
+/**
+ * Operations as the store keeps them (README, "Operations"): the outcome visible the moment it
+ * is known (async and sync), operations that outlive their Temporal execution (reads, lists and
+ * the Idempotency-Key replay), the long-poll, and a start whose answer was lost.
+ * Real dev server, real worker, the simulated cluster over HTTP, a SQLite store.
+ */
+import type { Client } from '@temporalio/client';
+import { WorkflowNotFoundError } from '@temporalio/client';
+import request from 'supertest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  awaitOperation,
+  bearer,
+  createBody,
+  eventually,
+  startApiStack,
+  type ApiStack,
+  type OperationBody,
+} from './support/api.js';
+
+let api: ApiStack;
+beforeAll(async () => {
+  api = await startApiStack({ stack: { cluster: { startupDelayMs: 100 } } });
+});
+afterAll(async () => {
+  await api?.stop();
+});
+
+const podPath = /\/api\/v1\/namespaces\/sandboxes\/pods\/[^/]+$/;
+/** DELETEs of pods the simulated apiserver has answered, by status. */
+function podDeletes(status?: number) {
+  return api.stack.cluster.requests.filter(
+    (r) =>
+      r.method === 'DELETE' &&
+      podPath.test(r.path) &&
+      (status === undefined || (r as { status?: number }).status === status),
+  ).length;
+}
+
+async function createAsync(diskMib: number, headers: Record<string, string> = {}) {
+  const response = await request(api.app)
+    .post('/v1/sandboxes')
+    .set(bearer(api.tenantA))
+    .set(headers)
+    .send(createBody(diskMib));
+  expect(response.status, response.text).toBe(202);
+  return response.body as OperationBody;
+}
+
+async function getOperation(id: string, query = '') {
+  return request(api.app).get(`/v1/operations/${id}${query}`).set(bearer(api.tenantA));
+}
+
+/** Deletes the workflow execution from Temporal (as retention would) and waits until it is gone. */
+async function deleteExecution(client: Client, workflowId: string): Promise<void> {
+  await client.workflowService.deleteWorkflowExecution({
+    namespace: client.options.namespace,
+    workflowExecution: { workflowId },
+  });
+  await eventually(
+    async () => {
+      try {
+        await client.workflow.getHandle(workflowId).describe();
+        return undefined;
+      } catch (err) {
+        if (err instanceof WorkflowNotFoundError) return true;
+        throw err;
+      }
+    },
+    { what: `deletion of ${workflowId}`, timeoutMs: 150_000, intervalMs: 250 },
+  );
+}
+
+describe('the outcome is visible when it is known', () => {
+  it('shows failed + compensating + not done while compensation is still deleting the pod', async () => {
+    // Two failed deletes: compensation retries after 1 s and 2 s, so it takes at least 3 s.
+    api.stack.cluster.faults.failNextRequests('DELETE', 'pods', 2, 500);
+    const deletesBefore = podDeletes();
+    const op = await createAsync(300);
+    const early = await awaitOperation(api.app, api.tenantA, op.id, {
+      until: (current) => current.status !== 'running',
+    });
+    const deletesAtDecision = podDeletes() - deletesBefore;
+    expect(early).toMatchObject({ status: 'failed', phase: 'compensating', done: false });
+    expect(early.error?.code).toBe('invalid_request');
+    expect(early.error?.message).toContain('451 MiB');
+    // Compensation had not finished: at most the first (failed) delete had been tried.
+    expect(deletesAtDecision).toBeLessThan(3);
+
+    const done = await awaitOperation(api.app, api.tenantA, op.id);
+    expect(done).toMatchObject({ status: 'failed', phase: 'finished', done: true });
+    expect(done.error?.code).toBe('invalid_request');
+    expect(podDeletes() - deletesBefore).toBeGreaterThanOrEqual(3);
+  });
+
+  it('answers the synchronous create 400 before compensation has finished', async () => {
+    api.stack.cluster.faults.failNextRequests('DELETE', 'pods', 2, 500);
+    const deletesBefore = podDeletes();
+    const response = await request(api.app)
+      .post('/sync/v1/sandboxes')
+      .set(bearer(api.tenantA))
+      .send(createBody(300));
+    const deletesAtAnswer = podDeletes() - deletesBefore;
+    expect(response.status, response.text).toBe(400);
+    expect(response.body.error.code).toBe('invalid_request');
+    const operationId = response.headers['operation-id'] as string;
+    const atAnswer = await getOperation(operationId);
+    expect(atAnswer.body).toMatchObject({ status: 'failed', done: false, phase: 'compensating' });
+    expect(deletesAtAnswer).toBeLessThan(3);
+    await awaitOperation(api.app, api.tenantA, operationId);
+  });
+});
+
+describe('operations outlive their Temporal execution', { timeout: 240_000 }, () => {
+  it('reads and lists an operation after its execution was deleted from Temporal', async () => {
+    const op = await createAsync(1024);
+    const done = await awaitOperation(api.app, api.tenantA, op.id);
+    expect(done.status).toBe('succeeded');
+    await deleteExecution(api.stack.temporal.client, op.id);
+
+    const read = await getOperation(op.id);
+    expect(read.status, read.text).toBe(200);
+    expect(read.body).toMatchObject({
+      id: op.id,
+      status: 'succeeded',
+      done: true,
+      phase: 'finished',
+      result: { sandbox: { id: op.sandbox_id, state: 'running' } },
+    });
+    const list = await request(api.app)
+      .get('/v1/operations?status=succeeded&limit=200')
+      .set(bearer(api.tenantA));
+    expect(list.status).toBe(200);
+    expect(list.body.operations.map((o: OperationBody) => o.id)).toContain(op.id);
+  });
+
+  it('replays the create with its Idempotency-Key after its execution was deleted', async () => {
+    const key = `replay-after-retention-${Date.now()}`;
+    const op = await createAsync(1024, { 'Idempotency-Key': key });
+    await awaitOperation(api.app, api.tenantA, op.id);
+    await deleteExecution(api.stack.temporal.client, op.id);
+
+    const replay = await request(api.app)
+      .post('/v1/sandboxes')
+      .set(bearer(api.tenantA))
+      .set('Idempotency-Key', key)
+      .send(createBody(1024));
+    expect(replay.status, replay.text).toBe(202);
+    expect(replay.body).toMatchObject({ id: op.id, status: 'succeeded', done: true });
+  });
+});
+
+describe('long-poll', () => {
+  it('answers as soon as the operation changes, long before the timeout', async () => {
+    api.stack.cluster.faults.neverReady(true);
+    try {
+      const op = await createAsync(1024);
+      const waiting = await awaitOperation(api.app, api.tenantA, op.id, {
+        until: (current) => current.phase === 'waiting_for_ip',
+      });
+      expect(waiting.done).toBe(false);
+      const started = Date.now();
+      const poll = getOperation(op.id, '?wait=30s');
+      // The change: a cancel, 500 ms into the wait.
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      const cancel = await request(api.app)
+        .post(`/v1/operations/${op.id}/cancel`)
+        .set(bearer(api.tenantA));
+      expect(cancel.status, cancel.text).toBe(202);
+      const answered = await poll;
+      const elapsedMs = Date.now() - started;
+      expect(answered.status).toBe(200);
+      expect(answered.body.status).toBe('cancelled');
+      expect(elapsedMs).toBeLessThan(15_000);
+      await awaitOperation(api.app, api.tenantA, op.id);
+    } finally {
+      api.stack.cluster.faults.neverReady(false);
+    }
+  });
+
+  it('answers at the timeout with the current state when nothing changes', async () => {
+    api.stack.cluster.faults.neverReady(true);
+    try {
+      const op = await createAsync(1024);
+      await awaitOperation(api.app, api.tenantA, op.id, {
+        until: (current) => current.phase === 'waiting_for_ip',
+      });
+      const started = Date.now();
+      const answered = await getOperation(op.id, '?wait=2s');
+      const elapsedMs = Date.now() - started;
+      expect(answered.status).toBe(200);
+      expect(answered.body).toMatchObject({ status: 'running', phase: 'waiting_for_ip' });
+      expect(elapsedMs).toBeGreaterThanOrEqual(1_900);
+      expect(elapsedMs).toBeLessThan(12_000);
+      await request(api.app).post(`/v1/operations/${op.id}/cancel`).set(bearer(api.tenantA));
+      await awaitOperation(api.app, api.tenantA, op.id);
+    } finally {
+      api.stack.cluster.faults.neverReady(false);
+    }
+  });
+
+  it('refuses a wait that is not a duration', async () => {
+    const op = await createAsync(1024);
+    const answered = await getOperation(op.id, '?wait=soon');
+    expect(answered.status).toBe(400);
+    expect(answered.body.error.message).toContain('wait');
+    await awaitOperation(api.app, api.tenantA, op.id);
+  });
+});
+
+describe('a lost start response', () => {
+  it('adopts the workflow that started although the start call failed', async () => {
+    const client = api.stack.temporal.client;
+    // The start reaches Temporal, but its answer is lost (as a timeout would lose it).
+    const workflow = Object.create(client.workflow) as Client['workflow'];
+    workflow.start = (async (...args: Parameters<Client['workflow']['start']>) => {
+      await client.workflow.start(...args);
+      throw new Error('14 UNAVAILABLE: the connection dropped before the answer');
+    }) as Client['workflow']['start'];
+    const lossy = Object.create(client, { workflow: { value: workflow } }) as Client;
+    const app = api.appWith({}, { temporal: lossy });
+
+    const response = await request(app)
+      .post('/v1/sandboxes')
+      .set(bearer(api.tenantA))
+      .send(createBody(1024));
+    expect(response.status, response.text).toBe(202);
+    const op = response.body as OperationBody;
+    const done = await awaitOperation(api.app, api.tenantA, op.id);
+    expect(done.status).toBe('succeeded');
+    const sandbox = await request(api.app)
+      .get(`/v1/sandboxes/${op.sandbox_id}`)
+      .set(bearer(api.tenantA));
+    expect(sandbox.body.state).toBe('running');
+  });
+});
