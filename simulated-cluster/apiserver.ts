@@ -190,6 +190,7 @@ async function handle(ctx: ApiServerContext, req: IncomingMessage, res: ServerRe
           resourceVersion: parseVersion(query.resourceVersion),
           timeoutSeconds: timeout !== undefined && Number.isFinite(timeout) ? timeout : undefined,
           silent: ctx.faults.isSilenced(route.resource),
+          bookmarks: query.allowWatchBookmarks === 'true' || query.allowWatchBookmarks === '1',
           encode: (object) => encode(object),
         });
         return;

@@ -43,6 +43,12 @@ export interface SimulatedNode {
    * @throws ApiError 404 NotFound when the pod does not exist
    */
   failPod(namespace: string, podName: string, reason: string): void;
+  /**
+   * Gives the pod an IP and a `metadata.deletionTimestamp` in one update: a graceful deletion
+   * in progress, as a MODIFIED frame (or a re-list) shows it while the containers stop.
+   * @throws ApiError 404 NotFound when the pod does not exist
+   */
+  markTerminating(namespace: string, podName: string): void;
 }
 
 /** Node configuration (see SimulatedClusterOptions for the defaults). */
@@ -176,6 +182,14 @@ export class SimulatedKubelet implements SimulatedNode {
           state: { running: { startedAt: now } },
         })),
       };
+    });
+  }
+
+  markTerminating(namespace: string, podName: string): void {
+    this.makeReady(namespace, podName);
+    this.store.update('pods', namespace, podName, (next) => {
+      next.metadata.deletionTimestamp = kubeTime();
+      next.metadata.deletionGracePeriodSeconds = 30;
     });
   }
 

@@ -6,7 +6,11 @@
  * - resourceVersion N > 0: every change after N, then live changes; N older than the kept
  *   history gets an in-stream ERROR with a 410 Expired Status, then the stream ends;
  * - with a selector, an object that starts matching arrives as ADDED and one that stops
- *   matching as DELETED.
+ *   matching as DELETED;
+ * - `allowWatchBookmarks=true`: one BOOKMARK (only `metadata.resourceVersion`, the store's
+ *   current version) right after the initial state or history, as a real kube-apiserver sends
+ *   one within milliseconds of the watch opening (checked in test/real-apiserver.test.ts),
+ *   and one more right before a `timeoutSeconds` end.
  */
 import type { ServerResponse } from 'node:http';
 import type { Selector } from './selectors.js';
@@ -25,11 +29,15 @@ export interface WatchRequest {
   timeoutSeconds?: number;
   /** Send headers but never any event (a scripted silent watch). */
   silent: boolean;
+  /** `allowWatchBookmarks=true`: send a BOOKMARK after the initial state or history. */
+  bookmarks?: boolean;
   /** Turns an object into what goes on the wire (the object itself, or a Table for kubectl). */
   encode: (object: KubeObject) => unknown;
 }
 
-type EventType = Change['type'] | 'ERROR';
+type EventType = Change['type'] | 'ERROR' | 'BOOKMARK';
+
+const KIND: Record<WatchedResource, string> = { pods: 'Pod', events: 'Event' };
 
 class WatchStream {
   private timer: NodeJS.Timeout | undefined;
@@ -38,13 +46,14 @@ class WatchStream {
     readonly request: WatchRequest,
     private readonly res: ServerResponse,
     onClose: (stream: WatchStream) => void,
+    private readonly currentVersion: () => number,
   ) {
     res.on('close', () => {
       if (this.timer) clearTimeout(this.timer);
       onClose(this);
     });
     if (request.timeoutSeconds !== undefined && request.timeoutSeconds > 0) {
-      this.timer = setTimeout(() => this.end(), request.timeoutSeconds * 1000);
+      this.timer = setTimeout(() => this.endWithBookmark(), request.timeoutSeconds * 1000);
     }
   }
 
@@ -67,6 +76,25 @@ class WatchStream {
     else if (now) type = was ? 'MODIFIED' : 'ADDED';
     else if (was) type = 'DELETED';
     if (type) this.send(type, request.encode(change.object));
+  }
+
+  /**
+   * The end of `timeoutSeconds`: with bookmarks, one last BOOKMARK at the store's current
+   * version first, as kube-apiserver's watch cache sends one to a watcher shortly before its
+   * deadline, so the client resumes from a version that is not stale.
+   */
+  private endWithBookmark(): void {
+    if (this.request.bookmarks) this.send('BOOKMARK', this.bookmark());
+    this.end();
+  }
+
+  /** A BOOKMARK object: only the kind and `metadata.resourceVersion` (current version). */
+  bookmark(): unknown {
+    return {
+      kind: KIND[this.request.resource],
+      apiVersion: 'v1',
+      metadata: { resourceVersion: String(this.currentVersion()) },
+    };
   }
 
   /** Sends an in-stream ERROR with the Status, then ends the stream. */
@@ -107,7 +135,12 @@ export class WatchRegistry {
       'Cache-Control': 'no-cache, private',
     });
     res.flushHeaders();
-    const stream = new WatchStream(request, res, (closed) => this.streams.delete(closed));
+    const stream = new WatchStream(
+      request,
+      res,
+      (closed) => this.streams.delete(closed),
+      () => this.store.currentVersion,
+    );
     this.streams.add(stream);
     if (request.silent) return;
     const from = request.resourceVersion ?? 0;
@@ -115,14 +148,21 @@ export class WatchRegistry {
       for (const object of this.store.list(request.resource, request.namespace)) {
         if (request.selector.matches(object)) stream.send('ADDED', request.encode(object));
       }
-      return;
+    } else {
+      const history = this.store.changesSince(request.resource, from);
+      if (history.kind === 'expired') {
+        stream.fail(tooOldResourceVersion(from, history.oldest));
+        return;
+      }
+      for (const change of history.changes) stream.deliver(change);
     }
-    const history = this.store.changesSince(request.resource, from);
-    if (history.kind === 'expired') {
-      stream.fail(tooOldResourceVersion(from, history.oldest));
-      return;
+    if (request.bookmarks) {
+      stream.send('BOOKMARK', {
+        kind: KIND[request.resource],
+        apiVersion: 'v1',
+        metadata: { resourceVersion: String(this.store.currentVersion) },
+      });
     }
-    for (const change of history.changes) stream.deliver(change);
   }
 
   /** Number of open streams, of one resource or all. */
