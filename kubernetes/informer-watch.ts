@@ -137,6 +137,7 @@ export class InformerWatch extends Watch {
       body.on('data', resetTimer);
       body.on('error', finish);
       const lines = createInterface(body);
+      lines.on('error', finish); // readline re-emits the body's error (an abort): never unhandled
       lines.on('line', (line) => {
         if (finished) return;
         let frame: { type?: string; object?: { code?: number; message?: string } };

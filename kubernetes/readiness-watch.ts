@@ -38,7 +38,12 @@ export interface ReadinessWaitOptions {
    * which aborts this signal; docs/architecture.md, "Deadline").
    */
   signal?: AbortSignal;
+  /** How long the pods cache may lack the pod before it is read once by name, in ms (default 5 000). */
+  podReadDelayMs?: number;
 }
+
+/** Default of {@link ReadinessWaitOptions.podReadDelayMs}, in ms. */
+export const POD_READ_DELAY_MS = 5_000;
 
 /**
  * Waits until the pod has an IP, the node refuses it as invalid, or the pod fails, whichever
@@ -46,8 +51,9 @@ export interface ReadinessWaitOptions {
  *
  * Subscribes to the pod's uid first, then reads the informers' caches (so a refusal recorded
  * before the wait began, or an IP, is found at once), then decides on every change the
- * informers report for this pod. When the pods cache does not hold the pod yet, the pod is
- * read once by name (it may have been deleted before this worker listed it). While the
+ * informers report for this pod. When the pods cache still lacks the pod after
+ * `podReadDelayMs`, the pod is read once by name (it may have been deleted before this worker
+ * listed it). While the
  * informers have lost the apiserver the wait goes on; they catch up after their re-list.
  * @returns the decisive outcome; never rejects for watch errors (the informers retry them)
  * @throws the signal's reason (an AbortError by default) when `signal` aborts first
@@ -61,11 +67,13 @@ export function awaitPodReady(options: ReadinessWaitOptions): Promise<ReadinessO
       return;
     }
     let settled = false;
+    let onSettled = (): void => undefined;
     const finish = (result: { outcome: ReadinessOutcome } | { error: unknown }): void => {
       if (settled) return;
       settled = true;
       signal?.removeEventListener('abort', onAbort);
       unsubscribe();
+      onSettled();
       if ('outcome' in result) resolve(result.outcome);
       else reject(result.error);
     };
@@ -87,18 +95,26 @@ export function awaitPodReady(options: ReadinessWaitOptions): Promise<ReadinessO
       decide(podOutcome('MODIFIED', cached, pod.uid));
       return;
     }
-    informers.readPod(pod.name).then(
-      (current) => {
-        if (current) decide(podOutcome('MODIFIED', current, pod.uid));
-        else {
-          decide({
-            outcome: 'podFailed',
-            reason: `pod ${pod.name} no longer exists; it was deleted before it had an IP`,
-          });
-        }
-      },
-      () => undefined, // the informers will report the pod
-    );
+    // Not in the cache yet: the informer normally delivers the new pod within milliseconds.
+    // If it still has not after `podReadDelayMs`, the pod may have been deleted before this
+    // worker listed it (e.g. while no worker ran): read it once by name.
+    const readTimer = setTimeout(() => {
+      if (settled || informers.cachedPod(pod.name)) return;
+      informers.readPod(pod.name).then(
+        (current) => {
+          if (current) decide(podOutcome('MODIFIED', current, pod.uid));
+          else {
+            decide({
+              outcome: 'podFailed',
+              reason: `pod ${pod.name} no longer exists; it was deleted before it had an IP`,
+            });
+          }
+        },
+        () => undefined, // the informers will report the pod
+      );
+    }, options.podReadDelayMs ?? POD_READ_DELAY_MS);
+    readTimer.unref();
+    onSettled = () => clearTimeout(readTimer);
   });
 }
 

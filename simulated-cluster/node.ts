@@ -146,7 +146,7 @@ export class SimulatedKubelet implements SimulatedNode {
     });
   }
 
-  makeReady(namespace: string, podName: string): void {
+  makeReady(namespace: string, podName: string, also?: (next: KubeObject) => void): void {
     const pod = this.store.get('pods', namespace, podName);
     this.stopRun(pod.metadata.uid);
     const now = kubeTime();
@@ -182,12 +182,12 @@ export class SimulatedKubelet implements SimulatedNode {
           state: { running: { startedAt: now } },
         })),
       };
+      also?.(next);
     });
   }
 
   markTerminating(namespace: string, podName: string): void {
-    this.makeReady(namespace, podName);
-    this.store.update('pods', namespace, podName, (next) => {
+    this.makeReady(namespace, podName, (next) => {
       next.metadata.deletionTimestamp = kubeTime();
       next.metadata.deletionGracePeriodSeconds = 30;
     });
