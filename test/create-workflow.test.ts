@@ -31,6 +31,7 @@ function requests(method: string, suffix: RegExp) {
 }
 const podDeletes = () => requests('DELETE', /\/pods\/[^/]+$/);
 const podCreates = () => requests('POST', /\/pods$/);
+const podLists = () => requests('GET', /\/pods$/).filter((request) => !request.watch);
 
 /** Resolves once the create's phase is `waiting_for_ip` (its readiness wait is scheduled). */
 async function waitingForIp(handle: {
@@ -283,6 +284,7 @@ describe('createSandbox workflow', () => {
       await waitingForIp(handle);
       child.kill('SIGKILL');
       await exited;
+      const podListsBefore = podLists().length;
       await stack.startWorker();
       cluster.node.recordSandboxFailure(
         NAMESPACE,
@@ -292,6 +294,8 @@ describe('createSandbox workflow', () => {
       const failure = applicationFailureOf((await settle(handle.result())).error);
       expect(failure.type).toBe('InvalidRequest');
       expect(failure.message).toContain('451 MiB');
+      // The new worker listed pods once (its informer) and then only watched.
+      expect(podLists().length - podListsBefore).toBe(1);
       expect(podCreates()).toHaveLength(1);
       expect(podDeletes()).toHaveLength(1);
       expect(await stack.store.getSandboxById(input.sandboxId)).toMatchObject({

@@ -393,6 +393,33 @@ describe('informers: cost', () => {
   });
 });
 
+describe('informers: the events cache is bounded', () => {
+  beforeEach(() => startCluster());
+
+  it("evicts a pod's events when the pod is deleted, and other pods' events after the grace", async () => {
+    const active = startInformers({ unknownPodEventGraceMs: 1_000 });
+    await synced();
+    cluster.faults.neverReady(true);
+    const pod = await newPod(300);
+    cluster.node.recordSandboxFailure(NAMESPACE, pod.name, INVALID_ARGUMENT_MESSAGE);
+    // A refusal of a pod that is not a sandbox pod (no sandbox-id label).
+    await client.core.createNamespacedPod({
+      namespace: NAMESPACE,
+      body: { metadata: { name: 'other' }, spec: { containers: [{ name: 'c', image: 'i' }] } },
+    });
+    cluster.node.recordSandboxFailure(NAMESPACE, 'other', INVALID_ARGUMENT_MESSAGE);
+    await until(() => active.eventsCacheSize === 2);
+    expect(active.cachedEvents(pod.uid)).toHaveLength(1);
+    // Not a sandbox pod: evicted once the grace has passed.
+    await until(() => active.eventsCacheSize === 1, 10_000);
+    expect(active.cachedEvents(pod.uid)).toHaveLength(1);
+    // Its pod deleted: evicted at once.
+    await client.core.deleteNamespacedPod({ name: pod.name, namespace: NAMESPACE });
+    await until(() => active.eventsCacheSize === 0);
+    expect(active.cachedEvents(pod.uid)).toHaveLength(0);
+  });
+});
+
 describe('podOutcome (pure)', () => {
   const pod = (fields: Record<string, unknown>) =>
     ({ metadata: { name: 'p', uid: 'u', ...fields }, status: { podIP: '10.0.0.1' } }) as never;
