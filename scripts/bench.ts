@@ -12,6 +12,8 @@
  *       through the package bin (`bin/durable-sandbox.js`) and, as the baseline measured in the
  *       same run, through `npm run cli --`.
  *
+ * `--waits` runs scripts/bench-waits.ts instead (waiting creates: watches, requests, RSS).
+ *
  * It checks that every create ended as expected and that no refused create left a pod, prints
  * p50/p95/max in ms and writes bench-results/bench-<time>.json. Exit code 1 if a check failed.
  */
@@ -21,6 +23,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { freePort } from '../config/free-port.js';
+import { benchWaits } from './bench-waits.js';
 
 const TOKEN = 'dev-token';
 const POLL_MS = 50;
@@ -248,7 +251,8 @@ async function main(): Promise<void> {
   }
 }
 
-main().catch((err: unknown) => {
+// `npm run bench -- --waits`: the waiting-creates benchmark (scripts/bench-waits.ts) instead.
+(process.argv.includes('--waits') ? benchWaits() : main()).catch((err: unknown) => {
   console.error(err);
   process.exitCode = 1;
 });
