@@ -182,10 +182,11 @@ async function measure(
       console.log(JSON.stringify(row));
     }
     // Refusal latency: 1, then 100 at once, among the waits.
-    for (const [index, batch] of [1, 100].entries()) {
-      const start = index === 0 ? 0 : 1;
-      const targets = waiting.slice(start, start + batch);
-      if (targets.length < batch) break;
+    // Refusal latency: one refusal, then 100 at once (as many as remain), among the waits.
+    for (const batch of [1, 100]) {
+      const targets =
+        batch === 1 ? waiting.slice(-1) : waiting.slice(0, Math.min(100, waiting.length - 1));
+      if (targets.length === 0) break;
       const names = await Promise.all(targets.map(({ input }) => podNameOf(ctx, input.sandboxId)));
       const recordedAtMs = performance.now();
       for (const name of names)
