@@ -14,11 +14,14 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { tmpdir } from 'node:os';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { join, resolve } from 'node:path';
 import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import { freePort } from '../config/free-port.js';
 import { createKubernetesClient } from '../kubernetes/client.js';
 import { createPod } from '../kubernetes/pods.js';
+import { SandboxInformers } from '../kubernetes/sandbox-informers.js';
 import { SimulatedCluster } from '../simulated-cluster/index.js';
 import { openStore, type Store } from '../store/index.js';
 import { operationSearchAttributes } from '../workflows/search-attributes.js';
@@ -212,6 +215,54 @@ async function measure(
   return rows;
 }
 
+/** Forces a full GC (no --expose-gc needed) and returns the heap in use, in bytes. */
+function heapUsedAfterGc(): number {
+  setFlagsFromString('--expose-gc');
+  (runInNewContext('gc') as () => void)();
+  return process.memoryUsage().heapUsed;
+}
+
+/**
+ * The events cache's memory with `count` refused pods: `count` sandbox pods, each with one
+ * kubelet refusal event (Unavailable, so no wait would end), listed by one informer pair in
+ * this process; heap after GC with the caches filled minus before. In MiB.
+ */
+async function eventsCacheMib(count: number): Promise<{ events: number; heap_mib: number }> {
+  const cluster = await SimulatedCluster.start({ startupDelayMs: 100 });
+  cluster.faults.neverReady(true);
+  const client = createKubernetesClient({
+    kubeconfigYaml: cluster.kubeconfigYaml(),
+    namespace: NAMESPACE,
+  });
+  for (let i = 0; i < count; i++) {
+    const pod = await createPod(client, {
+      sandboxId: `sbx_cache${i}`,
+      generation: 1,
+      template: 'base',
+      image: 'example/base:1',
+      resources: { cpu: 1, memoryMib: 256, diskMib: 2048 },
+    });
+    cluster.node.recordSandboxFailure(
+      NAMESPACE,
+      pod.name,
+      REFUSAL.replace('InvalidArgument', 'Unavailable'),
+    );
+  }
+  const podsOnly = new SandboxInformers({ client, retryDelayMs: 1_000, watchTimeoutSeconds: 25 });
+  const before = heapUsedAfterGc();
+  podsOnly.start();
+  await until(
+    () => podsOnly.eventsCacheSize === count && podsOnly.cachedPod('sbx-cache0-g1') !== undefined,
+    60_000,
+    'caches filled',
+  );
+  const after = heapUsedAfterGc();
+  const events = podsOnly.eventsCacheSize;
+  await podsOnly.stop();
+  await cluster.close();
+  return { events, heap_mib: Math.round(((after - before) / 1024 / 1024) * 10) / 10 };
+}
+
 /** Runs the waits benchmark; writes bench-results/bench-waits-<time>.json. */
 export async function benchWaits(): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), 'durable-sandbox-bench-waits-'));
@@ -239,6 +290,7 @@ export async function benchWaits(): Promise<void> {
     },
   );
   const results: Row[] = [];
+  let cache: { events: number; heap_mib: number } | undefined;
   try {
     const sizes = (process.env.BENCH_WAITS ?? '1,100,1000').split(',').map(Number);
     results.push(...(await measure(ctx, 'informers', resolve('.'), sizes)));
@@ -249,6 +301,11 @@ export async function benchWaits(): Promise<void> {
     } else {
       console.log(`no baseline checkout at ${baselineDir}; BASELINE_DIR names one`);
     }
+    // Both caches (1,000 pods and their 1,000 refusal events), in this process.
+    cache = await eventsCacheMib(1_000);
+    console.log(
+      `informer caches with 1,000 pods and 1,000 refusal events: ${JSON.stringify(cache)}`,
+    );
   } finally {
     await connection.close();
     await store.close();
@@ -265,7 +322,7 @@ export async function benchWaits(): Promise<void> {
   );
   writeFileSync(
     file,
-    `${JSON.stringify({ at: new Date().toISOString(), window_ms: WINDOW_MS, results }, null, 2)}\n`,
+    `${JSON.stringify({ at: new Date().toISOString(), window_ms: WINDOW_MS, results, informer_caches_1000: cache }, null, 2)}\n`,
   );
   console.log(`\nwritten to ${file}`);
 }
