@@ -7,7 +7,7 @@ import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 /** The worker's registry (and the process metrics when the process is a worker). */
 export const workerRegistry = new Registry();
-import type { WatchObserver } from '../kubernetes/readiness-watch.js';
+import type { WatchObserver } from '../kubernetes/sandbox-informers.js';
 
 /** The metrics the activities record. */
 export interface CreateMetrics {
@@ -20,7 +20,7 @@ export interface CreateMetrics {
   watchOpens: Counter<'resource' | 'cause'>;
   /** Watch streams open now, by resource. */
   watchesOpen: Gauge<'resource'>;
-  /** Feeds the two watch metrics from the readiness watch. */
+  /** Feeds the watch metrics from the worker's informers. */
   watchObserver: WatchObserver;
 }
 
@@ -46,7 +46,7 @@ export function createMetrics(): CreateMetrics {
   });
   const watchOpens = new Counter({
     name: 'durable_sandbox_watch_opens_total',
-    help: 'Watch requests sent by the readiness wait, by resource and cause',
+    help: "Watch requests sent by the worker's informers, by resource and cause",
     labelNames: ['resource', 'cause'],
     registers: [workerRegistry],
   });

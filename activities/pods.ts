@@ -13,6 +13,7 @@ import {
 } from '../kubernetes/pods.js';
 import { awaitPodReady, type ReadinessOutcome } from '../kubernetes/readiness-watch.js';
 import { parseRootfsFloor } from '../kubernetes/refusal.js';
+import type { SandboxInformers } from '../kubernetes/sandbox-informers.js';
 import type { Store } from '../store/index.js';
 import { whileHeartbeating } from './heartbeat.js';
 import type { CreateMetrics } from './metrics.js';
@@ -26,8 +27,11 @@ import {
 export interface PodActivityDeps {
   kubernetes: KubernetesClient;
   store: Store;
-  /** Delay before re-opening a watch, in ms. */
-  watchRetryDelayMs: number;
+  /**
+   * The worker's pods and events informers (one pair per process, started by the worker);
+   * every readiness wait reads them instead of opening watches of its own.
+   */
+  informers: SandboxInformers;
   /** How often the readiness wait heartbeats, in ms (default HEARTBEAT_INTERVAL_MS, 1000). */
   heartbeatIntervalMs?: number;
   /** Create and watch metrics (activities/metrics.ts); optional. */
@@ -95,31 +99,32 @@ export function podActivities(deps: PodActivityDeps) {
     },
 
     /**
-     * Holds the combined readiness watch (kubernetes/readiness-watch.ts) while heartbeating; the
-     * activity's cancellation (the workflow's deadline timer, or a cancel) aborts both watches.
+     * Waits for the pod through the worker's informers (kubernetes/readiness-watch.ts) while
+     * heartbeating; the activity's cancellation (the workflow's deadline timer, or a cancel)
+     * ends the wait.
      * @returns the pod IP
      * @throws ApplicationFailure `InvalidRequest` (non-retryable) when the node refused the pod
      *   as invalid; its message names the node's reason and its details are
      *   {@link CreateFailureDetails} with the refusal event's name and time
-     * @throws ApplicationFailure `PodFailed` (non-retryable) when the pod failed or vanished
+     * @throws ApplicationFailure `PodFailed` (non-retryable) when the pod failed, vanished or
+     *   is being deleted
+     * @throws ApplicationFailure `Internal` (non-retryable) when the worker may not watch pods
+     *   (403, or 401 for longer than its bound): its message names the missing permission
      * @throws CancelledFailure when the activity was cancelled
      */
     async awaitPodReady(input: AwaitPodReadyInput): Promise<AwaitPodReadyResult> {
       const { cancellationSignal } = Context.current();
       const watch = awaitPodReady({
-        client: deps.kubernetes,
+        informers: deps.informers,
         pod: input.pod,
         signal: cancellationSignal,
-        watchRetryDelayMs: deps.watchRetryDelayMs,
-        logger: { warn: (fields, message) => log.warn(message, fields) },
-        observer: deps.metrics?.watchObserver,
       });
       let outcome: ReadinessOutcome;
       try {
         outcome = await whileHeartbeating(watch, deps.heartbeatIntervalMs);
       } catch (err) {
         if (!cancellationSignal.aborted) throw err;
-        log.info('readiness wait cancelled; watches stopped');
+        log.info('readiness wait cancelled');
         // The SDK turns this into a CancelledFailure for the workflow.
         throw cancellationSignal.reason ?? err;
       }
@@ -182,6 +187,19 @@ function readinessFailure(
     return ApplicationFailure.nonRetryable(
       `the node refused the sandbox: ${outcome.reason}`,
       OPERATION_ERRORS.invalid_request.failureType,
+      details,
+    );
+  }
+  if (outcome.outcome === 'watchRefused') {
+    log.error('the worker cannot watch pods; the create ends', { reason: outcome.reason });
+    const details: CreateFailureDetails = {
+      code: 'internal',
+      reason: outcome.reason,
+      ...podFields,
+    };
+    return ApplicationFailure.nonRetryable(
+      outcome.reason,
+      OPERATION_ERRORS.internal.failureType,
       details,
     );
   }

@@ -38,7 +38,13 @@ export interface Config {
   databaseUrl?: string;
   createDeadlineMs: number;
   syncReadinessBudgetMs: number;
+  /** First back-off delay's upper bound of the informers' retries, in ms. */
   watchRetryDelayMs: number;
+  /**
+   * `timeoutSeconds` of the informers' watches: under client-node's 30 s idle cut, so the
+   * apiserver ends a quiet stream (with a bookmark) before the client cuts it.
+   */
+  watchTimeoutSeconds: number;
   templates: Record<string, TemplateConfig>;
   logLevel: string;
   /** Port of the worker's Prometheus `/metrics` (the API serves its own on PORT). */
@@ -77,6 +83,7 @@ export const CONFIG_VARIABLES = [
   'CREATE_DEADLINE_MS',
   'SYNC_READINESS_BUDGET_MS',
   'WATCH_RETRY_DELAY_MS',
+  'WATCH_TIMEOUT_SECONDS',
   'SANDBOX_TEMPLATES',
   'LOG_LEVEL',
   'METRICS_PORT',
@@ -216,6 +223,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     createDeadlineMs: positiveInt(env, 'CREATE_DEADLINE_MS', 1_800_000),
     syncReadinessBudgetMs: positiveInt(env, 'SYNC_READINESS_BUDGET_MS', 120_000),
     watchRetryDelayMs: positiveInt(env, 'WATCH_RETRY_DELAY_MS', 1_000),
+    watchTimeoutSeconds: positiveInt(env, 'WATCH_TIMEOUT_SECONDS', 25, 29),
     templates: parseTemplates(env.SANDBOX_TEMPLATES),
     logLevel: nonEmpty(env, 'LOG_LEVEL', 'info') as string,
     metricsPort: positiveInt(env, 'METRICS_PORT', 9464, 65535),

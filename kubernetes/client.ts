@@ -2,7 +2,51 @@
  * Kubernetes client setup: `@kubernetes/client-node` from a kubeconfig file (KUBECONFIG) or the
  * pod's in-cluster service account. Nothing here knows about HTTP routes or Temporal.
  */
-import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import { CoreV1Api, KubeConfig, type RequestContext } from '@kubernetes/client-node';
+
+/**
+ * A KubeConfig whose requests share one HTTP connection pool.
+ *
+ * Why: client-node 2.0.1's `applySecurityAuthentication` (called before every API request and
+ * every watch) builds a new undici `Agent` each time the cluster has TLS settings (a CA, a
+ * client certificate, or `insecure-skip-tls-verify`), so every request opened its own
+ * connection pool and TCP (and TLS) connection. This keeps the first dispatcher built for a
+ * cluster and user and hands it to every later request (the key is the one client-node uses
+ * for its own legacy agent cache); the per-request one, which never connected, is closed.
+ * Without TLS settings client-node leaves the dispatcher unset and undici's global pool serves
+ * every request already.
+ */
+export class PooledKubeConfig extends KubeConfig {
+  private readonly dispatchers = new Map<
+    string,
+    NonNullable<ReturnType<RequestContext['getDispatcher']>>
+  >();
+
+  override async applySecurityAuthentication(context: RequestContext): Promise<void> {
+    await super.applySecurityAuthentication(context);
+    const built = context.getDispatcher();
+    if (!built) return;
+    const key = JSON.stringify([
+      this.getCurrentCluster()?.name ?? '',
+      this.getCurrentCluster()?.server ?? '',
+      this.getCurrentUser()?.name ?? '',
+    ]);
+    const shared = this.dispatchers.get(key);
+    if (!shared) {
+      this.dispatchers.set(key, built);
+      return;
+    }
+    context.setDispatcher(shared);
+    void built.close().catch(() => undefined);
+  }
+
+  /** Closes the shared connection pools (idle connections would otherwise linger ~4 s). */
+  async closeConnections(): Promise<void> {
+    const pools = [...this.dispatchers.values()];
+    this.dispatchers.clear();
+    await Promise.all(pools.map((pool) => pool.close().catch(() => undefined)));
+  }
+}
 
 /** What the create path needs to reach the cluster. */
 export interface KubernetesClient {
@@ -27,7 +71,7 @@ export interface KubernetesClientOptions {
  *   (KUBERNETES_SERVICE_HOST unset), or when the kubeconfig has no current cluster.
  */
 export function createKubernetesClient(options: KubernetesClientOptions): KubernetesClient {
-  const kubeConfig = new KubeConfig();
+  const kubeConfig = new PooledKubeConfig();
   if (options.kubeconfigYaml) {
     kubeConfig.loadFromString(options.kubeconfigYaml);
   } else if (options.kubeconfigPath) {

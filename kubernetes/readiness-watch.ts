@@ -1,13 +1,13 @@
 /**
- * The readiness wait (docs/architecture.md, "The readiness watch"): while waiting for the pod's IP, watch the pod and
- * its `FailedCreatePodSandBox` events at the same time, and end on the first decisive signal.
- * Every read is a watch; nothing polls.
+ * The readiness wait (docs/architecture.md, "The readiness watch"): while waiting for the pod's
+ * IP, follow the pod and its `FailedCreatePodSandBox` events through the worker's informers
+ * (kubernetes/sandbox-informers.ts), and end on the first decisive signal. The wait itself
+ * sends no list and no watch: the worker's two informers do, for every wait at once.
  */
 import type { CoreV1Event, V1Pod } from '@kubernetes/client-node';
-import type { KubernetesClient } from './client.js';
 import type { PodRef } from './pods.js';
-import { decisiveRefusal, REFUSAL_RULES } from './refusal.js';
-import { WatchLoop, type WatchEndDecision, type WatchOpenCause } from './watch-loop.js';
+import { decisiveRefusal } from './refusal.js';
+import type { SandboxInformers } from './sandbox-informers.js';
 
 /** The first decisive outcome of a readiness wait. */
 export type ReadinessOutcome =
@@ -24,172 +24,99 @@ export type ReadinessOutcome =
       /** The node that refused: the event's `source.host` (or `reportingInstance`). */
       nodeName?: string;
     }
-  /** The pod failed, was deleted, or was replaced before it had an IP. */
-  | { outcome: 'podFailed'; reason: string };
-
-/** The watched resources. */
-export type WatchResource = 'pods' | 'events';
-
-/** Structured logger subset (pino-compatible). */
-export interface WatchLogger {
-  warn(fields: Record<string, unknown>, message: string): void;
-  debug?(fields: Record<string, unknown>, message: string): void;
-}
-
-/** Hooks for metrics and tests; all optional. */
-export interface WatchObserver {
-  /** A watch request is about to be sent, first or again. */
-  onWatchOpen?(resource: WatchResource, cause: WatchOpenCause): void;
-  /** A watch stream was established (`open` true) or has closed (`open` false). */
-  onWatchStream?(resource: WatchResource, open: boolean): void;
-}
+  /** The pod failed, was deleted, is being deleted, or was replaced before it had an IP. */
+  | { outcome: 'podFailed'; reason: string }
+  /** The worker may not watch pods (403, or 401 past its bound): nothing can show an IP. */
+  | { outcome: 'watchRefused'; reason: string };
 
 /** Input of {@link awaitPodReady}. */
 export interface ReadinessWaitOptions {
-  client: KubernetesClient;
+  /** The worker's informers (one pair per process). */
+  informers: SandboxInformers;
   pod: PodRef;
   /**
-   * Aborting stops both watches and rejects with the signal's reason. The wait has no deadline
+   * Aborting ends the wait and rejects with the signal's reason. The wait has no deadline
    * of its own: the caller bounds it (the create workflow's deadline timer cancels the activity,
    * which aborts this signal; docs/architecture.md, "Deadline").
    */
   signal?: AbortSignal;
-  /** Delay before re-opening a watch, in ms (WATCH_RETRY_DELAY_MS). */
-  watchRetryDelayMs: number;
-  logger?: WatchLogger;
-  observer?: WatchObserver;
+  /** How long the pods cache may lack the pod before it is read once by name, in ms (default 5 000). */
+  podReadDelayMs?: number;
 }
 
-/** Ends the wait once: with an outcome, or with an error (the abort's reason). */
-type Finish = (result: { outcome: ReadinessOutcome } | { error: unknown }) => void;
-
-/** Logs one warning per wait when a watch is refused outright and given up (degraded). */
-type Degrade = (resource: WatchResource) => (decision: WatchEndDecision) => void;
+/** Default of {@link ReadinessWaitOptions.podReadDelayMs}, in ms. */
+export const POD_READ_DELAY_MS = 5_000;
 
 /**
  * Waits until the pod has an IP, the node refuses it as invalid, or the pod fails, whichever
  * comes first, or until `signal` aborts (docs/architecture.md, "The readiness watch").
  *
- * - Pod watch: `fieldSelector=metadata.name=<name>`; every event's uid is checked. The first
- *   open has no resourceVersion (current state first); re-opens resume from the last seen
- *   resourceVersion, and from the current state again after a 410.
- * - Events watch: `fieldSelector=involvedObject.uid=<uid>,reason=FailedCreatePodSandBox`,
- *   always from `resourceVersion=0` so refusals recorded before the wait are replayed; ADDED
- *   and MODIFIED are treated alike.
- * - A watch that ends, times out, drops, or fails with 408/410/429/5xx re-opens after
- *   `watchRetryDelayMs`. One refused outright with another 4xx stops; one warning is logged for
- *   this wait and the other watch goes on.
- *
- * Both watches are stopped before this returns or rejects.
- * @returns the decisive outcome; never rejects for watch errors
+ * Subscribes to the pod's uid first, then reads the informers' caches (so a refusal recorded
+ * before the wait began, or an IP, is found at once), then decides on every change the
+ * informers report for this pod. When the pods cache still lacks the pod after
+ * `podReadDelayMs`, the pod is read once by name (it may have been deleted before this worker
+ * listed it). While the
+ * informers have lost the apiserver the wait goes on; they catch up after their re-list.
+ * @returns the decisive outcome; never rejects for watch errors (the informers retry them)
  * @throws the signal's reason (an AbortError by default) when `signal` aborts first
- * Watch semantics: Kubernetes API concepts, "Efficient detection of changes" and "Resource
- * versions"; event aggregation: client-go `EventCorrelator`.
+ * Event aggregation: client-go `EventCorrelator`.
  */
 export function awaitPodReady(options: ReadinessWaitOptions): Promise<ReadinessOutcome> {
-  const { signal } = options;
+  const { signal, informers, pod } = options;
   return new Promise<ReadinessOutcome>((resolve, reject) => {
     if (signal?.aborted) {
       reject(abortReason(signal));
       return;
     }
     let settled = false;
-    const loops: WatchLoop[] = [];
-    const finish: Finish = (result) => {
+    let onSettled = (): void => undefined;
+    const finish = (result: { outcome: ReadinessOutcome } | { error: unknown }): void => {
       if (settled) return;
       settled = true;
       signal?.removeEventListener('abort', onAbort);
-      for (const loop of loops) loop.stop();
+      unsubscribe();
+      onSettled();
       if ('outcome' in result) resolve(result.outcome);
       else reject(result.error);
     };
+    const decide = (outcome: ReadinessOutcome | undefined): void => {
+      if (outcome) finish({ outcome });
+    };
     const onAbort = (): void => finish({ error: abortReason(signal as AbortSignal) });
     signal?.addEventListener('abort', onAbort, { once: true });
-    const degrade = degradeOnce(options);
-    loops.push(eventsWatch(options, finish, degrade), podWatch(options, finish, degrade));
-    for (const loop of loops) loop.start();
-  });
-}
-
-function degradeOnce({ pod, logger }: ReadinessWaitOptions): Degrade {
-  let warned = false;
-  return (resource) => (decision) => {
-    if (warned) return;
-    warned = true;
-    logger?.warn(
-      { resource, status: decision.status, pod_name: pod.name, pod_uid: pod.uid },
-      `the ${resource} ${resource === 'pods' ? 'watch (or its list)' : 'watch'} was refused ` +
-        `(HTTP ${decision.status}); waiting for the pod IP without it`,
-    );
-  };
-}
-
-/**
- * The pod watch: by name, resuming from the last resourceVersion seen; without one (or after a
- * 410) the pod's state is re-established with a list first. Watching from the version the
- * create saw replays every change since, a deletion included.
- */
-function podWatch(options: ReadinessWaitOptions, finish: Finish, degrade: Degrade): WatchLoop {
-  const { client, pod, observer } = options;
-  const namespace = client.namespace;
-  const fieldSelector = `metadata.name=${pod.name}`;
-  let resourceVersion = pod.resourceVersion;
-  const onEvent = (type: string, object: unknown): void => {
-    const current = object as V1Pod;
-    if (current.metadata?.resourceVersion) resourceVersion = current.metadata.resourceVersion;
-    const outcome = podOutcome(type, current, pod.uid);
-    if (outcome) finish({ outcome });
-  };
-  const listPod = async (): Promise<void> => {
-    if (resourceVersion) return;
-    const list = await client.core.listNamespacedPod({ namespace, fieldSelector });
-    const current = list.items.find((item) => item.metadata?.uid === pod.uid);
-    if (!current) {
-      const reason = `pod ${pod.name} no longer exists; it was deleted before it had an IP`;
-      finish({ outcome: { outcome: 'podFailed', reason } });
+    const unsubscribe = informers.subscribe(pod, {
+      onPod: (type, current) => decide(podOutcome(type, current, pod.uid)),
+      onEvent: (event) => decide(refusalOutcome(event, pod.uid)),
+      onPodsRefused: (reason) => decide({ outcome: 'watchRefused', reason }),
+    });
+    // What the caches already hold.
+    if (informers.podsRefusal) decide({ outcome: 'watchRefused', reason: informers.podsRefusal });
+    for (const event of informers.cachedEvents(pod.uid)) decide(refusalOutcome(event, pod.uid));
+    const cached = informers.cachedPod(pod.name);
+    if (cached) {
+      decide(podOutcome('MODIFIED', cached, pod.uid));
       return;
     }
-    onEvent('ADDED', current);
-    resourceVersion = list.metadata?.resourceVersion;
-  };
-  return new WatchLoop({
-    kubeConfig: client.kubeConfig,
-    path: `/api/v1/namespaces/${namespace}/pods`,
-    prepare: listPod,
-    query: () => ({ fieldSelector, ...(resourceVersion ? { resourceVersion } : {}) }),
-    onEvent,
-    retryDelayMs: options.watchRetryDelayMs,
-    onDegrade: degrade('pods'),
-    onOpen: (cause) => observer?.onWatchOpen?.('pods', cause),
-    onStreamChange: (open) => observer?.onWatchStream?.('pods', open),
-    onReopenScheduled: (decision) => {
-      if (decision.status === 410) resourceVersion = undefined; // too old: start over
-    },
-  });
-}
-
-/**
- * The events watch: the pod's `FailedCreatePodSandBox` events, always from resourceVersion 0
- * (events are not in the watch cache and 0 replays what is recorded).
- */
-function eventsWatch(options: ReadinessWaitOptions, finish: Finish, degrade: Degrade): WatchLoop {
-  const { client, pod, observer } = options;
-  return new WatchLoop({
-    kubeConfig: client.kubeConfig,
-    path: `/api/v1/namespaces/${client.namespace}/events`,
-    query: () => ({
-      resourceVersion: '0',
-      fieldSelector: `involvedObject.uid=${pod.uid},reason=${REFUSAL_RULES.reason}`,
-    }),
-    onEvent: (type, object) => {
-      if (type !== 'ADDED' && type !== 'MODIFIED') return;
-      const outcome = refusalOutcome(object as CoreV1Event, pod.uid);
-      if (outcome) finish({ outcome });
-    },
-    retryDelayMs: options.watchRetryDelayMs,
-    onDegrade: degrade('events'),
-    onOpen: (cause) => observer?.onWatchOpen?.('events', cause),
-    onStreamChange: (open) => observer?.onWatchStream?.('events', open),
+    // Not in the cache yet: the informer normally delivers the new pod within milliseconds.
+    // If it still has not after `podReadDelayMs`, the pod may have been deleted before this
+    // worker listed it (e.g. while no worker ran): read it once by name.
+    const readTimer = setTimeout(() => {
+      if (settled || informers.cachedPod(pod.name)) return;
+      informers.readPod(pod.name).then(
+        (current) => {
+          if (current) decide(podOutcome('MODIFIED', current, pod.uid));
+          else {
+            decide({
+              outcome: 'podFailed',
+              reason: `pod ${pod.name} no longer exists; it was deleted before it had an IP`,
+            });
+          }
+        },
+        () => undefined, // the informers will report the pod
+      );
+    }, options.podReadDelayMs ?? POD_READ_DELAY_MS);
+    readTimer.unref();
+    onSettled = () => clearTimeout(readTimer);
   });
 }
 
@@ -207,7 +134,12 @@ function refusalOutcome(event: CoreV1Event, uid: string): ReadinessOutcome | und
   };
 }
 
-/** The decisive outcome a pod watch event carries for the pod with `uid`, if any. */
+/**
+ * The decisive outcome a pod change carries for the pod with `uid`, if any (pure): another uid
+ * under the name means ours was replaced; DELETED, or a deletionTimestamp, means it failed
+ * before it was ready (a pod being deleted is never ready, even with an IP); an IP means
+ * ready; phase `Failed` means failed.
+ */
 export function podOutcome(type: string, pod: V1Pod, uid: string): ReadinessOutcome | undefined {
   const eventUid = pod.metadata?.uid;
   if (eventUid !== uid) {
@@ -224,6 +156,13 @@ export function podOutcome(type: string, pod: V1Pod, uid: string): ReadinessOutc
     return {
       outcome: 'podFailed',
       reason: `pod ${pod.metadata?.name} was deleted before it had an IP`,
+    };
+  }
+  if (pod.metadata?.deletionTimestamp) {
+    // Being deleted: never ready, even with an IP (a MODIFIED frame, or a re-list, can carry both).
+    return {
+      outcome: 'podFailed',
+      reason: `pod ${pod.metadata.name} is being deleted; it was deleted before it was ready`,
     };
   }
   const podIp = pod.status?.podIP;

@@ -36,6 +36,7 @@ import { join } from 'node:path';
 import { CoreV1Api, KubeConfig, Watch, type CoreV1Event } from '@kubernetes/client-node';
 import { podNameFor } from '../kubernetes/pod-spec.js';
 import { freePort } from '../config/free-port.js';
+import { benchWaits } from './bench-waits.js';
 
 const TOKEN = 'dev-token';
 const POLL_MS = 50;
@@ -546,7 +547,8 @@ async function compareRefusalLatency(): Promise<void> {
   }
 }
 
-main().catch((err: unknown) => {
+// `npm run bench -- --waits`: the waiting-creates benchmark (scripts/bench-waits.ts) instead.
+(process.argv.includes('--waits') ? benchWaits() : main()).catch((err: unknown) => {
   console.error(err);
   process.exitCode = 1;
 });

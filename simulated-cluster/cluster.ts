@@ -59,6 +59,7 @@ export class SimulatedCluster {
     private readonly markClosed: () => void,
     faults: Faults,
     requests: RecordedRequest[],
+    private readonly connectionCount: () => number,
   ) {
     const { address, port } = server.address() as AddressInfo;
     const host = address.includes(':') ? `[${address}]` : address;
@@ -107,6 +108,8 @@ export class SimulatedCluster {
           }),
       }),
     );
+    let connections = 0;
+    server.on('connection', () => (connections += 1));
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(options.port ?? 0, options.host ?? '127.0.0.1', () => {
@@ -126,6 +129,7 @@ export class SimulatedCluster {
       },
       faults,
       requests,
+      () => connections,
     );
   }
 
@@ -141,6 +145,11 @@ export class SimulatedCluster {
    */
   writeKubeconfig(path: string, namespace?: string): void {
     writeKubeconfigFile(path, this.kubeconfigYaml(namespace));
+  }
+
+  /** TCP connections the server has accepted since it started (a client's pool reuses them). */
+  get connectionsAccepted(): number {
+    return this.connectionCount();
   }
 
   /** Number of watch streams open now, of one resource or all. */

@@ -47,6 +47,12 @@ export interface SimulatedNode {
    * @throws ApiError 404 NotFound when the pod does not exist
    */
   failPod(namespace: string, podName: string, reason: string): void;
+  /**
+   * Gives the pod an IP and a `metadata.deletionTimestamp` in one update: a graceful deletion
+   * in progress, as a MODIFIED frame (or a re-list) shows it while the containers stop.
+   * @throws ApiError 404 NotFound when the pod does not exist
+   */
+  markTerminating(namespace: string, podName: string): void;
 }
 
 /** Node configuration (see SimulatedClusterOptions for the defaults). */
@@ -136,7 +142,7 @@ export class SimulatedKubelet implements SimulatedNode {
     });
   }
 
-  makeReady(namespace: string, podName: string): void {
+  makeReady(namespace: string, podName: string, also?: (next: KubeObject) => void): void {
     const pod = this.store.get('pods', namespace, podName);
     this.stopRun(pod.metadata.uid);
     const now = kubeTime();
@@ -155,6 +161,14 @@ export class SimulatedKubelet implements SimulatedNode {
           () => `containerd://${randomBytes(32).toString('hex')}`,
         ),
       };
+      also?.(next);
+    });
+  }
+
+  markTerminating(namespace: string, podName: string): void {
+    this.makeReady(namespace, podName, (next) => {
+      next.metadata.deletionTimestamp = kubeTime();
+      next.metadata.deletionGracePeriodSeconds = 30;
     });
   }
 

@@ -9,7 +9,8 @@
  *   matching as DELETED;
  * - `allowWatchBookmarks=true`: one BOOKMARK (only `metadata.resourceVersion`, the store's
  *   current version) right after the initial state or history, as a real kube-apiserver sends
- *   one within milliseconds of the watch opening (checked in test/real-apiserver.test.ts).
+ *   one within milliseconds of the watch opening (checked in test/real-apiserver.test.ts),
+ *   and one more right before a `timeoutSeconds` end.
  */
 import type { ServerResponse } from 'node:http';
 import type { Selector } from './selectors.js';
@@ -45,13 +46,14 @@ class WatchStream {
     readonly request: WatchRequest,
     private readonly res: ServerResponse,
     onClose: (stream: WatchStream) => void,
+    private readonly currentVersion: () => number,
   ) {
     res.on('close', () => {
       if (this.timer) clearTimeout(this.timer);
       onClose(this);
     });
     if (request.timeoutSeconds !== undefined && request.timeoutSeconds > 0) {
-      this.timer = setTimeout(() => this.end(), request.timeoutSeconds * 1000);
+      this.timer = setTimeout(() => this.endWithBookmark(), request.timeoutSeconds * 1000);
     }
   }
 
@@ -74,6 +76,25 @@ class WatchStream {
     else if (now) type = was ? 'MODIFIED' : 'ADDED';
     else if (was) type = 'DELETED';
     if (type) this.send(type, request.encode(change.object));
+  }
+
+  /**
+   * The end of `timeoutSeconds`: with bookmarks, one last BOOKMARK at the store's current
+   * version first, as kube-apiserver's watch cache sends one to a watcher shortly before its
+   * deadline, so the client resumes from a version that is not stale.
+   */
+  private endWithBookmark(): void {
+    if (this.request.bookmarks) this.send('BOOKMARK', this.bookmark());
+    this.end();
+  }
+
+  /** A BOOKMARK object: only the kind and `metadata.resourceVersion` (current version). */
+  bookmark(): unknown {
+    return {
+      kind: KIND[this.request.resource],
+      apiVersion: 'v1',
+      metadata: { resourceVersion: String(this.currentVersion()) },
+    };
   }
 
   /** Sends an in-stream ERROR with the Status, then ends the stream. */
@@ -114,7 +135,12 @@ export class WatchRegistry {
       'Cache-Control': 'no-cache, private',
     });
     res.flushHeaders();
-    const stream = new WatchStream(request, res, (closed) => this.streams.delete(closed));
+    const stream = new WatchStream(
+      request,
+      res,
+      (closed) => this.streams.delete(closed),
+      () => this.store.currentVersion,
+    );
     this.streams.add(stream);
     if (request.silent) return;
     const from = request.resourceVersion ?? 0;

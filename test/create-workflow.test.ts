@@ -31,6 +31,18 @@ function requests(method: string, suffix: RegExp) {
 }
 const podDeletes = () => requests('DELETE', /\/pods\/[^/]+$/);
 const podCreates = () => requests('POST', /\/pods$/);
+const podLists = () => requests('GET', /\/pods$/).filter((request) => !request.watch);
+
+/** Resolves once the create's phase is `waiting_for_ip` (its readiness wait is scheduled). */
+async function waitingForIp(handle: {
+  describe(): Promise<{ typedSearchAttributes: { get(key: typeof CreatePhaseKey): unknown } }>;
+}): Promise<void> {
+  await until(
+    async () =>
+      (await handle.describe()).typedSearchAttributes.get(CreatePhaseKey) === 'waiting_for_ip',
+    90_000,
+  );
+}
 
 function applicationFailureOf(error: unknown): ApplicationFailure {
   expect(error).toBeInstanceOf(WorkflowFailedError);
@@ -111,16 +123,23 @@ describe('createSandbox workflow', () => {
       state: 'failed',
       failure: { code: 'pod_never_ready' },
     });
-    expect(stack.cluster.openWatches()).toBe(0);
+    // Only the worker's two informers watch; the wait held none of its own.
+    expect(stack.cluster.openWatches()).toBe(2);
   });
 
-  it('still fails as InvalidRequest when the first events watch is answered 429', async () => {
+  it('still fails as InvalidRequest when the events watch re-opens into a 429, after its Retry-After', async () => {
     stack = await startTestStack({ cluster: { startupDelayMs: 100 } });
-    stack.cluster.faults.failNextWatches('events', 1, 429);
+    const cluster = stack.cluster;
+    await until(() => cluster.openWatches('events') === 1);
+    cluster.faults.failNextWatches('events', 1, 429); // with Retry-After: 1
+    cluster.faults.dropWatches('events');
     const { handle } = await startCreate(stack, { diskMib: 300 });
     const failure = applicationFailureOf((await settle(handle.result())).error);
     expect(failure.type).toBe('InvalidRequest');
-    expect(requests('GET', /\/events$/).map((request) => request.status)).toEqual([429, 200]);
+    const eventsWatches = requests('GET', /\/events$/).filter((request) => request.watch);
+    expect(eventsWatches.map((request) => request.status).slice(0, 3)).toEqual([200, 429, 200]);
+    const [, refused, reopened] = eventsWatches;
+    expect((reopened?.at ?? 0) - (refused?.at ?? 0)).toBeGreaterThanOrEqual(1_000);
     expect(podDeletes()).toHaveLength(1);
   });
 
@@ -142,12 +161,13 @@ describe('createSandbox workflow', () => {
     stack.cluster.faults.neverReady(true);
     const { handle, input } = await startCreate(stack, { diskMib: 2048 });
     const cluster = stack.cluster;
-    await until(() => cluster.openWatches('pods') === 1 && cluster.openWatches('events') === 1);
+    await waitingForIp(handle);
     await handle.cancel();
     const { error } = await settle(handle.result());
     expect(error).toBeInstanceOf(WorkflowFailedError);
     expect((error as WorkflowFailedError).cause).toBeInstanceOf(CancelledFailure);
-    expect(cluster.openWatches()).toBe(0);
+    // The worker's informers stay; the cancelled wait held no watch of its own.
+    expect(cluster.openWatches()).toBe(2);
     expect(podDeletes()).toHaveLength(1);
     expect(await stack.store.getSandboxById(input.sandboxId)).toMatchObject({
       state: 'failed',
@@ -200,7 +220,7 @@ describe('createSandbox workflow', () => {
     const cluster = stack.cluster;
     cluster.faults.neverReady(true);
     const { handle, input } = await startCreate(stack, { diskMib: 2048, deadlineMs: 120_000 });
-    await until(() => cluster.openWatches() === 2);
+    await waitingForIp(handle);
     const first = stack.worker as NonNullable<TestStack['worker']>;
     first.shutdown();
     await until(() => first.getState() === 'STOPPED');
@@ -261,8 +281,10 @@ describe('createSandbox workflow', () => {
     try {
       const { handle, input } = await startCreate(stack, { diskMib: 300 });
       await until(() => cluster.openWatches('events') === 1, 90_000);
+      await waitingForIp(handle);
       child.kill('SIGKILL');
       await exited;
+      const podListsBefore = podLists().length;
       await stack.startWorker();
       cluster.node.recordSandboxFailure(
         NAMESPACE,
@@ -272,6 +294,8 @@ describe('createSandbox workflow', () => {
       const failure = applicationFailureOf((await settle(handle.result())).error);
       expect(failure.type).toBe('InvalidRequest');
       expect(failure.message).toContain('451 MiB');
+      // The new worker listed pods once (its informer) and then only watched.
+      expect(podLists().length - podListsBefore).toBe(1);
       expect(podCreates()).toHaveLength(1);
       expect(podDeletes()).toHaveLength(1);
       expect(await stack.store.getSandboxById(input.sandboxId)).toMatchObject({
@@ -291,6 +315,7 @@ describe('createSandbox workflow', () => {
     try {
       const { handle, input } = await startCreate(stack, { diskMib: 2048 });
       await until(() => cluster.openWatches() === 2, 90_000);
+      await waitingForIp(handle);
       child.kill('SIGTERM');
       expect(await exited).toBe(0);
       expect(cluster.openWatches()).toBe(0);

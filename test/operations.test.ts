@@ -20,7 +20,9 @@ import {
 
 let api: ApiStack;
 beforeAll(async () => {
-  api = await startApiStack({ stack: { cluster: { startupDelayMs: 100 } } });
+  api = await startApiStack({
+    stack: { cluster: { startupDelayMs: 100 }, learnRootfsFloors: false },
+  });
 });
 afterAll(async () => {
   await api?.stop();

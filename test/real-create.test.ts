@@ -196,8 +196,9 @@ describe('without the events watch grant', () => {
     expect(response.status, response.text).toBe(202);
     const done = await awaitOperation(degraded.app, degraded.tenantA, response.body.id as string);
     expect(done).toMatchObject({ status: 'failed', error: { code: 'pod_never_ready' } });
-    const refused = degraded.stack.warnings.filter((entry) =>
-      String(entry.msg).includes('the events watch was refused (HTTP 403)'),
+    const refused = degraded.stack.warnings.filter(
+      (entry) =>
+        entry.resource === 'events' && String(entry.msg).includes('(HTTP 403: events is forbidden'),
     );
     expect(refused).toHaveLength(1);
     await awaitNoPods(done.sandbox_id, degradedNamespace);

@@ -11,6 +11,7 @@ import { collectProcessMetrics } from '../config/process-metrics.js';
 import { freePort } from '../config/free-port.js';
 import type { Config } from '../config/index.js';
 import type { KubernetesClient } from '../kubernetes/client.js';
+import { SandboxInformers } from '../kubernetes/sandbox-informers.js';
 import type { Store } from '../store/index.js';
 import { startMetricsServer } from './metrics-server.js';
 import { startOrphanSweeper } from './orphan-sweeper.js';
@@ -68,6 +69,17 @@ export async function serveWorker(options: ServeWorkerOptions): Promise<ServedWo
     sdkMetricsUrl: `http://127.0.0.1:${sdkMetricsPort}/metrics`,
   });
   const connection = await NativeConnection.connect({ address: options.temporalAddress });
+  const metrics = createMetrics();
+  // One pods informer and one events informer for every wait of this process
+  // (docs/architecture.md, "The readiness watch"); a restart lists once.
+  const informers = new SandboxInformers({
+    client: options.kubernetes,
+    retryDelayMs: config.watchRetryDelayMs,
+    watchTimeoutSeconds: config.watchTimeoutSeconds,
+    logger: options.logger,
+    observer: metrics.watchObserver,
+  });
+  informers.start();
   const worker = await createSandboxWorker({
     connection,
     namespace: config.temporalNamespace,
@@ -75,8 +87,8 @@ export async function serveWorker(options: ServeWorkerOptions): Promise<ServedWo
     deps: {
       kubernetes: options.kubernetes,
       store: options.store,
-      watchRetryDelayMs: config.watchRetryDelayMs,
-      metrics: createMetrics(),
+      informers,
+      metrics,
     },
   });
   const stopSweeper =
@@ -90,6 +102,7 @@ export async function serveWorker(options: ServeWorkerOptions): Promise<ServedWo
       : () => undefined;
   const done = worker.run().finally(async () => {
     stopSweeper();
+    await informers.stop();
     await connection.close();
     await new Promise((resolve) => metricsServer.close(resolve));
   });

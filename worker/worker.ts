@@ -18,6 +18,12 @@ export const WORKFLOW_INTERCEPTOR_MODULES = [
   fileURLToPath(new URL('../workflows/activity-summaries.ts', import.meta.url)),
 ];
 
+/**
+ * Activities one worker runs at once: up to this many creates can wait for their pods on one
+ * worker (measured: 1,000 waits on one worker, README "Benchmark").
+ */
+export const MAX_CONCURRENT_ACTIVITIES = 2_000;
+
 /** Options of {@link createSandboxWorker}. */
 export interface SandboxWorkerOptions {
   connection: NativeConnection;
@@ -52,6 +58,9 @@ export async function createSandboxWorker(options: SandboxWorkerOptions): Promis
     activities: createActivities(options.deps),
     // Every activity log line names its operation, sandbox and pod (activities/log-attributes.ts).
     interceptors: { activity: [activityLogIds] },
+    // A readiness wait holds an activity slot while it waits (it costs no request: the
+    // informers serve it), so a worker takes many at once; the SDK's default is 100.
+    maxConcurrentActivityTaskExecutions: MAX_CONCURRENT_ACTIVITIES,
     // Cancellation reaches an activity only with a heartbeat answer: keep that answer quick.
     maxHeartbeatThrottleInterval: '2 seconds',
     shutdownGraceTime: options.shutdownGraceTimeMs ?? 2_000,

@@ -13,6 +13,7 @@ import { createKubernetesClient, type KubernetesClient } from '../../kubernetes/
 import { SimulatedCluster, type SimulatedClusterOptions } from '../../simulated-cluster/index.js';
 import { openStore, type Store, type StoreOptions } from '../../store/index.js';
 import { createSandboxWorker } from '../../worker/worker.js';
+import { SandboxInformers } from '../../kubernetes/sandbox-informers.js';
 import { freshPostgresTarget, type StoreTarget } from './store.js';
 import {
   connectToTestServer,
@@ -29,8 +30,10 @@ export interface TestStackOptions {
    * cluster: the service's kubeconfig and its namespace. `stack.cluster` then throws.
    */
   apiserver?: { kubeconfigYaml: string; namespace: string };
-  /** Delay before re-opening a watch, in ms (default 100: tests re-open fast). */
+  /** First back-off delay of the informers, in ms (default 100: tests re-open fast). */
   watchRetryDelayMs?: number;
+  /** `timeoutSeconds` of the informers' watches (default 25). */
+  watchTimeoutSeconds?: number;
   /** Start a worker (default true). */
   worker?: boolean;
   /**
@@ -118,6 +121,15 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     logs,
     dataDir,
     async startWorker() {
+      // One informer pair per worker, as worker/serve.ts builds it.
+      const informers = new SandboxInformers({
+        client: kubernetes,
+        retryDelayMs: options.watchRetryDelayMs ?? 100,
+        watchTimeoutSeconds: options.watchTimeoutSeconds ?? 25,
+        logger,
+        observer: createMetrics().watchObserver,
+      });
+      informers.start();
       const worker = await createSandboxWorker({
         connection: temporal.nativeConnection,
         namespace: 'default',
@@ -129,12 +141,12 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
             options.activityStore ? options.activityStore(store) : store,
             options.learnRootfsFloors === false,
           ),
-          watchRetryDelayMs: options.watchRetryDelayMs ?? 100,
+          informers,
           metrics: createMetrics(),
         },
         shutdownGraceTimeMs: 2_000,
       });
-      running.push({ worker, done: worker.run() });
+      running.push({ worker, done: worker.run().finally(() => informers.stop()) });
       stack.worker = worker;
       return worker;
     },

@@ -1,0 +1,328 @@
+/**
+ * `npm run bench -- --waits`: what waiting creates cost the apiserver and the worker (README,
+ * "Benchmark"). In this process: a Temporal dev server, the simulated cluster (its request log
+ * counts what the apiserver saw; its node never starts the pods: a never-ready template) and
+ * a SQLite store. The worker under test is `worker/main.ts` as a child process (so its RSS is
+ * its own), run twice in the same run: this checkout (one informer pair per worker) and, as
+ * the baseline, the checkout at BASELINE_DIR (default /work/main: per-create watches), each on
+ * its own task queue. For 1, 100 and 1,000 waiting creates (baseline: 1 and 100) it reports:
+ * open watches, apiserver requests per minute over a window after all waits started (total,
+ * and per waiting create), the worker's RSS, and the refusal latency (refusal event recorded
+ * → workflow failed) for 1 and 100 refusals at once.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { tmpdir } from 'node:os';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { join, resolve } from 'node:path';
+import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
+import { freePort } from '../config/free-port.js';
+import { createKubernetesClient } from '../kubernetes/client.js';
+import { createPod } from '../kubernetes/pods.js';
+import { SandboxInformers } from '../kubernetes/sandbox-informers.js';
+import { SimulatedCluster } from '../simulated-cluster/index.js';
+import { openStore, type Store } from '../store/index.js';
+import { operationSearchAttributes } from '../workflows/search-attributes.js';
+import type { CreateSandboxInput } from '../contract/index.js';
+import { startDevServer } from './dev-server.js';
+
+const NAMESPACE = 'sandboxes';
+const REFUSAL =
+  'Failed to create pod sandbox: rpc error: code = Unknown desc = [space-err=InvalidArgument] ' +
+  'rootfs_size_mb=300 is smaller than cloned rootfs size 451 MiB';
+const WINDOW_MS = Number(process.env.BENCH_WINDOW_MS ?? 60_000);
+
+interface Context {
+  cluster: SimulatedCluster;
+  client: Client;
+  store: Store;
+  dataDir: string;
+  temporalAddress: string;
+}
+
+interface Row {
+  worker: 'informers' | 'baseline';
+  waiting: number;
+  watches_open: number;
+  requests_per_min: number;
+  requests_per_waiting_create_per_min: number;
+  worker_rss_mib: number;
+  refusal_latency_ms?: { n: number; p50: number; max: number };
+}
+
+function summary(values: number[]) {
+  const sorted = [...values].sort((a, b) => a - b);
+  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)];
+  return {
+    n: sorted.length,
+    p50: Math.round(at(0.5) ?? NaN),
+    max: Math.round(sorted.at(-1) ?? NaN),
+  };
+}
+
+function rssMib(pid: number): number {
+  // The worker is `node` under tsx: its RSS is that of the process tree's node; read the child.
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  return Math.round(Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? NaN) / 1024);
+}
+
+const sleep = (ms: number) => new Promise((resolveSleep) => setTimeout(resolveSleep, ms));
+
+async function until(condition: () => boolean | Promise<boolean>, timeoutMs: number, what: string) {
+  const deadlineAtMs = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadlineAtMs) throw new Error(`${what} not reached within ${timeoutMs} ms`);
+    await sleep(200);
+  }
+}
+
+/** Starts `worker/main.ts` of `checkout` on `taskQueue`; resolves with the child. */
+async function startWorker(
+  ctx: Context,
+  checkout: string,
+  taskQueue: string,
+): Promise<ChildProcess> {
+  const kubeconfig = join(ctx.dataDir, 'kubeconfig');
+  ctx.cluster.writeKubeconfig(kubeconfig);
+  const child = spawn(process.execPath, ['--import', 'tsx', 'worker/main.ts'], {
+    cwd: checkout,
+    env: {
+      ...process.env,
+      TEMPORAL_ADDRESS: ctx.temporalAddress,
+      TEMPORAL_TASK_QUEUE: taskQueue,
+      KUBECONFIG: kubeconfig,
+      SANDBOX_NAMESPACE: NAMESPACE,
+      DATA_DIR: ctx.dataDir,
+      METRICS_PORT: String(await freePort()),
+      ORPHAN_SWEEP_INTERVAL_MS: '0',
+      LOG_LEVEL: 'error',
+      LOG_FORMAT: 'json',
+    },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  return child;
+}
+
+async function startCreates(ctx: Context, taskQueue: string, count: number) {
+  const creates: Array<{ handle: WorkflowHandle; input: CreateSandboxInput }> = [];
+  for (let i = 0; i < count; i++) {
+    const suffix = randomUUID().replace(/-/g, '').slice(0, 20);
+    const input: CreateSandboxInput = {
+      operationId: `op_${suffix}`,
+      sandboxId: `sbx_${suffix}`,
+      tenantId: 'bench',
+      template: 'base',
+      image: 'example/base:1',
+      resources: { cpu: 1, memoryMib: 256, diskMib: 2048 },
+      generation: 1,
+      attempt: 1,
+      deadlineMs: 3_600_000,
+    };
+    await ctx.store.createSandbox({
+      id: input.sandboxId,
+      tenant: input.tenantId,
+      template: input.template,
+      resources: input.resources,
+      operationId: input.operationId,
+    });
+    const handle = await ctx.client.workflow.start('createSandbox', {
+      workflowId: input.operationId,
+      taskQueue,
+      args: [input],
+      typedSearchAttributes: operationSearchAttributes(input, 'create'),
+    });
+    creates.push({ handle, input });
+  }
+  return creates;
+}
+
+async function podNameOf(ctx: Context, sandboxId: string): Promise<string | undefined> {
+  return (await ctx.store.getSandboxById(sandboxId))?.pod?.name ?? undefined;
+}
+
+/** One worker flavour: 1, 100 (and 1,000) waiting creates, then refusals. */
+async function measure(
+  ctx: Context,
+  flavour: Row['worker'],
+  checkout: string,
+  sizes: number[],
+): Promise<Row[]> {
+  const rows: Row[] = [];
+  const taskQueue = `bench-waits-${flavour}-${randomUUID().slice(0, 8)}`;
+  const worker = await startWorker(ctx, checkout, taskQueue);
+  try {
+    let waiting: Array<{ handle: WorkflowHandle; input: CreateSandboxInput }> = [];
+    for (const size of sizes) {
+      waiting = waiting.concat(await startCreates(ctx, taskQueue, size - waiting.length));
+      // Every wait has its pod recorded (the wait starts right after).
+      await until(
+        async () => {
+          for (const { input } of waiting.slice(-20)) {
+            if (!(await podNameOf(ctx, input.sandboxId))) return false;
+          }
+          return true;
+        },
+        600_000,
+        `${size} pods recorded`,
+      );
+      await sleep(5_000); // the waits subscribe / open their watches
+      const from = ctx.cluster.requests.length;
+      const watchesAtStart = ctx.cluster.openWatches();
+      await sleep(WINDOW_MS);
+      const requests = ctx.cluster.requests.length - from;
+      const perMin = (requests * 60_000) / WINDOW_MS;
+      const row: Row = {
+        worker: flavour,
+        waiting: size,
+        watches_open: Math.max(watchesAtStart, ctx.cluster.openWatches()),
+        requests_per_min: Math.round(perMin * 10) / 10,
+        requests_per_waiting_create_per_min: Math.round((perMin / size) * 100) / 100,
+        worker_rss_mib: rssMib(worker.pid as number),
+      };
+      rows.push(row);
+      console.log(JSON.stringify(row));
+    }
+    // Refusal latency: 1, then 100 at once, among the waits.
+    // Refusal latency: one refusal, then 100 at once (as many as remain), among the waits.
+    for (const batch of [1, 100]) {
+      const targets =
+        batch === 1 ? waiting.slice(-1) : waiting.slice(0, Math.min(100, waiting.length - 1));
+      if (targets.length === 0) break;
+      const names = await Promise.all(targets.map(({ input }) => podNameOf(ctx, input.sandboxId)));
+      const recordedAtMs = performance.now();
+      for (const name of names)
+        ctx.cluster.node.recordSandboxFailure(NAMESPACE, name ?? '', REFUSAL);
+      const latencies = await Promise.all(
+        targets.map(({ handle }) =>
+          handle.result().then(
+            () => NaN,
+            () => performance.now() - recordedAtMs,
+          ),
+        ),
+      );
+      const row = rows.find((r) => r.waiting === Math.max(...sizes)) as Row;
+      const key = `refusal_latency_${batch}_at_once_ms` as const;
+      (row as unknown as Record<string, unknown>)[key] = summary(latencies);
+      console.log(`${flavour}: ${key} ${JSON.stringify(summary(latencies))}`);
+    }
+    for (const { handle } of waiting) await handle.cancel().catch(() => undefined);
+  } finally {
+    worker.kill('SIGTERM');
+    await new Promise((resolveExit) => worker.once('exit', resolveExit));
+  }
+  return rows;
+}
+
+/** Forces a full GC (no --expose-gc needed) and returns the heap in use, in bytes. */
+function heapUsedAfterGc(): number {
+  setFlagsFromString('--expose-gc');
+  (runInNewContext('gc') as () => void)();
+  return process.memoryUsage().heapUsed;
+}
+
+/**
+ * The events cache's memory with `count` refused pods: `count` sandbox pods, each with one
+ * kubelet refusal event (Unavailable, so no wait would end), listed by one informer pair in
+ * this process; heap after GC with the caches filled minus before. In MiB.
+ */
+async function eventsCacheMib(count: number): Promise<{ events: number; heap_mib: number }> {
+  const cluster = await SimulatedCluster.start({ startupDelayMs: 100 });
+  cluster.faults.neverReady(true);
+  const client = createKubernetesClient({
+    kubeconfigYaml: cluster.kubeconfigYaml(),
+    namespace: NAMESPACE,
+  });
+  for (let i = 0; i < count; i++) {
+    const pod = await createPod(client, {
+      sandboxId: `sbx_cache${i}`,
+      generation: 1,
+      template: 'base',
+      image: 'example/base:1',
+      resources: { cpu: 1, memoryMib: 256, diskMib: 2048 },
+    });
+    cluster.node.recordSandboxFailure(
+      NAMESPACE,
+      pod.name,
+      REFUSAL.replace('InvalidArgument', 'Unavailable'),
+    );
+  }
+  const podsOnly = new SandboxInformers({ client, retryDelayMs: 1_000, watchTimeoutSeconds: 25 });
+  const before = heapUsedAfterGc();
+  podsOnly.start();
+  await until(
+    () => podsOnly.eventsCacheSize === count && podsOnly.cachedPod('sbx-cache0-g1') !== undefined,
+    60_000,
+    'caches filled',
+  );
+  const after = heapUsedAfterGc();
+  const events = podsOnly.eventsCacheSize;
+  await podsOnly.stop();
+  await cluster.close();
+  return { events, heap_mib: Math.round(((after - before) / 1024 / 1024) * 10) / 10 };
+}
+
+/** Runs the waits benchmark; writes bench-results/bench-waits-<time>.json. */
+export async function benchWaits(): Promise<void> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'durable-sandbox-bench-waits-'));
+  const devServer = await startDevServer({ ui: false });
+  const cluster = await SimulatedCluster.start({ startupDelayMs: 100 });
+  cluster.faults.neverReady(true);
+  const store = await openStore({ sqliteFile: join(dataDir, 'store.db') });
+  const connection = await Connection.connect({ address: devServer.address });
+  const ctx: Context = {
+    cluster,
+    client: new Client({ connection }),
+    store,
+    dataDir,
+    temporalAddress: devServer.address,
+  };
+  // Warm-up: one pod through the client, so the first measurement is not a cold start.
+  await createPod(
+    createKubernetesClient({ kubeconfigYaml: cluster.kubeconfigYaml(), namespace: NAMESPACE }),
+    {
+      sandboxId: 'sbx_warmup',
+      generation: 1,
+      template: 'base',
+      image: 'example/base:1',
+      resources: { cpu: 1, memoryMib: 256, diskMib: 2048 },
+    },
+  );
+  const results: Row[] = [];
+  let cache: { events: number; heap_mib: number } | undefined;
+  try {
+    const sizes = (process.env.BENCH_WAITS ?? '1,100,1000').split(',').map(Number);
+    results.push(...(await measure(ctx, 'informers', resolve('.'), sizes)));
+    const baselineDir = process.env.BASELINE_DIR ?? '/work/main';
+    if (existsSync(join(baselineDir, 'worker/main.ts'))) {
+      const baselineSizes = sizes.filter((size) => size <= 100);
+      results.push(...(await measure(ctx, 'baseline', baselineDir, baselineSizes)));
+    } else {
+      console.log(`no baseline checkout at ${baselineDir}; BASELINE_DIR names one`);
+    }
+    // Both caches (1,000 pods and their 1,000 refusal events), in this process.
+    cache = await eventsCacheMib(1_000);
+    console.log(
+      `informer caches with 1,000 pods and 1,000 refusal events: ${JSON.stringify(cache)}`,
+    );
+  } finally {
+    await connection.close();
+    await store.close();
+    await cluster.close();
+    await devServer.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+  console.log('\nwaits (side by side):');
+  for (const row of results) console.log(`  ${JSON.stringify(row)}`);
+  mkdirSync('bench-results', { recursive: true });
+  const file = join(
+    'bench-results',
+    `bench-waits-${new Date().toISOString().replace(/[:.]/g, '-')}.json`,
+  );
+  writeFileSync(
+    file,
+    `${JSON.stringify({ at: new Date().toISOString(), window_ms: WINDOW_MS, results, informer_caches_1000: cache }, null, 2)}\n`,
+  );
+  console.log(`\nwritten to ${file}`);
+}
