@@ -1,32 +1,36 @@
 /**
- * `npm run bench -- --waits`: what waiting creates cost the apiserver and the worker (README,
+ * `npm run bench -- waits`: what waiting creates cost the apiserver and the worker (README,
  * "Benchmark"). In this process: a Temporal dev server, the simulated cluster (its request log
  * counts what the apiserver saw; its node never starts the pods: a never-ready template) and
  * a SQLite store. The worker under test is `worker/main.ts` as a child process (so its RSS is
  * its own), run twice in the same run: this checkout (one informer pair per worker) and, as
- * the baseline, the checkout at BASELINE_DIR (default /work/main: per-create watches), each on
- * its own task queue. For 1, 100 and 1,000 waiting creates (baseline: 1 and 100) it reports:
+ * the baseline, the worker of the checkout at BASELINE_DIR when set (e.g. a checkout of a
+ * commit before the informers, with per-create watches; its store schema must match this
+ * one's, since both workers share the store), each on its own task queue. For 1, 100 and 1,000 waiting creates (baseline: 1 and 100) it reports:
  * open watches, apiserver requests per minute over a window after all waits started (total,
  * and per waiting create), the worker's RSS, and the refusal latency (refusal event recorded
- * → workflow failed) for 1 and 100 refusals at once.
+ * → workflow failed) for 1 and 100 refusals at once. `BENCH_WAITS` (default `1,100,1000`) and
+ * `BENCH_WINDOW_MS` (default 60000) shrink a smoke run. Every refused create's workflow must
+ * fail (else a problem, exit 1).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { join, resolve } from 'node:path';
 import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
-import { freePort } from '../config/free-port.js';
-import { createKubernetesClient } from '../kubernetes/client.js';
-import { createPod } from '../kubernetes/pods.js';
-import { SandboxInformers } from '../kubernetes/sandbox-informers.js';
-import { SimulatedCluster } from '../simulated-cluster/index.js';
-import { openStore, type Store } from '../store/index.js';
-import { operationSearchAttributes } from '../workflows/search-attributes.js';
-import type { CreateSandboxInput } from '../contract/index.js';
-import { startDevServer } from './dev-server.js';
+import { freePort } from '../../config/free-port.js';
+import { createKubernetesClient } from '../../kubernetes/client.js';
+import { createPod } from '../../kubernetes/pods.js';
+import { SandboxInformers } from '../../kubernetes/sandbox-informers.js';
+import { SimulatedCluster } from '../../simulated-cluster/index.js';
+import { openStore, type Store } from '../../store/index.js';
+import { operationSearchAttributes } from '../../workflows/search-attributes.js';
+import type { CreateSandboxInput } from '../../contract/index.js';
+import { startDevServer } from '../dev-server.js';
+import { memoryMib, problems, sleep, summary, until, type Summary } from './support.js';
 
 const NAMESPACE = 'sandboxes';
 const REFUSAL =
@@ -49,33 +53,8 @@ interface Row {
   requests_per_min: number;
   requests_per_waiting_create_per_min: number;
   worker_rss_mib: number;
-  refusal_latency_ms?: { n: number; p50: number; max: number };
-}
-
-function summary(values: number[]) {
-  const sorted = [...values].sort((a, b) => a - b);
-  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)];
-  return {
-    n: sorted.length,
-    p50: Math.round(at(0.5) ?? NaN),
-    max: Math.round(sorted.at(-1) ?? NaN),
-  };
-}
-
-function rssMib(pid: number): number {
-  // The worker is `node` under tsx: its RSS is that of the process tree's node; read the child.
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  return Math.round(Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? NaN) / 1024);
-}
-
-const sleep = (ms: number) => new Promise((resolveSleep) => setTimeout(resolveSleep, ms));
-
-async function until(condition: () => boolean | Promise<boolean>, timeoutMs: number, what: string) {
-  const deadlineAtMs = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadlineAtMs) throw new Error(`${what} not reached within ${timeoutMs} ms`);
-    await sleep(200);
-  }
+  refusal_latency_1_at_once_ms?: Summary;
+  refusal_latency_100_at_once_ms?: Summary;
 }
 
 /** Starts `worker/main.ts` of `checkout` on `taskQueue`; resolves with the child. */
@@ -179,14 +158,13 @@ async function measure(
         watches_open: Math.max(watchesAtStart, ctx.cluster.openWatches()),
         requests_per_min: Math.round(perMin * 10) / 10,
         requests_per_waiting_create_per_min: Math.round((perMin / size) * 100) / 100,
-        worker_rss_mib: rssMib(worker.pid as number),
+        worker_rss_mib: memoryMib(worker.pid as number, 'VmRSS'),
       };
       rows.push(row);
       console.log(JSON.stringify(row));
     }
-    // Refusal latency: 1, then 100 at once, among the waits.
     // Refusal latency: one refusal, then 100 at once (as many as remain), among the waits.
-    for (const batch of [1, 100]) {
+    for (const batch of [1, 100] as const) {
       const targets =
         batch === 1 ? waiting.slice(-1) : waiting.slice(0, Math.min(100, waiting.length - 1));
       if (targets.length === 0) break;
@@ -202,10 +180,13 @@ async function measure(
           ),
         ),
       );
+      const unfailed = latencies.filter((ms) => !Number.isFinite(ms)).length;
+      if (unfailed > 0)
+        problems.push(`${flavour}: ${unfailed} of ${batch} refused creates did not fail`);
       const row = rows.find((r) => r.waiting === Math.max(...sizes)) as Row;
       const key = `refusal_latency_${batch}_at_once_ms` as const;
-      (row as unknown as Record<string, unknown>)[key] = summary(latencies);
-      console.log(`${flavour}: ${key} ${JSON.stringify(summary(latencies))}`);
+      row[key] = summary(latencies);
+      console.log(`${flavour}: ${key} ${JSON.stringify(row[key])}`);
     }
     for (const { handle } of waiting) await handle.cancel().catch(() => undefined);
   } finally {
@@ -263,8 +244,13 @@ async function eventsCacheMib(count: number): Promise<{ events: number; heap_mib
   return { events, heap_mib: Math.round(((after - before) / 1024 / 1024) * 10) / 10 };
 }
 
-/** Runs the waits benchmark; writes bench-results/bench-waits-<time>.json. */
-export async function benchWaits(): Promise<void> {
+/**
+ * Runs the waits benchmark; the baseline is skipped with a message when BASELINE_DIR is unset
+ * or holds no `worker/main.ts`.
+ * @returns the window (ms), the rows and the informer caches' heap; failed checks go to
+ *   `problems`
+ */
+export async function measureWaits(): Promise<Record<string, unknown>> {
   const dataDir = mkdtempSync(join(tmpdir(), 'durable-sandbox-bench-waits-'));
   const devServer = await startDevServer({ ui: false });
   const cluster = await SimulatedCluster.start({ startupDelayMs: 100 });
@@ -294,12 +280,14 @@ export async function benchWaits(): Promise<void> {
   try {
     const sizes = (process.env.BENCH_WAITS ?? '1,100,1000').split(',').map(Number);
     results.push(...(await measure(ctx, 'informers', resolve('.'), sizes)));
-    const baselineDir = process.env.BASELINE_DIR ?? '/work/main';
-    if (existsSync(join(baselineDir, 'worker/main.ts'))) {
+    const baselineDir = process.env.BASELINE_DIR ?? '';
+    if (baselineDir && existsSync(join(baselineDir, 'worker/main.ts'))) {
       const baselineSizes = sizes.filter((size) => size <= 100);
       results.push(...(await measure(ctx, 'baseline', baselineDir, baselineSizes)));
     } else {
-      console.log(`no baseline checkout at ${baselineDir}; BASELINE_DIR names one`);
+      console.log(
+        `baseline skipped: BASELINE_DIR (${baselineDir || 'unset'}) names no checkout with worker/main.ts`,
+      );
     }
     // Both caches (1,000 pods and their 1,000 refusal events), in this process.
     cache = await eventsCacheMib(1_000);
@@ -315,14 +303,5 @@ export async function benchWaits(): Promise<void> {
   }
   console.log('\nwaits (side by side):');
   for (const row of results) console.log(`  ${JSON.stringify(row)}`);
-  mkdirSync('bench-results', { recursive: true });
-  const file = join(
-    'bench-results',
-    `bench-waits-${new Date().toISOString().replace(/[:.]/g, '-')}.json`,
-  );
-  writeFileSync(
-    file,
-    `${JSON.stringify({ at: new Date().toISOString(), window_ms: WINDOW_MS, results, informer_caches_1000: cache }, null, 2)}\n`,
-  );
-  console.log(`\nwritten to ${file}`);
+  return { window_ms: WINDOW_MS, results, informer_caches_1000: cache };
 }

@@ -1,11 +1,11 @@
 /**
- * The Temporal floors `npm run bench` measures the product against (README, "Benchmark"):
+ * The Temporal floors `npm run bench`'s outcome benchmark measures the product against (README, "Benchmark"):
  * workflows whose activities do nothing, on the same dev server, worker process and machine.
  */
 import { ApplicationFailure, proxyActivities, upsertSearchAttributes } from '@temporalio/workflow';
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 
-/** The no-op activities of the floors (scripts/bench.ts implements them). */
+/** The no-op activities of the floors (scripts/bench/outcomes.ts implements them). */
 export interface FloorActivities {
   /** Does nothing. */
   step(): Promise<void>;

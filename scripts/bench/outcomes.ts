@@ -1,0 +1,382 @@
+/**
+ * The default mode's outcome benchmark (README, "Benchmark"): how fast a create's outcome is
+ * visible, side by side with the Temporal floors measured in the same run. It starts the
+ * embedded stack (the simulated node refuses 150 ms after the pod is created), runs the floor
+ * workflows (scripts/bench/floor-workflows.ts) on a worker of its own against the stack's dev
+ * server, and measures over HTTP:
+ *
+ *   - floors: one failing activity, and the create's former shape with no-op activities, from
+ *     the start call to the client seeing the workflow failed; 1 at a time (20 runs), 10 and
+ *     100 at once;
+ *   - the product, refusal (disk 300 on a template whose floor is still unknown, so the node
+ *     refuses it): from the refusal event (the bench's own events watch) to the operation
+ *     showing `failed` (long-poll `GET /v1/operations/{id}?wait=30s`), 1 at a time, 10 and 100
+ *     at once, and open loop at 20 creates/s for 30 s; to the synchronous route's 400, 1 at a
+ *     time;
+ *   - 50 successful creates (disk 2048) at once: latency to done and creates per second;
+ *   - `GET /v1/operations/{id}` latency at 1,000 requests/s for 5 s (open loop);
+ *   - peak RSS of the stack process (VmHWM), in MiB.
+ *
+ * `--quick` runs smaller counts (a smoke run; its figures are not the issue's). Every create
+ * must end as expected and no refused create may leave a pod (else a problem, exit 1); a missed
+ * goal is reported in the table, not a failure.
+ */
+import { fileURLToPath } from 'node:url';
+import { Client, Connection } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
+import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { Agent, fetch as undiciFetch } from 'undici';
+import { podNameFor } from '../../kubernetes/pod-spec.js';
+import type { FloorActivities } from './floor-workflows.js';
+import {
+  asyncCreate,
+  atOnce,
+  expectRefused,
+  expectSyncRefused,
+  isDone,
+  oneAtATime,
+  outcomeVisible,
+  podCount,
+  post,
+  problems,
+  sleep,
+  startStack,
+  summary,
+  TOKEN,
+  until,
+  type RefusalWatch,
+  type Summary,
+  watchRefusals,
+} from './support.js';
+
+/** How many runs each stage makes. */
+interface OutcomeCounts {
+  oneAtATime: number;
+  some: number;
+  many: number;
+  openLoopPerS: number;
+  openLoopS: number;
+  successes: number;
+  getPerS: number;
+  getS: number;
+}
+
+/** The issue's counts. */
+const FULL: OutcomeCounts = {
+  oneAtATime: 20,
+  some: 10,
+  many: 100,
+  openLoopPerS: 20,
+  openLoopS: 30,
+  successes: 50,
+  getPerS: 1000,
+  getS: 5,
+};
+
+/** `--quick`: a smoke run of every stage. */
+const QUICK: OutcomeCounts = {
+  oneAtATime: 5,
+  some: 10,
+  many: 20,
+  openLoopPerS: 10,
+  openLoopS: 3,
+  successes: 10,
+  getPerS: 500,
+  getS: 1,
+};
+
+/** One row of the printed table. */
+export interface OutcomeRow {
+  run: string;
+  stats: Summary;
+  goal?: string;
+  met?: boolean;
+}
+
+/** Starts `fn` at `perSecond` for `seconds` (open loop: a slow answer never delays the next). */
+async function openLoop(
+  perSecond: number,
+  seconds: number,
+  fn: () => Promise<number>,
+): Promise<{ runs: number[]; wallMs: number }> {
+  const startedAtMs = performance.now();
+  const pending: Array<Promise<number>> = [];
+  for (let i = 0; i < perSecond * seconds; i++) {
+    const waitMs = startedAtMs + (i * 1000) / perSecond - performance.now();
+    if (waitMs > 1) await sleep(waitMs);
+    pending.push(fn());
+  }
+  const runs = await Promise.all(pending);
+  return { runs, wallMs: performance.now() - startedAtMs };
+}
+
+/** The floor worker and client on the stack's dev server. */
+async function startFloors(temporalAddress: string) {
+  const taskQueue = `bench-floor-${process.pid}`;
+  // The floors fail on purpose: keep the SDK's warnings about it out of the table's way.
+  Runtime.install({ logger: new DefaultLogger('ERROR') });
+  const nativeConnection = await NativeConnection.connect({ address: temporalAddress });
+  const activities: FloorActivities = {
+    async step() {},
+    async refuse() {
+      throw ApplicationFailure.nonRetryable('refused', 'InvalidRequest');
+    },
+  };
+  const worker = await Worker.create({
+    connection: nativeConnection,
+    namespace: 'default',
+    taskQueue,
+    workflowsPath: fileURLToPath(new URL('./floor-workflows.ts', import.meta.url)),
+    activities,
+  });
+  const running = worker.run();
+  const connection = await Connection.connect({ address: temporalAddress });
+  const client = new Client({ connection, namespace: 'default' });
+  let seq = 0;
+  const run = async (workflowType: string): Promise<number> => {
+    const startedAtMs = performance.now();
+    const handle = await client.workflow.start(workflowType, {
+      taskQueue,
+      workflowId: `bench-floor-${process.pid}-${seq++}`,
+    });
+    await handle.result().catch(() => undefined);
+    return performance.now() - startedAtMs;
+  };
+  return {
+    run,
+    async stop() {
+      worker.shutdown();
+      await running;
+      await connection.close();
+      await nativeConnection.close();
+    },
+  };
+}
+
+/** One line as each stage ends, so a long run shows where it is. */
+function progress(stage: string, stats: Summary): void {
+  console.log(`  ${stage.padEnd(24)} p50 ${stats.p50} ms, p95 ${stats.p95} ms (n ${stats.n})`);
+}
+
+/** Prints the rows as a Markdown table (the README's). */
+function printTable(rows: OutcomeRow[]): void {
+  const line = (cells: string[]) => `| ${cells.join(' | ')} |`;
+  console.log(line(['run', 'n', 'p50 ms', 'p95 ms', 'max ms', 'goal', 'met']));
+  console.log(line(['---', '---:', '---:', '---:', '---:', '---', '---']));
+  for (const row of rows) {
+    console.log(
+      line([
+        row.run,
+        String(row.stats.n),
+        row.stats.p50.toLocaleString('en-US'),
+        row.stats.p95.toLocaleString('en-US'),
+        row.stats.max.toLocaleString('en-US'),
+        row.goal ?? '',
+        row.met === undefined ? '' : row.met ? 'yes' : 'no',
+      ]),
+    );
+  }
+}
+
+/** ms from the refusal of `podName` (as the watch saw it) to `atMs`; NaN if never seen. */
+function sinceRefusal(refusals: RefusalWatch, podName: string | undefined, atMs: number): number {
+  const seenAtMs = podName === undefined ? undefined : refusals.seenAtMs(podName);
+  return seenAtMs === undefined ? NaN : atMs - seenAtMs;
+}
+
+/**
+ * Runs the outcome benchmark on a stack of its own and prints its table.
+ * @param quick the smaller counts of `--quick`
+ * @returns the table's rows, success throughput (creates/s), GET rate (requests/s), peak RSS
+ *   (MiB), for the results file; failed checks go to `problems`
+ */
+export async function measureOutcomes(quick: boolean): Promise<Record<string, unknown>> {
+  const counts = quick ? QUICK : FULL;
+  const refusalsNeeded = 1 + 2 * counts.oneAtATime + counts.some + counts.many;
+  const stack = await startStack({
+    // The node refuses 150 ms after the pod is created, as in the issue's measurements.
+    env: { SIMULATED_NODE_DELAY_MS: '150' },
+    freshTemplates: refusalsNeeded + counts.openLoopPerS * counts.openLoopS,
+  });
+  const { base } = stack;
+  let floors: Awaited<ReturnType<typeof startFloors>> | undefined;
+  let refusals: RefusalWatch | undefined;
+  try {
+    if (!stack.temporalAddress) throw new Error("no Temporal address in the stack's banner");
+    floors = await startFloors(stack.temporalAddress);
+    const watch = await watchRefusals(stack.kubeConfig());
+    refusals = watch;
+    console.log(`stack up at ${base} (pid ${stack.pid}), Temporal ${stack.temporalAddress}`);
+    const refused = { diskMib: 300, template: '' };
+    const longPoll = { longPoll: true } as const;
+    expectRefused(
+      (await asyncCreate(base, { ...refused, template: stack.fresh.take() }, isDone, longPoll)).op,
+    );
+    await floors.run('floorOneFailingActivity');
+    await floors.run('floorCreateShape');
+
+    const refusal = async (): Promise<number> => {
+      try {
+        const template = stack.fresh.take();
+        const { atMs, op } = await asyncCreate(
+          base,
+          { ...refused, template },
+          outcomeVisible,
+          longPoll,
+        );
+        expectRefused(op);
+        return sinceRefusal(watch, podNameFor(op.sandbox_id, 1), atMs);
+      } catch (err) {
+        problems.push(`refused create: ${(err as Error).message}`);
+        return NaN;
+      }
+    };
+    const syncRefusal = async (): Promise<number> => {
+      const result = await post(base, '/sync/v1/sandboxes', {
+        ...refused,
+        template: stack.fresh.take(),
+      });
+      expectSyncRefused(result);
+      let podName: string | undefined;
+      try {
+        podName = (JSON.parse(result.text) as { error?: { details?: { pod_name?: string } } }).error
+          ?.details?.pod_name;
+      } catch {
+        podName = undefined;
+      }
+      return sinceRefusal(watch, podName, result.atMs);
+    };
+    const oneActivity = () => floors!.run('floorOneFailingActivity');
+    const createShape = () => floors!.run('floorCreateShape');
+
+    const { oneAtATime: one, some, many } = counts;
+    const s: Record<string, Summary> = {};
+    const stage = async (key: string, label: string, runs: Promise<number[]>) => {
+      s[key] = summary(await runs);
+      progress(label, s[key]);
+      return s[key];
+    };
+    const floor1 = await stage('floor1', 'floor 1', oneAtATime(one, oneActivity));
+    await stage('shape1', 'shape 1', oneAtATime(one, createShape));
+    const product1 = await stage('product1', 'product 1', oneAtATime(one, refusal));
+    const sync1 = await stage('sync1', 'sync 1', oneAtATime(one, syncRefusal));
+    await stage('floorSome', `floor ${some}`, atOnce(some, oneActivity));
+    await stage('shapeSome', `shape ${some}`, atOnce(some, createShape));
+    await stage('productSome', `product ${some}`, atOnce(some, refusal));
+    await stage('floorMany', `floor ${many}`, atOnce(many, oneActivity));
+    const shapeMany = await stage('shapeMany', `shape ${many}`, atOnce(many, createShape));
+    const productMany = await stage('productMany', `product ${many}`, atOnce(many, refusal));
+    const open = await openLoop(counts.openLoopPerS, counts.openLoopS, refusal);
+    await stage('open', `open loop ${counts.openLoopPerS}/s`, Promise.resolve(open.runs));
+
+    const successStartedAtMs = performance.now();
+    const successes = await Promise.all(
+      Array.from({ length: counts.successes }, () =>
+        asyncCreate(base, { diskMib: 2048, template: 'base' }, isDone, longPoll),
+      ),
+    );
+    const successWallMs = performance.now() - successStartedAtMs;
+    for (const { op } of successes) {
+      if (op.status !== 'succeeded')
+        problems.push(`operation ${op.id} ended ${op.status}, expected succeeded`);
+    }
+    s.success = summary(successes.map((r) => r.ms));
+    const throughputPerS = Math.round((counts.successes / (successWallMs / 1000)) * 10) / 10;
+
+    const readId = successes[0]?.op.id;
+    // Keep-alive connections, as a client at 1,000 requests/s would hold; a request waiting
+    // for a free connection counts that wait in its latency.
+    const readAgent = new Agent({ connections: 64, keepAliveTimeout: 30_000 });
+    const reads = await openLoop(counts.getPerS, counts.getS, async () => {
+      const startedAtMs = performance.now();
+      try {
+        const response = await undiciFetch(`${base}/v1/operations/${readId}`, {
+          headers: { authorization: `Bearer ${TOKEN}` },
+          dispatcher: readAgent,
+        });
+        await response.arrayBuffer();
+        if (response.status !== 200) problems.push(`GET operation answered ${response.status}`);
+      } catch (err) {
+        problems.push(`GET operation failed: ${(err as Error).message}`);
+      }
+      return performance.now() - startedAtMs;
+    });
+    await readAgent.close();
+    const get = await stage(
+      'get',
+      `GET operation at ${counts.getPerS}/s`,
+      Promise.resolve(reads.runs),
+    );
+    const readRatePerS = Math.round(reads.runs.length / (reads.wallMs / 1000));
+
+    // Compensation finishes after the outcome is visible: wait until no refused pod is left.
+    let podsLeft = -1;
+    await until(
+      async () => (podsLeft = await podCount(stack)) === counts.successes,
+      60_000,
+      'only the running pods left',
+    ).catch(() =>
+      problems.push(`${podsLeft} pods left, expected the ${counts.successes} running ones`),
+    );
+    const peakRssMib = stack.peakRssMib();
+
+    const floorGoal = `p50 <= 1.5x one-activity floor (${Math.round(1.5 * floor1.p50)})`;
+    const rows: OutcomeRow[] = [
+      { run: 'floor: one failing activity, 1 at a time', stats: floor1 },
+      { run: 'floor: create shape, no-op activities, 1 at a time', stats: s.shape1! },
+      {
+        run: 'product: refusal event -> GET shows failed, 1 at a time',
+        stats: product1,
+        goal: floorGoal,
+        met: product1.p50 <= 1.5 * floor1.p50,
+      },
+      {
+        run: 'product: refusal event -> sync 400, 1 at a time',
+        stats: sync1,
+        goal: floorGoal,
+        met: sync1.p50 <= 1.5 * floor1.p50,
+      },
+      { run: `floor: one failing activity, ${some} at once`, stats: s.floorSome! },
+      { run: `floor: create shape, ${some} at once`, stats: s.shapeSome! },
+      { run: `product: refusal, ${some} at once`, stats: s.productSome! },
+      { run: `floor: one failing activity, ${many} at once`, stats: s.floorMany! },
+      { run: `floor: create shape, ${many} at once`, stats: shapeMany },
+      {
+        run: `product: refusal, ${many} at once`,
+        stats: productMany,
+        goal: `p50 <= 2x create-shape floor (${Math.round(2 * shapeMany.p50)}), p95 < 2000`,
+        met: productMany.p50 <= 2 * shapeMany.p50 && productMany.p95 < 2000,
+      },
+      {
+        run: `product: refusal, open loop ${counts.openLoopPerS}/s for ${counts.openLoopS} s`,
+        stats: s.open!,
+      },
+      {
+        run: `product: ${counts.successes} successful creates at once (${throughputPerS}/s)`,
+        stats: s.success,
+      },
+      {
+        run: `GET operation at ${readRatePerS} requests/s (open loop, ${counts.getS} s)`,
+        stats: get,
+        goal: 'p50 <= 5',
+        met: get.p50 <= 5,
+      },
+    ];
+    console.log('');
+    printTable(rows);
+    console.log(
+      `\nsuccess throughput: ${throughputPerS} creates/s; stack peak RSS ${peakRssMib} MiB`,
+    );
+    return {
+      counts,
+      rows,
+      successThroughputPerS: throughputPerS,
+      getRatePerS: readRatePerS,
+      peakRssMib,
+    };
+  } finally {
+    refusals?.stop();
+    await floors?.stop().catch(() => undefined);
+    await stack.stop();
+  }
+}

@@ -1,0 +1,371 @@
+/**
+ * What every `npm run bench` mode shares (README, "Benchmark"): the embedded stack as a child
+ * process, the API calls a mode makes, the refusal events watch, p50/p95/max summaries, the
+ * results file in bench-results/, and the list of failed checks that sets the exit code.
+ */
+import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CoreV1Api, KubeConfig, Watch, type CoreV1Event } from '@kubernetes/client-node';
+import { freePort } from '../../config/free-port.js';
+
+/** The embedded stack's development token. */
+export const TOKEN = 'dev-token';
+
+/** The checks that failed in this run; any entry makes the process exit 1 (see `finish`). */
+export const problems: string[] = [];
+
+/** An operation as `GET /v1/operations/{id}` answers it (the fields the bench reads). */
+export interface Operation {
+  id: string;
+  status: string;
+  done: boolean;
+  sandbox_id: string;
+  error: { code: string; message: string } | null;
+}
+
+/** p50/p95/max in ms over `n` runs. */
+export interface Summary {
+  n: number;
+  p50: number;
+  p95: number;
+  max: number;
+}
+
+/**
+ * p50/p95/max of the finite values, rounded to 0.1 (a run that never settled is NaN and left
+ * out of n); NaN fields when no value is finite.
+ */
+export function summary(values: number[]): Summary {
+  const sorted = values.filter(Number.isFinite).sort((a, b) => a - b);
+  const at = (q: number) =>
+    sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)] ?? NaN;
+  const round = (v: number) => Math.round(v * 10) / 10;
+  return {
+    n: sorted.length,
+    p50: round(at(0.5)),
+    p95: round(at(0.95)),
+    max: round(sorted.at(-1) ?? NaN),
+  };
+}
+
+/** Resolves after `ms`. */
+export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Waits (checking every 200 ms) until `condition` holds.
+ * @throws Error naming `what` after `timeoutMs`
+ */
+export async function until(
+  condition: () => boolean | Promise<boolean>,
+  timeoutMs: number,
+  what: string,
+): Promise<void> {
+  const deadlineAtMs = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadlineAtMs) throw new Error(`${what} not reached within ${timeoutMs} ms`);
+    await sleep(200);
+  }
+}
+
+/** Runs `fn` `count` times one after another; returns each run's result (ms). */
+export async function oneAtATime(count: number, fn: () => Promise<number>): Promise<number[]> {
+  const runs: number[] = [];
+  for (let i = 0; i < count; i++) runs.push(await fn());
+  return runs;
+}
+
+/** Runs `fn` `count` times at once; returns each run's result (ms). */
+export async function atOnce(count: number, fn: () => Promise<number>): Promise<number[]> {
+  return Promise.all(Array.from({ length: count }, fn));
+}
+
+/** A process's memory from /proc/<pid>/status in MiB: `VmHWM` (peak) or `VmRSS` (now). */
+export function memoryMib(pid: number, field: 'VmHWM' | 'VmRSS'): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  return Math.round(Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? NaN) / 1024);
+}
+
+/**
+ * Templates with distinct images (all 451 MiB on the simulated node and the node agent), so
+ * every refused create meets a floor still unknown and reaches the node (README, "Templates").
+ */
+export class FreshTemplates {
+  private next = 0;
+
+  /** @param count how many the stack's catalog holds */
+  constructor(readonly count: number) {}
+
+  /** SANDBOX_TEMPLATES for the stack: `base`, `known`, and the fresh templates. */
+  catalog(): string {
+    const catalog: Record<string, { image: string }> = {
+      base: { image: 'ghcr.io/durable-sandbox/base:1' },
+      known: { image: 'ghcr.io/durable-sandbox/known:1' },
+    };
+    for (let i = 0; i < this.count; i++) {
+      catalog[`fresh-${i}`] = { image: `ghcr.io/durable-sandbox/fresh-${i}:1` };
+    }
+    return JSON.stringify(catalog);
+  }
+
+  /**
+   * A template nothing was created with yet.
+   * @throws Error when all `count` are used
+   */
+  take(): string {
+    if (this.next >= this.count) throw new Error('the bench ran out of fresh templates');
+    return `fresh-${this.next++}`;
+  }
+}
+
+/** A stack started by the bench: `scripts/start.ts` as a child process with a fresh DATA_DIR. */
+export interface BenchStack {
+  /** `http://127.0.0.1:<port>` of the API. */
+  base: string;
+  dataDir: string;
+  pid: number;
+  /** The Temporal frontend (`host:port`) from the stack's banner. */
+  temporalAddress: string;
+  /** The fresh templates of its catalog. */
+  fresh: FreshTemplates;
+  /** A client config for the cluster: the admin's on the real tier, else the stack's. */
+  kubeConfig(): KubeConfig;
+  /** Peak RSS of the stack process (worker + API + cluster; VmHWM), in MiB. */
+  peakRssMib(): number;
+  /** SIGINT, wait for the exit, remove the DATA_DIR. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the embedded stack with `env` added and a catalog of `freshTemplates` fresh templates,
+ * and waits for its banner (300 s, enough for a cold build of the apiserver tier's binaries
+ * when `CLUSTER=real`).
+ * @throws Error with the stack's output when it exits or misses the 300 s
+ */
+export async function startStack(
+  options: { env?: Record<string, string>; freshTemplates?: number } = {},
+): Promise<BenchStack> {
+  const fresh = new FreshTemplates(options.freshTemplates ?? 400);
+  const dataDir = mkdtempSync(join(tmpdir(), 'durable-sandbox-bench-'));
+  const port = await freePort();
+  const stack = spawn(process.execPath, ['--import', 'tsx', 'scripts/start.ts'], {
+    env: {
+      ...process.env,
+      PORT: String(port),
+      DATA_DIR: dataDir,
+      LOG_LEVEL: 'warn',
+      LOG_FORMAT: 'json',
+      SANDBOX_TEMPLATES: fresh.catalog(),
+      ...options.env,
+    },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let output = '';
+  stack.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const stop = async () => {
+    if (stack.exitCode === null) {
+      stack.kill('SIGINT');
+      await new Promise((resolve) => stack.once('exit', resolve));
+    }
+    rmSync(dataDir, { recursive: true, force: true });
+  };
+  try {
+    const readyByAtMs = Date.now() + 300_000;
+    while (!output.includes('durable-sandbox is running')) {
+      if (stack.exitCode !== null)
+        throw new Error(`the stack exited (${stack.exitCode}):\n${output}`);
+      if (Date.now() > readyByAtMs)
+        throw new Error(`the stack did not start within 300 s:\n${output}`);
+      await sleep(200);
+    }
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  const temporalAddress = /Temporal:\s+([^,\s]+)/.exec(output)?.[1] ?? '';
+  const real = options.env?.CLUSTER === 'real';
+  return {
+    base: `http://127.0.0.1:${port}`,
+    dataDir,
+    pid: stack.pid ?? -1,
+    temporalAddress,
+    fresh,
+    kubeConfig() {
+      const kubeConfig = new KubeConfig();
+      kubeConfig.loadFromFile(join(dataDir, real ? 'kubeconfig-admin' : 'kubeconfig'));
+      return kubeConfig;
+    },
+    peakRssMib: () => memoryMib(stack.pid ?? -1, 'VmHWM'),
+    stop,
+  };
+}
+
+/** The pods in the `sandboxes` namespace of the stack's cluster now. */
+export async function podCount(stack: BenchStack): Promise<number> {
+  const core = stack.kubeConfig().makeApiClient(CoreV1Api);
+  return (await core.listNamespacedPod({ namespace: 'sandboxes' })).items.length;
+}
+
+/** A request to the API with the development token and a JSON content type. */
+export async function api(base: string, path: string, init: RequestInit = {}): Promise<Response> {
+  return fetch(`${base}${path}`, {
+    ...init,
+    headers: {
+      authorization: `Bearer ${TOKEN}`,
+      'content-type': 'application/json',
+      ...init.headers,
+    },
+  });
+}
+
+/** A create's body: 1 CPU, 256 MiB of memory, `diskMib` of disk. */
+function createBody(diskMib: number, template: string): string {
+  return JSON.stringify({ template, resources: { cpu: 1, memory_mib: 256, disk_mib: diskMib } });
+}
+
+/** How the bench learns an operation's progress: long-poll (`?wait=30s`) or a GET every ms. */
+export type OperationPolling = { longPoll: true } | { everyMs: number };
+
+/**
+ * Reads the operation until `settled(op)` holds.
+ * @returns the operation as it was then
+ * @throws Error after 300 s
+ */
+export async function awaitOperation(
+  base: string,
+  op: Operation,
+  settled: (op: Operation) => boolean,
+  polling: OperationPolling,
+): Promise<Operation> {
+  const deadlineAtMs = Date.now() + 300_000;
+  while (!settled(op)) {
+    if (Date.now() > deadlineAtMs) throw new Error(`operation ${op.id} not settled after 300 s`);
+    if ('everyMs' in polling) await sleep(polling.everyMs);
+    const askedAtMs = performance.now();
+    const query = 'longPoll' in polling ? '?wait=30s' : '';
+    const next = (await (await api(base, `/v1/operations/${op.id}${query}`)).json()) as Operation;
+    // An API that ignores `wait` answers at once: pause a little rather than spin.
+    if ('longPoll' in polling && next.status === op.status && performance.now() - askedAtMs < 5)
+      await sleep(10);
+    op = next;
+  }
+  return op;
+}
+
+/** The outcome is visible: the operation left `running`. */
+export const outcomeVisible = (op: Operation) => op.status !== 'running';
+/** The operation is done. */
+export const isDone = (op: Operation) => op.done;
+
+/**
+ * POST an asynchronous create and read it until `settled(op)`.
+ * @returns ms from the POST, the instant it settled (performance.now()) and the operation
+ * @throws Error when the POST does not answer 202, or after 300 s
+ */
+export async function asyncCreate(
+  base: string,
+  create: { diskMib: number; template: string },
+  settled: (op: Operation) => boolean,
+  polling: OperationPolling,
+): Promise<{ ms: number; atMs: number; op: Operation }> {
+  const startedAtMs = performance.now();
+  const response = await api(base, '/v1/sandboxes', {
+    method: 'POST',
+    body: createBody(create.diskMib, create.template),
+  });
+  if (response.status !== 202)
+    throw new Error(`POST answered ${response.status}: ${await response.text()}`);
+  const op = await awaitOperation(base, (await response.json()) as Operation, settled, polling);
+  const atMs = performance.now();
+  return { ms: atMs - startedAtMs, atMs, op };
+}
+
+/**
+ * One POST of a create on `route` (`/v1/sandboxes` or `/sync/v1/sandboxes`).
+ * @returns ms from the POST, the instant of the answer (performance.now()), status and body
+ */
+export async function post(
+  base: string,
+  route: string,
+  create: { diskMib: number; template: string },
+): Promise<{ ms: number; atMs: number; status: number; text: string }> {
+  const startedAtMs = performance.now();
+  const response = await api(base, route, {
+    method: 'POST',
+    body: createBody(create.diskMib, create.template),
+  });
+  const text = await response.text();
+  const atMs = performance.now();
+  return { ms: atMs - startedAtMs, atMs, status: response.status, text };
+}
+
+/** Records a problem unless the operation failed as invalid_request naming 451 MiB. */
+export function expectRefused(op: Operation): void {
+  if (
+    op.status !== 'failed' ||
+    op.error?.code !== 'invalid_request' ||
+    !op.error.message.includes('451 MiB')
+  ) {
+    problems.push(
+      `operation ${op.id} ended ${op.status} ${JSON.stringify(op.error)}, expected invalid_request naming 451 MiB`,
+    );
+  }
+}
+
+/** Records a problem unless a synchronous create answered 400 naming 451 MiB. */
+export function expectSyncRefused(result: { status: number; text: string }): void {
+  if (result.status !== 400 || !result.text.includes('451 MiB')) {
+    problems.push(
+      `sync create answered ${result.status} ${result.text.slice(0, 200)}, expected 400 naming 451 MiB`,
+    );
+  }
+}
+
+/** When the bench's own events watch first saw each pod's refusal. */
+export interface RefusalWatch {
+  /** performance.now() when the refusal of pod `podName` arrived; undefined if never. */
+  seenAtMs(podName: string): number | undefined;
+  stop(): void;
+}
+
+/**
+ * Watches the `sandboxes` namespace's events with reason FailedCreatePodSandBox (field
+ * selector) and records the first one per pod.
+ */
+export async function watchRefusals(kubeConfig: KubeConfig): Promise<RefusalWatch> {
+  const seen = new Map<string, number>();
+  const request = await new Watch(kubeConfig).watch(
+    '/api/v1/namespaces/sandboxes/events',
+    { fieldSelector: 'reason=FailedCreatePodSandBox' },
+    (_type: string, event: CoreV1Event) => {
+      const pod = event.involvedObject?.name;
+      if (event.reason === 'FailedCreatePodSandBox' && pod && !seen.has(pod))
+        seen.set(pod, performance.now());
+    },
+    () => undefined,
+  );
+  return { seenAtMs: (podName) => seen.get(podName), stop: () => request.abort() };
+}
+
+/**
+ * Writes `{at, mode, ...results, problems}` to bench-results/bench-<mode>-<time>.json
+ * (bench-<time>.json for the default mode) and prints its path.
+ * @returns the file's path
+ */
+export function writeResults(mode: string, results: Record<string, unknown>): string {
+  mkdirSync('bench-results', { recursive: true });
+  const at = new Date().toISOString();
+  const prefix = mode === 'default' ? 'bench' : `bench-${mode}`;
+  const file = join('bench-results', `${prefix}-${at.replace(/[:.]/g, '-')}.json`);
+  writeFileSync(file, `${JSON.stringify({ at, mode, ...results, problems }, null, 2)}\n`);
+  console.log(`\nwritten to ${file}`);
+  return file;
+}
+
+/** Prints the failed checks, if any, and sets the exit code to 1 for them. */
+export function finish(): void {
+  if (problems.length === 0) return;
+  console.error(`\n${problems.length} check(s) failed:\n- ${problems.slice(0, 20).join('\n- ')}`);
+  process.exitCode = 1;
+}
