@@ -118,7 +118,7 @@ export async function createSandbox(input: CreateSandboxInput): Promise<CreateSa
   try {
     const result = await work.run(() => runSteps(input, progress));
     deadline.scope.cancel();
-    setPhase('finished');
+    setPhase(input, 'finished');
     return result;
   } catch (err) {
     deadline.scope.cancel();
@@ -164,21 +164,28 @@ async function runSteps(
   progress: CreateProgress,
 ): Promise<CreateSandboxResult> {
   const execution = executionOf(input);
-  setPhase('creating_pod');
+  setPhase(input, 'creating_pod');
   // Pushed before the call: if createPod is cut short, the pod is found by its name.
   progress.compensations.push({
     label: 'delete pod',
     run: () => compensationStep.deletePod({ ...execution, pod: progress.pod }),
   });
-  const pod = await settledStep.createPod({
-    ...execution,
-    template: input.template,
-    image: input.image,
-    resources: input.resources,
-  });
+  const pod = await settledStep
+    .createPod({
+      ...execution,
+      template: input.template,
+      image: input.image,
+      resources: input.resources,
+    })
+    .catch((err: unknown) => {
+      // The apiserver refused the first attempt: there is no pod to look for (and with a
+      // kubeconfig that cannot work, no way to look).
+      if (refusalDetailsOf(err)?.podCreated === false) progress.compensations.pop();
+      throw err;
+    });
   progress.pod = pod;
 
-  setPhase('waiting_for_ip');
+  setPhase(input, 'waiting_for_ip');
   const { podIp } = await readinessWait(input.deadlineMs).awaitPodReady({
     operationId: input.operationId,
     sandboxId: input.sandboxId,
@@ -204,8 +211,8 @@ async function compensate(
   outcome: CreateOutcome,
 ): Promise<void> {
   const podUid = progress.pod?.uid;
-  setPhase('compensating');
-  upsertSearchAttributes([{ key: FailureCodeKey, value: outcome.code }]);
+  setPhase(input, 'compensating');
+  upsert(input, FailureCodeKey, outcome.code);
   for (const compensation of [...progress.compensations].reverse()) {
     log.info('compensating', {
       step: compensation.label,
@@ -222,7 +229,7 @@ async function compensate(
     failure: { code: outcome.code, message: outcome.message },
     refusalEventTime: outcome.details.eventLastTimestamp,
   });
-  setPhase('finished');
+  setPhase(input, 'finished');
 }
 
 /** The error the workflow fails with: a CancelledFailure, or a typed ApplicationFailure. */
@@ -251,8 +258,29 @@ function executionOf(input: CreateSandboxInput) {
   };
 }
 
-function setPhase(phase: CreatePhase): void {
-  upsertSearchAttributes([{ key: CreatePhaseKey, value: phase }]);
+function setPhase(input: CreateSandboxInput, phase: CreatePhase): void {
+  upsert(input, CreatePhaseKey, phase);
+}
+
+/**
+ * Upserts one Keyword search attribute, unless the input lists the registered ones and this is
+ * not among them: an upsert of an attribute the namespace lacks fails every workflow task, and
+ * so would stop compensation (docs/architecture.md, "Search attributes").
+ */
+function upsert(
+  input: CreateSandboxInput,
+  key: typeof CreatePhaseKey, // every key of workflows/search-attributes.ts is a Keyword
+  value: string,
+): void {
+  if (input.searchAttributes && !input.searchAttributes.includes(key.name)) return;
+  upsertSearchAttributes([{ key, value }]);
+}
+
+/** The {@link CreateFailureDetails} an activity's ApplicationFailure carries, if any. */
+function refusalDetailsOf(err: unknown): Partial<CreateFailureDetails> | undefined {
+  const failure = err instanceof ActivityFailure ? err.cause : err;
+  if (!(failure instanceof ApplicationFailure)) return undefined;
+  return failure.details?.[0] as Partial<CreateFailureDetails> | undefined;
 }
 
 /** Turns whatever ended the work scope into the operation's error. */
