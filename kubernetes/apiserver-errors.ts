@@ -23,12 +23,7 @@ import { httpStatusOf } from './client.js';
  * - `transient`: 408, 409, 429, 5xx, and network errors (refused, reset, timed out): retried.
  */
 export type ApiserverErrorClass =
-  | 'refused'
-  | 'quota'
-  | 'permission'
-  | 'unauthorized'
-  | 'configuration'
-  | 'transient';
+  'refused' | 'quota' | 'permission' | 'unauthorized' | 'configuration' | 'transient';
 
 /** The classification table (read top to bottom; the first matching row wins). */
 export const APISERVER_ERROR_POLICY = {

@@ -109,10 +109,10 @@ async function main(): Promise<void> {
   cleanups.push(() => connection.close());
   const temporal = new Client({ connection, namespace: config.temporalNamespace });
   // Operations link to their workflow page in the UI the stack started (or TEMPORAL_UI_URL's).
-  const apiConfig = { ...config, temporalUiUrl: config.temporalUiUrl ?? uiUrl };
+  const apiConfig = { ...config, temporalAddress, temporalUiUrl: config.temporalUiUrl ?? uiUrl };
   // One process, two endpoints: its process metrics are the API's (the worker serves its own).
   collectProcessMetrics(apiRegistry);
-  const app = createApp({ temporal, store, config: apiConfig, logger });
+  const app = createApp({ temporal, store, config: apiConfig, logger, kubernetes });
   const server = await new Promise<Server>((resolveListen, reject) => {
     // Express 5 hands a listen error (e.g. EADDRINUSE) to this callback, not to 'error'.
     const listening = app.listen(config.port, '127.0.0.1', (err?: Error) =>

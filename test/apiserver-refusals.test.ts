@@ -124,9 +124,9 @@ describe('the classification table', () => {
       body: JSON.stringify({ kind: 'Status', code, reason: 'Forbidden', message }),
     });
     expect(classifyApiserverError(answer(403, 'exceeded quota: q')).kind).toBe('quota');
-    expect(
-      classifyApiserverError(answer(403, 'User "x" cannot create resource "pods"')).kind,
-    ).toBe('permission');
+    expect(classifyApiserverError(answer(403, 'User "x" cannot create resource "pods"')).kind).toBe(
+      'permission',
+    );
     expect(classifyApiserverError(answer(403, 'maximum memory usage')).kind).toBe('refused');
     expect(classifyApiserverError(answer(400, 'bad')).kind).toBe('refused');
     expect(classifyApiserverError(answer(401, 'Unauthorized')).kind).toBe('unauthorized');
