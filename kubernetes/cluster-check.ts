@@ -57,7 +57,7 @@ export async function checkCluster(client: KubernetesClient): Promise<ClusterRep
       case 'unauthorized':
         return {
           ok: false,
-          problem: `the apiserver at ${server} refused the kubeconfig's credentials (401 ${answer.message})`,
+          problem: `the apiserver at ${server} refused the kubeconfig's credentials (401 Unauthorized)`,
         };
       case 'transient':
         return {
