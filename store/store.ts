@@ -20,6 +20,8 @@ import {
   setDeleted,
   setRunning,
   setRunningLost,
+  selectRunningBefore,
+  setLost,
 } from './sandboxes.js';
 import { POD_LOST } from '../contract/index.js';
 import type { RetireExecutionInput, Store, StoreOptions } from './types.js';
@@ -140,6 +142,21 @@ export async function openStore(options: StoreOptions): Promise<Store> {
         for (const id of ids) await retireActiveExecutions(trx, id, POD_LOST, at);
         return ids;
       });
+    },
+
+    markSandboxLost(input) {
+      return db.transaction().execute(async (trx) => {
+        await lockSandbox(trx, dialect, input.sandboxId);
+        const at = now();
+        const failure = { code: POD_LOST, message: input.reason };
+        const lost = await setLost(trx, input, failure, at);
+        if (lost) await retireActiveExecutions(trx, input.sandboxId, POD_LOST, at);
+        return lost;
+      });
+    },
+
+    listRunningSandboxes(input) {
+      return selectRunningBefore(db, input.updatedBefore, input.limit);
     },
 
     async ping() {

@@ -14,6 +14,7 @@ import type { KubernetesClient } from '../kubernetes/client.js';
 import type { Store } from '../store/index.js';
 import { startMetricsServer } from './metrics-server.js';
 import { checkSearchAttributes } from '../temporal/search-attributes.js';
+import { isWorkflowOpen } from '../temporal/workflow-status.js';
 import { startOrphanSweeper } from './orphan-sweeper.js';
 import { installRuntime } from './runtime.js';
 import { createSandboxWorker } from './worker.js';
@@ -106,6 +107,8 @@ export async function serveWorker(options: ServeWorkerOptions): Promise<ServedWo
           store: options.store,
           logger: options.logger,
           intervalMs: config.orphanSweepIntervalMs,
+          isWorkflowOpen: (workflowId) =>
+            isWorkflowOpen(connection, config.temporalNamespace, workflowId),
         })
       : () => undefined;
   const done = worker.run().finally(async () => {
