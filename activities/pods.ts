@@ -152,12 +152,25 @@ export function podActivities(deps: PodActivityDeps) {
       generation?: number;
       pod?: PodRef;
     }): Promise<string> {
-      const pod =
-        input.pod ??
-        (input.generation === undefined
-          ? undefined
-          : await findSandboxPod(deps.kubernetes, input.sandboxId, input.generation));
-      const outcome = pod ? await deletePod(deps.kubernetes, pod) : 'absent';
+      let pod: PodRef | undefined;
+      let outcome: string;
+      try {
+        pod =
+          input.pod ??
+          (input.generation === undefined
+            ? undefined
+            : await findSandboxPod(deps.kubernetes, input.sandboxId, input.generation));
+        outcome = pod ? await deletePod(deps.kubernetes, pod) : 'absent';
+      } catch (err) {
+        // Compensation must succeed: every class is retried by Temporal, each attempt logged.
+        const answer = classifyApiserverError(err);
+        log.warn('pod delete failed; retrying', {
+          error_class: answer.kind,
+          status: answer.status,
+          reason: answer.message,
+        });
+        throw err;
+      }
       // The pod may have been found by name: its uid is logged explicitly.
       log.info('pod deleted (compensation)', { pod_uid: pod?.uid, outcome });
       return outcome;

@@ -13,6 +13,7 @@
 import { Counter } from 'prom-client';
 import { workerRegistry } from '../activities/metrics.js';
 import type { Logger } from 'pino';
+import { classifyApiserverError } from '../kubernetes/apiserver-errors.js';
 import type { KubernetesClient } from '../kubernetes/client.js';
 import { deletePod, listSandboxPods, type SandboxPod } from '../kubernetes/pods.js';
 import type { SandboxRecord, Store } from '../store/index.js';
@@ -168,7 +169,13 @@ export function startOrphanSweeper(deps: OrphanSweepDeps & { intervalMs: number 
     if (running) return;
     running = true;
     sweepOrphanPods(deps)
-      .catch((err: unknown) => deps.logger.warn({ err }, 'orphan pod sweep failed'))
+      .catch((err: unknown) => {
+        const answer = classifyApiserverError(err);
+        deps.logger.warn(
+          { err, error_class: answer.kind, status: answer.status, reason: answer.message },
+          'orphan pod sweep failed; the next sweep tries again',
+        );
+      })
       .finally(() => (running = false));
   }, deps.intervalMs);
   timer.unref();
