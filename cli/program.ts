@@ -472,7 +472,8 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
     }
     if (err instanceof ApiCallError) {
       io.stderr.write(`error: ${err.code}: ${err.message}\n`);
-      const hint = ERROR_HINTS[err.code];
+      // Only for the API's own answers: an unreachable API is not what /readyz would explain.
+      const hint = err.status === 0 ? undefined : ERROR_HINTS[err.code];
       if (hint) io.stderr.write(`hint: ${hint}\n`);
       return FAILED;
     }

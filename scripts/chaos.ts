@@ -272,9 +272,7 @@ async function scenario(
     unexpected5xx: unexpected5xx - before5xx,
     seconds: Math.round((Date.now() - started) / 1000),
   };
-  process.stderr.write(
-    `${name}: ${JSON.stringify(row)} (${Math.round((Date.now() - started) / 1000)} s)\n`,
-  );
+  process.stderr.write(`${name}: ${JSON.stringify(row)}\n`);
   return row;
 }
 
