@@ -14,12 +14,17 @@
  *
  * It checks that every create ended as expected and that no refused create left a pod, prints
  * p50/p95/max in ms and writes bench-results/bench-<time>.json. Exit code 1 if a check failed.
+ *
+ * `npm run bench -- --real` measures the refusal latency instead on the simulated cluster and on
+ * the real apiserver tier side by side (see compareRefusalLatency) and writes
+ * bench-results/bench-real-<time>.json.
  */
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import { CoreV1Api, KubeConfig, Watch, type CoreV1Event } from '@kubernetes/client-node';
+import { podNameFor } from '../kubernetes/pod-spec.js';
 import { freePort } from '../config/free-port.js';
 
 const TOKEN = 'dev-token';
@@ -140,7 +145,19 @@ function expectSyncRefused(result: { status: number; text: string }): void {
   }
 }
 
-async function main(): Promise<void> {
+/** A stack started by the bench: `scripts/start.ts` as a child process with a fresh DATA_DIR. */
+interface BenchStack {
+  base: string;
+  dataDir: string;
+  pid: number;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the embedded stack with `env` added and waits for its banner (300 s, enough for a
+ * cold build of the apiserver tier's binaries when `CLUSTER=real`).
+ */
+async function startStack(env: Record<string, string> = {}): Promise<BenchStack> {
   const dataDir = mkdtempSync(join(tmpdir(), 'durable-sandbox-bench-'));
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
@@ -151,12 +168,13 @@ async function main(): Promise<void> {
       DATA_DIR: dataDir,
       LOG_LEVEL: 'warn',
       LOG_FORMAT: 'json',
+      ...env,
     },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   let output = '';
   stack.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const stopStack = async () => {
+  const stop = async () => {
     if (stack.exitCode === null) {
       stack.kill('SIGINT');
       await new Promise((resolve) => stack.once('exit', resolve));
@@ -172,6 +190,21 @@ async function main(): Promise<void> {
         throw new Error(`the stack did not start within 300 s:\n${output}`);
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  return { base, dataDir, pid: stack.pid ?? -1, stop };
+}
+
+async function main(): Promise<void> {
+  if (process.argv.includes('--real')) {
+    await compareRefusalLatency();
+    return;
+  }
+  const { base, dataDir, pid, stop: stopStack } = await startStack();
+  const stack = { pid };
+  try {
     console.log(`stack up at ${base} (pid ${stack.pid}); warming up`);
     expectRefused((await asyncCreate(base, 300)).op);
 
@@ -242,6 +275,98 @@ async function main(): Promise<void> {
   } finally {
     await stopStack();
   }
+  if (problems.length > 0) {
+    console.error(`\n${problems.length} check(s) failed:\n- ${problems.slice(0, 20).join('\n- ')}`);
+    process.exitCode = 1;
+  }
+}
+
+/** Refusal latency on one cluster: what `--real` prints for each. */
+interface RefusalFigures {
+  startup_to_banner_ms: number;
+  refusal_event_to_failed_ms: ReturnType<typeof summary>;
+  refusal_post_to_failed_async_ms: ReturnType<typeof summary>;
+  refusal_post_to_400_sync_ms: ReturnType<typeof summary>;
+}
+
+const REFUSALS = 20;
+
+/**
+ * `npm run bench -- --real`: the refusal latency on the simulated cluster and on the real
+ * apiserver tier (CLUSTER=real: etcd, kube-apiserver, node agent), one stack after the other in
+ * one run, printed side by side. For each: 20 sequential asynchronous creates with disk 300,
+ * measuring the time from the bench seeing the refusal event (its own events watch in the
+ * sandbox namespace, as an admin) to seeing the operation `failed` (polling every 50 ms), and
+ * POST to `failed`; then 20 sequential synchronous creates, POST to 400.
+ */
+async function compareRefusalLatency(): Promise<void> {
+  const figures: Record<string, RefusalFigures> = {};
+  for (const cluster of ['simulated', 'real'] as const) {
+    const startedAtMs = Date.now();
+    const stack = await startStack({ CLUSTER: cluster });
+    const startupMs = Date.now() - startedAtMs;
+    try {
+      const kubeConfig = new KubeConfig();
+      kubeConfig.loadFromFile(
+        join(stack.dataDir, cluster === 'real' ? 'kubeconfig-admin' : 'kubeconfig'),
+      );
+      const refusalSeenAtMs = new Map<string, number>();
+      const watch = await new Watch(kubeConfig).watch(
+        '/api/v1/namespaces/sandboxes/events',
+        { fieldSelector: 'reason=FailedCreatePodSandBox' },
+        (type, event: CoreV1Event) => {
+          const pod = event.involvedObject?.name;
+          if (type === 'ADDED' && pod && !refusalSeenAtMs.has(pod))
+            refusalSeenAtMs.set(pod, performance.now());
+        },
+        () => {},
+      );
+      console.log(`${cluster}: stack up in ${startupMs} ms; warming up`);
+      expectRefused((await asyncCreate(stack.base, 300)).op);
+      const eventToFailed: number[] = [];
+      const postToFailed: number[] = [];
+      for (let i = 0; i < REFUSALS; i++) {
+        const { ms, op } = await asyncCreate(stack.base, 300);
+        const failedAtMs = performance.now();
+        expectRefused(op);
+        postToFailed.push(ms);
+        const seenAtMs = refusalSeenAtMs.get(podNameFor(op.sandbox_id, 1));
+        if (seenAtMs === undefined) problems.push(`${cluster}: no refusal event seen for ${op.id}`);
+        else eventToFailed.push(failedAtMs - seenAtMs);
+      }
+      const sync: number[] = [];
+      for (let i = 0; i < REFUSALS; i++) {
+        const result = await syncCreate(stack.base, 300);
+        expectSyncRefused(result);
+        sync.push(result.ms);
+      }
+      watch.abort();
+      figures[cluster] = {
+        startup_to_banner_ms: startupMs,
+        refusal_event_to_failed_ms: summary(eventToFailed),
+        refusal_post_to_failed_async_ms: summary(postToFailed),
+        refusal_post_to_400_sync_ms: summary(sync),
+      };
+    } finally {
+      await stack.stop();
+    }
+  }
+  console.log(`\nrefusal latency, ${REFUSALS} sequential creates each (ms):`);
+  console.log(`  ${''.padEnd(34)} ${'simulated'.padEnd(40)} real apiserver tier`);
+  for (const name of Object.keys(figures.simulated ?? {}) as Array<keyof RefusalFigures>) {
+    const cell = (cluster: string) => JSON.stringify(figures[cluster]?.[name] ?? null);
+    console.log(`  ${name.padEnd(34)} ${cell('simulated').padEnd(40)} ${cell('real')}`);
+  }
+  mkdirSync('bench-results', { recursive: true });
+  const file = join(
+    'bench-results',
+    `bench-real-${new Date().toISOString().replace(/[:.]/g, '-')}.json`,
+  );
+  writeFileSync(
+    file,
+    `${JSON.stringify({ at: new Date().toISOString(), figures, problems }, null, 2)}\n`,
+  );
+  console.log(`\nwritten to ${file}`);
   if (problems.length > 0) {
     console.error(`\n${problems.length} check(s) failed:\n- ${problems.slice(0, 20).join('\n- ')}`);
     process.exitCode = 1;

@@ -45,9 +45,12 @@ export interface DevServer {
   stop(): Promise<void>;
 }
 
-// Runs "$@" and kills it when stdin reaches EOF (parent called stop() or died). Background jobs
-// of a non-interactive sh get /dev/null as stdin, so the pipe is kept on fd 3 for the watcher.
-const GUARD_SCRIPT = `
+/**
+ * Runs "$@" and kills it when stdin reaches EOF (parent called stop() or died). Background jobs
+ * of a non-interactive sh get /dev/null as stdin, so the pipe is kept on fd 3 for the watcher.
+ * Also used by the apiserver tier (apiserver-tier/process.ts).
+ */
+export const GUARD_SCRIPT = `
 exec 3<&0
 "$@" </dev/null 3<&- &
 server=$!

@@ -1,7 +1,8 @@
 /**
  * `npm start`: the embedded stack in one process. It starts what the configuration leaves
  * unset — the Temporal dev server (state in DATA_DIR, UI on) unless TEMPORAL_ADDRESS, the
- * simulated cluster unless KUBECONFIG, SQLite unless DATABASE_URL — then the worker and the
+ * simulated cluster unless KUBECONFIG (or the real apiserver tier with CLUSTER=real), SQLite
+ * unless DATABASE_URL — then the worker and the
  * API, prints where everything is, and stops all of it on Ctrl-C (SIGINT) or SIGTERM.
  */
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -13,6 +14,7 @@ import { apiRegistry } from '../api/metrics.js';
 import { collectProcessMetrics } from '../config/process-metrics.js';
 import { ConfigError, DEV_TOKEN, loadConfig } from '../config/index.js';
 import { createLogger } from '../config/logger.js';
+import { startEmbeddedRealCluster, type EmbeddedRealCluster } from '../apiserver-tier/embedded.js';
 import { createKubernetesClient } from '../kubernetes/client.js';
 import { SimulatedCluster } from '../simulated-cluster/index.js';
 import { openStore } from '../store/index.js';
@@ -62,7 +64,18 @@ async function main(): Promise<void> {
   }
 
   let kubeconfigPath = config.kubeconfig;
-  if (!kubeconfigPath) {
+  let realCluster: EmbeddedRealCluster | undefined;
+  if (clusterMode(config.kubeconfig) === 'real') {
+    logger.info('starting the real apiserver tier (etcd, kube-apiserver, node agent)');
+    realCluster = await startEmbeddedRealCluster({
+      dataDir,
+      namespace: config.sandboxNamespace,
+      nodeDelayMs: simulatedNodeDelayMs(),
+      log: (line) => logger.debug({ source: 'apiserver-tier' }, line),
+    });
+    cleanups.push(() => realCluster!.stop());
+    kubeconfigPath = realCluster.kubeconfigPath;
+  } else if (!kubeconfigPath) {
     const cluster = await SimulatedCluster.start({ startupDelayMs: simulatedNodeDelayMs() });
     cleanups.push(() => cluster.close());
     kubeconfigPath = join(dataDir, 'kubeconfig');
@@ -139,10 +152,12 @@ async function main(): Promise<void> {
     `  API:          ${apiUrl}   (token: ${token}${config.devToken ? ', tenant dev' : ''})`,
     `  Temporal UI:  ${uiUrl ?? `(external Temporal at ${temporalAddress})`}`,
     `  Temporal:     ${temporalAddress}, task queue ${config.taskQueue}`,
-    `  Kubernetes:   ${config.kubeconfig ? kubeconfigPath : `simulated cluster; kubectl --kubeconfig ${kubeconfigPath} get pods,events (namespace ${config.sandboxNamespace})`}`,
+    `  Kubernetes:   ${kubernetesLine(config.kubeconfig, kubeconfigPath, config.sandboxNamespace, realCluster)}`,
     `  Metrics:      ${apiUrl}/metrics (API), http://127.0.0.1:${metricsPort}/metrics (worker)`,
     ...(process.env.SIMULATED_NODE_DELAY_MS && !config.kubeconfig
-      ? [`  Simulated node: answers after ${simulatedNodeDelayMs()} ms (SIMULATED_NODE_DELAY_MS)`]
+      ? [
+          `  ${realCluster ? 'Node agent' : 'Simulated node'}: answers after ${simulatedNodeDelayMs()} ms (SIMULATED_NODE_DELAY_MS)`,
+        ]
       : []),
     `  Store:        ${config.databaseUrl ? 'PostgreSQL (DATABASE_URL)' : join(dataDir, 'store.db')}`,
     '',
@@ -236,6 +251,45 @@ function simulatedNodeDelayMs(): number {
     );
   }
   return Number(raw);
+}
+
+/**
+ * The cluster `npm start` runs on: `CLUSTER=real` starts the real apiserver tier
+ * (apiserver-tier/embedded.ts), unset or `simulated` the simulated cluster; KUBECONFIG set uses
+ * that cluster and does not combine with `CLUSTER=real`.
+ * @throws ConfigError naming CLUSTER for another value or together with KUBECONFIG
+ */
+function clusterMode(kubeconfig: string | undefined): 'real' | 'simulated' | 'external' {
+  const raw = (process.env.CLUSTER ?? '').trim();
+  if (raw !== '' && raw !== 'real' && raw !== 'simulated') {
+    throw new ConfigError('CLUSTER', `must be "real" or "simulated", got "${raw}"`);
+  }
+  if (raw === 'real' && kubeconfig) {
+    throw new ConfigError(
+      'CLUSTER',
+      'CLUSTER=real starts a local apiserver tier; unset KUBECONFIG',
+    );
+  }
+  if (kubeconfig) return 'external';
+  return raw === 'real' ? 'real' : 'simulated';
+}
+
+/** The banner's Kubernetes line. */
+function kubernetesLine(
+  external: string | undefined,
+  kubeconfigPath: string,
+  namespace: string,
+  real: EmbeddedRealCluster | undefined,
+): string {
+  if (external) return kubeconfigPath;
+  if (real) {
+    return (
+      `real kube-apiserver ${real.url} (etcd, node agent ${real.nodeName}; ready in ` +
+      `${(real.startToReadyMs / 1000).toFixed(1)} s); service kubeconfig ${kubeconfigPath}; ` +
+      `kubectl --kubeconfig ${real.adminKubeconfigPath} get pods,events`
+    );
+  }
+  return `simulated cluster; kubectl --kubeconfig ${kubeconfigPath} get pods,events (namespace ${namespace})`;
 }
 
 async function stop(exitCode: number): Promise<void> {

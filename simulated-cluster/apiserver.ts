@@ -205,6 +205,7 @@ async function handle(ctx: ApiServerContext, req: IncomingMessage, res: ServerRe
           resourceVersion: parseVersion(query.resourceVersion),
           timeoutSeconds: timeout !== undefined && Number.isFinite(timeout) ? timeout : undefined,
           silent: ctx.faults.isSilenced(route.resource),
+          bookmarks: query.allowWatchBookmarks === 'true' || query.allowWatchBookmarks === '1',
           encode: (object) => encode(object),
         });
         return;
@@ -453,9 +454,10 @@ function remove(
   };
   if (typeof preconditions.uid === 'string' && preconditions.uid !== current.metadata.uid) {
     throw preconditionFailed(
-      route.resource,
+      KINDS[route.resource],
       name,
-      `UID in precondition: ${preconditions.uid}, UID in object meta: ${current.metadata.uid}`,
+      `the UID in the precondition (${preconditions.uid}) does not match the UID in record ` +
+        `(${current.metadata.uid}). The object might have been deleted and then recreated`,
     );
   }
   if (
@@ -463,9 +465,11 @@ function remove(
     preconditions.resourceVersion !== current.metadata.resourceVersion
   ) {
     throw preconditionFailed(
-      route.resource,
+      KINDS[route.resource],
       name,
-      `ResourceVersion in precondition: ${preconditions.resourceVersion}, ResourceVersion in object meta: ${current.metadata.resourceVersion}`,
+      `the ResourceVersion in the precondition (${preconditions.resourceVersion}) does not match ` +
+        `the ResourceVersion in record (${current.metadata.resourceVersion}). The object might ` +
+        'have been modified',
     );
   }
   return store.delete(route.resource, namespace, name);

@@ -3,6 +3,7 @@
  * watches, slow responses, and node refusals. The apiserver routes and the simulated node
  * consult this state; the stream actions act on the watch registry at once.
  */
+import type { ScriptedRefusal } from './node-rules.js';
 import type { WatchedResource } from './store.js';
 import type { WatchRegistry } from './watch.js';
 
@@ -56,10 +57,7 @@ export interface FaultScript {
 }
 
 /** A scripted node refusal: gRPC code (the `[space-err=<code>]` marker) and message. */
-export interface ScriptedRefusal {
-  code: string;
-  message: string;
-}
+export type { ScriptedRefusal };
 
 interface Pending {
   count: number;

@@ -7,21 +7,25 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Faults, ScriptedRefusal } from './faults.js';
+import {
+  SANDBOX_FAILURE_REASON,
+  podIpFor,
+  refusalBackoffMs,
+  refusalEventMessage,
+  refusalFor,
+  runningPodStatus,
+  sandboxFailureMessage,
+} from './node-rules.js';
 import { kubeTime, type Change, type KubeObject, type ObjectStore } from './store.js';
 
-/** Annotation naming the sandbox template (its rootfs size is the node's configuration). */
-export const TEMPLATE_ANNOTATION = 'durable-sandbox.dev/template';
-/** Annotation with the requested disk size in MiB. */
-export const DISK_ANNOTATION = 'durable-sandbox.dev/disk-mib';
-/** Reason kubelet records when the runtime refuses a pod sandbox. */
-export const SANDBOX_FAILURE_REASON = 'FailedCreatePodSandBox';
-/** Prefix of kubelet's aggregated event message. */
-export const COMBINED_PREFIX = '(combined from similar events): ';
-/**
- * Occurrences of a refusal recorded on the first event (count 1..10); from the next one on,
- * kubelet's aggregation records a new event whose message starts with COMBINED_PREFIX.
- */
-export const OCCURRENCES_BEFORE_AGGREGATION = 10;
+export {
+  COMBINED_PREFIX,
+  DISK_ANNOTATION,
+  OCCURRENCES_BEFORE_AGGREGATION,
+  SANDBOX_FAILURE_REASON,
+  TEMPLATE_ANNOTATION,
+  sandboxFailureMessage,
+} from './node-rules.js';
 
 /** Direct access to the node for tests. */
 export interface SimulatedNode {
@@ -53,14 +57,6 @@ export interface NodeOptions {
   startupDelayMs: number;
   refusalBackoffMs: number;
   refusalBackoffMaxMs: number;
-}
-
-/** The node's host IP, as `status.hostIP`. */
-const HOST_IP = '192.168.49.2';
-
-/** Builds the kubelet message for a runtime refusal with the shim's `[space-err=<code>]` marker. */
-export function sandboxFailureMessage(code: string, detail: string): string {
-  return `Failed to create pod sandbox: rpc error: code = Unknown desc = [space-err=${code}] ${detail}`;
 }
 
 interface PodRun {
@@ -152,29 +148,12 @@ export class SimulatedKubelet implements SimulatedNode {
       const containers = Array.isArray(spec.containers) ? (spec.containers as Json[]) : [];
       next.status = {
         ...((next.status as Json | undefined) ?? {}),
-        phase: 'Running',
-        conditions: [
-          'PodReadyToStartContainers',
-          'Initialized',
-          'Ready',
-          'ContainersReady',
-          'PodScheduled',
-        ].map((type) => ({ type, status: 'True', lastProbeTime: null, lastTransitionTime: now })),
-        hostIP: HOST_IP,
-        hostIPs: [{ ip: HOST_IP }],
-        podIP: ip,
-        podIPs: [{ ip }],
-        startTime: now,
-        containerStatuses: containers.map((container) => ({
-          name: container.name,
-          image: container.image,
-          imageID: '',
-          containerID: `containerd://${randomBytes(32).toString('hex')}`,
-          ready: true,
-          started: true,
-          restartCount: 0,
-          state: { running: { startedAt: now } },
-        })),
+        ...runningPodStatus(
+          containers,
+          String(ip),
+          now,
+          () => `containerd://${randomBytes(32).toString('hex')}`,
+        ),
       };
     });
   }
@@ -242,46 +221,26 @@ export class SimulatedKubelet implements SimulatedNode {
   private act(run: PodRun, pod: KubeObject): void {
     run.timer = undefined;
     if (!this.isCurrent(run)) return;
-    const refusal = run.scripted ?? this.refusalFor(pod);
+    const refusal =
+      run.scripted ??
+      refusalFor(pod.metadata.annotations ?? {}, this.options.rootfsMib, this.options.nodeName);
     if (refusal) this.refuse(run, sandboxFailureMessage(refusal.code, refusal.message));
     else this.makeReady(run.namespace, run.name);
-  }
-
-  /** What the runtime shim says about the pod's template and disk; null when it can run. */
-  private refusalFor(pod: KubeObject): ScriptedRefusal | null {
-    const annotations = pod.metadata.annotations ?? {};
-    const template = annotations[TEMPLATE_ANNOTATION];
-    if (template === undefined) return null;
-    const rootfs = this.options.rootfsMib[template];
-    if (rootfs === undefined) {
-      return {
-        code: 'InvalidArgument',
-        message: `template ${template} is not present on node ${this.options.nodeName}`,
-      };
-    }
-    const rawDisk = annotations[DISK_ANNOTATION];
-    if (rawDisk === undefined) return null;
-    const disk = Number(rawDisk);
-    if (!Number.isInteger(disk) || disk <= 0) {
-      return { code: 'InvalidArgument', message: `rootfs_size_mb=${rawDisk} is not a valid size` };
-    }
-    if (disk < rootfs) {
-      return {
-        code: 'InvalidArgument',
-        message: `rootfs_size_mb=${disk} is smaller than cloned rootfs size ${rootfs} MiB`,
-      };
-    }
-    return null;
   }
 
   /** Records one refusal occurrence and schedules the next with doubling, capped back-off. */
   private refuse(run: PodRun, message: string): void {
     run.occurrences += 1;
-    const recorded =
-      run.occurrences > OCCURRENCES_BEFORE_AGGREGATION ? `${COMBINED_PREFIX}${message}` : message;
-    this.recordSandboxFailure(run.namespace, run.name, recorded);
-    const { refusalBackoffMs, refusalBackoffMaxMs } = this.options;
-    const delay = Math.min(refusalBackoffMs * 2 ** (run.occurrences - 1), refusalBackoffMaxMs);
+    this.recordSandboxFailure(
+      run.namespace,
+      run.name,
+      refusalEventMessage(run.occurrences, message),
+    );
+    const delay = refusalBackoffMs(
+      run.occurrences,
+      this.options.refusalBackoffMs,
+      this.options.refusalBackoffMaxMs,
+    );
     run.timer = setTimeout(() => {
       run.timer = undefined;
       if (this.isCurrent(run)) this.refuse(run, message);
@@ -301,8 +260,7 @@ export class SimulatedKubelet implements SimulatedNode {
   }
 
   private allocateIp(): string {
-    const n = this.nextIp++;
-    return `10.244.${Math.floor(n / 253)}.${(n % 253) + 2}`;
+    return podIpFor(this.nextIp++);
   }
 
   /** Kubelet names events `<object>.<unix nanoseconds in hex>`; kept unique and increasing. */

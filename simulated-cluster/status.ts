@@ -84,19 +84,16 @@ export function alreadyExists(resource: string, name: string): ApiError {
 }
 
 /**
- * 409 Conflict for a failed delete precondition, e.g.
- * `Operation cannot be fulfilled on pods "p": Precondition failed: UID in precondition: a, UID in object meta: b`.
+ * 409 Conflict for a failed delete precondition, worded as kube-apiserver's `rest.BeforeDelete`
+ * words it (the Kind, not the resource, names the object), e.g. `Operation cannot be fulfilled
+ * on Pod "p": the UID in the precondition (a) does not match the UID in record (b). The object
+ * might have been deleted and then recreated` (checked against a real apiserver in
+ * test/real-apiserver.test.ts).
+ * @param kind e.g. `Pod`
  */
-export function preconditionFailed(resource: string, name: string, detail: string): ApiError {
+export function preconditionFailed(kind: string, name: string, detail: string): ApiError {
   return new ApiError(
-    status(
-      409,
-      `Operation cannot be fulfilled on ${resource} "${name}": Precondition failed: ${detail}`,
-      {
-        name,
-        kind: resource,
-      },
-    ),
+    status(409, `Operation cannot be fulfilled on ${kind} "${name}": ${detail}`, { name, kind }),
   );
 }
 

@@ -6,7 +6,10 @@
  * - resourceVersion N > 0: every change after N, then live changes; N older than the kept
  *   history gets an in-stream ERROR with a 410 Expired Status, then the stream ends;
  * - with a selector, an object that starts matching arrives as ADDED and one that stops
- *   matching as DELETED.
+ *   matching as DELETED;
+ * - `allowWatchBookmarks=true`: one BOOKMARK (only `metadata.resourceVersion`, the store's
+ *   current version) right after the initial state or history, as a real kube-apiserver sends
+ *   one within milliseconds of the watch opening (checked in test/real-apiserver.test.ts).
  */
 import type { ServerResponse } from 'node:http';
 import type { Selector } from './selectors.js';
@@ -25,11 +28,15 @@ export interface WatchRequest {
   timeoutSeconds?: number;
   /** Send headers but never any event (a scripted silent watch). */
   silent: boolean;
+  /** `allowWatchBookmarks=true`: send a BOOKMARK after the initial state or history. */
+  bookmarks?: boolean;
   /** Turns an object into what goes on the wire (the object itself, or a Table for kubectl). */
   encode: (object: KubeObject) => unknown;
 }
 
-type EventType = Change['type'] | 'ERROR';
+type EventType = Change['type'] | 'ERROR' | 'BOOKMARK';
+
+const KIND: Record<WatchedResource, string> = { pods: 'Pod', events: 'Event' };
 
 class WatchStream {
   private timer: NodeJS.Timeout | undefined;
@@ -115,14 +122,21 @@ export class WatchRegistry {
       for (const object of this.store.list(request.resource, request.namespace)) {
         if (request.selector.matches(object)) stream.send('ADDED', request.encode(object));
       }
-      return;
+    } else {
+      const history = this.store.changesSince(request.resource, from);
+      if (history.kind === 'expired') {
+        stream.fail(tooOldResourceVersion(from, history.oldest));
+        return;
+      }
+      for (const change of history.changes) stream.deliver(change);
     }
-    const history = this.store.changesSince(request.resource, from);
-    if (history.kind === 'expired') {
-      stream.fail(tooOldResourceVersion(from, history.oldest));
-      return;
+    if (request.bookmarks) {
+      stream.send('BOOKMARK', {
+        kind: KIND[request.resource],
+        apiVersion: 'v1',
+        metadata: { resourceVersion: String(this.store.currentVersion) },
+      });
     }
-    for (const change of history.changes) stream.deliver(change);
   }
 
   /** Number of open streams, of one resource or all. */

@@ -141,9 +141,13 @@ describe('simulated cluster: pods over CoreV1Api', () => {
     );
     expect(code).toBe(409);
     expect(status.reason).toBe('Conflict');
-    expect(status.message).toContain(
-      `Precondition failed: UID in precondition: not-the-uid, UID in object meta: ${created.metadata?.uid}`,
+    // Worded as a real kube-apiserver words it (test/real-apiserver.test.ts compares the two).
+    expect(status.message).toBe(
+      `Operation cannot be fulfilled on Pod "p2": the UID in the precondition (not-the-uid) does ` +
+        `not match the UID in record (${created.metadata?.uid}). The object might have been ` +
+        'deleted and then recreated',
     );
+    expect(status.details).toEqual({ name: 'p2', kind: 'Pod' });
     const survivor = await core.readNamespacedPod({ namespace: NS, name: 'p2' });
     expect(survivor.metadata?.uid).toBe(created.metadata?.uid);
   });

@@ -24,6 +24,11 @@ import {
 /** Options of {@link startTestStack}. */
 export interface TestStackOptions {
   cluster?: SimulatedClusterOptions;
+  /**
+   * Run on another apiserver (the real tier, test/support/real-tier.ts) instead of a simulated
+   * cluster: the service's kubeconfig and its namespace. `stack.cluster` then throws.
+   */
+  apiserver?: { kubeconfigYaml: string; namespace: string };
   /** Delay before re-opening a watch, in ms (default 100: tests re-open fast). */
   watchRetryDelayMs?: number;
   /** Start a worker (default true). */
@@ -63,10 +68,12 @@ export interface TestStack {
 /** Starts a stack; call `stop()` in afterAll. */
 export async function startTestStack(options: TestStackOptions = {}): Promise<TestStack> {
   const temporal = await connectToTestServer();
-  const cluster = await SimulatedCluster.start(options.cluster);
-  const namespace = 'sandboxes';
+  const cluster = options.apiserver
+    ? noSimulatedCluster()
+    : await SimulatedCluster.start(options.cluster);
+  const namespace = options.apiserver?.namespace ?? 'sandboxes';
   const kubernetes = createKubernetesClient({
-    kubeconfigYaml: cluster.kubeconfigYaml(),
+    kubeconfigYaml: options.apiserver?.kubeconfigYaml ?? cluster.kubeconfigYaml(),
     namespace,
   });
   const dataDir = mkdtempSync(join(tmpdir(), 'durable-sandbox-test-'));
@@ -127,7 +134,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
         if (worker.getState() === 'RUNNING') worker.shutdown();
         await done.catch(() => undefined);
       }
-      await cluster.close();
+      if (!options.apiserver) await cluster.close();
       await store.close();
       await postgres?.dispose();
       await temporal.close();
@@ -137,4 +144,15 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
   };
   if (options.worker ?? true) await stack.startWorker();
   return stack;
+}
+
+/** Stands in for `stack.cluster` on a stack over another apiserver: any use throws. */
+function noSimulatedCluster(): SimulatedCluster {
+  return new Proxy({} as SimulatedCluster, {
+    get(_target, property) {
+      throw new Error(
+        `stack.cluster.${String(property)}: this stack runs on another apiserver, not a simulated cluster`,
+      );
+    },
+  });
 }

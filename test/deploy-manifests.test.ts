@@ -1,0 +1,91 @@
+/**
+ * The in-cluster manifests of deploy/ checked for what a dry run cannot see: every variable
+ * given to the api and the workers is one config/index.ts reads, the image and commands match
+ * docker-compose.yml, both run as the ServiceAccount bound to deploy/rbac.yaml's Role, and the
+ * probes point at the health endpoints. (test/real-apiserver.test.ts dry-runs every file on a
+ * real kube-apiserver.)
+ */
+import { readFileSync } from 'node:fs';
+import { join, normalize } from 'node:path';
+import type { V1Deployment, V1RoleBinding, V1Service } from '@kubernetes/client-node';
+import { describe, expect, it } from 'vitest';
+import { parse, parseAllDocuments } from 'yaml';
+import { CONFIG_VARIABLES } from '../config/index.js';
+
+const ROOT = normalize(join(import.meta.dirname, '..'));
+const documents = (file: string) =>
+  parseAllDocuments(readFileSync(join(ROOT, 'deploy', file), 'utf8')).map(
+    (doc) => doc.toJS() as { kind: string },
+  );
+const deployment = (file: string) =>
+  documents(file).find((doc) => doc.kind === 'Deployment') as V1Deployment;
+const compose = parse(readFileSync(join(ROOT, 'docker-compose.yml'), 'utf8'), { merge: true }) as {
+  services: Record<string, { image: string; command: string[] }>;
+};
+
+describe.each([
+  { file: 'api.yaml', service: 'api' },
+  { file: 'worker.yaml', service: 'worker' },
+])('deploy/$file', ({ file, service }) => {
+  const pod = deployment(file).spec!.template.spec!;
+  const container = pod.containers[0]!;
+
+  it('runs the image and command of the compose service, as the durable-sandbox ServiceAccount', () => {
+    expect(container.image).toBe(compose.services[service]?.image);
+    expect(container.args).toEqual(compose.services[service]?.command);
+    expect(pod.serviceAccountName).toBe('durable-sandbox');
+    expect(deployment(file).metadata?.namespace).toBe('durable-sandbox');
+  });
+
+  it('sets only variables config/index.ts reads, and no KUBECONFIG (in-cluster credentials)', () => {
+    const names = (container.env ?? []).map((variable) => variable.name);
+    expect(names.filter((name) => !(CONFIG_VARIABLES as readonly string[]).includes(name))).toEqual(
+      [],
+    );
+    expect(names).not.toContain('KUBECONFIG');
+    expect(names).toEqual(expect.arrayContaining(['TEMPORAL_ADDRESS', 'SANDBOX_NAMESPACE']));
+  });
+
+  it('has liveness and readiness probes', () => {
+    expect(container.livenessProbe).toBeDefined();
+    expect(container.readinessProbe).toBeDefined();
+  });
+});
+
+describe('probes and bindings', () => {
+  it('probes the api on /healthz (liveness) and /readyz (readiness), served by its Service', () => {
+    const container = deployment('api.yaml').spec!.template.spec!.containers[0]!;
+    expect(container.livenessProbe?.httpGet?.path).toBe('/healthz');
+    expect(container.readinessProbe?.httpGet?.path).toBe('/readyz');
+    const service = documents('api.yaml').find((doc) => doc.kind === 'Service') as V1Service;
+    expect(service.spec?.selector).toEqual(deployment('api.yaml').spec?.selector.matchLabels);
+  });
+
+  it('probes the worker with worker/healthcheck.ts', () => {
+    const container = deployment('worker.yaml').spec!.template.spec!.containers[0]!;
+    expect(container.livenessProbe?.exec?.command).toEqual([
+      'node',
+      '--import',
+      'tsx',
+      'worker/healthcheck.ts',
+    ]);
+  });
+
+  it('binds the ServiceAccount to the Role of deploy/rbac.yaml in the sandbox namespace', () => {
+    const binding = documents('service-account.yaml').find(
+      (doc) => doc.kind === 'RoleBinding',
+    ) as V1RoleBinding;
+    const role = documents('rbac.yaml').find((doc) => doc.kind === 'Role') as unknown as {
+      metadata: { name: string; namespace: string };
+    };
+    expect(binding.metadata?.namespace).toBe(role.metadata.namespace);
+    expect(binding.roleRef).toEqual({
+      apiGroup: 'rbac.authorization.k8s.io',
+      kind: 'Role',
+      name: role.metadata.name,
+    });
+    expect(binding.subjects).toEqual([
+      { kind: 'ServiceAccount', name: 'durable-sandbox', namespace: 'durable-sandbox' },
+    ]);
+  });
+});
