@@ -98,7 +98,6 @@ const env = {
   SANDBOX_NAMESPACE: 'sandboxes',
   DATA_DIR: dataDir,
   API_TOKENS: `${TENANT}:${TOKEN}`,
-  CREATE_DEADLINE_MS: '120000',
   SYNC_READINESS_BUDGET_MS: '60000',
   WATCH_RETRY_DELAY_MS: '200',
   ORPHAN_SWEEP_INTERVAL_MS: '0',
@@ -433,9 +432,11 @@ rows.push(
     const sandboxState = async (id: string) =>
       ((await call('GET', `/v1/sandboxes/${id}`)).json as { state?: string }).state;
     let correct = 0;
+    const wrong = new Map<string, number>();
     for (const run of runs) {
       const final = done.get(run.op.id);
       if (!final?.done) continue;
+      const before = correct;
       if (run.kind === 'refused') correct += Number(failedWith('invalid_request')(final));
       if (run.kind === 'succeeding') correct += Number(final.status === 'succeeded');
       if (run.kind === 'cancelled') {
@@ -448,7 +449,12 @@ rows.push(
           deleted?.status === 'succeeded' && (await sandboxState(run.op.sandbox_id)) === 'deleted',
         );
       }
+      if (correct === before) {
+        const key = `${run.kind}: ${final.status} ${final.error?.code ?? ''}`.trim();
+        wrong.set(key, (wrong.get(key) ?? 0) + 1);
+      }
     }
+    if (wrong.size > 0) process.stderr.write(`incorrect: ${JSON.stringify([...wrong])}\n`);
     return {
       runs: runs.length,
       correct,
