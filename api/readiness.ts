@@ -26,6 +26,8 @@ export interface ReadinessReport {
   };
   /** Search attributes registered with the right type: the ones a create may set. */
   searchAttributes: string[];
+  /** Problems that degrade the service without stopping it (e.g. no events permissions). */
+  warnings?: string[];
   /** Whether every check is `ok`. */
   ready: boolean;
   /** The failing checks' messages, joined: `cluster: …; search_attributes: …`. */
@@ -94,8 +96,11 @@ export function createReadiness(
             : 'ok';
     }
     const failing = Object.entries(checks).filter(([, state]) => state !== 'ok');
+    const warning =
+      cluster.status === 'fulfilled' && cluster.value?.ok ? cluster.value.warning : undefined;
     return {
       checks,
+      ...(warning ? { warnings: [`cluster: ${warning}`] } : {}),
       searchAttributes: attributes.status === 'fulfilled' ? attributes.value.registered : [],
       ready: failing.length === 0,
       problem:

@@ -81,6 +81,25 @@ describe('the cluster check', () => {
     );
   });
 
+  it('stays ready with a warning when only the events permissions are missing', async () => {
+    api.stack.cluster.faults.deny('watch', 'events', true);
+    try {
+      const app = appOver(api.stack.kubernetes);
+      const ready = await request(app).get('/readyz');
+      expect(ready.status, ready.text).toBe(200);
+      expect(ready.body.warnings).toEqual([
+        'cluster: the service account may not watch events in namespace "sandboxes" (apply deploy/rbac.yaml); a node\'s refusal is not seen until the deadline',
+      ]);
+      const created = await request(app)
+        .post('/v1/sandboxes')
+        .set(bearer(api.tenantA))
+        .send(createBody(2048));
+      expect(created.status, created.text).toBe(202);
+    } finally {
+      api.stack.cluster.faults.deny('watch', 'events', false);
+    }
+  });
+
   it('names refused credentials', async () => {
     api.stack.cluster.faults.rejectCredentials(true);
     await expectUnusable(

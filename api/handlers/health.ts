@@ -22,7 +22,12 @@ export function healthHandlers(deps: AppDeps) {
   const readyz: RequestHandler = async (_req, res) => {
     const report = await (deps.readiness ?? createReadiness(deps)).report();
     if (report.ready) {
-      res.json({ status: 'ready', checks: report.checks });
+      if (report.warnings) deps.logger.warn({ warnings: report.warnings }, 'ready, degraded');
+      res.json({
+        status: 'ready',
+        checks: report.checks,
+        ...(report.warnings ? { warnings: report.warnings } : {}),
+      });
       return;
     }
     deps.logger.warn({ checks: report.checks }, 'not ready');
