@@ -3,6 +3,11 @@
  */
 import { Context, log } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
+import {
+  classifyApiserverError,
+  UNAUTHORIZED_BOUND_MS,
+  type ApiserverError,
+} from '../kubernetes/apiserver-errors.js';
 import type { KubernetesClient } from '../kubernetes/client.js';
 import {
   createPod,
@@ -20,6 +25,7 @@ import type { CreateMetrics } from './metrics.js';
 import {
   OPERATION_ERRORS,
   type CreateFailureDetails,
+  type OperationErrorCode,
   type SandboxResources,
 } from '../contract/index.js';
 
@@ -68,6 +74,12 @@ export function podActivities(deps: PodActivityDeps) {
      * Creates the sandbox pod (or adopts the one an earlier attempt created) and records its
      * name and uid on the sandbox.
      * @throws ApplicationFailure `PodNameTaken` (non-retryable) when another pod owns the name
+     * @throws ApplicationFailure (non-retryable) typed by the apiserver's answer
+     *   (kubernetes/apiserver-errors.ts): `InvalidRequest` for a permanent refusal, `QuotaExceeded`
+     *   for a quota, `Unavailable` for RBAC, a kubeconfig that cannot work, or a 401 that lasted
+     *   past UNAUTHORIZED_BOUND_MS; details {@link CreateFailureDetails} with `podCreated: false`
+     *   when no earlier attempt can have made the pod
+     * @throws the client's error for transient answers (Temporal retries the step)
      */
     async createPod(input: CreatePodInput): Promise<PodRef> {
       let pod: PodRef & { adopted: boolean };
@@ -83,7 +95,7 @@ export function podActivities(deps: PodActivityDeps) {
         if (err instanceof PodNameTakenError) {
           throw ApplicationFailure.nonRetryable(err.message, 'PodNameTaken');
         }
-        throw err;
+        throw createPodFailure(err);
       }
       await deps.store.recordPod({
         sandboxId: input.sandboxId,
@@ -148,12 +160,25 @@ export function podActivities(deps: PodActivityDeps) {
       generation?: number;
       pod?: PodRef;
     }): Promise<string> {
-      const pod =
-        input.pod ??
-        (input.generation === undefined
-          ? undefined
-          : await findSandboxPod(deps.kubernetes, input.sandboxId, input.generation));
-      const outcome = pod ? await deletePod(deps.kubernetes, pod) : 'absent';
+      let pod: PodRef | undefined;
+      let outcome: string;
+      try {
+        pod =
+          input.pod ??
+          (input.generation === undefined
+            ? undefined
+            : await findSandboxPod(deps.kubernetes, input.sandboxId, input.generation));
+        outcome = pod ? await deletePod(deps.kubernetes, pod) : 'absent';
+      } catch (err) {
+        // Compensation must succeed: every class is retried by Temporal, each attempt logged.
+        const answer = classifyApiserverError(err);
+        log.warn('pod delete failed; retrying', {
+          error_class: answer.kind,
+          status: answer.status,
+          reason: answer.message,
+        });
+        throw err;
+      }
       // The pod may have been found by name: its uid is logged explicitly.
       log.info('pod deleted (compensation)', { pod_uid: pod?.uid, outcome });
       return outcome;
@@ -191,15 +216,17 @@ function readinessFailure(
     );
   }
   if (outcome.outcome === 'watchRefused') {
+    // The worker cannot see the pod (RBAC, or credentials refused past their bound): a
+    // configuration problem, `unavailable` like the apiserver's other configuration refusals.
     log.error('the worker cannot watch pods; the create ends', { reason: outcome.reason });
     const details: CreateFailureDetails = {
-      code: 'internal',
+      code: 'unavailable',
       reason: outcome.reason,
       ...podFields,
     };
     return ApplicationFailure.nonRetryable(
       outcome.reason,
-      OPERATION_ERRORS.internal.failureType,
+      OPERATION_ERRORS.unavailable.failureType,
       details,
     );
   }
@@ -214,4 +241,65 @@ function readinessFailure(
     OPERATION_ERRORS.pod_failed.failureType,
     details,
   );
+}
+
+/** The error code each apiserver error class ends a create with; undefined: retried. */
+const CREATE_ERROR_CODE: Record<ApiserverError['kind'], OperationErrorCode | undefined> = {
+  refused: 'invalid_request',
+  quota: 'quota_exceeded',
+  permission: 'unavailable',
+  configuration: 'unavailable',
+  unauthorized: undefined, // until UNAUTHORIZED_BOUND_MS, then `unavailable`
+  transient: undefined,
+};
+
+/**
+ * What `createPod` throws for an error of the apiserver call (kubernetes/apiserver-errors.ts):
+ * the error itself when retrying may help, else a non-retryable ApplicationFailure typed by the
+ * error table whose message quotes the apiserver ("the apiserver refused the pod: …").
+ */
+function createPodFailure(err: unknown): unknown {
+  const info = Context.current().info;
+  const answer = classifyApiserverError(err);
+  const unauthorizedForMs = Date.now() - info.scheduledTimestampMs;
+  const code =
+    CREATE_ERROR_CODE[answer.kind] ??
+    (answer.kind === 'unauthorized' && unauthorizedForMs >= UNAUTHORIZED_BOUND_MS
+      ? 'unavailable'
+      : undefined);
+  if (!code) {
+    log.warn('pod create failed; retrying', { status: answer.status, reason: answer.message });
+    return err;
+  }
+  const message = createRefusalMessage(answer);
+  log.warn('pod create refused', { status: answer.status, reason: answer.message, code });
+  const details: CreateFailureDetails = {
+    code,
+    reason: answer.message,
+    // An earlier attempt may have made the pod before this one was refused.
+    podCreated: info.attempt === 1 ? false : undefined,
+  };
+  return ApplicationFailure.nonRetryable(message, OPERATION_ERRORS[code].failureType, details);
+}
+
+/** The message of a create the apiserver (or the client's configuration) ended. */
+function createRefusalMessage(answer: ApiserverError): string {
+  switch (answer.kind) {
+    case 'quota':
+      return `the apiserver refused the pod: a resource quota is exhausted: ${answer.message}`;
+    case 'permission':
+      return (
+        `the service account may not create pods (deploy/rbac.yaml is not applied?): ` +
+        answer.message
+      );
+    case 'configuration':
+      return `the kubeconfig cannot work: ${answer.message}`;
+    case 'unauthorized':
+      return (
+        `the apiserver has refused the service's credentials for over ` +
+        `${UNAUTHORIZED_BOUND_MS / 1000} s: ${answer.message}`
+      );
+    default:
+      return `the apiserver refused the pod: ${answer.message}`;
+  }
 }

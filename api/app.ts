@@ -6,6 +6,7 @@
 import express, { type RequestHandler } from 'express';
 import { bearerAuth } from './auth.js';
 import type { AppDeps } from './deps.js';
+import { createReadiness } from './readiness.js';
 import { errorHandler, notFoundHandler } from './errors.js';
 import { healthHandlers } from './handlers/health.js';
 import { httpMetrics, metricsHandlers } from './metrics.js';
@@ -24,10 +25,12 @@ export const BODY_LIMIT_BYTES = 64 * 1024;
 
 /**
  * Builds the app; does not listen.
- * @param deps a Temporal client, the store, the configuration (tokens, templates, task queue,
- *   deadlines) and a logger
+ * @param appDeps a Temporal client, the store, the configuration (tokens, templates, task
+ *   queue, deadlines), a logger, and optionally the Kubernetes client whose cluster `/readyz`
+ *   and creates check
  */
-export function createApp(deps: AppDeps): express.Express {
+export function createApp(appDeps: AppDeps): express.Express {
+  const deps: AppDeps = { ...appDeps, readiness: appDeps.readiness ?? createReadiness(appDeps) };
   const app = express();
   app.disable('x-powered-by');
   app.set('query parser', 'simple');

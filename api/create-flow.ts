@@ -51,7 +51,7 @@ export type CreateRoute = 'async' | 'sync';
  * @throws the client's error when Temporal refuses or cannot be reached
  */
 export async function startCreateWorkflow(
-  deps: Pick<AppDeps, 'temporal' | 'config' | 'store' | 'eagerWorkflowStart'>,
+  deps: Pick<AppDeps, 'temporal' | 'config' | 'store' | 'eagerWorkflowStart' | 'readiness'>,
   sandbox: Pick<
     SandboxRecord,
     'id' | 'tenant' | 'template' | 'resources' | 'generation' | 'operationId'
@@ -65,6 +65,9 @@ export async function startCreateWorkflow(
       `template must be one of: ${Object.keys(deps.config.templates).join(', ')}`,
     );
   }
+  // Only attributes the namespace has: Temporal refuses a start that sets a missing one, and
+  // the workflow upserts only these (docs/architecture.md, "Search attributes").
+  const registered = deps.readiness ? (await deps.readiness.report()).searchAttributes : undefined;
   const input: CreateSandboxInput = {
     operationId: sandbox.operationId,
     sandboxId: sandbox.id,
@@ -75,6 +78,7 @@ export async function startCreateWorkflow(
     generation: sandbox.generation,
     attempt: 1,
     deadlineMs,
+    ...(registered ? { searchAttributes: registered } : {}),
   };
   const memo: OperationMemo = {
     type: 'sandbox.create',
@@ -87,7 +91,9 @@ export async function startCreateWorkflow(
       workflowId: sandbox.operationId,
       taskQueue: deps.config.taskQueue,
       args: [input],
-      typedSearchAttributes: operationSearchAttributes(input, 'create'),
+      typedSearchAttributes: operationSearchAttributes(input, 'create').filter(
+        ({ key }) => !registered || registered.includes(key.name),
+      ),
       memo: { ...memo },
       ...createSummary(sandbox, template.image, deadlineMs),
       // A backstop only: the deadline itself is a timer inside the workflow, so compensation runs.
@@ -193,17 +199,39 @@ async function startOrFail(
 }
 
 /**
+ * Refuses a create while the service cannot carry it out: the Temporal namespace lacks search
+ * attributes, or the cluster cannot be used (api/readiness.ts; cached, so creates do not
+ * hammer the apiserver). Temporal and the store being down are found by the create itself.
+ * @throws ApiError `unavailable` (503) naming what is wrong
+ */
+async function requireUsable(deps: AppDeps): Promise<void> {
+  if (!deps.readiness) return;
+  const { checks } = await deps.readiness.report();
+  const problems = [
+    checks.search_attributes === 'ok' ? undefined : checks.search_attributes,
+    checks.cluster === undefined || checks.cluster === 'ok' ? undefined : checks.cluster,
+  ].filter((problem): problem is string => problem !== undefined);
+  if (problems.length === 0) return;
+  throw new ApiError('unavailable', `the service cannot create sandboxes: ${problems.join('; ')}`, {
+    checks,
+  });
+}
+
+/**
  * Stores the sandbox and starts its create workflow, or recognises a replay.
  * @returns the operation and sandbox ids
  * @throws ApiError `invalid_request` (400) when `disk_mib` is below the template's rootfs floor
  *   (api/rootfs-floors.ts; nothing is stored or started)
  * @throws ApiError `idempotency_conflict` (409) when the tenant used the key with another body
- * @throws ApiError `unavailable` (503) when the workflow could not be started (the sandbox is
+ * @throws ApiError `unavailable` (503) when the service cannot create sandboxes (search
+ *   attributes missing, cluster unusable), or when the workflow could not be started (the sandbox is
  *   then marked failed)
  * @throws the store's error when the database fails
  */
 export async function acceptCreate(deps: AppDeps, command: CreateCommand): Promise<AcceptedCreate> {
+  // A request below a known floor is refused whatever the cluster's state: its answer is known.
   await refuseBelowRootfsFloor(deps, command);
+  await requireUsable(deps);
   const operationId = newOperationId();
   const sandboxId = newSandboxId();
   const stored = await deps.store.createSandbox({

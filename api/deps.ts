@@ -2,7 +2,9 @@
 import type { Client } from '@temporalio/client';
 import type { Logger } from 'pino';
 import type { Config } from '../config/index.js';
+import type { KubernetesClient } from '../kubernetes/client.js';
 import type { Store } from '../store/index.js';
+import type { Readiness } from './readiness.js';
 
 /** Dependencies of {@link createApp} (api/app.ts). */
 export interface AppDeps {
@@ -16,4 +18,11 @@ export interface AppDeps {
    * the NativeConnection of a worker of the task queue in this process (the embedded stack).
    */
   eagerWorkflowStart?: boolean;
+  /**
+   * The cluster the workers create pods in: `/readyz` and creates check it can be used
+   * (api/readiness.ts). Unset: no cluster check.
+   */
+  kubernetes?: KubernetesClient;
+  /** The readiness source; createApp builds one over the others when unset. */
+  readiness?: Readiness;
 }

@@ -21,7 +21,6 @@ export const API_ERROR_STATUS = {
   already_done: 409,
   idempotency_conflict: 409,
   not_cancellable: 409,
-  unavailable: 503,
   ...OPERATION_ERROR_STATUS,
 } as const;
 

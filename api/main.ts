@@ -9,7 +9,9 @@ import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { ConfigError, DEV_TOKEN, loadConfig } from '../config/index.js';
 import { createLogger } from '../config/logger.js';
+import { createKubernetesClient } from '../kubernetes/client.js';
 import { openStore } from '../store/index.js';
+import { checkSearchAttributes } from '../temporal/search-attributes.js';
 import { createApp } from './app.js';
 import { apiRegistry } from './metrics.js';
 import { collectProcessMetrics } from '../config/process-metrics.js';
@@ -30,8 +32,26 @@ async function main(): Promise<void> {
   });
   const connection = await Connection.connect({ address: config.temporalAddress });
   const temporal = new Client({ connection, namespace: config.temporalNamespace });
+  // Refuse to serve a namespace whose search attributes are missing: every create would fail.
+  const attributes = await checkSearchAttributes(
+    connection,
+    config.temporalNamespace,
+    config.temporalAddress,
+  );
+  if (attributes.problem) throw new ConfigError('TEMPORAL_NAMESPACE', attributes.problem);
+  // The cluster /readyz and creates check (api/readiness.ts): KUBECONFIG, or in the cluster.
+  const kubernetes =
+    config.kubeconfig || process.env.KUBERNETES_SERVICE_HOST
+      ? createKubernetesClient({
+          kubeconfigPath: config.kubeconfig,
+          namespace: config.sandboxNamespace,
+        })
+      : undefined;
+  if (!kubernetes) {
+    logger.warn('KUBECONFIG is unset and not in a cluster: /readyz does not check the cluster');
+  }
   collectProcessMetrics(apiRegistry);
-  const app = createApp({ temporal, store, config, logger });
+  const app = createApp({ temporal, store, config, logger, kubernetes });
 
   const server = await new Promise<Server>((resolve, reject) => {
     const listening = app.listen(config.port, (err?: Error) =>

@@ -53,6 +53,14 @@ const USAGE = 2;
 /** Exit code after Ctrl-C (128 + SIGINT), as shells report it. */
 const INTERRUPTED = 130;
 
+/** What a person can do about an error code, printed under the error (never with `-o json`). */
+const ERROR_HINTS: Record<string, string> = {
+  quota_exceeded:
+    'a resource quota of the sandbox namespace is exhausted: retry later, or delete sandboxes ' +
+    'you no longer need',
+  unavailable: 'the service cannot work right now; its /readyz names what is wrong',
+};
+
 /** A usage error found after parsing (e.g. an id of the wrong kind); exits 2. */
 class UsageError extends Error {}
 
@@ -147,6 +155,8 @@ class Session {
       message: `operation ${operation.status}`,
     };
     this.error(error.code, error.message);
+    const hint = ERROR_HINTS[error.code];
+    if (hint) this.hint(`hint: ${hint}`);
     return FAILED;
   }
 
@@ -482,6 +492,9 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
     }
     if (err instanceof ApiCallError) {
       io.stderr.write(`error: ${err.code}: ${err.message}\n`);
+      // Only for the API's own answers: an unreachable API is not what /readyz would explain.
+      const hint = err.status === 0 ? undefined : ERROR_HINTS[err.code];
+      if (hint) io.stderr.write(`hint: ${hint}\n`);
       return FAILED;
     }
     io.stderr.write(`error: internal: ${(err as Error)?.message ?? String(err)}\n`);

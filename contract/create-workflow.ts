@@ -23,6 +23,11 @@ export interface CreateSandboxInput {
    * synchronous route).
    */
   deadlineMs: number;
+  /**
+   * The custom search attributes the Temporal namespace had registered when the create was
+   * accepted (names); the workflow upserts only these. Absent: all of them.
+   */
+  searchAttributes?: string[];
 }
 
 /**
@@ -58,4 +63,9 @@ export interface CreateFailureDetails {
    * size in MiB, the image's rootfs floor (kubernetes/refusal.ts, `parseRootfsFloor`).
    */
   rootfsMib?: number;
+  /**
+   * False when the create is known never to have made a pod (the apiserver refused its first
+   * attempt): compensation then has no pod to look for.
+   */
+  podCreated?: boolean;
 }

@@ -54,6 +54,13 @@ export function isCreatePhase(value: unknown): value is CreatePhase {
  */
 export const OPERATION_ERRORS = {
   invalid_request: { failureType: 'InvalidRequest', httpStatus: 400 },
+  /** A ResourceQuota of the sandbox namespace refused the pod: capacity; retry later. */
+  quota_exceeded: { failureType: 'QuotaExceeded', httpStatus: 429 },
+  /**
+   * The service cannot use the cluster (credentials refused past their bound, RBAC missing, a
+   * kubeconfig that cannot work): an error of the installation, not of the request.
+   */
+  unavailable: { failureType: 'Unavailable', httpStatus: 503 },
   pod_never_ready: { failureType: 'PodNeverReady', httpStatus: 503 },
   pod_failed: { failureType: 'PodFailed', httpStatus: 500 },
   cancelled: { failureType: 'Cancelled', httpStatus: 500 },

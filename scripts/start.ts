@@ -129,7 +129,7 @@ async function main(): Promise<void> {
     namespace: config.temporalNamespace,
   });
   // Operations link to their workflow page in the UI the stack started (or TEMPORAL_UI_URL's).
-  const apiConfig = { ...config, temporalUiUrl: config.temporalUiUrl ?? uiUrl };
+  const apiConfig = { ...config, temporalAddress, temporalUiUrl: config.temporalUiUrl ?? uiUrl };
   // One process, two endpoints: its process metrics are the API's (the worker serves its own).
   collectProcessMetrics(apiRegistry);
   const app = createApp({
@@ -137,6 +137,7 @@ async function main(): Promise<void> {
     store,
     config: apiConfig,
     logger,
+    kubernetes,
     eagerWorkflowStart: true,
   });
   const server = await new Promise<Server>((resolveListen, reject) => {

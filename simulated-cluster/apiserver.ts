@@ -11,7 +11,9 @@ import {
   ApiError,
   badRequest,
   faultStatus,
+  limitRangeForbidden,
   preconditionFailed,
+  quotaForbidden,
   status as makeStatus,
   type Status,
 } from './status.js';
@@ -155,7 +157,15 @@ async function handle(ctx: ApiServerContext, req: IncomingMessage, res: ServerRe
       res.destroy();
       return;
     }
+    if (ctx.faults.rejectingCredentials) {
+      sendStatus(faultStatus(401, '', '', undefined));
+      return;
+    }
     const segments = url.pathname.split('/').filter((s) => s !== '');
+    if (method === 'POST' && segments.join('/') === SELF_SUBJECT_ACCESS_REVIEWS) {
+      send(201, accessReview(ctx.faults, parseJson(body)));
+      return;
+    }
     const route = resourceRoute(segments);
     if (!route) {
       if (method !== 'GET') throw notServed();
@@ -167,7 +177,12 @@ async function handle(ctx: ApiServerContext, req: IncomingMessage, res: ServerRe
       ? ctx.faults.takeWatchFailure(route.resource)
       : ctx.faults.takeRequestFailure(method, route.resource);
     if (fault !== undefined) {
-      sendStatus(faultStatus(fault, verb, route.resource, route.namespace));
+      const name = route.name ?? nameInBody(body);
+      sendStatus(faultStatus(fault, verb, route.resource, route.namespace, name));
+      return;
+    }
+    if (ctx.faults.isDenied(verb, route.resource)) {
+      sendStatus(faultStatus(403, verb, route.resource, route.namespace));
       return;
     }
     const table = wantsTable(req.headers.accept);
@@ -221,7 +236,7 @@ async function handle(ctx: ApiServerContext, req: IncomingMessage, res: ServerRe
         send(200, encode(ctx.store.get(route.resource, route.namespace ?? '', route.name ?? '')));
         return;
       case 'create':
-        send(201, create(ctx.store, route, parseJson(body)));
+        send(201, create(ctx.store, route, parseJson(body), ctx.faults));
         return;
       case 'delete':
         send(200, remove(ctx.store, route, parseJson(body)));
@@ -233,6 +248,79 @@ async function handle(ctx: ApiServerContext, req: IncomingMessage, res: ServerRe
   } catch (err) {
     if (err instanceof ApiError) sendStatus(err.status);
     else sendStatus(makeStatus(500, `Internal error occurred: ${(err as Error).message}`));
+  }
+}
+
+/** Path of `authorization.k8s.io/v1` SelfSubjectAccessReviews (without the leading slash). */
+const SELF_SUBJECT_ACCESS_REVIEWS = 'apis/authorization.k8s.io/v1/selfsubjectaccessreviews';
+
+/**
+ * Answers a SelfSubjectAccessReview: allowed unless the fault script denies the verb on the
+ * resource (`faults.deny`). Only `spec.resourceAttributes` is read.
+ * @throws ApiError 400 without a body
+ */
+function accessReview(faults: Faults, body: Record<string, unknown> | undefined): unknown {
+  if (!body) throw badRequest('the body of the request is required');
+  const spec = (body.spec ?? {}) as { resourceAttributes?: { verb?: string; resource?: string } };
+  const { verb = '', resource = '' } = spec.resourceAttributes ?? {};
+  const allowed = !faults.isDenied(verb, resource);
+  return {
+    kind: 'SelfSubjectAccessReview',
+    apiVersion: 'authorization.k8s.io/v1',
+    metadata: {},
+    spec,
+    status: allowed
+      ? { allowed: true, reason: 'RBAC: allowed by the simulated cluster' }
+      : { allowed: false },
+  };
+}
+
+/** `metadata.name` of a JSON request body, or ''. */
+function nameInBody(body: string): string {
+  try {
+    const name = (JSON.parse(body) as { metadata?: { name?: unknown } }).metadata?.name;
+    return typeof name === 'string' ? name : '';
+  } catch {
+    return '';
+  }
+}
+
+/** MiB of a quantity in Mi or Gi (`3000Mi`, `2Gi`); NaN for other units. */
+function mebibytes(quantity: string): number {
+  const match = /^(\d+)(Mi|Gi)$/.exec(quantity);
+  if (!match) return NaN;
+  return Number(match[1]) * (match[2] === 'Gi' ? 1024 : 1);
+}
+
+/**
+ * The admission rules the fault script set (LimitRange- and ResourceQuota-like), applied to a
+ * new pod in the order kube-apiserver's admission chain has them (LimitRanger, then
+ * ResourceQuota).
+ * @throws ApiError 403 Forbidden worded as the admission plugin words it
+ */
+function admitPod(
+  store: ObjectStore,
+  faults: Faults,
+  namespace: string,
+  name: string,
+  body: Record<string, unknown>,
+): void {
+  const max = faults.ephemeralStorageMax;
+  if (max !== null) {
+    const containers =
+      (body.spec as { containers?: Array<{ resources?: { limits?: Record<string, string> } }> })
+        ?.containers ?? [];
+    for (const container of containers) {
+      const limit = container.resources?.limits?.['ephemeral-storage'];
+      if (limit !== undefined && mebibytes(limit) > mebibytes(max)) {
+        throw limitRangeForbidden(name, 'ephemeral-storage', max, limit);
+      }
+    }
+  }
+  const quota = faults.podQuotaRule;
+  if (quota !== null) {
+    const used = store.list('pods', namespace).length;
+    if (used + 1 > quota.pods) throw quotaForbidden(name, quota.name, used, quota.pods);
   }
 }
 
@@ -288,6 +376,7 @@ function create(
   store: ObjectStore,
   route: ResourceRoute,
   body: Record<string, unknown> | undefined,
+  faults: Faults,
 ): KubeObject {
   if (!body) throw badRequest('the body of the request is required');
   const namespace = route.namespace ?? '';
@@ -322,6 +411,7 @@ function create(
     ...rest,
   };
   if (route.resource === 'pods') {
+    admitPod(store, faults, namespace, metadata.name, body);
     object.spec = body.spec ?? {};
     object.status = { phase: 'Pending' };
   }

@@ -34,6 +34,26 @@ export interface FaultScript {
   neverReady(on: boolean): void;
   /** Delay (ms) added before the response headers of every request are sent (a slow apiserver). 0 turns it off. */
   delayResponses(ms: number): void;
+  /**
+   * A LimitRange-like rule: a pod whose container asks for an `ephemeral-storage` limit over
+   * `max` (a quantity in Mi or Gi, e.g. '2Gi') is refused 403 Forbidden as the LimitRanger
+   * admission words it; null removes the rule.
+   */
+  limitEphemeralStorage(max: string | null): void;
+  /**
+   * A ResourceQuota-like rule: at most `pods` pods in a namespace; a create over it is refused
+   * 403 Forbidden `exceeded quota: <name>, …` as the ResourceQuota admission words it; null
+   * removes the rule.
+   */
+  quotaPods(quota: { name: string; pods: number } | null): void;
+  /**
+   * RBAC: while on, the service's account may not `verb` `resource`: such requests answer 403
+   * as the RBAC authorizer words it, and a SelfSubjectAccessReview for it answers
+   * `allowed: false`. Everything is granted by default.
+   */
+  deny(verb: string, resource: string, on: boolean): void;
+  /** While true, every request (discovery and reviews included) answers 401 Unauthorized. */
+  rejectCredentials(on: boolean): void;
 }
 
 /** A scripted node refusal: gRPC code (the `[space-err=<code>]` marker) and message. */
@@ -52,6 +72,10 @@ export class Faults implements FaultScript {
   private scriptedRefusal: ScriptedRefusal | null = null;
   private neverReadyOn = false;
   private delayMs = 0;
+  private maxEphemeralStorage: string | null = null;
+  private podQuota: { name: string; pods: number } | null = null;
+  private readonly denied = new Set<string>();
+  private credentialsRejected = false;
 
   constructor(private readonly watches: WatchRegistry) {}
 
@@ -90,6 +114,43 @@ export class Faults implements FaultScript {
 
   delayResponses(ms: number): void {
     this.delayMs = Math.max(0, ms);
+  }
+
+  limitEphemeralStorage(max: string | null): void {
+    this.maxEphemeralStorage = max;
+  }
+
+  quotaPods(quota: { name: string; pods: number } | null): void {
+    this.podQuota = quota;
+  }
+
+  deny(verb: string, resource: string, on: boolean): void {
+    if (on) this.denied.add(`${verb} ${resource}`);
+    else this.denied.delete(`${verb} ${resource}`);
+  }
+
+  rejectCredentials(on: boolean): void {
+    this.credentialsRejected = on;
+  }
+
+  /** The LimitRange-like maximum of a container's ephemeral-storage limit, or null. */
+  get ephemeralStorageMax(): string | null {
+    return this.maxEphemeralStorage;
+  }
+
+  /** The ResourceQuota-like pod quota, or null. */
+  get podQuotaRule(): { name: string; pods: number } | null {
+    return this.podQuota;
+  }
+
+  /** Whether RBAC denies `verb` on `resource`. */
+  isDenied(verb: string, resource: string): boolean {
+    return this.denied.has(`${verb} ${resource}`);
+  }
+
+  /** Whether every request answers 401. */
+  get rejectingCredentials(): boolean {
+    return this.credentialsRejected;
   }
 
   /** Consumes one scripted watch failure; the HTTP status to answer with, or undefined. */

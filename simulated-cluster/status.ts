@@ -116,6 +116,7 @@ export function faultStatus(
   verb: string,
   resource: string,
   namespace: string | undefined,
+  name = '',
 ): Status {
   const scope =
     namespace === undefined ? 'at the cluster scope' : `in the namespace "${namespace}"`;
@@ -129,9 +130,23 @@ export function faultStatus(
         { kind: resource },
       );
     case 404:
+      // A create in a namespace that does not exist, as kube-apiserver words it.
+      if (verb === 'create' && namespace !== undefined) {
+        return status(404, `namespaces "${namespace}" not found`, {
+          name: namespace,
+          kind: 'namespaces',
+        });
+      }
       return status(404, 'the server could not find the requested resource');
     case 410:
       return status(410, 'The resourceVersion for the provided watch is too old.');
+    case 422:
+      return status(
+        422,
+        `Pod "${name}" is invalid: spec.containers[0].resources.requests: Invalid value: "2": ` +
+          'must be less than or equal to cpu limit of 1',
+        { name, kind: 'Pod' },
+      );
     case 429:
       return status(429, 'Too many requests, please try again later.', { retryAfterSeconds: 1 });
     case 500:
@@ -143,4 +158,33 @@ export function faultStatus(
     default:
       return status(code, `simulated fault ${code}`);
   }
+}
+
+/**
+ * 403 Forbidden of the LimitRanger admission for a container over the LimitRange's maximum, as
+ * kube-apiserver words it: `pods "p" is forbidden: maximum ephemeral-storage usage per
+ * Container is 2Gi, but limit is 3000Mi`.
+ */
+export function limitRangeForbidden(name: string, resource: string, max: string, limit: string) {
+  return new ApiError(
+    status(
+      403,
+      `pods "${name}" is forbidden: maximum ${resource} usage per Container is ${max}, but limit is ${limit}`,
+      { name, kind: 'pods' },
+    ),
+  );
+}
+
+/**
+ * 403 Forbidden of the ResourceQuota admission, as kube-apiserver words it: `pods "p" is
+ * forbidden: exceeded quota: q, requested: pods=1, used: pods=1, limited: pods=1`.
+ */
+export function quotaForbidden(name: string, quota: string, used: number, limited: number) {
+  return new ApiError(
+    status(
+      403,
+      `pods "${name}" is forbidden: exceeded quota: ${quota}, requested: pods=1, used: pods=${used}, limited: pods=${limited}`,
+      { name, kind: 'pods' },
+    ),
+  );
 }

@@ -256,6 +256,54 @@ export async function setRunningLost(
   return rows.map((row) => row.id);
 }
 
+/**
+ * The `running` sandboxes (any tenant) last updated before `updatedBefore`, oldest first, at
+ * most `limit`.
+ * @param updatedBefore ISO-8601
+ */
+export async function selectRunningBefore(
+  db: Kysely<Database>,
+  updatedBefore: string,
+  limit: number,
+): Promise<SandboxRecord[]> {
+  const rows = await db
+    .selectFrom('sandboxes')
+    .selectAll()
+    .where('state', '=', 'running')
+    .where('updated_at', '<', updatedBefore)
+    .orderBy('updated_at')
+    .limit(limit)
+    .execute();
+  return rows.map(toRecord);
+}
+
+/**
+ * One `running` sandbox whose pod is `podUid` -> `lost` with `failure` (its pod IP cleared).
+ * @param now ISO-8601: when it was found lost (its updated_at)
+ * @returns whether it changed the sandbox (false when it is no longer running on that pod)
+ */
+export async function setLost(
+  db: Kysely<Database>,
+  input: { sandboxId: string; podUid: string },
+  failure: { code: string; message: string },
+  now: string,
+): Promise<boolean> {
+  const result = await db
+    .updateTable('sandboxes')
+    .set({
+      state: 'lost',
+      pod_ip: null,
+      failure_code: failure.code,
+      failure_message: failure.message,
+      updated_at: now,
+    })
+    .where('id', '=', input.sandboxId)
+    .where('state', '=', 'running')
+    .where('pod_uid', '=', input.podUid)
+    .executeTakeFirst();
+  return result.numUpdatedRows > 0n;
+}
+
 /** A sandbox row as the store returns it. */
 export function toRecord(row: Selectable<SandboxesTable>): SandboxRecord {
   return {

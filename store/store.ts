@@ -28,6 +28,8 @@ import {
   setDeleted,
   setRunning,
   setRunningLost,
+  selectRunningBefore,
+  setLost,
 } from './sandboxes.js';
 import { POD_LOST } from '../contract/index.js';
 import type { Database } from './schema.js';
@@ -315,6 +317,21 @@ export async function openStore(options: StoreOptions): Promise<Store> {
 
     findIdempotencyKey(tenant, key) {
       return findIdempotencyKey(db, tenant, key);
+    },
+
+    markSandboxLost(input) {
+      return db.transaction().execute(async (trx) => {
+        await lockSandbox(trx, dialect, input.sandboxId);
+        const at = now();
+        const failure = { code: POD_LOST, message: input.reason };
+        const lost = await setLost(trx, input, failure, at);
+        if (lost) await retireActiveExecutions(trx, input.sandboxId, POD_LOST, at);
+        return lost;
+      });
+    },
+
+    listRunningSandboxes(input) {
+      return selectRunningBefore(db, input.updatedBefore, input.limit);
     },
 
     async ping() {

@@ -302,6 +302,19 @@ export interface Store {
    * false at `timeoutMs` or when `signal` aborts (store/operation-notifier.ts).
    */
   waitForOperationChange(id: string, timeoutMs: number, signal?: AbortSignal): Promise<boolean>;
+  /**
+   * One transaction: the sandbox -> `lost` when it is still `running` on the pod `podUid`
+   * (fenced by the pod: a sandbox that moved on, or runs on another pod, is left alone), with
+   * failure `{code: 'pod_lost', message: reason}` (the why) and updated_at = now (the when), its
+   * pod IP cleared and its active executions retired with reason `pod_lost`.
+   * @returns whether it marked the sandbox
+   */
+  markSandboxLost(input: { sandboxId: string; podUid: string; reason: string }): Promise<boolean>;
+  /**
+   * The `running` sandboxes of every tenant last updated before `updatedBefore` (ISO-8601),
+   * oldest first, at most `limit` (for the worker's sweep).
+   */
+  listRunningSandboxes(input: { updatedBefore: string; limit: number }): Promise<SandboxRecord[]>;
   /** Resolves when the database answers a trivial query; rejects with the driver's error. */
   ping(): Promise<void>;
   /** Closes the connection (pool); the store is unusable afterwards. */

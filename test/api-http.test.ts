@@ -285,7 +285,10 @@ describe('health and the OpenAPI document', () => {
     expect((await request(api.app).get('/healthz')).body).toEqual({ status: 'ok' });
     const ready = await request(api.app).get('/readyz');
     expect(ready.status).toBe(200);
-    expect(ready.body).toEqual({ status: 'ready', checks: { temporal: 'ok', store: 'ok' } });
+    expect(ready.body).toEqual({
+      status: 'ready',
+      checks: { temporal: 'ok', store: 'ok', search_attributes: 'ok', cluster: 'ok' },
+    });
     const openapi = await request(api.app).get('/openapi.json');
     expect(openapi.status).toBe(200);
     expect(openapi.body.openapi).toBe('3.1.0');
@@ -299,7 +302,8 @@ describe('health and the OpenAPI document', () => {
     const response = await request(app).get('/readyz');
     expect(response.status).toBe(503);
     expectErrorBody(response.body, 'unavailable');
-    expect(response.body.error.details.checks).toEqual({ temporal: 'ok', store: 'unavailable' });
+    expect(response.body.error.message).toBe('not ready: store: gone');
+    expect(response.body.error.details.checks).toMatchObject({ temporal: 'ok', store: 'gone' });
   });
 
   it('documents every route the app serves, and serves every documented route', () => {

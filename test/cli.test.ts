@@ -126,6 +126,20 @@ describe('cli', () => {
     expect(refused.stderr).toMatch(/error: invalid_request: .*451 MiB/);
   });
 
+  it('a create a resource quota refuses exits 1 with quota_exceeded and a hint (--wait and --sync)', async () => {
+    api.stack.cluster.faults.quotaPods({ name: 'sandbox-quota', pods: 0 });
+    try {
+      for (const mode of ['--wait', '--sync']) {
+        const result = await cli('create', '--disk-mib', '2048', mode);
+        expect(result.code, result.stderr).toBe(1);
+        expect(result.stderr).toMatch(/^error: quota_exceeded: .*exceeded quota: sandbox-quota/m);
+        expect(result.stderr).toMatch(/^hint: a resource quota of the sandbox namespace/m);
+      }
+    } finally {
+      api.stack.cluster.faults.quotaPods(null);
+    }
+  });
+
   it('create, get, wait, cancel and list work on ids of the API', async () => {
     const created = await cli('--json', 'create', '--disk-mib', '300');
     expect(created.code, created.stderr).toBe(0);

@@ -5,6 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPod } from '../kubernetes/pods.js';
+import { isWorkflowOpen as isWorkflowOpenIn } from '../temporal/workflow-status.js';
 import { sweepOrphanPods } from '../worker/orphan-sweeper.js';
 import { startTestStack, type TestStack } from './support/stack.js';
 
@@ -97,5 +98,64 @@ describe('orphan pod sweeper', () => {
     expect((await sweepOrphanPods({ ...stack, graceMs: 0 })).deleted).toHaveLength(1);
     const left = await podNames();
     for (const { pod } of orphans) expect(left).not.toContain(pod.name);
+  });
+
+  it('deletes the pod of a sandbox stuck creating whose create workflow is closed', async () => {
+    const closed = await sandboxWithPod();
+    const open = await sandboxWithPod();
+    const opWithoutWorkflow = await sandboxWithPod();
+    const client = stack.temporal.client;
+    // No worker polls this task queue: the workflows stay open until terminated.
+    const idle = `idle-${randomUUID()}`;
+    for (const { id } of [closed, open]) {
+      const sandbox = await stack.store.getSandboxById(id);
+      await client.workflow.start('createSandbox', {
+        workflowId: sandbox!.operationId,
+        taskQueue: idle,
+        args: [{}],
+      });
+    }
+    const closedOp = (await stack.store.getSandboxById(closed.id))!.operationId;
+    await client.workflow.getHandle(closedOp).terminate('test: the create ended without its pod');
+    const isWorkflowOpen = (workflowId: string) =>
+      isWorkflowOpenIn(client.connection, 'default', workflowId);
+    const sweep = await sweepOrphanPods({ ...stack, graceMs: 0, isWorkflowOpen });
+    expect(sweep.deleted).toContain(closed.pod.name);
+    // Temporal does not know this operation at all: closed long ago, or never started.
+    expect(sweep.deleted).toContain(opWithoutWorkflow.pod.name);
+    expect(sweep.deleted).not.toContain(open.pod.name);
+    await client.workflow
+      .getHandle((await stack.store.getSandboxById(open.id))!.operationId)
+      .terminate();
+  });
+
+  it('marks a running sandbox whose pod is gone lost, with when and why', async () => {
+    const gone = await sandboxWithPod();
+    const alive = await sandboxWithPod();
+    for (const { id, pod, execution } of [gone, alive]) {
+      await stack.store.recordPod({ ...execution, podName: pod.name, podUid: pod.uid });
+      await stack.store.markSandboxRunning({ ...execution, podIp: '10.0.0.7' });
+      expect((await stack.store.getSandboxById(id))?.state).toBe('running');
+    }
+    await stack.kubernetes.core.deleteNamespacedPod({
+      name: gone.pod.name,
+      namespace: stack.namespace,
+    });
+    const before = Date.now();
+    const sweep = await sweepOrphanPods({ ...stack, graceMs: 0 });
+    expect(sweep.lost).toEqual([gone.id]);
+    const lost = await stack.store.getSandboxById(gone.id);
+    expect(lost).toMatchObject({
+      state: 'lost',
+      pod: { name: gone.pod.name, uid: gone.pod.uid, ip: null },
+      failure: {
+        code: 'pod_lost',
+        message: `its pod ${gone.pod.name} (uid ${gone.pod.uid}) is gone`,
+      },
+    });
+    expect(Date.parse(lost!.updatedAt)).toBeGreaterThanOrEqual(before - 1_000);
+    expect((await stack.store.getSandboxById(alive.id))?.state).toBe('running');
+    // Once lost, a second sweep leaves it alone.
+    expect((await sweepOrphanPods({ ...stack, graceMs: 0 })).lost).toEqual([]);
   });
 });

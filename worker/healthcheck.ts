@@ -1,14 +1,18 @@
 /**
  * `node --import tsx worker/healthcheck.ts`: the worker container's health check
- * (docker-compose.yml). Healthy when a worker on this host polls the task queue: Temporal lists
- * a workflow-task poller whose identity is `<pid>@<this hostname>` (the SDK's default identity)
- * and that polled recently. Exits 0 when healthy, else 1 with one line on stderr saying why.
+ * (docker-compose.yml). Healthy when a worker on this host polls the task queue (Temporal lists
+ * a workflow-task poller whose identity is `<pid>@<this hostname>`, the SDK's default identity,
+ * that polled recently), the namespace has the workflows' search attributes, and the cluster
+ * can be used (kubernetes/cluster-check.ts: reachable, credentials, deploy/rbac.yaml). Exits 0 when healthy, else 1 with one line on stderr saying why.
  * Reads TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE and TEMPORAL_TASK_QUEUE like the worker does.
  */
 import { hostname } from 'node:os';
 import { pathToFileURL } from 'node:url';
 import { Connection, type ConnectionLike } from '@temporalio/client';
 import { loadConfig } from '../config/index.js';
+import { createKubernetesClient } from '../kubernetes/client.js';
+import { checkCluster } from '../kubernetes/cluster-check.js';
+import { checkSearchAttributes } from '../temporal/search-attributes.js';
 
 /**
  * A poller counts while its last poll is at most this old, in ms. Workflow-task polls are long
@@ -66,13 +70,28 @@ async function main(): Promise<void> {
     connectTimeout: 5_000,
   });
   try {
+    const problems: string[] = [];
     const result = await checkWorkerPolling({
       connection,
       namespace: config.temporalNamespace,
       taskQueue: config.taskQueue,
     });
-    if (!result.healthy) {
-      process.stderr.write(`unhealthy: ${result.reason}\n`);
+    if (!result.healthy) problems.push(result.reason);
+    const attributes = await checkSearchAttributes(
+      connection,
+      config.temporalNamespace,
+      config.temporalAddress,
+    );
+    if (attributes.problem) problems.push(attributes.problem);
+    const cluster = await checkCluster(
+      createKubernetesClient({
+        kubeconfigPath: config.kubeconfig,
+        namespace: config.sandboxNamespace,
+      }),
+    );
+    if (!cluster.ok) problems.push(cluster.problem);
+    if (problems.length > 0) {
+      process.stderr.write(`unhealthy: ${problems.join('; ')}\n`);
       process.exitCode = 1;
     }
   } finally {

@@ -8,7 +8,7 @@ import { ConfigError, loadConfig } from '../config/index.js';
 import { createLogger } from '../config/logger.js';
 import { createKubernetesClient } from '../kubernetes/client.js';
 import { openStore } from '../store/index.js';
-import { serveWorker } from './serve.js';
+import { SearchAttributesMissingError, serveWorker } from './serve.js';
 
 const logger = createLogger('worker');
 
@@ -53,6 +53,11 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
-  logger.fatal({ err }, err instanceof ConfigError ? err.message : 'worker failed');
+  logger.fatal(
+    { err },
+    err instanceof ConfigError || err instanceof SearchAttributesMissingError
+      ? err.message
+      : 'worker failed',
+  );
   process.exitCode = 1;
 });

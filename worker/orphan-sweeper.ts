@@ -3,13 +3,17 @@
  * deletes its pod, but a pod whose creation the apiserver commits only after the create gave up
  * (a request stuck in a slow apiserver past the step's timeout) appears when nobody will delete
  * it. Every ORPHAN_SWEEP_INTERVAL_MS the worker lists the pods it manages and deletes those
- * whose sandbox the store knows as `failed` or `deleted`, or at a newer generation.
+ * whose sandbox the store knows as `failed` or `deleted`, or at a newer generation, or stuck
+ * `creating` while its create workflow is closed. The same sweep marks a `running` sandbox whose
+ * pod is gone (or being deleted) `lost`, with when and why, instead of listing it as running
+ * with a dead IP.
  *
  * A list on a timer, outside any create: the readiness wait itself never polls.
  */
 import { Counter } from 'prom-client';
 import { workerRegistry } from '../activities/metrics.js';
 import type { Logger } from 'pino';
+import { classifyApiserverError } from '../kubernetes/apiserver-errors.js';
 import type { KubernetesClient } from '../kubernetes/client.js';
 import { deletePod, listSandboxPods, type SandboxPod } from '../kubernetes/pods.js';
 import type { SandboxRecord, Store } from '../store/index.js';
@@ -26,21 +30,35 @@ export interface OrphanSweepDeps {
   graceMs?: number;
   /** The clock, for tests (default Date.now). */
   now?: () => number;
+  /**
+   * Whether a create workflow (by operation id) is still open (temporal/workflow-status.ts).
+   * Unset: sandboxes stuck `creating` are not swept.
+   */
+  isWorkflowOpen?: (workflowId: string) => Promise<boolean>;
 }
+
+/** At most this many `running` sandboxes are checked for a lost pod per sweep. */
+export const LOST_CHECK_LIMIT = 1_000;
 
 let orphansDeleted: Counter | undefined;
 
 /**
  * Why a pod is an orphan, or undefined when it is not. A pod whose sandbox the store does not
  * know is left alone: it may belong to another installation sharing the namespace.
+ * @param workflowOpen whether the sandbox's create workflow is open; asked only for a sandbox
+ *   `creating` at the pod's generation
  */
-export function orphanReason(
+export async function orphanReason(
   pod: SandboxPod,
   sandbox: SandboxRecord | undefined,
-): string | undefined {
+  workflowOpen?: (workflowId: string) => Promise<boolean>,
+): Promise<string | undefined> {
   if (!sandbox) return undefined;
   if (sandbox.state === 'failed' || sandbox.state === 'deleted') return `sandbox ${sandbox.state}`;
   if (pod.generation < sandbox.generation) return `sandbox at generation ${sandbox.generation}`;
+  if (sandbox.state === 'creating' && workflowOpen && !(await workflowOpen(sandbox.operationId))) {
+    return `sandbox creating but its create workflow ${sandbox.operationId} is closed`;
+  }
   return undefined;
 }
 
@@ -48,21 +66,30 @@ export function orphanReason(
  * One sweep: lists the managed pods and deletes the orphans (uid precondition, so a newer pod
  * of the same name survives). Pods already terminating are skipped; a pod whose lookup or delete
  * fails is logged and skipped, so it cannot block the others.
- * @returns how many pods were checked and the names of those deleted
+ * Then marks `lost` the sandboxes that were `running` before the list began but whose pod is
+ * not in it (or is being deleted): their pod existed before the list, so its absence is a
+ * deletion, not a race with a create.
+ * @returns how many pods were checked, the names of those deleted, the ids of sandboxes lost
  * @throws the client's error when the list fails (the next sweep tries again)
  */
 export async function sweepOrphanPods(
   deps: OrphanSweepDeps,
-): Promise<{ checked: number; deleted: string[] }> {
+): Promise<{ checked: number; deleted: string[]; lost: string[] }> {
   const now = deps.now?.() ?? Date.now();
   const graceMs = deps.graceMs ?? ORPHAN_GRACE_MS;
+  // Wall-clock, like the store's updated_at: only sandboxes running before the list began.
+  const running = await deps.store.listRunningSandboxes({
+    updatedBefore: new Date().toISOString(),
+    limit: LOST_CHECK_LIMIT,
+  });
   const pods = await listSandboxPods(deps.kubernetes);
   const deleted: string[] = [];
   for (const pod of pods) {
     if (pod.terminating || !pod.createdAt || now - pod.createdAt.getTime() < graceMs) continue;
     // One pod that cannot be looked up or deleted must not keep the others from being swept.
     try {
-      const reason = orphanReason(pod, await deps.store.getSandboxById(pod.sandboxId));
+      const sandbox = await deps.store.getSandboxById(pod.sandboxId);
+      const reason = await orphanReason(pod, sandbox, deps.isWorkflowOpen);
       if (!reason) continue;
       if ((await deletePod(deps.kubernetes, pod)) !== 'deleted') continue;
       deleted.push(pod.name);
@@ -83,7 +110,53 @@ export async function sweepOrphanPods(
       );
     }
   }
-  return { checked: pods.length, deleted };
+  const lost = await markLostSandboxes(deps, running, pods);
+  return { checked: pods.length, deleted, lost };
+}
+
+let sandboxesLost: Counter | undefined;
+
+/**
+ * Marks `lost` each of `running` whose pod is absent from `pods` or being deleted; a sandbox
+ * that moved on meanwhile is left alone (Store.markSandboxLost is fenced by the pod's uid).
+ * @returns the ids marked
+ */
+async function markLostSandboxes(
+  deps: OrphanSweepDeps,
+  running: SandboxRecord[],
+  pods: SandboxPod[],
+): Promise<string[]> {
+  const byUid = new Map(pods.map((pod) => [pod.uid, pod]));
+  const lost: string[] = [];
+  for (const sandbox of running) {
+    const { name, uid } = sandbox.pod;
+    if (!uid) continue;
+    const pod = byUid.get(uid);
+    if (pod && !pod.terminating) continue;
+    const reason = pod
+      ? `its pod ${name} (uid ${uid}) is being deleted`
+      : `its pod ${name} (uid ${uid}) is gone`;
+    try {
+      if (!(await deps.store.markSandboxLost({ sandboxId: sandbox.id, podUid: uid, reason }))) {
+        continue;
+      }
+    } catch (err) {
+      deps.logger.warn({ err, sandbox_id: sandbox.id }, 'marking a sandbox lost failed');
+      continue;
+    }
+    lost.push(sandbox.id);
+    sandboxesLost ??= new Counter({
+      name: 'durable_sandbox_sandboxes_lost_total',
+      help: 'Running sandboxes the sweep marked lost because their pod was gone',
+      registers: [workerRegistry],
+    });
+    sandboxesLost.inc();
+    deps.logger.warn(
+      { sandbox_id: sandbox.id, pod_name: name, pod_uid: uid, reason },
+      'running sandbox lost its pod',
+    );
+  }
+  return lost;
 }
 
 /**
@@ -96,7 +169,13 @@ export function startOrphanSweeper(deps: OrphanSweepDeps & { intervalMs: number 
     if (running) return;
     running = true;
     sweepOrphanPods(deps)
-      .catch((err: unknown) => deps.logger.warn({ err }, 'orphan pod sweep failed'))
+      .catch((err: unknown) => {
+        const answer = classifyApiserverError(err);
+        deps.logger.warn(
+          { err, error_class: answer.kind, status: answer.status, reason: answer.message },
+          'orphan pod sweep failed; the next sweep tries again',
+        );
+      })
       .finally(() => (running = false));
   }, deps.intervalMs);
   timer.unref();

@@ -14,9 +14,19 @@ import type { KubernetesClient } from '../kubernetes/client.js';
 import { SandboxInformers } from '../kubernetes/sandbox-informers.js';
 import type { Store } from '../store/index.js';
 import { startMetricsServer } from './metrics-server.js';
+import { checkSearchAttributes } from '../temporal/search-attributes.js';
+import { isWorkflowOpen } from '../temporal/workflow-status.js';
 import { startOrphanSweeper } from './orphan-sweeper.js';
 import { installRuntime } from './runtime.js';
 import { createSandboxWorker } from './worker.js';
+
+/** Thrown by {@link serveWorker} when the Temporal namespace lacks search attributes. */
+export class SearchAttributesMissingError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'SearchAttributesMissingError';
+  }
+}
 
 /** Options of {@link serveWorker}. */
 export interface ServeWorkerOptions {
@@ -56,6 +66,8 @@ export interface ServedWorker {
  * Installs the Runtime, starts the metrics server and runs the worker in the background.
  * @throws when the Runtime is already installed, the metrics port is taken, Temporal is
  *   unreachable, or the workflow bundle fails to build
+ * @throws SearchAttributesMissingError naming the missing search attributes and the command
+ *   that registers them
  */
 export async function serveWorker(options: ServeWorkerOptions): Promise<ServedWorker> {
   const { config } = options;
@@ -69,6 +81,21 @@ export async function serveWorker(options: ServeWorkerOptions): Promise<ServedWo
     sdkMetricsUrl: `http://127.0.0.1:${sdkMetricsPort}/metrics`,
   });
   const connection = await NativeConnection.connect({ address: options.temporalAddress });
+  // Refuse to serve a namespace whose search attributes are missing: an upsert of a missing
+  // one fails every workflow task.
+  const attributes = await checkSearchAttributes(
+    connection,
+    config.temporalNamespace,
+    options.temporalAddress,
+  ).catch(async (err: unknown) => {
+    await connection.close();
+    throw err;
+  });
+  if (attributes.problem) {
+    await connection.close();
+    await new Promise((resolve) => metricsServer.close(resolve));
+    throw new SearchAttributesMissingError(attributes.problem);
+  }
   const metrics = createMetrics();
   // One pods informer and one events informer for every wait of this process
   // (docs/architecture.md, "The readiness watch"); a restart lists once.
@@ -98,6 +125,8 @@ export async function serveWorker(options: ServeWorkerOptions): Promise<ServedWo
           store: options.store,
           logger: options.logger,
           intervalMs: config.orphanSweepIntervalMs,
+          isWorkflowOpen: (workflowId) =>
+            isWorkflowOpen(connection, config.temporalNamespace, workflowId),
         })
       : () => undefined;
   const done = worker.run().finally(async () => {

@@ -144,7 +144,7 @@ export async function createSandbox(input: CreateSandboxInput): Promise<CreateSa
   try {
     const result = await work.run(() => runSteps(input, progress));
     deadline.scope.cancel();
-    setPhase('finished');
+    setPhase(input, 'finished');
     return result;
   } catch (err) {
     deadline.scope.cancel();
@@ -199,15 +199,22 @@ async function runSteps(
     label: 'delete pod',
     run: () => compensationStep.deletePod({ ...execution, pod: progress.pod }),
   });
-  const pod = await settledStep.createPod({
-    ...execution,
-    template: input.template,
-    image: input.image,
-    resources: input.resources,
-  });
+  const pod = await settledStep
+    .createPod({
+      ...execution,
+      template: input.template,
+      image: input.image,
+      resources: input.resources,
+    })
+    .catch((err: unknown) => {
+      // The apiserver refused the first attempt: there is no pod to look for (and with a
+      // kubeconfig that cannot work, no way to look).
+      if (refusalDetailsOf(err)?.podCreated === false) progress.compensations.pop();
+      throw err;
+    });
   progress.pod = pod;
 
-  setPhase('waiting_for_ip');
+  setPhase(input, 'waiting_for_ip');
   const { podIp } = await readinessWait(input.deadlineMs).awaitPodReady({
     operationId: input.operationId,
     sandboxId: input.sandboxId,
@@ -254,7 +261,7 @@ async function compensate(
     refusalEventTime: outcome.details.eventLastTimestamp,
     rootfsFloor: learnedRootfsFloor(input, outcome),
   });
-  setPhase('finished');
+  setPhase(input, 'finished');
 }
 
 /**
@@ -286,9 +293,9 @@ function learnedRootfsFloor(
  * workflow task. A failed write does not hold compensation back (see outcomeStep).
  */
 async function publishOutcome(input: CreateSandboxInput, outcome: CreateOutcome): Promise<void> {
-  upsertSearchAttributes([
-    { key: CreatePhaseKey, value: 'compensating' },
-    { key: FailureCodeKey, value: outcome.code },
+  upsert(input, [
+    [CreatePhaseKey, 'compensating'],
+    [FailureCodeKey, outcome.code],
   ]);
   try {
     await outcomeStep.recordOperationOutcome({
@@ -345,8 +352,32 @@ function executionOf(input: CreateSandboxInput) {
   };
 }
 
-function setPhase(phase: CreatePhase): void {
-  upsertSearchAttributes([{ key: CreatePhaseKey, value: phase }]);
+function setPhase(input: CreateSandboxInput, phase: CreatePhase): void {
+  upsert(input, [[CreatePhaseKey, phase]]);
+}
+
+/**
+ * Upserts Keyword search attributes in one command, leaving out those the input does not list
+ * as registered (when it lists them): an upsert of an attribute the namespace lacks fails every
+ * workflow task, and so would stop compensation (docs/architecture.md, "Search attributes").
+ */
+function upsert(
+  input: CreateSandboxInput,
+  // every key of workflows/search-attributes.ts is a Keyword
+  pairs: Array<[key: typeof CreatePhaseKey, value: string]>,
+): void {
+  const registered = pairs.filter(
+    ([key]) => !input.searchAttributes || input.searchAttributes.includes(key.name),
+  );
+  if (registered.length === 0) return;
+  upsertSearchAttributes(registered.map(([key, value]) => ({ key, value })));
+}
+
+/** The {@link CreateFailureDetails} an activity's ApplicationFailure carries, if any. */
+function refusalDetailsOf(err: unknown): Partial<CreateFailureDetails> | undefined {
+  const failure = err instanceof ActivityFailure ? err.cause : err;
+  if (!(failure instanceof ApplicationFailure)) return undefined;
+  return failure.details?.[0] as Partial<CreateFailureDetails> | undefined;
 }
 
 /** Turns whatever ended the work scope into the operation's error. */

@@ -1,21 +1,11 @@
 /**
- * Unauthenticated routes: liveness (`/healthz`), readiness (`/readyz`: Temporal and the store
- * answer) and the OpenAPI document (`/openapi.json`).
+ * Unauthenticated routes: liveness (`/healthz`), readiness (`/readyz`: Temporal, the store, the
+ * namespace's search attributes and the cluster; api/readiness.ts) and the OpenAPI document (`/openapi.json`).
  */
 import type { RequestHandler } from 'express';
 import type { AppDeps } from '../deps.js';
 import { openApiDocument } from '../openapi.js';
-
-/** How long each readiness check may take, in ms. */
-export const READINESS_TIMEOUT_MS = 2_000;
-
-function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} did not answer within ${ms} ms`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
+import { createReadiness } from '../readiness.js';
 
 /** Handlers of the unauthenticated routes. */
 export function healthHandlers(deps: AppDeps) {
@@ -24,33 +14,28 @@ export function healthHandlers(deps: AppDeps) {
     res.json({ status: 'ok' });
   };
 
-  /** `GET /readyz`: 200 when Temporal and the store answer, else 503 `unavailable`. */
+  /**
+   * `GET /readyz`: 200 when Temporal and the store answer, the namespace has the search
+   * attributes and the cluster can be used (api/readiness.ts); else 503 `unavailable` whose
+   * message names what is wrong.
+   */
   const readyz: RequestHandler = async (_req, res) => {
-    const [temporal, store] = await Promise.allSettled([
-      withTimeout(
-        deps.temporal.workflowService.getSystemInfo({}),
-        READINESS_TIMEOUT_MS,
-        'temporal',
-      ),
-      withTimeout(deps.store.ping(), READINESS_TIMEOUT_MS, 'store'),
-    ]);
-    const checks = {
-      temporal: temporal.status === 'fulfilled' ? 'ok' : 'unavailable',
-      store: store.status === 'fulfilled' ? 'ok' : 'unavailable',
-    };
-    const failing = Object.entries(checks)
-      .filter(([, state]) => state !== 'ok')
-      .map(([name]) => name);
-    if (failing.length === 0) {
-      res.json({ status: 'ready', checks });
+    const report = await (deps.readiness ?? createReadiness(deps)).report();
+    if (report.ready) {
+      if (report.warnings) deps.logger.warn({ warnings: report.warnings }, 'ready, degraded');
+      res.json({
+        status: 'ready',
+        checks: report.checks,
+        ...(report.warnings ? { warnings: report.warnings } : {}),
+      });
       return;
     }
-    deps.logger.warn({ checks }, 'not ready');
+    deps.logger.warn({ checks: report.checks }, 'not ready');
     res.status(503).json({
       error: {
         code: 'unavailable',
-        message: `not ready: ${failing.join(', ')}`,
-        details: { checks },
+        message: `not ready: ${report.problem}`,
+        details: { checks: report.checks },
       },
     });
   };

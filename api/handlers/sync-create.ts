@@ -1,8 +1,10 @@
 /**
  * `POST /sync/v1/sandboxes` (README, "Using it"): the same workflow
  * as the asynchronous create, with the readiness budget as its deadline, awaited in the request.
- * 201 Sandbox; a node refusal 400 `invalid_request` naming the reason; the deadline 503
- * `pod_never_ready` with `Retry-After`; anything else 500. `Operation-Id` names the workflow.
+ * 201 Sandbox; a node's or the apiserver's refusal 400 `invalid_request` naming the reason; a
+ * resource quota 429 `quota_exceeded` with `Retry-After`; the deadline 503 `pod_never_ready`
+ * with `Retry-After`; a cluster the service cannot use 503 `unavailable`; anything else 500. `Operation-Id`
+ * names the workflow.
  *
  * The answer comes the moment the operation's outcome is known, before compensation finishes:
  * the route waits for the operation row to leave `running` (pushed by the store, api/long-poll.ts).
@@ -22,12 +24,22 @@ import { detailsToWire, sandboxToWire } from '../wire.js';
 /** Seconds a caller should wait before retrying a create that ran out of budget. */
 export const NEVER_READY_RETRY_AFTER_S = 5;
 
+/** Seconds a caller should wait before retrying a create a resource quota refused. */
+export const QUOTA_RETRY_AFTER_S = 30;
+
+/** `Retry-After` (seconds) of the codes a caller may retry as they are. */
+const RETRY_AFTER_S: Partial<Record<OperationError['code'], number>> = {
+  pod_never_ready: NEVER_READY_RETRY_AFTER_S,
+  quota_exceeded: QUOTA_RETRY_AFTER_S,
+};
+
 /** The HTTP answer of a failed synchronous create. */
 function syncError(error: OperationError, operationId: string): ApiError {
   const details = { ...detailsToWire(error.details), operation_id: operationId };
   // The status comes from the error code (contract/operation.ts OPERATION_ERRORS).
+  const retryAfterS = RETRY_AFTER_S[error.code];
   const headers: Record<string, string> =
-    error.code === 'pod_never_ready' ? { 'Retry-After': String(NEVER_READY_RETRY_AFTER_S) } : {};
+    retryAfterS === undefined ? {} : { 'Retry-After': String(retryAfterS) };
   return new ApiError(error.code, error.message, details, { headers });
 }
 

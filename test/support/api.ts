@@ -64,6 +64,7 @@ export async function startApiStack(options: ApiStackOptions = {}): Promise<ApiS
     store: stack.store,
     config,
     logger: stack.logger,
+    kubernetes: stack.kubernetes,
   };
   const servers: Server[] = [];
   return {

@@ -1,0 +1,198 @@
+/**
+ * A cluster the service cannot use is found out: `/readyz` answers 503 naming what is wrong
+ * (unreachable, credentials refused, deploy/rbac.yaml not granted, a kubeconfig client-node
+ * refuses), creates answer 503 `unavailable` naming it without storing a sandbox, and a create
+ * already running ends at once instead of retrying until its deadline. Over HTTP to the
+ * simulated apiserver (SelfSubjectAccessReview included) and the run's dev server.
+ */
+import { readFileSync } from 'node:fs';
+import request from 'supertest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { parseAllDocuments } from 'yaml';
+import { createApp } from '../api/app.js';
+import { operationErrorOf } from '../api/failures.js';
+import { createMetrics } from '../activities/metrics.js';
+import { createKubernetesClient, type KubernetesClient } from '../kubernetes/client.js';
+import { SandboxInformers } from '../kubernetes/sandbox-informers.js';
+import { REQUIRED_PERMISSIONS } from '../kubernetes/cluster-check.js';
+import { SimulatedCluster } from '../simulated-cluster/index.js';
+import { createSandboxWorker } from '../worker/worker.js';
+import { uniqueTaskQueue } from './support/temporal.js';
+import { bearer, createBody, startApiStack, type ApiStack } from './support/api.js';
+import { startCreate, settle } from './support/creates.js';
+
+let api: ApiStack;
+beforeAll(async () => {
+  api = await startApiStack({ stack: { cluster: { startupDelayMs: 100 } } });
+});
+afterAll(async () => {
+  await api?.stop();
+});
+afterEach(() => {
+  api.stack.cluster.faults.deny('create', 'pods', false);
+  api.stack.cluster.faults.rejectCredentials(false);
+});
+
+function appOver(kubernetes: KubernetesClient) {
+  return createApp({ ...api.deps, kubernetes });
+}
+
+async function expectUnusable(app: ReturnType<typeof createApp>, problem: string | RegExp) {
+  const ready = await request(app).get('/readyz');
+  expect(ready.status, ready.text).toBe(503);
+  expect(ready.body.error.message).toMatch(problem);
+  const before = (await api.stack.store.listSandboxes(api.tenantA.id, { limit: 200 })).sandboxes;
+  const created = await request(app)
+    .post('/v1/sandboxes')
+    .set(bearer(api.tenantA))
+    .send(createBody(2048));
+  expect(created.status, created.text).toBe(503);
+  expect(created.body.error.code).toBe('unavailable');
+  expect(created.body.error.message).toMatch(problem);
+  const after = (await api.stack.store.listSandboxes(api.tenantA.id, { limit: 200 })).sandboxes;
+  expect(after).toHaveLength(before.length);
+}
+
+describe('the cluster check', () => {
+  it('is ready when every permission is granted, and asks the apiserver once per 5 s', async () => {
+    const app = appOver(api.stack.kubernetes);
+    const since = Date.now();
+    const first = await request(app).get('/readyz');
+    expect(first.status, first.text).toBe(200);
+    expect(first.body.checks).toEqual({
+      temporal: 'ok',
+      store: 'ok',
+      search_attributes: 'ok',
+      cluster: 'ok',
+    });
+    await request(app).get('/readyz');
+    await request(app).post('/v1/sandboxes').set(bearer(api.tenantA)).send(createBody(2048));
+    const reviews = api.stack.cluster.requests.filter(
+      (r) => r.at >= since && r.path.endsWith('/selfsubjectaccessreviews'),
+    );
+    const asks = REQUIRED_PERMISSIONS.reduce((sum, rule) => sum + rule.verbs.length, 0);
+    expect(reviews).toHaveLength(asks);
+  });
+
+  it('names a permission deploy/rbac.yaml grants that the account lacks', async () => {
+    api.stack.cluster.faults.deny('create', 'pods', true);
+    await expectUnusable(
+      appOver(api.stack.kubernetes),
+      'the service account may not create pods in namespace "sandboxes" (apply deploy/rbac.yaml)',
+    );
+  });
+
+  it('stays ready with a warning when only the events permissions are missing', async () => {
+    api.stack.cluster.faults.deny('watch', 'events', true);
+    try {
+      const app = appOver(api.stack.kubernetes);
+      const ready = await request(app).get('/readyz');
+      expect(ready.status, ready.text).toBe(200);
+      expect(ready.body.warnings).toEqual([
+        'cluster: the service account may not watch events in namespace "sandboxes" (apply deploy/rbac.yaml); a node\'s refusal is not seen until the deadline',
+      ]);
+      const created = await request(app)
+        .post('/v1/sandboxes')
+        .set(bearer(api.tenantA))
+        .send(createBody(2048));
+      expect(created.status, created.text).toBe(202);
+    } finally {
+      api.stack.cluster.faults.deny('watch', 'events', false);
+    }
+  });
+
+  it('names refused credentials', async () => {
+    api.stack.cluster.faults.rejectCredentials(true);
+    await expectUnusable(
+      appOver(api.stack.kubernetes),
+      /the apiserver at http:\/\/127\.0\.0\.1:\d+ refused the kubeconfig's credentials \(401 Unauthorized\)/,
+    );
+  });
+
+  it('names an apiserver that cannot be reached', async () => {
+    const gone = await SimulatedCluster.start();
+    const kubernetes = createKubernetesClient({
+      kubeconfigYaml: gone.kubeconfigYaml(),
+      namespace: 'sandboxes',
+    });
+    await gone.close();
+    await expectUnusable(
+      appOver(kubernetes),
+      /the apiserver at http:\/\/127\.0\.0\.1:\d+ cannot be reached: .*ECONNREFUSED/,
+    );
+  });
+
+  it('names a kubeconfig client-node refuses (http:// without insecure-skip-tls-verify)', async () => {
+    await expectUnusable(
+      appOver(plainHttpClient()),
+      'the kubeconfig cannot work: HTTP protocol is not allowed when skipTLSVerify is not set or false',
+    );
+  });
+
+  it('checks exactly the rules deploy/rbac.yaml grants', () => {
+    const role = parseAllDocuments(readFileSync('deploy/rbac.yaml', 'utf8'))
+      .map((doc) => doc.toJS() as { kind: string; rules?: unknown[] })
+      .find((doc) => doc.kind === 'Role');
+    const rules = (role?.rules ?? []) as Array<{ resources: string[]; verbs: string[] }>;
+    expect(
+      rules.flatMap((rule) => rule.resources.map((resource) => ({ resource, verbs: rule.verbs }))),
+    ).toEqual(REQUIRED_PERMISSIONS);
+  });
+});
+
+/** The stack's kubeconfig without `insecure-skip-tls-verify`: client-node refuses http://. */
+function plainHttpClient(): KubernetesClient {
+  return createKubernetesClient({
+    kubeconfigYaml: api.stack.cluster
+      .kubeconfigYaml()
+      .replace(/\n\s*insecure-skip-tls-verify: true/, ''),
+    namespace: 'sandboxes',
+  });
+}
+
+describe('a create whose kubeconfig cannot work', () => {
+  it('ends at once as unavailable naming the cause, with nothing left to compensate', async () => {
+    const taskQueue = uniqueTaskQueue('bad-kubeconfig');
+    const informers = new SandboxInformers({
+      client: plainHttpClient(),
+      retryDelayMs: 100,
+      watchTimeoutSeconds: 25,
+    });
+    informers.start();
+    const worker = await createSandboxWorker({
+      connection: api.stack.temporal.nativeConnection,
+      namespace: 'default',
+      taskQueue,
+      workflowBundle: api.stack.temporal.workflowBundle,
+      deps: {
+        kubernetes: plainHttpClient(),
+        store: api.stack.store,
+        informers,
+        metrics: createMetrics(),
+      },
+    });
+    const running = worker.run();
+    try {
+      const started = Date.now();
+      const { handle, input } = await startCreate(
+        { ...api.stack, taskQueue },
+        { diskMib: 2048, deadlineMs: 60_000 },
+      );
+      const outcome = await settle(handle.result());
+      expect(Date.now() - started).toBeLessThan(20_000);
+      expect(operationErrorOf(outcome.error)).toMatchObject({
+        code: 'unavailable',
+        message:
+          'the kubeconfig cannot work: HTTP protocol is not allowed when skipTLSVerify is not set or false',
+      });
+      expect(await api.stack.store.getSandboxById(input.sandboxId)).toMatchObject({
+        state: 'failed',
+        failure: { code: 'unavailable' },
+      });
+    } finally {
+      worker.shutdown();
+      await running;
+      await informers.stop();
+    }
+  });
+});

@@ -1,0 +1,180 @@
+/**
+ * The apiserver's own refusals on the real tier (a real kube-apiserver + etcd, the node agent
+ * as kubelet, the service as the `durable-sandbox` user with deploy/rbac.yaml's Role): a
+ * LimitRange ends a create as `invalid_request` quoting the LimitRanger, a ResourceQuota as
+ * `quota_exceeded`, and a namespace without the RoleBinding makes `/readyz` and creates answer
+ * 503 naming the missing permissions, while a create already under way ends `unavailable`.
+ */
+import { RbacAuthorizationV1Api } from '@kubernetes/client-node';
+import request from 'supertest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createMetrics } from '../activities/metrics.js';
+import { createApp } from '../api/app.js';
+import { operationErrorOf } from '../api/failures.js';
+import { createKubernetesClient } from '../kubernetes/client.js';
+import { SandboxInformers } from '../kubernetes/sandbox-informers.js';
+import { USER_ROLE_BINDING } from '../apiserver-tier/namespace.js';
+import {
+  awaitOperation,
+  bearer,
+  createBody,
+  eventually,
+  startApiStack,
+  type ApiStack,
+  type OperationBody,
+} from './support/api.js';
+import { settle, startCreate } from './support/creates.js';
+import { startRealTier, type RealTier } from './support/real-tier.js';
+import { uniqueTaskQueue } from './support/temporal.js';
+import { createSandboxWorker } from '../worker/worker.js';
+
+let real: RealTier;
+let api: ApiStack;
+let namespace: string;
+// A cold build of etcd and kube-apiserver (apiserver-tier/binaries.ts) may run in this hook.
+beforeAll(async () => {
+  real = await startRealTier();
+  namespace = await real.freshNamespace('refusals');
+  api = await startApiStack({ stack: { apiserver: real.serviceTarget(namespace) } });
+}, 20 * 60_000);
+afterAll(async () => {
+  await api?.stop();
+  await real?.stop();
+});
+
+/** The API over the stack, with the service's client for another namespace. */
+function appIn(ns: string) {
+  const kubernetes = createKubernetesClient({
+    kubeconfigYaml: real.serviceTarget(ns).kubeconfigYaml,
+    namespace: ns,
+  });
+  return createApp({ ...api.deps, kubernetes });
+}
+
+async function createAndWait(app: ReturnType<typeof createApp>, diskMib: number) {
+  const accepted = await request(app)
+    .post('/v1/sandboxes')
+    .set(bearer(api.tenantA))
+    .send(createBody(diskMib));
+  expect(accepted.status, accepted.text).toBe(202);
+  return awaitOperation(app, api.tenantA, (accepted.body as OperationBody).id);
+}
+
+describe('apiserver refusals on a real kube-apiserver', () => {
+  it('a LimitRange ends the create at once as invalid_request quoting the LimitRanger', async () => {
+    await real.adminCore.createNamespacedLimitRange({
+      namespace,
+      body: {
+        metadata: { name: 'max-disk' },
+        spec: { limits: [{ type: 'Container', max: { 'ephemeral-storage': '2Gi' } }] },
+      },
+    });
+    try {
+      const started = Date.now();
+      const op = await createAndWait(api.app, 3000);
+      expect(op.error?.code).toBe('invalid_request');
+      expect(op.error?.message).toMatch(
+        /^the apiserver refused the pod: pods "sbx-[^"]+" is forbidden: maximum ephemeral-storage usage per Container is 2Gi, but limit is 3000Mi$/,
+      );
+      expect(Date.now() - started).toBeLessThan(20_000);
+    } finally {
+      await real.adminCore.deleteNamespacedLimitRange({ name: 'max-disk', namespace });
+    }
+  });
+
+  it('a ResourceQuota ends the create as quota_exceeded, and the API stays ready', async () => {
+    const ns = await real.freshNamespace('quota');
+    const hard = { pods: '0' };
+    const quota = await real.adminCore.createNamespacedResourceQuota({
+      namespace: ns,
+      body: { metadata: { name: 'sandbox-quota' }, spec: { hard } },
+    });
+    // No controller-manager computes usage; admission skips a quota whose status is empty.
+    await real.adminCore.replaceNamespacedResourceQuotaStatus({
+      name: 'sandbox-quota',
+      namespace: ns,
+      body: { ...quota, status: { hard, used: { pods: '0' } } },
+    });
+    // The stack's worker creates in the stack's namespace: this one gets a worker of its own.
+    const op = await eventually(
+      async () => {
+        const done = await createAndWaitIn(ns);
+        return done.error?.code === 'quota_exceeded' ? done : undefined;
+      },
+      { timeoutMs: 60_000, what: 'a create refused by the quota' },
+    );
+    expect(op.error?.message).toMatch(
+      /^the apiserver refused the pod: a resource quota is exhausted: pods "[^"]+" is forbidden: exceeded quota: sandbox-quota, requested: pods=1, used: pods=0, limited: pods=0$/,
+    );
+    // A quota is capacity, not a broken installation: the API stays ready.
+    expect((await request(appIn(ns)).get('/readyz')).status).toBe(200);
+  });
+
+  it('a namespace without the RoleBinding: /readyz and creates answer 503, a running create ends unavailable', async () => {
+    const ns = await real.freshNamespace('norbac');
+    const rbac = real.admin.makeApiClient(RbacAuthorizationV1Api);
+    await rbac.deleteNamespacedRoleBinding({ name: USER_ROLE_BINDING, namespace: ns });
+    const app = appIn(ns);
+    const ready = await request(app).get('/readyz');
+    expect(ready.status).toBe(503);
+    expect(ready.body.error.message).toContain(
+      `cluster: the service account may not create pods, get pods, list pods, watch pods, delete pods, get events, list events, watch events in namespace "${ns}" (apply deploy/rbac.yaml)`,
+    );
+    const created = await request(app)
+      .post('/v1/sandboxes')
+      .set(bearer(api.tenantA))
+      .send(createBody(2048));
+    expect(created.status).toBe(503);
+    expect(created.body.error.code).toBe('unavailable');
+
+    const result = await createIn(ns);
+    expect(operationErrorOf(result.error)).toMatchObject({
+      code: 'unavailable',
+      message: expect.stringMatching(
+        /^the service account may not create pods \(deploy\/rbac\.yaml is not applied\?\): pods is forbidden: User "durable-sandbox" cannot create resource "pods" in API group "" in the namespace "norbac-\w+"$/,
+      ),
+    });
+  });
+});
+
+/** Runs one create workflow in `ns` through a worker whose client is the service's for `ns`. */
+async function createIn(ns: string, diskMib = 2048) {
+  const taskQueue = uniqueTaskQueue('real-refusals');
+  const kubernetes = createKubernetesClient({
+    kubeconfigYaml: real.serviceTarget(ns).kubeconfigYaml,
+    namespace: ns,
+  });
+  const informers = new SandboxInformers({
+    client: kubernetes,
+    retryDelayMs: 100,
+    watchTimeoutSeconds: 25,
+  });
+  informers.start();
+  const worker = await createSandboxWorker({
+    connection: api.stack.temporal.nativeConnection,
+    namespace: 'default',
+    taskQueue,
+    workflowBundle: api.stack.temporal.workflowBundle,
+    deps: {
+      kubernetes,
+      store: api.stack.store,
+      informers,
+      metrics: createMetrics(),
+    },
+  });
+  const running = worker.run();
+  try {
+    const { handle } = await startCreate({ ...api.stack, taskQueue }, { diskMib });
+    return await settle(handle.result());
+  } finally {
+    worker.shutdown();
+    await running;
+    await informers.stop();
+  }
+}
+
+/** {@link createIn}, read back as the operation's error. */
+async function createAndWaitIn(ns: string): Promise<{ error: { code: string; message: string } }> {
+  const result = await createIn(ns);
+  return { error: operationErrorOf(result.error) };
+}

@@ -1,0 +1,175 @@
+/**
+ * Temporal namespaces without the workflows' search attributes, on the run's dev server: the
+ * check names the missing ones and the command that registers them, the API's /readyz and
+ * creates answer 503 naming them, and a create on a namespace that lacks `FailureCode` still
+ * compensates (deletes its pod, fails its sandbox) instead of failing every workflow task.
+ */
+import { SandboxInformers } from '../kubernetes/sandbox-informers.js';
+import { randomUUID } from 'node:crypto';
+import { Client } from '@temporalio/client';
+import { msToTs } from '@temporalio/common/lib/time.js';
+import request from 'supertest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createApp } from '../api/app.js';
+import { operationErrorOf } from '../api/failures.js';
+import { createMetrics } from '../activities/metrics.js';
+import { checkSearchAttributes } from '../temporal/search-attributes.js';
+import type { createSandbox } from '../workflows/create-sandbox.js';
+import { operationSearchAttributes } from '../workflows/search-attributes.js';
+import { createSandboxWorker } from '../worker/worker.js';
+import { bearer, createBody, eventually, startApiStack, type ApiStack } from './support/api.js';
+import { createInput, settle } from './support/creates.js';
+
+/** IndexedValueType KEYWORD (temporal.api.enums.v1). */
+const KEYWORD = 2;
+
+let api: ApiStack;
+beforeAll(async () => {
+  api = await startApiStack({ stack: { cluster: { startupDelayMs: 100 } } });
+});
+afterAll(async () => {
+  await api?.stop();
+});
+
+/** Registers a fresh namespace with only `attributes` (Keyword) and waits until it serves. */
+async function namespaceWith(attributes: string[]): Promise<string> {
+  const namespace = `sa-${randomUUID().slice(0, 8)}`;
+  const { connection } = api.stack.temporal.client;
+  await connection.workflowService.registerNamespace({
+    namespace,
+    workflowExecutionRetentionPeriod: msToTs(86_400_000),
+  });
+  if (attributes.length > 0) {
+    await eventually(
+      () =>
+        connection.operatorService
+          .addSearchAttributes({
+            namespace,
+            searchAttributes: Object.fromEntries(attributes.map((name) => [name, KEYWORD])),
+          })
+          .then(
+            () => true,
+            () => undefined,
+          ),
+      { what: `search attributes on ${namespace}` },
+    );
+  }
+  await eventually(
+    async () => {
+      const report = await checkSearchAttributes(connection, namespace).catch(() => undefined);
+      return report && report.registered.length === attributes.length ? report : undefined;
+    },
+    { what: `namespace ${namespace} serving its attributes` },
+  );
+  return namespace;
+}
+
+describe('a namespace without the search attributes', () => {
+  it('is named by the check with the command that registers the missing ones', async () => {
+    const namespace = await namespaceWith(['SandboxId', 'TenantId']);
+    const report = await checkSearchAttributes(
+      api.stack.temporal.client.connection,
+      namespace,
+      '127.0.0.1:7233',
+    );
+    expect(report.missing).toEqual(['Template', 'CreatePhase', 'FailureCode']);
+    expect(report.problem).toBe(
+      `the Temporal namespace "${namespace}" lacks the search attributes Template, CreatePhase, ` +
+        `FailureCode; register them with: temporal operator search-attribute create --address ` +
+        `127.0.0.1:7233 --namespace ${namespace} --name Template --name CreatePhase ` +
+        `--name FailureCode --type Keyword`,
+    );
+  });
+
+  it('makes /readyz and creates answer 503 naming them, without storing a sandbox', async () => {
+    const namespace = await namespaceWith([]);
+    const temporal = new Client({ connection: api.stack.temporal.client.connection, namespace });
+    const app = createApp({
+      ...api.deps,
+      temporal,
+      config: { ...api.config, temporalNamespace: namespace },
+    });
+    const ready = await request(app).get('/readyz');
+    expect(ready.status).toBe(503);
+    expect(ready.body.error.message).toContain(
+      `search_attributes: the Temporal namespace "${namespace}" lacks the search attributes SandboxId, TenantId, Template, CreatePhase, FailureCode`,
+    );
+    const created = await request(app)
+      .post('/v1/sandboxes')
+      .set(bearer(api.tenantA))
+      .send(createBody(2048));
+    expect(created.status).toBe(503);
+    expect(created.body.error.code).toBe('unavailable');
+    expect(created.body.error.message).toContain('temporal operator search-attribute create');
+    const listed = await api.stack.store.listSandboxes(api.tenantA.id, { limit: 10 });
+    expect(listed.sandboxes).toEqual([]);
+  });
+
+  it('still compensates a refused create when FailureCode is missing', async () => {
+    const namespace = await namespaceWith(['SandboxId', 'TenantId', 'Template', 'CreatePhase']);
+    const { connection } = api.stack.temporal.client;
+    const report = await checkSearchAttributes(connection, namespace);
+    const taskQueue = `sa-${randomUUID()}`;
+    const informers = new SandboxInformers({
+      client: api.stack.kubernetes,
+      retryDelayMs: 100,
+      watchTimeoutSeconds: 25,
+    });
+    informers.start();
+    const worker = await createSandboxWorker({
+      connection: api.stack.temporal.nativeConnection,
+      namespace,
+      taskQueue,
+      workflowBundle: api.stack.temporal.workflowBundle,
+      deps: {
+        kubernetes: api.stack.kubernetes,
+        store: api.stack.store,
+        informers,
+        metrics: createMetrics(),
+      },
+    });
+    const running = worker.run();
+    try {
+      // The API passes the attributes it found registered (api/create-flow.ts).
+      const input = { ...createInput(), searchAttributes: report.registered };
+      input.resources = { ...input.resources, diskMib: 300 }; // the node refuses it
+      await api.stack.store.createSandbox({
+        id: input.sandboxId,
+        tenant: input.tenantId,
+        template: input.template,
+        resources: input.resources,
+        operationId: input.operationId,
+      });
+      const client = new Client({ connection, namespace });
+      const handle = await client.workflow.start<typeof createSandbox>('createSandbox', {
+        workflowId: input.operationId,
+        taskQueue,
+        args: [input],
+        typedSearchAttributes: operationSearchAttributes(input, 'create'),
+      });
+      const outcome = await Promise.race([
+        settle(handle.result()),
+        new Promise<{ stuck: true }>((resolve) =>
+          setTimeout(() => resolve({ stuck: true }), 30_000),
+        ),
+      ]);
+      expect(outcome, 'the create never finished (its workflow tasks fail)').not.toHaveProperty(
+        'stuck',
+      );
+      expect(operationErrorOf((outcome as { error?: unknown }).error)).toMatchObject({
+        code: 'invalid_request',
+        message: expect.stringMatching(/the node refused the sandbox/),
+      });
+      const sandbox = await api.stack.store.getSandboxById(input.sandboxId);
+      expect(sandbox).toMatchObject({ state: 'failed', failure: { code: 'invalid_request' } });
+      const pods = await api.stack.kubernetes.core.listNamespacedPod({
+        namespace: api.stack.namespace,
+      });
+      expect(pods.items.map((pod) => pod.metadata?.name)).not.toContain(sandbox?.pod.name);
+    } finally {
+      worker.shutdown();
+      await running;
+      await informers.stop();
+    }
+  });
+});
