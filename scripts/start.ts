@@ -10,6 +10,7 @@ import type { Server } from 'node:http';
 import { join, resolve } from 'node:path';
 import { Client } from '@temporalio/client';
 import { createApp } from '../api/app.js';
+import { rootfsFloorsOf } from '../api/rootfs-floors.js';
 import { apiRegistry } from '../api/metrics.js';
 import { collectProcessMetrics } from '../config/process-metrics.js';
 import { ConfigError, DEV_TOKEN, loadConfig, type Config } from '../config/index.js';
@@ -160,6 +161,7 @@ async function main(): Promise<void> {
 
   const apiUrl = `http://127.0.0.1:${config.port}`;
   const token = config.devToken ? DEV_TOKEN : '<a token from API_TOKENS>';
+  const baseFloor = (await rootfsFloorsOf({ store, config }, ['base'])).get('base');
   const lines = [
     '',
     'durable-sandbox is running.',
@@ -175,7 +177,10 @@ async function main(): Promise<void> {
       : []),
     `  Store:        ${config.databaseUrl ? 'PostgreSQL (DATABASE_URL)' : join(dataDir, 'store.db')}`,
     '',
-    'Try a create the node refuses (disk smaller than the 451 MiB root filesystem of "base"):',
+    baseFloor && baseFloor.source !== 'unknown'
+      ? `The rootfs floor of "base" is known (${baseFloor.rootfsMib} MiB, ${baseFloor.source}): this create is ` +
+        `refused at once, before 202; to watch the node refuse one again, start afresh (rm -rf ${dataDir}):`
+      : 'Try a create the node refuses (disk smaller than the 451 MiB root filesystem of "base"):',
     `  curl -s -X POST ${apiUrl}/v1/sandboxes -H 'Authorization: Bearer ${token}' \\`,
     `    -H 'Content-Type: application/json' \\`,
     `    -d '{"template":"base","resources":{"cpu":1,"memory_mib":1024,"disk_mib":300}}'`,

@@ -95,6 +95,33 @@ describe('the outcome is visible when it is known', () => {
     expect(podDeletes() - deletesBefore).toBeGreaterThanOrEqual(3);
   });
 
+  it('refuses to cancel a create whose outcome is known while it still compensates (409)', async () => {
+    // Two failed deletes keep compensation running for at least 3 s.
+    api.stack.cluster.faults.failNextRequests('DELETE', 'pods', 2, 500);
+    const op = await createAsync(300);
+    const early = await awaitOperation(api.app, api.tenantA, op.id, {
+      until: (current) => current.status !== 'running',
+    });
+    expect(early).toMatchObject({ status: 'failed', phase: 'compensating', done: false });
+    const cancel = await request(api.app)
+      .post(`/v1/operations/${op.id}/cancel`)
+      .set(bearer(api.tenantA));
+    expect(cancel.status, cancel.text).toBe(409);
+    expect(cancel.body.error).toMatchObject({
+      code: 'already_done',
+      details: { status: 'failed' },
+    });
+    const done = await awaitOperation(api.app, api.tenantA, op.id);
+    expect(done).toMatchObject({
+      status: 'failed',
+      done: true,
+      error: { code: 'invalid_request' },
+    });
+    // Temporal agrees with the row: the workflow failed, it was not cancelled.
+    const described = await api.stack.temporal.client.workflow.getHandle(op.id).describe();
+    expect(described.status.name).toBe('FAILED');
+  });
+
   it('answers the synchronous create 400 before compensation has finished', async () => {
     api.stack.cluster.faults.failNextRequests('DELETE', 'pods', 2, 500);
     const deletesBefore = podDeletes();

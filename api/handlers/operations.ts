@@ -6,7 +6,7 @@ import type { AppDeps } from '../deps.js';
 import { ApiError } from '../errors.js';
 import { listOperations } from '../operation-list.js';
 import { MAX_WAIT_MS, parseWait, readOperationWhenChanged } from '../long-poll.js';
-import { describeOperation, readOperation } from '../operations.js';
+import { describeOperation, readOperation, type Operation } from '../operations.js';
 import { parseOperationListQuery } from '../validation.js';
 import { operationPageToWire, operationToWire } from '../wire.js';
 import { OPERATION_RETRY_AFTER_S, sendAccepted } from './sandboxes.js';
@@ -52,29 +52,38 @@ export function operationHandlers(deps: AppDeps) {
    * `cancelled` after compensation) and answers 202 with the Operation; 409 `already_done` when
    * it has finished, 409 `not_cancellable` for a delete.
    */
+  /**
+   * Cancels a running create. 409 `already_done` once its outcome is known, even while its
+   * compensation is still running (`status` and `error` are final from the decision on, README
+   * "Operations"); 409 `not_cancellable` for a delete; 404 for an unknown operation.
+   */
   const cancelOperation: RequestHandler = async (req, res) => {
     const tenant = tenantOf(res);
     const id = String(req.params.id);
-    const described = await describeOperation(deps, tenant, id);
-    if (!described) throw notFound(id);
-    if (described.memo.type !== 'sandbox.create') {
+    const current = await readOperation(deps, tenant, id);
+    if (!current) throw notFound(id);
+    if (current.type !== 'sandbox.create') {
       throw new ApiError(
         'not_cancellable',
-        `operation ${id} is a ${described.memo.type}; it cannot be cancelled`,
+        `operation ${id} is a ${current.type}; it cannot be cancelled`,
         {
           operation_id: id,
         },
       );
     }
-    const alreadyDone = async (): Promise<ApiError> => {
-      const current = await readOperation(deps, tenant, id);
-      return new ApiError(
+    const alreadyDone = (operation: Operation): ApiError =>
+      new ApiError(
         'already_done',
-        `operation ${id} already finished as ${current?.status ?? 'done'}`,
-        { operation_id: id, status: current?.status },
+        operation.done
+          ? `operation ${id} already finished as ${operation.status}`
+          : `operation ${id} already ended as ${operation.status}; its compensation is finishing`,
+        { operation_id: id, status: operation.status },
       );
-    };
-    if (described.description.status.name !== 'RUNNING') throw await alreadyDone();
+    if (current.status !== 'running') throw alreadyDone(current);
+    const described = await describeOperation(deps, tenant, id);
+    if (!described || described.description.status.name !== 'RUNNING') {
+      throw alreadyDone((await readOperation(deps, tenant, id)) ?? current);
+    }
     try {
       await deps.temporal.workflow.getHandle(id).cancel();
     } catch (err) {
@@ -85,7 +94,9 @@ export function operationHandlers(deps: AppDeps) {
     const operation = await readOperation(deps, tenant, id);
     if (!operation) throw notFound(id);
     // Cancelling a workflow that has just closed is accepted by Temporal and changes nothing.
-    if (operation.done && operation.status !== 'cancelled') throw await alreadyDone();
+    if (operation.status !== 'running' && operation.status !== 'cancelled') {
+      throw alreadyDone(operation);
+    }
     sendAccepted(res, operation);
   };
 
