@@ -52,15 +52,28 @@ function startInTerminal(args: string[], size = { columns: 120, rows: 40 }) {
   child.stdout.on('data', (chunk: Buffer) => (text += chunk.toString()));
   child.stderr.on('data', (chunk: Buffer) => (text += chunk.toString()));
   const closed = new Promise<number | null>((resolve) => child.on('close', resolve));
+  const cliPid = (): number | undefined => {
+    try {
+      const children = readFileSync(`/proc/${child.pid}/task/${child.pid}/children`, 'utf8');
+      return Number(children.trim().split(/\s+/)[0]) || undefined;
+    } catch {
+      return undefined; // script has exited
+    }
+  };
   return {
     output: () => text,
     press: (keys: string) => child.stdin.write(keys),
     /** Sends `signal` to the CLI's process (the shell under `script` execs it). */
     kill(signal: NodeJS.Signals) {
-      const children = readFileSync(`/proc/${child.pid}/task/${child.pid}/children`, 'utf8');
-      const pid = Number(children.trim().split(/\s+/)[0]);
-      expect(pid, 'the CLI process under script').toBeGreaterThan(0);
-      process.kill(pid, signal);
+      const pid = cliPid();
+      expect(pid, 'the CLI process under script').toBeDefined();
+      process.kill(pid!, signal);
+    },
+    /** Kills the CLI and `script` if they still run (a failed test leaves nothing behind). */
+    stop() {
+      const pid = cliPid();
+      if (pid !== undefined) process.kill(pid, 'SIGKILL');
+      if (child.exitCode === null) child.kill('SIGKILL');
     },
     waitFor: (pattern: RegExp) =>
       eventually(async () => (pattern.test(text) ? true : undefined), {
@@ -349,11 +362,11 @@ describe('cli', () => {
 
   it('SIGTERM on a terminal of 0×0 ends create --wait like Ctrl-C (exit 143), with plain lines', async () => {
     api.stack.cluster.faults.neverReady(true);
+    const terminal = startInTerminal(
+      ['--api-url', url, '--token', api.tenantA.token, 'create', '--disk-mib', '2048', '--wait'],
+      { columns: 0, rows: 0 },
+    );
     try {
-      const terminal = startInTerminal(
-        ['--api-url', url, '--token', api.tenantA.token, 'create', '--disk-mib', '2048', '--wait'],
-        { columns: 0, rows: 0 },
-      );
       // A terminal without a width gets the plain lines of a pipe, not a spinner.
       await terminal.waitFor(/^- op_[a-z0-9]+: waiting for the pod's IP, \d+ s, deadline /m);
       const operationId = terminal.output().match(/op_[a-z0-9]+/)?.[0];
@@ -366,6 +379,7 @@ describe('cli', () => {
       expect(output).not.toContain('\u001b[1A');
       expect((await cli('cancel', operationId!, '--wait')).code).toBe(0);
     } finally {
+      terminal.stop();
       api.stack.cluster.faults.neverReady(false);
     }
   });
