@@ -77,12 +77,17 @@ export function clockTime(iso: string, seconds = false): string {
 }
 
 /**
- * The line a wait shows: "op_…: waiting for the pod's IP, 3 s, deadline 10:12".
+ * The line a wait shows: "op_…: waiting for the pod's IP, 3 s, deadline 10:12" (the deadline
+ * only while the create creates its pod or waits for its IP; not while compensating).
  * @param elapsedMs time since the wait started
  */
 export function progressText(operation: Operation, elapsedMs: number): string {
   const phase = PHASE_TEXT[operation.phase] ?? operation.phase.replaceAll('_', ' ');
-  const deadline = operation.deadline_at ? `, deadline ${clockTime(operation.deadline_at)}` : '';
+  // The deadline matters only while the create can still wait for its IP.
+  const waitsForIp =
+    !operation.done && ['creating_pod', 'waiting_for_ip'].includes(operation.phase);
+  const deadline =
+    operation.deadline_at && waitsForIp ? `, deadline ${clockTime(operation.deadline_at)}` : '';
   return `${operation.id}: ${phase}, ${Math.round(elapsedMs / 1000)} s${deadline}`;
 }
 

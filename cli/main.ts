@@ -3,16 +3,21 @@
  * client of the API (see cli/program.ts). API from `--api-url` or DURABLE_SANDBOX_URL, token
  * from `--token` or DURABLE_SANDBOX_TOKEN.
  *
- * Ctrl-C (SIGINT) aborts what the command is doing (a wait says the operation goes on and exits
- * 130); a second Ctrl-C exits at once.
+ * Ctrl-C (SIGINT) and SIGTERM abort what the command is doing (a wait says the operation goes on
+ * and exits 130, or 143 after SIGTERM); a second signal exits at once.
  */
 import { run } from './program.js';
 
 const interrupt = new AbortController();
-process.on('SIGINT', () => {
-  if (interrupt.signal.aborted) process.exit(130);
-  interrupt.abort();
-});
+for (const [name, exitCode] of [
+  ['SIGINT', 130],
+  ['SIGTERM', 143],
+] as const) {
+  process.on(name, () => {
+    if (interrupt.signal.aborted) process.exit(exitCode);
+    interrupt.abort(name);
+  });
+}
 
 process.exitCode = await run(process.argv.slice(2), {
   stdout: process.stdout,

@@ -4,7 +4,7 @@
  * process (and Ctrl-C to `io.signal`).
  *
  * Exit codes: 0 success, 1 a failed operation or an API error, 2 a usage error, 130 when Ctrl-C
- * stopped the command (a wait stops; the operation goes on).
+ * (143 when SIGTERM) stopped the command (a wait stops; the operation goes on).
  * Errors print `error: <code>: <message>` on stderr, once; `-o json` prints only JSON on stdout.
  */
 import { readFileSync } from 'node:fs';
@@ -32,10 +32,13 @@ export const PROGRAM = 'durable-sandbox';
 /** Where the program reads and writes; the process by default. */
 export interface CliIo {
   stdout: NodeJS.WritableStream & { columns?: number; isTTY?: boolean };
-  stderr: NodeJS.WritableStream;
+  stderr: NodeJS.WritableStream & { columns?: number; isTTY?: boolean };
   env: NodeJS.ProcessEnv;
   fetch?: typeof fetch;
-  /** Aborts when the user presses Ctrl-C: a wait stops and says how to follow the operation. */
+  /**
+   * Aborts when the user presses Ctrl-C (reason `'SIGINT'`) or on SIGTERM (`'SIGTERM'`): a wait
+   * stops and says how to follow the operation.
+   */
   signal?: AbortSignal;
 }
 
@@ -52,6 +55,24 @@ const FAILED = 1;
 const USAGE = 2;
 /** Exit code after Ctrl-C (128 + SIGINT), as shells report it. */
 const INTERRUPTED = 130;
+/** Exit code after SIGTERM (128 + SIGTERM). */
+const TERMINATED = 143;
+
+/** Exit code after `signal` aborted the command: 143 for SIGTERM, 130 otherwise (Ctrl-C). */
+function interruptedExitCode(signal: AbortSignal | undefined): number {
+  return signal?.reason === 'SIGTERM' ? TERMINATED : INTERRUPTED;
+}
+
+/** How often the spinner's elapsed time is redrawn while waiting, in ms. */
+const SPINNER_REFRESH_MS = 1000;
+
+/**
+ * Whether a spinner may draw on `stream`: a terminal that reports its width. A terminal of 0
+ * columns (e.g. `script` run from a non-terminal) gets plain lines, as a pipe does.
+ */
+export function isTerminal(stream: { isTTY?: boolean; columns?: number }): boolean {
+  return Boolean(stream.isTTY) && (stream.columns ?? 0) > 0;
+}
 
 /** What a person can do about an error code, printed under the error (never with `-o json`). */
 const ERROR_HINTS: Record<string, string> = {
@@ -138,12 +159,34 @@ class Session {
 
   /**
    * A spinner on stderr; silent with `-o json`. It leaves stdin alone (ora's `discardStdin`
-   * would put the terminal in raw mode, and Ctrl-C would no longer be a signal). ora is loaded
-   * only here, so commands that do not wait start faster.
+   * would put the terminal in raw mode, and Ctrl-C would no longer be a signal). Off a terminal
+   * (see {@link isTerminal}) it prints plain lines. ora is loaded only here, so commands that do
+   * not wait start faster.
    */
   async spinner(text: string): Promise<Ora> {
     const { default: ora } = await import('ora');
-    return ora({ text, stream: this.io.stderr, isSilent: this.json, discardStdin: false });
+    return ora({
+      text,
+      stream: this.io.stderr,
+      isSilent: this.json,
+      // undefined: ora decides (not with CI or TERM=dumb).
+      isEnabled: isTerminal(this.io.stderr) ? undefined : false,
+      discardStdin: false,
+    });
+  }
+
+  /**
+   * Stops a spinner with its outcome: a coloured ✔ or ✖ on a terminal, a plain `- text` line
+   * otherwise (no symbols or colour codes), nothing with `-o json`.
+   */
+  outcome(spinner: Ora, ok: boolean, text: string): void {
+    if (spinner.isEnabled) {
+      if (ok) spinner.succeed(text);
+      else spinner.fail(text);
+      return;
+    }
+    spinner.stop();
+    if (!this.json) this.io.stderr.write(`- ${text}\n`);
   }
 
   /** Prints a finished operation; 0 when it ended as `expected`. Its error is printed once. */
@@ -184,6 +227,12 @@ class Session {
     const started = Date.now();
     let current: Operation | undefined;
     let operation: Operation;
+    // A long-poll answers only on a change: the elapsed time is redrawn from a timer.
+    const refresh = spinner.isEnabled
+      ? setInterval(() => {
+          if (current && !current.done) spinner.text = progressText(current, Date.now() - started);
+        }, SPINNER_REFRESH_MS)
+      : undefined;
     try {
       operation = await waitForOperation(this.client, operationId, {
         signal: this.io.signal,
@@ -206,14 +255,10 @@ class Session {
         return this.interrupted(operationId, cancellable);
       }
       throw err;
+    } finally {
+      clearInterval(refresh);
     }
-    if (!spinner.isEnabled) {
-      // Not a terminal: plain lines, no symbols or colour codes.
-      spinner.stop();
-      if (!this.json) this.io.stderr.write(`- ${operationId}: ${operation.status}\n`);
-    } else if (operation.status === expected)
-      spinner.succeed(`${operationId}: ${operation.status}`);
-    else spinner.fail(`${operationId}: ${operation.status}`);
+    this.outcome(spinner, operation.status === expected, `${operationId}: ${operation.status}`);
     return this.finished(operation, expected);
   }
 
@@ -225,7 +270,7 @@ class Session {
       ...(cancellable ? [`  cancel it:  ${PROGRAM} cancel ${operationId}`] : []),
     ];
     this.io.stderr.write(`${lines.join('\n')}\n`);
-    return INTERRUPTED;
+    return interruptedExitCode(this.io.signal);
   }
 }
 
@@ -305,7 +350,7 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
             const spinner = (await s.spinner('creating sandbox (synchronous)')).start();
             try {
               const response = await s.client.call<Sandbox>('POST', '/sync/v1/sandboxes', body);
-              spinner.succeed(`sandbox ${response.body.id} running`);
+              s.outcome(spinner, true, `sandbox ${response.body.id} running`);
               s.show(response.body, formatSandbox);
               return 0;
             } catch (err) {
@@ -372,9 +417,11 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
           'POST',
           `/v1/operations/${encodeURIComponent(id)}/cancel`,
         );
+        if (!s.json) {
+          s.out(`${id}: cancel requested (the create deletes its pod, then ends cancelled)\n`);
+        }
         if (options.wait) return s.wait(response.body, 'cancelled');
         if (s.json) s.show(response.body, formatOperation);
-        else s.out(`${id}: cancel requested (the create deletes its pod, then ends cancelled)\n`);
         s.hint(`follow it: ${PROGRAM} wait ${id}`);
         return 0;
       }),
@@ -488,7 +535,7 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
     }
     if (err instanceof Interrupted) {
       io.stderr.write('interrupted\n');
-      return INTERRUPTED;
+      return interruptedExitCode(io.signal);
     }
     if (err instanceof ApiCallError) {
       io.stderr.write(`error: ${err.code}: ${err.message}\n`);

@@ -8,7 +8,12 @@ import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { run } from '../cli/program.js';
-import { formatSandboxList, formatTemplateList, humanDuration } from '../cli/format.js';
+import {
+  formatSandboxList,
+  formatTemplateList,
+  humanDuration,
+  progressText,
+} from '../cli/format.js';
 import { ApiClient } from '../cli/api-client.js';
 import { pollDelayMs, waitForOperation } from '../cli/wait.js';
 import { eventually, startApiStack, type ApiStack } from './support/api.js';
@@ -34,11 +39,12 @@ const BIN = fileURLToPath(new URL('../bin/durable-sandbox.js', import.meta.url))
  * system), so stdin and stderr are a terminal as for a person: the spinner runs, and Ctrl-C is
  * a keypress the terminal turns into SIGINT.
  */
-function startInTerminal(args: string[]) {
+function startInTerminal(args: string[], size = { columns: 120, rows: 40 }) {
   const command = [process.execPath, BIN, ...args].map((a) => `'${a}'`).join(' ');
   const env: NodeJS.ProcessEnv = { ...process.env, TERM: 'xterm-256color' };
   delete env.CI; // ora shows no spinner (and never touches stdin) when CI is set
-  const child = spawn('script', ['-qfec', `stty cols 120 rows 40; exec ${command}`, '/dev/null'], {
+  const stty = `stty cols ${size.columns} rows ${size.rows}`;
+  const child = spawn('script', ['-qfec', `${stty}; exec ${command}`, '/dev/null'], {
     stdio: ['pipe', 'pipe', 'pipe'],
     env,
   });
@@ -46,9 +52,29 @@ function startInTerminal(args: string[]) {
   child.stdout.on('data', (chunk: Buffer) => (text += chunk.toString()));
   child.stderr.on('data', (chunk: Buffer) => (text += chunk.toString()));
   const closed = new Promise<number | null>((resolve) => child.on('close', resolve));
+  const cliPid = (): number | undefined => {
+    try {
+      const children = readFileSync(`/proc/${child.pid}/task/${child.pid}/children`, 'utf8');
+      return Number(children.trim().split(/\s+/)[0]) || undefined;
+    } catch {
+      return undefined; // script has exited
+    }
+  };
   return {
     output: () => text,
     press: (keys: string) => child.stdin.write(keys),
+    /** Sends `signal` to the CLI's process (the shell under `script` execs it). */
+    kill(signal: NodeJS.Signals) {
+      const pid = cliPid();
+      expect(pid, 'the CLI process under script').toBeDefined();
+      process.kill(pid!, signal);
+    },
+    /** Kills the CLI and `script` if they still run (a failed test leaves nothing behind). */
+    stop() {
+      const pid = cliPid();
+      if (pid !== undefined) process.kill(pid, 'SIGKILL');
+      if (child.exitCode === null) child.kill('SIGKILL');
+    },
     waitFor: (pattern: RegExp) =>
       eventually(async () => (pattern.test(text) ? true : undefined), {
         timeoutMs: 30_000,
@@ -121,6 +147,13 @@ describe('cli', () => {
     const ok = await cli('--json', 'create', '--disk-mib', '2048', '--sync');
     expect(ok.code, ok.stderr).toBe(0);
     expect(JSON.parse(ok.stdout)).toMatchObject({ state: 'running' });
+    // Off a terminal: plain lines, no symbols or colour codes.
+    const plain = await cli('create', '--disk-mib', '2048', '--sync');
+    expect(plain.code, plain.stderr).toBe(0);
+    expect(plain.stderr).toMatch(
+      /^- creating sandbox \(synchronous\)\n- sandbox sbx_[a-z0-9]+ running\n$/,
+    );
+    expect(plain.stdout).toMatch(/state\s+running/);
     const refused = await cli('create', '--disk-mib', '300', '--sync');
     expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(/error: invalid_request: .*451 MiB/);
@@ -285,6 +318,9 @@ describe('cli', () => {
       };
       const cancelWait = await cli('cancel', second.id, '--wait');
       expect(cancelWait.code, cancelWait.stderr).toBe(0);
+      expect(cancelWait.stdout).toMatch(
+        new RegExp(`^${second.id}: cancel requested \\(the create deletes its pod`),
+      );
       expect(cancelWait.stdout).toMatch(/status\s+cancelled/);
     } finally {
       api.stack.cluster.faults.neverReady(false);
@@ -305,6 +341,8 @@ describe('cli', () => {
         '--wait',
       ]);
       await terminal.waitFor(/waiting for the pod's IP/);
+      // No change comes while the pod has no IP: the elapsed time still counts, from a timer.
+      await terminal.waitFor(/waiting for the pod's IP, [2-9] s/);
       const operationId = terminal.output().match(/op_[a-z0-9]+/)?.[0];
       expect(operationId, terminal.output()).toBeDefined();
       terminal.press('\u0003');
@@ -320,6 +358,70 @@ describe('cli', () => {
     } finally {
       api.stack.cluster.faults.neverReady(false);
     }
+  });
+
+  it('SIGTERM on a terminal of 0×0 ends create --wait like Ctrl-C (exit 143), with plain lines', async () => {
+    api.stack.cluster.faults.neverReady(true);
+    const terminal = startInTerminal(
+      ['--api-url', url, '--token', api.tenantA.token, 'create', '--disk-mib', '2048', '--wait'],
+      { columns: 0, rows: 0 },
+    );
+    try {
+      // A terminal without a width gets the plain lines of a pipe, not a spinner.
+      await terminal.waitFor(/^- op_[a-z0-9]+: waiting for the pod's IP, \d+ s, deadline /m);
+      const operationId = terminal.output().match(/op_[a-z0-9]+/)?.[0];
+      terminal.kill('SIGTERM');
+      const code = await terminal.exited(15_000);
+      const output = terminal.output();
+      expect(code, `terminal output ends: ${JSON.stringify(output.slice(-400))}`).toBe(143);
+      expect(output).toContain(`${operationId} goes on`);
+      expect(output).toContain(`durable-sandbox cancel ${operationId}`);
+      expect(output).not.toContain('\u001b[1A');
+      expect((await cli('cancel', operationId!, '--wait')).code).toBe(0);
+    } finally {
+      terminal.stop();
+      api.stack.cluster.faults.neverReady(false);
+    }
+  });
+
+  it('in a terminal, an error is the last line: no spinner frame after it', async () => {
+    const terminal = startInTerminal([
+      '--api-url',
+      url,
+      '--token',
+      api.tenantA.token,
+      'create',
+      '--disk-mib',
+      '2048',
+      '--template',
+      'nope',
+      '--sync',
+    ]);
+    expect(await terminal.exited(15_000)).toBe(1);
+    const output = terminal.output();
+    const after = output.slice(output.indexOf('error: invalid_request'));
+    expect(after, JSON.stringify(output)).toMatch(/^error: invalid_request: [^\n]*\n/);
+    expect(after).not.toMatch(/creating sandbox|[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏]/);
+  });
+
+  it('shows the deadline only while the create can still wait for its IP', () => {
+    const operation = {
+      id: 'op_aaaaaaaaaaaaaaaaaaaaaaaaaa',
+      phase: 'waiting_for_ip',
+      status: 'running',
+      done: false,
+      deadline_at: '2026-01-01T10:12:00.000Z',
+    } as Parameters<typeof progressText>[0];
+    expect(progressText(operation, 3_000)).toMatch(
+      /^op_a+: waiting for the pod's IP, 3 s, deadline \d\d:\d\d$/,
+    );
+    expect(progressText({ ...operation, phase: 'creating_pod' }, 0)).toContain('deadline');
+    expect(progressText({ ...operation, phase: 'compensating', status: 'failed' }, 4_000)).toBe(
+      'op_aaaaaaaaaaaaaaaaaaaaaaaaaa: compensating: deleting the pod, 4 s',
+    );
+    expect(progressText({ ...operation, phase: 'finished', done: true }, 0)).not.toContain(
+      'deadline',
+    );
   });
 
   it('cuts table rows to the terminal width and prints AGE as kubectl does', () => {

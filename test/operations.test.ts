@@ -8,6 +8,7 @@ import type { Client } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MAX_WAIT_MS, parseWait } from '../api/long-poll.js';
 import {
   awaitOperation,
   bearer,
@@ -234,6 +235,13 @@ describe('long-poll', () => {
     expect(answered.status).toBe(400);
     expect(answered.body.error.message).toContain('wait');
     await awaitOperation(api.app, api.tenantA, op.id);
+  });
+
+  it('accepts a wait longer than 60 s and caps it at 60 s (README, "Long-poll")', () => {
+    expect(MAX_WAIT_MS).toBe(60_000);
+    expect(parseWait('90s')).toBe(60_000);
+    expect(parseWait('1500ms')).toBe(1_500);
+    expect(parseWait('30')).toBe(30_000);
   });
 });
 

@@ -27,7 +27,7 @@ export function operationHandlers(deps: AppDeps) {
     if (waitMs === undefined) {
       throw new ApiError(
         'invalid_request',
-        `query.wait must be a duration such as 30s or 500ms, at most ${MAX_WAIT_MS / 1000}s`,
+        `query.wait must be a duration such as 30s or 500ms (capped at ${MAX_WAIT_MS / 1000}s)`,
         { field: 'query.wait' },
       );
     }
