@@ -123,6 +123,25 @@ describe('the outcome is visible when it is known', () => {
     expect(described.status.name).toBe('FAILED');
   });
 
+  it('deletes a sandbox whose create is compensating without cancelling that create', async () => {
+    api.stack.cluster.faults.failNextRequests('DELETE', 'pods', 2, 500);
+    const op = await createAsync(300);
+    await awaitOperation(api.app, api.tenantA, op.id, {
+      until: (current) => current.status !== 'running',
+    });
+    const deleted = await request(api.app)
+      .delete(`/v1/sandboxes/${op.sandbox_id}`)
+      .set(bearer(api.tenantA));
+    expect(deleted.status, deleted.text).toBe(202);
+    const deleteDone = await awaitOperation(api.app, api.tenantA, deleted.body.id as string);
+    expect(deleteDone).toMatchObject({ status: 'succeeded', done: true });
+    const create = await awaitOperation(api.app, api.tenantA, op.id);
+    expect(create).toMatchObject({ status: 'failed', error: { code: 'invalid_request' } });
+    // The delete waited for the create without cancelling it: Temporal agrees with the row.
+    const described = await api.stack.temporal.client.workflow.getHandle(op.id).describe();
+    expect(described.status.name).toBe('FAILED');
+  });
+
   it('answers the synchronous create 400 before compensation has finished', async () => {
     api.stack.cluster.faults.failNextRequests('DELETE', 'pods', 2, 500);
     const deletesBefore = podDeletes();
