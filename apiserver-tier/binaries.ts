@@ -8,19 +8,10 @@
  * missing (progress and the time it took on stderr).
  */
 import { spawn } from 'node:child_process';
-import {
-  accessSync,
-  constants,
-  mkdirSync,
-  readFileSync,
-  renameSync,
-  rmSync,
-  statSync,
-  writeFileSync,
-} from 'node:fs';
-import { homedir } from 'node:os';
-import { delimiter, dirname, join } from 'node:path';
+import { mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { cachedBinaryPath, findGo, findOnPath, isExecutable } from '../scripts/binary-lookup.js';
 
 /** One binary of the tier: how to find it and how to build it. */
 export interface TierBinary {
@@ -55,25 +46,8 @@ export const KUBE_APISERVER: TierBinary = {
 };
 
 /** Where a build is cached, e.g. `~/.cache/durable-sandbox/kube-apiserver-v1.34.12/kube-apiserver`. */
-export function cachedBinaryPath(binary: TierBinary): string {
-  const cacheRoot = process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache');
-  return join(cacheRoot, 'durable-sandbox', `${binary.name}-${binary.version}`, binary.name);
-}
-
-function isExecutable(path: string): boolean {
-  try {
-    accessSync(path, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-function findOnPath(name: string): string | undefined {
-  for (const dir of (process.env.PATH ?? '').split(delimiter)) {
-    if (dir && isExecutable(join(dir, name))) return join(dir, name);
-  }
-  return undefined;
+export function cachedTierBinaryPath(binary: TierBinary): string {
+  return cachedBinaryPath(`${binary.name}-${binary.version}`, binary.name);
 }
 
 /**
@@ -92,7 +66,7 @@ export function findBinary(binary: TierBinary): string | undefined {
   }
   const onPath = findOnPath(binary.name);
   if (onPath) return onPath;
-  const cached = cachedBinaryPath(binary);
+  const cached = cachedTierBinaryPath(binary);
   return isExecutable(cached) ? cached : undefined;
 }
 
@@ -114,7 +88,7 @@ export async function locateBinary(binary: TierBinary): Promise<string> {
  * holder has died. Test files that start a tier at once build it only once.
  */
 async function buildOnce(binary: TierBinary): Promise<string> {
-  const target = cachedBinaryPath(binary);
+  const target = cachedTierBinaryPath(binary);
   const lock = `${target}.lock`;
   mkdirSync(dirname(target), { recursive: true });
   let announced = false;
@@ -175,13 +149,12 @@ export async function locateTierBinaries(): Promise<{ etcd: string; kubeApiserve
 }
 
 async function buildBinary(binary: TierBinary): Promise<string> {
-  const go =
-    findOnPath('go') ?? (isExecutable('/usr/local/go/bin/go') ? '/usr/local/go/bin/go' : undefined);
+  const go = findGo();
   const options =
     `Install Go (https://go.dev/doc/install) so it can be built once, or put \`${binary.name}\` ` +
     `${binary.version} on PATH, or set ${binary.envVar} to its path.`;
   if (!go) throw new Error(`No ${binary.name} found and Go is not installed. ${options}`);
-  const target = cachedBinaryPath(binary);
+  const target = cachedTierBinaryPath(binary);
   mkdirSync(dirname(target), { recursive: true });
   const moduleDir = fileURLToPath(new URL(`./go/${binary.moduleDir}/`, import.meta.url));
   const partial = `${target}.partial-${process.pid}`;

@@ -5,34 +5,17 @@
  * Run directly (`npm run temporal-cli`) it prints the binary's path on stdout.
  */
 import { spawnSync } from 'node:child_process';
-import { accessSync, constants, mkdirSync } from 'node:fs';
-import { homedir } from 'node:os';
-import { delimiter, join } from 'node:path';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { cachedBinaryPath, findGo, findOnPath, isExecutable } from './binary-lookup.js';
 
 /** The CLI version built from the Go module proxy: the newest tag `go install` accepts. */
 export const TEMPORAL_CLI_VERSION = 'v1.5.1';
 
 /** Where the Go build is cached: outside the checkout, so fresh clones (CI) reuse it. */
 export function cachedTemporalCliPath(): string {
-  const cacheRoot = process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache');
-  return join(cacheRoot, 'durable-sandbox', `temporal-${TEMPORAL_CLI_VERSION}`, 'temporal');
-}
-
-function isExecutable(path: string): boolean {
-  try {
-    accessSync(path, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-function findOnPath(name: string): string | undefined {
-  for (const dir of (process.env.PATH ?? '').split(delimiter)) {
-    if (dir && isExecutable(join(dir, name))) return join(dir, name);
-  }
-  return undefined;
+  return cachedBinaryPath(`temporal-${TEMPORAL_CLI_VERSION}`, 'temporal');
 }
 
 /**
@@ -60,8 +43,7 @@ export function locateTemporalCli(): string {
 }
 
 function buildTemporalCli(target: string): string {
-  const go =
-    findOnPath('go') ?? (isExecutable('/usr/local/go/bin/go') ? '/usr/local/go/bin/go' : undefined);
+  const go = findGo();
   const options =
     'Install Go (https://go.dev/doc/install) so it can be built once, or install the Temporal CLI ' +
     'and put `temporal` on PATH, or set TEMPORAL_CLI to its path.';
