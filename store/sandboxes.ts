@@ -231,6 +231,17 @@ export async function setDeleted(
   return result.numUpdatedRows > 0n;
 }
 
+/** The columns of a sandbox found `lost`: the state, its failure, its pod IP cleared. */
+function lostColumns(failure: { code: string; message: string }, now: string) {
+  return {
+    state: 'lost',
+    pod_ip: null,
+    failure_code: failure.code,
+    failure_message: failure.message,
+    updated_at: now,
+  } as const;
+}
+
 /**
  * Every `running` sandbox -> `lost` with `failure` (its pod IP cleared; pod name and uid stay).
  * @param now ISO-8601: when they were found lost (their updated_at)
@@ -243,13 +254,7 @@ export async function setRunningLost(
 ): Promise<string[]> {
   const rows = await db
     .updateTable('sandboxes')
-    .set({
-      state: 'lost',
-      pod_ip: null,
-      failure_code: failure.code,
-      failure_message: failure.message,
-      updated_at: now,
-    })
+    .set(lostColumns(failure, now))
     .where('state', '=', 'running')
     .returning('id')
     .execute();
@@ -290,13 +295,7 @@ export async function setLost(
 ): Promise<boolean> {
   const result = await db
     .updateTable('sandboxes')
-    .set({
-      state: 'lost',
-      pod_ip: null,
-      failure_code: failure.code,
-      failure_message: failure.message,
-      updated_at: now,
-    })
+    .set(lostColumns(failure, now))
     .where('id', '=', input.sandboxId)
     .where('state', '=', 'running')
     .where('pod_uid', '=', input.podUid)
