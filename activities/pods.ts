@@ -209,11 +209,7 @@ function readinessFailure(
       nodeName: outcome.nodeName,
       rootfsMib: parseRootfsFloor(outcome.reason),
     };
-    return ApplicationFailure.nonRetryable(
-      `the node refused the sandbox: ${outcome.reason}`,
-      OPERATION_ERRORS.invalid_request.failureType,
-      details,
-    );
+    return createFailure(`the node refused the sandbox: ${outcome.reason}`, details);
   }
   if (outcome.outcome === 'watchRefused') {
     // The worker cannot see the pod (RBAC, or credentials refused past their bound): a
@@ -224,11 +220,7 @@ function readinessFailure(
       reason: outcome.reason,
       ...podFields,
     };
-    return ApplicationFailure.nonRetryable(
-      outcome.reason,
-      OPERATION_ERRORS.unavailable.failureType,
-      details,
-    );
+    return createFailure(outcome.reason, details);
   }
   log.warn('pod failed before it had an IP', { reason: outcome.reason });
   const details: CreateFailureDetails = {
@@ -236,11 +228,7 @@ function readinessFailure(
     reason: outcome.reason,
     ...podFields,
   };
-  return ApplicationFailure.nonRetryable(
-    outcome.reason,
-    OPERATION_ERRORS.pod_failed.failureType,
-    details,
-  );
+  return createFailure(outcome.reason, details);
 }
 
 /** The error code each apiserver error class ends a create with; undefined: retried. */
@@ -279,7 +267,19 @@ function createPodFailure(err: unknown): unknown {
     // An earlier attempt may have made the pod before this one was refused.
     podCreated: info.attempt === 1 ? false : undefined,
   };
-  return ApplicationFailure.nonRetryable(message, OPERATION_ERRORS[code].failureType, details);
+  return createFailure(message, details);
+}
+
+/**
+ * A create's non-retryable failure: the ApplicationFailure type is the one contract/operation.ts
+ * gives `details.code`, so the type and the code cannot disagree.
+ */
+function createFailure(message: string, details: CreateFailureDetails): ApplicationFailure {
+  return ApplicationFailure.nonRetryable(
+    message,
+    OPERATION_ERRORS[details.code].failureType,
+    details,
+  );
 }
 
 /** The message of a create the apiserver (or the client's configuration) ended. */
