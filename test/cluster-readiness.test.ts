@@ -11,15 +11,13 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { createApp } from '../api/app.js';
 import { operationErrorOf } from '../api/failures.js';
-import { createMetrics } from '../activities/metrics.js';
 import { createKubernetesClient, type KubernetesClient } from '../kubernetes/client.js';
-import { SandboxInformers } from '../kubernetes/sandbox-informers.js';
 import { REQUIRED_PERMISSIONS } from '../kubernetes/cluster-check.js';
 import { SimulatedCluster } from '../simulated-cluster/index.js';
-import { createSandboxWorker } from '../worker/worker.js';
 import { uniqueTaskQueue } from './support/temporal.js';
 import { bearer, createBody, startApiStack, type ApiStack } from './support/api.js';
 import { startCreate, settle } from './support/creates.js';
+import { withSandboxWorker } from './support/worker.js';
 
 let api: ApiStack;
 beforeAll(async () => {
@@ -153,46 +151,31 @@ function plainHttpClient(): KubernetesClient {
 describe('a create whose kubeconfig cannot work', () => {
   it('ends at once as unavailable naming the cause, with nothing left to compensate', async () => {
     const taskQueue = uniqueTaskQueue('bad-kubeconfig');
-    const informers = new SandboxInformers({
-      client: plainHttpClient(),
-      retryDelayMs: 100,
-      watchTimeoutSeconds: 25,
-    });
-    informers.start();
-    const worker = await createSandboxWorker({
-      connection: api.stack.temporal.nativeConnection,
-      namespace: 'default',
-      taskQueue,
-      workflowBundle: api.stack.temporal.workflowBundle,
-      deps: {
-        kubernetes: plainHttpClient(),
+    await withSandboxWorker(
+      {
+        temporal: api.stack.temporal,
         store: api.stack.store,
-        informers,
-        metrics: createMetrics(),
+        kubernetes: plainHttpClient(),
+        taskQueue,
       },
-    });
-    const running = worker.run();
-    try {
-      const started = Date.now();
-      const { handle, input } = await startCreate(
-        { ...api.stack, taskQueue },
-        { diskMib: 2048, deadlineMs: 60_000 },
-      );
-      const outcome = await settle(handle.result());
-      expect(Date.now() - started).toBeLessThan(20_000);
-      expect(operationErrorOf(outcome.error)).toMatchObject({
-        code: 'unavailable',
-        message:
-          'the kubeconfig cannot work: HTTP protocol is not allowed when skipTLSVerify is not set or false',
-      });
-      expect(await api.stack.store.getSandboxById(input.sandboxId)).toMatchObject({
-        state: 'failed',
-        failure: { code: 'unavailable' },
-      });
-    } finally {
-      worker.shutdown();
-      await running;
-      await informers.stop();
-    }
+      async () => {
+        const started = Date.now();
+        const { handle, input } = await startCreate(
+          { ...api.stack, taskQueue },
+          { diskMib: 2048, deadlineMs: 60_000 },
+        );
+        const outcome = await settle(handle.result());
+        expect(Date.now() - started).toBeLessThan(20_000);
+        expect(operationErrorOf(outcome.error)).toMatchObject({
+          code: 'unavailable',
+          message:
+            'the kubeconfig cannot work: HTTP protocol is not allowed when skipTLSVerify is not set or false',
+        });
+        expect(await api.stack.store.getSandboxById(input.sandboxId)).toMatchObject({
+          state: 'failed',
+          failure: { code: 'unavailable' },
+        });
+      },
+    );
   });
 });

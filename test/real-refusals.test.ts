@@ -8,11 +8,9 @@
 import { RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createMetrics } from '../activities/metrics.js';
 import { createApp } from '../api/app.js';
 import { operationErrorOf } from '../api/failures.js';
 import { createKubernetesClient } from '../kubernetes/client.js';
-import { SandboxInformers } from '../kubernetes/sandbox-informers.js';
 import { USER_ROLE_BINDING } from '../apiserver-tier/namespace.js';
 import {
   awaitOperation,
@@ -24,9 +22,9 @@ import {
   type OperationBody,
 } from './support/api.js';
 import { settle, startCreate } from './support/creates.js';
+import { withSandboxWorker } from './support/worker.js';
 import { startRealTier, type RealTier } from './support/real-tier.js';
 import { uniqueTaskQueue } from './support/temporal.js';
-import { createSandboxWorker } from '../worker/worker.js';
 
 let real: RealTier;
 let api: ApiStack;
@@ -144,33 +142,13 @@ async function createIn(ns: string, diskMib = 2048) {
     kubeconfigYaml: real.serviceTarget(ns).kubeconfigYaml,
     namespace: ns,
   });
-  const informers = new SandboxInformers({
-    client: kubernetes,
-    retryDelayMs: 100,
-    watchTimeoutSeconds: 25,
-  });
-  informers.start();
-  const worker = await createSandboxWorker({
-    connection: api.stack.temporal.nativeConnection,
-    namespace: 'default',
-    taskQueue,
-    workflowBundle: api.stack.temporal.workflowBundle,
-    deps: {
-      kubernetes,
-      store: api.stack.store,
-      informers,
-      metrics: createMetrics(),
+  return withSandboxWorker(
+    { temporal: api.stack.temporal, store: api.stack.store, kubernetes, taskQueue },
+    async () => {
+      const { handle } = await startCreate({ ...api.stack, taskQueue }, { diskMib });
+      return settle(handle.result());
     },
-  });
-  const running = worker.run();
-  try {
-    const { handle } = await startCreate({ ...api.stack, taskQueue }, { diskMib });
-    return await settle(handle.result());
-  } finally {
-    worker.shutdown();
-    await running;
-    await informers.stop();
-  }
+  );
 }
 
 /** {@link createIn}, read back as the operation's error. */

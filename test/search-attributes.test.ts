@@ -4,7 +4,6 @@
  * creates answer 503 naming them, and a create on a namespace that lacks `FailureCode` still
  * compensates (deletes its pod, fails its sandbox) instead of failing every workflow task.
  */
-import { SandboxInformers } from '../kubernetes/sandbox-informers.js';
 import { randomUUID } from 'node:crypto';
 import { Client } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time.js';
@@ -12,13 +11,12 @@ import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from '../api/app.js';
 import { operationErrorOf } from '../api/failures.js';
-import { createMetrics } from '../activities/metrics.js';
 import { checkSearchAttributes } from '../temporal/search-attributes.js';
 import type { createSandbox } from '../workflows/create-sandbox.js';
 import { operationSearchAttributes } from '../workflows/search-attributes.js';
-import { createSandboxWorker } from '../worker/worker.js';
 import { bearer, createBody, eventually, startApiStack, type ApiStack } from './support/api.js';
 import { createInput, settle } from './support/creates.js';
+import { withSandboxWorker } from './support/worker.js';
 
 /** IndexedValueType KEYWORD (temporal.api.enums.v1). */
 const KEYWORD = 2;
@@ -110,66 +108,52 @@ describe('a namespace without the search attributes', () => {
     const { connection } = api.stack.temporal.client;
     const report = await checkSearchAttributes(connection, namespace);
     const taskQueue = `sa-${randomUUID()}`;
-    const informers = new SandboxInformers({
-      client: api.stack.kubernetes,
-      retryDelayMs: 100,
-      watchTimeoutSeconds: 25,
-    });
-    informers.start();
-    const worker = await createSandboxWorker({
-      connection: api.stack.temporal.nativeConnection,
-      namespace,
-      taskQueue,
-      workflowBundle: api.stack.temporal.workflowBundle,
-      deps: {
-        kubernetes: api.stack.kubernetes,
+    await withSandboxWorker(
+      {
+        temporal: api.stack.temporal,
         store: api.stack.store,
-        informers,
-        metrics: createMetrics(),
-      },
-    });
-    const running = worker.run();
-    try {
-      // The API passes the attributes it found registered (api/create-flow.ts).
-      const input = { ...createInput(), searchAttributes: report.registered };
-      input.resources = { ...input.resources, diskMib: 300 }; // the node refuses it
-      await api.stack.store.createSandbox({
-        id: input.sandboxId,
-        tenant: input.tenantId,
-        template: input.template,
-        resources: input.resources,
-        operationId: input.operationId,
-      });
-      const client = new Client({ connection, namespace });
-      const handle = await client.workflow.start<typeof createSandbox>('createSandbox', {
-        workflowId: input.operationId,
+        kubernetes: api.stack.kubernetes,
         taskQueue,
-        args: [input],
-        typedSearchAttributes: operationSearchAttributes(input, 'create'),
-      });
-      const outcome = await Promise.race([
-        settle(handle.result()),
-        new Promise<{ stuck: true }>((resolve) =>
-          setTimeout(() => resolve({ stuck: true }), 30_000),
-        ),
-      ]);
-      expect(outcome, 'the create never finished (its workflow tasks fail)').not.toHaveProperty(
-        'stuck',
-      );
-      expect(operationErrorOf((outcome as { error?: unknown }).error)).toMatchObject({
-        code: 'invalid_request',
-        message: expect.stringMatching(/the node refused the sandbox/),
-      });
-      const sandbox = await api.stack.store.getSandboxById(input.sandboxId);
-      expect(sandbox).toMatchObject({ state: 'failed', failure: { code: 'invalid_request' } });
-      const pods = await api.stack.kubernetes.core.listNamespacedPod({
-        namespace: api.stack.namespace,
-      });
-      expect(pods.items.map((pod) => pod.metadata?.name)).not.toContain(sandbox?.pod.name);
-    } finally {
-      worker.shutdown();
-      await running;
-      await informers.stop();
-    }
+        namespace: namespace,
+      },
+      async () => {
+        // The API passes the attributes it found registered (api/create-flow.ts).
+        const input = { ...createInput(), searchAttributes: report.registered };
+        input.resources = { ...input.resources, diskMib: 300 }; // the node refuses it
+        await api.stack.store.createSandbox({
+          id: input.sandboxId,
+          tenant: input.tenantId,
+          template: input.template,
+          resources: input.resources,
+          operationId: input.operationId,
+        });
+        const client = new Client({ connection, namespace });
+        const handle = await client.workflow.start<typeof createSandbox>('createSandbox', {
+          workflowId: input.operationId,
+          taskQueue,
+          args: [input],
+          typedSearchAttributes: operationSearchAttributes(input, 'create'),
+        });
+        const outcome = await Promise.race([
+          settle(handle.result()),
+          new Promise<{ stuck: true }>((resolve) =>
+            setTimeout(() => resolve({ stuck: true }), 30_000),
+          ),
+        ]);
+        expect(outcome, 'the create never finished (its workflow tasks fail)').not.toHaveProperty(
+          'stuck',
+        );
+        expect(operationErrorOf((outcome as { error?: unknown }).error)).toMatchObject({
+          code: 'invalid_request',
+          message: expect.stringMatching(/the node refused the sandbox/),
+        });
+        const sandbox = await api.stack.store.getSandboxById(input.sandboxId);
+        expect(sandbox).toMatchObject({ state: 'failed', failure: { code: 'invalid_request' } });
+        const pods = await api.stack.kubernetes.core.listNamespacedPod({
+          namespace: api.stack.namespace,
+        });
+        expect(pods.items.map((pod) => pod.metadata?.name)).not.toContain(sandbox?.pod.name);
+      },
+    );
   });
 });

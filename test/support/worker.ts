@@ -1,0 +1,57 @@
+/**
+ * A create worker built by hand for one test, on a task queue of its own, with the per-worker
+ * informer pair every real worker holds (worker/serve.ts): for tests that need a worker over
+ * another cluster client or Temporal namespace than the stack's.
+ */
+import { createMetrics } from '../../activities/metrics.js';
+import type { KubernetesClient } from '../../kubernetes/client.js';
+import { SandboxInformers } from '../../kubernetes/sandbox-informers.js';
+import type { Store } from '../../store/index.js';
+import { createSandboxWorker } from '../../worker/worker.js';
+import type { TemporalTestContext } from './temporal.js';
+
+/** What {@link withSandboxWorker} runs a worker with. */
+export interface SandboxWorkerOptions {
+  temporal: TemporalTestContext;
+  store: Store;
+  kubernetes: KubernetesClient;
+  taskQueue: string;
+  /** Temporal namespace (default `default`). */
+  namespace?: string;
+}
+
+/**
+ * Runs `body` while a worker (and its informers, first back-off 100 ms) serves the task queue;
+ * shuts both down afterwards, whether `body` passed or threw.
+ */
+export async function withSandboxWorker<T>(
+  options: SandboxWorkerOptions,
+  body: () => Promise<T>,
+): Promise<T> {
+  const informers = new SandboxInformers({
+    client: options.kubernetes,
+    retryDelayMs: 100,
+    watchTimeoutSeconds: 25,
+  });
+  informers.start();
+  const worker = await createSandboxWorker({
+    connection: options.temporal.nativeConnection,
+    namespace: options.namespace ?? 'default',
+    taskQueue: options.taskQueue,
+    workflowBundle: options.temporal.workflowBundle,
+    deps: {
+      kubernetes: options.kubernetes,
+      store: options.store,
+      informers,
+      metrics: createMetrics(),
+    },
+  });
+  const running = worker.run();
+  try {
+    return await body();
+  } finally {
+    worker.shutdown();
+    await running;
+    await informers.stop();
+  }
+}
