@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- <mode>]`: the benchmark's entry point (README, "Benchmark"). Modes:
+ * `npm run bench [-- <mode>]`: the benchmark's entry point (docs/benchmarks.md). Modes:
  *
  *   - (none): the outcome benchmark (scripts/bench/outcomes.ts; `--quick` for smaller counts)
  *     and the CLI timing (scripts/bench/cli-timing.ts) -> bench-results/bench-<time>.json;

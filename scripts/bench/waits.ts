@@ -1,6 +1,6 @@
 /**
- * `npm run bench -- waits`: what waiting creates cost the apiserver and the worker (README,
- * "Benchmark"). In this process: a Temporal dev server, the simulated cluster (its request log
+ * `npm run bench -- waits`: what waiting creates cost the apiserver and the worker
+ * (docs/benchmarks.md). In this process: a Temporal dev server, the simulated cluster (its request log
  * counts what the apiserver saw; its node never starts the pods: a never-ready template) and
  * a SQLite store. The worker under test is `worker/main.ts` as a child process (so its RSS is
  * its own), run twice in the same run: this checkout (one informer pair per worker) and, as
