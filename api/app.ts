@@ -7,7 +7,12 @@ import express, { type RequestHandler } from 'express';
 import { bearerAuth } from './auth.js';
 import type { AppDeps } from './deps.js';
 import { createReadiness } from './readiness.js';
-import { errorHandler, notFoundHandler } from './errors.js';
+import {
+  errorHandler,
+  methodNotAllowedHandler,
+  notFoundHandler,
+  requireJsonBody,
+} from './errors.js';
 import { healthHandlers } from './handlers/health.js';
 import { httpMetrics, metricsHandlers } from './metrics.js';
 import { operationHandlers } from './handlers/operations.js';
@@ -44,7 +49,8 @@ export function createApp(appDeps: AppDeps): express.Express {
     ...templateHandlers(deps),
   };
   const authenticate = bearerAuth(deps.config.apiTokens);
-  // Any content type is read as JSON: a create without `Content-Type` still gets validated.
+  // A body without `Content-Type` is read as JSON too (and validated); one that names another
+  // type is refused with 415 first (requireJsonBody).
   const jsonBody = express.json({ limit: BODY_LIMIT_BYTES, strict: true, type: () => true });
 
   app.use(requestId());
@@ -52,9 +58,16 @@ export function createApp(appDeps: AppDeps): express.Express {
   app.use(httpMetrics());
   for (const route of ROUTES) {
     const chain = route.auth
-      ? [authenticate, jsonBody, handlers[route.name]]
+      ? [authenticate, requireJsonBody, jsonBody, handlers[route.name]]
       : [handlers[route.name]];
     app[route.method](route.path, ...chain);
+  }
+  // A served path asked with another method: 405 with `Allow`, not 404.
+  for (const path of new Set(ROUTES.map((route) => route.path))) {
+    const methods = ROUTES.filter((route) => route.path === path).map((r) =>
+      r.method.toUpperCase(),
+    );
+    app.all(path, methodNotAllowedHandler(methods));
   }
   app.use(notFoundHandler);
   app.use(errorHandler(deps.logger, '64 KiB'));

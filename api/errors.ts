@@ -18,6 +18,8 @@ const OPERATION_ERROR_STATUS = Object.fromEntries(
 export const API_ERROR_STATUS = {
   unauthenticated: 401,
   not_found: 404,
+  method_not_allowed: 405,
+  unsupported_media_type: 415,
   already_done: 409,
   idempotency_conflict: 409,
   not_cancellable: 409,
@@ -59,6 +61,54 @@ export class ApiError extends Error {
 /** Answers 404 `not_found` for any route nothing else handled. */
 export const notFoundHandler: RequestHandler = (req, _res, next) => {
   next(new ApiError('not_found', `no route ${req.method} ${req.path}`));
+};
+
+/**
+ * Answers 405 `method_not_allowed` with `Allow` for a path the API serves with other methods
+ * (RFC 9110, 15.5.6: a 405 must list the allowed methods); OPTIONS answers 204 with `Allow`.
+ * @param allowed the path's methods in upper case, e.g. `['GET', 'DELETE']` (HEAD is added to
+ *   GET, as Express answers it)
+ */
+export function methodNotAllowedHandler(allowed: readonly string[]): RequestHandler {
+  const methods = [...new Set(allowed.flatMap((m) => (m === 'GET' ? ['GET', 'HEAD'] : [m])))];
+  const allow = [...methods, 'OPTIONS'].join(', ');
+  return function methodNotAllowed(req, res, next) {
+    res.set('Allow', allow);
+    if (req.method === 'OPTIONS') {
+      res.status(204).end();
+      return;
+    }
+    next(
+      new ApiError(
+        'method_not_allowed',
+        `${req.method} is not allowed on ${req.path}; allowed: ${methods.join(', ')}`,
+        { allowed: methods },
+      ),
+    );
+  };
+}
+
+/**
+ * Refuses a body that says it is not JSON (`Content-Type: application/x-www-form-urlencoded`,
+ * what `curl -d` sends without `-H 'Content-Type: application/json'`) with 415
+ * `unsupported_media_type` naming the expected type. A body without `Content-Type` is read as
+ * JSON (and validated); JSON types (`application/json`, `application/*+json`) pass.
+ */
+export const requireJsonBody: RequestHandler = (req, _res, next) => {
+  if (
+    req.headers['content-type'] === undefined ||
+    req.is(['application/json', '+json']) !== false
+  ) {
+    next();
+    return;
+  }
+  next(
+    new ApiError(
+      'unsupported_media_type',
+      `the request body must be JSON (Content-Type: application/json), not ${req.headers['content-type']}`,
+      { content_type: req.headers['content-type'], expected: 'application/json' },
+    ),
+  );
 };
 
 /** body-parser's errors (express.json), recognised by their `type`. */

@@ -19,6 +19,16 @@ export const REQUIRED_PERMISSIONS: ReadonlyArray<{ resource: string; verbs: read
   { resource: 'events', verbs: ['get', 'list', 'watch'] },
 ];
 
+/**
+ * Answers to a SelfSubjectAccessReview that say the review cannot be asked here, not that a
+ * permission is missing: the API is not served (404: an apiserver without
+ * `authorization.k8s.io`, or a proxy that does not pass it), not allowed as a method (405), not
+ * implemented (501), or the account may not create reviews (403). The check then reports a
+ * warning and creates go on: they still fail clearly (`unavailable`, naming the verb) when a
+ * permission really is missing.
+ */
+const CANNOT_ASK_STATUSES: ReadonlySet<number> = new Set([403, 404, 405, 501]);
+
 /** Resources whose missing permissions only degrade the service. */
 const DEGRADING_RESOURCES: ReadonlySet<string> = new Set(['events']);
 
@@ -76,6 +86,15 @@ export async function checkCluster(client: KubernetesClient): Promise<ClusterRep
           problem: `the apiserver at ${server} cannot be reached: ${networkMessage(err, answer.message)}`,
         };
       default:
+        if (answer.status !== undefined && CANNOT_ASK_STATUSES.has(answer.status)) {
+          return {
+            ok: true,
+            warning:
+              `the apiserver at ${server} cannot answer access reviews (${answer.status}: ` +
+              `${answer.message}), so the permissions of deploy/rbac.yaml are not checked; a ` +
+              `create that lacks one fails as unavailable, naming it`,
+          };
+        }
         return {
           ok: false,
           problem: `the apiserver at ${server} refused an access review (${answer.status}): ${answer.message}`,

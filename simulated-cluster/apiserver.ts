@@ -163,6 +163,7 @@ async function handle(ctx: ApiServerContext, req: IncomingMessage, res: ServerRe
     }
     const segments = url.pathname.split('/').filter((s) => s !== '');
     if (method === 'POST' && segments.join('/') === SELF_SUBJECT_ACCESS_REVIEWS) {
+      if (ctx.faults.accessReviewsUnserved) throw notServed();
       send(201, accessReview(ctx.faults, parseJson(body)));
       return;
     }

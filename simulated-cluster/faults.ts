@@ -54,6 +54,12 @@ export interface FaultScript {
   deny(verb: string, resource: string, on: boolean): void;
   /** While true, every request (discovery and reviews included) answers 401 Unauthorized. */
   rejectCredentials(on: boolean): void;
+  /**
+   * While true, SelfSubjectAccessReviews answer 404 `the server could not find the requested
+   * resource`, as an apiserver without `authorization.k8s.io` (or a proxy in front of one that
+   * does not pass it) answers; pods and events still work.
+   */
+  withoutAccessReviews(on: boolean): void;
 }
 
 /** A scripted node refusal: gRPC code (the `[space-err=<code>]` marker) and message. */
@@ -76,6 +82,7 @@ export class Faults implements FaultScript {
   private podQuota: { name: string; pods: number } | null = null;
   private readonly denied = new Set<string>();
   private credentialsRejected = false;
+  private accessReviewsMissing = false;
 
   constructor(private readonly watches: WatchRegistry) {}
 
@@ -131,6 +138,15 @@ export class Faults implements FaultScript {
 
   rejectCredentials(on: boolean): void {
     this.credentialsRejected = on;
+  }
+
+  withoutAccessReviews(on: boolean): void {
+    this.accessReviewsMissing = on;
+  }
+
+  /** Whether SelfSubjectAccessReviews answer 404. */
+  get accessReviewsUnserved(): boolean {
+    return this.accessReviewsMissing;
   }
 
   /** The LimitRange-like maximum of a container's ephemeral-storage limit, or null. */

@@ -18,6 +18,11 @@ export type DialectName = 'sqlite' | 'postgres';
 export interface DatabaseHandle {
   db: Kysely<Database>;
   dialect: DialectName;
+  /**
+   * SQLite files only: the connection's `PRAGMA data_version`, which moves when another
+   * connection (another process) committed (store/operation-notifier.ts).
+   */
+  sqliteDataVersion?: () => number;
 }
 
 /** Thrown by {@link openDatabase} for options that name no usable database. */
@@ -50,7 +55,7 @@ export function openDatabase(options: {
     return { db: openPostgres(options.databaseUrl), dialect: 'postgres' };
   }
   if (options.sqliteFile !== undefined && options.sqliteFile !== '') {
-    return { db: openSqlite(options.sqliteFile), dialect: 'sqlite' };
+    return { ...openSqlite(options.sqliteFile), dialect: 'sqlite' };
   }
   throw new StoreOptionsError('either databaseUrl or sqliteFile is required');
 }
@@ -63,12 +68,17 @@ function openPostgres(connectionString: string): Kysely<Database> {
   return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
 }
 
-function openSqlite(file: string): Kysely<Database> {
+function openSqlite(file: string): Pick<DatabaseHandle, 'db' | 'sqliteDataVersion'> {
   const inMemory = file === ':memory:';
   if (!inMemory) mkdirSync(dirname(resolve(file)), { recursive: true });
   const database = new SQLite(file);
   database.pragma(`busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}`);
   if (!inMemory) database.pragma('journal_mode = WAL');
   database.pragma('foreign_keys = ON');
-  return new Kysely<Database>({ dialect: new SharedFileSqliteDialect(file, { database }) });
+  return {
+    db: new Kysely<Database>({ dialect: new SharedFileSqliteDialect(file, { database }) }),
+    sqliteDataVersion: inMemory
+      ? undefined
+      : () => (database.open ? (database.pragma('data_version', { simple: true }) as number) : 0),
+  };
 }

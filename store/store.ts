@@ -46,7 +46,7 @@ export const DELETED_REASON = 'deleted';
  * @throws the driver's error when PostgreSQL is unreachable
  */
 export async function openStore(options: StoreOptions): Promise<Store> {
-  const { db, dialect } = openDatabase(options);
+  const { db, dialect, sqliteDataVersion } = openDatabase(options);
   try {
     await migrateToLatest(db as Kysely<unknown>, dialect);
   } catch (error) {
@@ -57,6 +57,7 @@ export async function openStore(options: StoreOptions): Promise<Store> {
   const now = (): string => clock().toISOString();
   const notifier = createOperationNotifier({
     databaseUrl: dialect === 'postgres' ? options.databaseUrl : undefined,
+    sqliteDataVersion,
   });
 
   /**

@@ -57,13 +57,60 @@ describe('errors', () => {
   it('answers 404 not_found with the error body for an unknown route', async () => {
     for (const [method, path] of [
       ['get', '/v2/sandboxes'],
-      ['put', '/v1/sandboxes'],
+      ['put', '/v2/sandboxes'],
       ['get', '/'],
     ] as const) {
       const response = await request(api.app)[method](path).set(bearer(api.tenantA));
       expect(response.status, `${method} ${path}`).toBe(404);
       expectErrorBody(response.body, 'not_found');
     }
+  });
+
+  it('answers 405 method_not_allowed with Allow for a served path asked with another method', async () => {
+    const put = await request(api.app)
+      .put('/v1/sandboxes')
+      .set(bearer(api.tenantA))
+      .send({ template: 'base' });
+    expect(put.status, put.text).toBe(405);
+    expect(put.headers.allow).toBe('POST, GET, HEAD, OPTIONS');
+    expectErrorBody(put.body, 'method_not_allowed');
+    expect(put.body.error.message).toBe(
+      'PUT is not allowed on /v1/sandboxes; allowed: POST, GET, HEAD',
+    );
+    const patch = await request(api.app).patch('/v1/sandboxes/sbx_x').set(bearer(api.tenantA));
+    expect(patch.status).toBe(405);
+    expect(patch.headers.allow).toBe('GET, HEAD, DELETE, OPTIONS');
+    const options = await request(api.app).options('/v1/operations/op_x/cancel');
+    expect(options.status).toBe(204);
+    expect(options.headers.allow).toBe('POST, OPTIONS');
+  });
+
+  it('answers 415 unsupported_media_type for a form-encoded body (curl -d without a header), creating nothing', async () => {
+    const start = vi.spyOn(api.stack.temporal.client.workflow, 'start');
+    try {
+      for (const path of ['/v1/sandboxes', '/sync/v1/sandboxes']) {
+        const response = await request(api.app)
+          .post(path)
+          .set(bearer(api.tenantA))
+          .set('Content-Type', 'application/x-www-form-urlencoded')
+          .send(JSON.stringify(createBody(2048)));
+        expect(response.status, response.text).toBe(415);
+        expectErrorBody(response.body, 'unsupported_media_type');
+        expect(response.body.error.message).toBe(
+          'the request body must be JSON (Content-Type: application/json), not application/x-www-form-urlencoded',
+        );
+      }
+      expect(start).not.toHaveBeenCalled();
+    } finally {
+      start.mockRestore();
+    }
+    // Other JSON types pass on to the JSON parser.
+    const vendor = await request(api.app)
+      .post('/v1/sandboxes')
+      .set(bearer(api.tenantA))
+      .set('Content-Type', 'application/vnd.example+json; charset=utf-8')
+      .send('{"template": "base",');
+    expect(vendor.status).toBe(400);
   });
 
   it('answers 400 invalid_request for malformed JSON', async () => {
@@ -310,11 +357,22 @@ describe('health and the OpenAPI document', () => {
     const served = new Set<string>();
     const router = (
       api.app as unknown as {
-        router: { stack: Array<{ route?: { path: string; methods: Record<string, boolean> } }> };
+        router: {
+          stack: Array<{
+            route?: {
+              path: string;
+              methods: Record<string, boolean>;
+              stack: Array<{ name: string }>;
+            };
+          }>;
+        };
       }
     ).router;
     for (const layer of router.stack) {
-      if (!layer.route) continue;
+      // `app.all` layers are the 405 answers for other methods on served paths.
+      if (!layer.route || layer.route.stack.some((entry) => entry.name === 'methodNotAllowed')) {
+        continue;
+      }
       for (const method of Object.keys(layer.route.methods)) {
         served.add(`${method.toUpperCase()} ${openApiPath(layer.route.path)}`);
       }

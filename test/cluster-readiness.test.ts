@@ -99,6 +99,32 @@ describe('the cluster check', () => {
     }
   });
 
+  it('stays ready with a warning, and creates go on, when the apiserver answers 404 to access reviews', async () => {
+    api.stack.cluster.faults.withoutAccessReviews(true);
+    try {
+      const app = appOver(api.stack.kubernetes);
+      const ready = await request(app).get('/readyz');
+      expect(ready.status, ready.text).toBe(200);
+      expect(ready.body.checks.cluster).toBe('ok');
+      expect(ready.body.warnings).toEqual([
+        expect.stringMatching(
+          /^cluster: the apiserver at http:\/\/127\.0\.0\.1:\d+ cannot answer access reviews \(404: .*the server could not find the requested resource\), so the permissions of deploy\/rbac\.yaml are not checked/,
+        ),
+      ]);
+      const created = await request(app)
+        .post('/v1/sandboxes')
+        .set(bearer(api.tenantA))
+        .send(createBody(2048));
+      expect(created.status, created.text).toBe(202);
+      const reviews = api.stack.cluster.requests.filter(
+        (r) => r.path.endsWith('/selfsubjectaccessreviews') && r.status === 404,
+      );
+      expect(reviews.length).toBeGreaterThan(0);
+    } finally {
+      api.stack.cluster.faults.withoutAccessReviews(false);
+    }
+  });
+
   it('names refused credentials', async () => {
     api.stack.cluster.faults.rejectCredentials(true);
     await expectUnusable(

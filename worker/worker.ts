@@ -2,21 +2,10 @@
  * Builds the Temporal worker of the create task queue: the bundled workflows and the real
  * activities over their dependencies.
  */
-import { fileURLToPath } from 'node:url';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from '../activities/index.js';
 import { activityLogIds } from '../activities/log-attributes.js';
-
-/** Path of the workflow entry point, bundled by the worker at start. */
-export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
-
-/**
- * Workflow interceptor modules: activity summaries for the Temporal UI. A prebuilt bundle must
- * be built with them (`bundleWorkflowCode({ workflowInterceptorModules })`).
- */
-export const WORKFLOW_INTERCEPTOR_MODULES = [
-  fileURLToPath(new URL('../workflows/activity-summaries.ts', import.meta.url)),
-];
+import { bundleSandboxWorkflows } from './workflow-bundle.js';
 
 /**
  * Activities one worker runs at once: up to this many creates can wait for their pods on one
@@ -30,8 +19,11 @@ export interface SandboxWorkerOptions {
   namespace: string;
   taskQueue: string;
   deps: ActivityDeps;
-  /** A prebuilt bundle (tests bundle once per run); default: bundle {@link WORKFLOWS_PATH}. */
-  workflowBundle?: { codePath: string };
+  /**
+   * A bundle built by worker/workflow-bundle.ts (tests build one per run, as a file); default:
+   * {@link bundleSandboxWorkflows} now.
+   */
+  workflowBundle?: { codePath: string } | { code: string };
   /**
    * Time running activities get to finish after shutdown starts before they are cancelled, in
    * ms (default 2000): the readiness wait never finishes by itself, so it should be cancelled
@@ -49,12 +41,8 @@ export async function createSandboxWorker(options: SandboxWorkerOptions): Promis
     connection: options.connection,
     namespace: options.namespace,
     taskQueue: options.taskQueue,
-    ...(options.workflowBundle
-      ? { workflowBundle: options.workflowBundle }
-      : {
-          workflowsPath: WORKFLOWS_PATH,
-          interceptors: { workflowModules: WORKFLOW_INTERCEPTOR_MODULES },
-        }),
+    // The workflow interceptors are in the bundle (worker/workflow-bundle.ts), never set here.
+    workflowBundle: options.workflowBundle ?? (await bundleSandboxWorkflows()),
     activities: createActivities(options.deps),
     // Every activity log line names its operation, sandbox and pod (activities/log-attributes.ts).
     interceptors: { activity: [activityLogIds] },

@@ -6,8 +6,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { bundleWorkflowCode } from '@temporalio/worker';
-import { WORKFLOW_INTERCEPTOR_MODULES } from '../../worker/worker.js';
+import { bundleSandboxWorkflows } from '../../worker/workflow-bundle.js';
 import type { TestProject } from 'vitest/node';
 import { startDevServer, type DevServer } from '../../scripts/dev-server.js';
 
@@ -26,11 +25,8 @@ let bundleDir: string | undefined;
 export async function setup(project: TestProject): Promise<void> {
   const [started, bundle] = await Promise.all([
     startDevServer({ ui: false }),
-    bundleWorkflowCode({
-      workflowsPath: fileURLToPath(new URL('./workflows.ts', import.meta.url)),
-      workflowInterceptorModules: WORKFLOW_INTERCEPTOR_MODULES,
-      logger: { info() {}, warn() {}, error: console.error, debug() {}, trace() {}, log() {} },
-    }),
+    // The production builder, with an entry point that adds test-only workflows.
+    bundleSandboxWorkflows(fileURLToPath(new URL('./workflows.ts', import.meta.url))),
   ]);
   server = started;
   bundleDir = mkdtempSync(join(tmpdir(), 'durable-sandbox-bundle-'));
