@@ -83,7 +83,7 @@ async function refusalCount(reason: string): Promise<number> {
 }
 
 describe('a valid JWT', () => {
-  it('authenticates as the tenant its tenant claim names, RS256 and ES256 alike', async () => {
+  it('is accepted signed by either published key, RS256 and ES256 alike', async () => {
     for (const key of idp.published) {
       const tenant = `jwt-${randomUUID().slice(0, 8)}`;
       const response = await list(api.app, await idp.sign({ tenant }, { key }));

@@ -2,8 +2,11 @@
  * The OIDC variables (config/oidc.ts, docs/security.md): off unless OIDC_ISSUER is set, the
  * defaults, and a ConfigError naming the variable for each missing or invalid value.
  */
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { AUTH_REFUSALS } from '../api/auth-refusals.js';
 import { ConfigError, DEV_TOKEN, loadConfig } from '../config/index.js';
+import { OIDC_VARIABLES } from '../config/oidc.js';
 
 const ON = {
   OIDC_ISSUER: 'https://idp.example.com/realms/sandbox',
@@ -105,5 +108,28 @@ describe('OIDC configuration', () => {
   it('refuses OIDC variables without OIDC_ISSUER rather than ignoring them', () => {
     const err = configError({ OIDC_AUDIENCE: 'durable-sandbox' });
     expect(err.message).toBe('OIDC_AUDIENCE: is set but OIDC_ISSUER is not');
+  });
+});
+
+describe('docs/security.md', () => {
+  const doc = readFileSync(new URL('../docs/security.md', import.meta.url), 'utf8');
+  /** The first cells of the table rows whose first cell is code. */
+  const firstCells = [...doc.matchAll(/^\| `([^`]+)` +\|/gm)].map((match) => match[1]);
+
+  it('lists every OIDC variable, and no other', () => {
+    const variables = firstCells.filter((cell) => cell!.startsWith('OIDC_'));
+    expect(variables.sort()).toEqual([...OIDC_VARIABLES].sort());
+  });
+
+  it('lists every refusal reason with the message the API sends', () => {
+    const rows = [...doc.matchAll(/^\| `([a-z_]+)` +\| ([^|]+?) +\|/gm)];
+    const documented = rows
+      .filter((row) => row[1] !== 'reason')
+      .map((row) => [row[1], row[2]!.replaceAll('\\<', '<')]);
+    expect(Object.fromEntries(documented)).toEqual(
+      Object.fromEntries(
+        Object.entries(AUTH_REFUSALS).map(([reason, { message }]) => [reason, message]),
+      ),
+    );
   });
 });
