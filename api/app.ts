@@ -1,7 +1,7 @@
 /**
  * The HTTP API (docs/api.md) as an Express app: routes from the route table
- * (api/routes.ts), bearer auth on every `/v1` and `/sync` route, JSON bodies up to 64 KiB, and
- * every error in the shape `{"error": {"code", "message", "details"}}`.
+ * (api/routes.ts), bearer auth (static tokens and, with OIDC on, JWTs: api/auth.ts) on every `/v1`
+ * and `/sync` route, JSON bodies up to 64 KiB, and every error in the shape `{"error": {"code", "message", "details"}}`.
  */
 import express, { type RequestHandler } from 'express';
 import { bearerAuth } from './auth.js';
@@ -48,7 +48,11 @@ export function createApp(appDeps: AppDeps): express.Express {
     ...operationHandlers(deps),
     ...templateHandlers(deps),
   };
-  const authenticate = bearerAuth(deps.config.apiTokens);
+  const authenticate = bearerAuth({
+    tokens: deps.config.apiTokens,
+    oidc: deps.config.oidc,
+    logger: deps.logger,
+  });
   // A body without `Content-Type` is read as JSON too (and validated); one that names another
   // type is refused with 415 first (requireJsonBody).
   const jsonBody = express.json({ limit: BODY_LIMIT_BYTES, strict: true, type: () => true });

@@ -61,6 +61,12 @@ async function main(): Promise<void> {
   logger.info({ port: config.port, temporal: config.temporalAddress }, 'api listening');
   if (config.devToken)
     logger.warn({ token: DEV_TOKEN }, 'API_TOKENS is unset: using the dev token');
+  if (config.oidc) {
+    logger.info(
+      { issuer: config.oidc.issuer, jwks_url: config.oidc.jwksUrl.href },
+      'accepting JWTs of the identity provider',
+    );
+  }
 
   let stopping = false;
   const stop = (signal: string) => {

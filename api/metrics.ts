@@ -1,8 +1,9 @@
 /**
  * The API's Prometheus metrics: request durations by method, route and status, creates started,
- * and the `GET /metrics` handler serving them. They live in the API's own registry, so in the
- * embedded stack (API and worker in one process) each series has one owner: the worker's
- * endpoint serves the create and watch metrics (activities/metrics.ts), this one the API's.
+ * authentication refusals, and the `GET /metrics` handler serving them. They live in the API's
+ * own registry, so in the embedded stack (API and worker in one process) each series has one
+ * owner: the worker's endpoint serves the create and watch metrics (activities/metrics.ts), this
+ * one the API's.
  */
 import type { RequestHandler } from 'express';
 import { Counter, Histogram, Registry } from 'prom-client';
@@ -54,6 +55,23 @@ export function createsRefused(): Counter<'template' | 'source'> {
     registers: [apiRegistry],
   });
   return refused;
+}
+
+let authRefused: Counter<'reason'> | undefined;
+
+/**
+ * `durable_sandbox_auth_refusals_total{reason}`: requests not authenticated, by reason: a 401's
+ * `details.reason` (api/auth-refusals.ts), or `jwks_unavailable` for a 503 whose JWT could not be
+ * checked.
+ */
+export function authRefusals(): Counter<'reason'> {
+  authRefused ??= new Counter({
+    name: 'durable_sandbox_auth_refusals_total',
+    help: 'Requests refused authentication (401) by reason, and JWTs not checked because the JWKS could not be fetched (503, reason jwks_unavailable)',
+    labelNames: ['reason'],
+    registers: [apiRegistry],
+  });
+  return authRefused;
 }
 
 /** Observes every request's duration when its response finishes. */

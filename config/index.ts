@@ -5,6 +5,9 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { z } from 'zod';
+import { OIDC_VARIABLES, OidcConfigProblem, parseOidc, type OidcConfig } from './oidc.js';
+
+export type { OidcConfig } from './oidc.js';
 
 /** One entry of the template catalog. */
 export interface TemplateConfig {
@@ -17,10 +20,12 @@ export interface TemplateConfig {
 /** The parsed configuration. Durations are in ms. */
 export interface Config {
   port: number;
-  /** token -> tenant id. */
+  /** token -> tenant id; empty when API_TOKENS is unset and OIDC is on. */
   apiTokens: Map<string, string>;
-  /** True when API_TOKENS was unset and the dev token is in use. */
+  /** True when API_TOKENS and OIDC_ISSUER were unset and the dev token is in use. */
   devToken: boolean;
+  /** JWT bearer verification (docs/security.md); unset when OIDC_ISSUER is. */
+  oidc?: OidcConfig;
   /** Unset: the embedded stack starts a dev server. */
   temporalAddress?: string;
   temporalNamespace: string;
@@ -88,6 +93,7 @@ export const CONFIG_VARIABLES = [
   'LOG_LEVEL',
   'METRICS_PORT',
   'ORPHAN_SWEEP_INTERVAL_MS',
+  ...OIDC_VARIABLES,
 ] as const;
 
 /** The dev tenant and token used when API_TOKENS is unset (docs/api.md). */
@@ -128,8 +134,16 @@ function nonEmpty(env: NodeJS.ProcessEnv, name: string, fallback?: string): stri
   return raw ? raw : fallback;
 }
 
-function parseTokens(raw: string | undefined): { tokens: Map<string, string>; dev: boolean } {
+/** A tenant id, from API_TOKENS or a JWT's tenant claim: `[A-Za-z0-9_.-]{1,64}`. */
+export const TENANT_ID_PATTERN = /^[A-Za-z0-9_.-]{1,64}$/;
+
+function parseTokens(
+  raw: string | undefined,
+  oidc: boolean,
+): { tokens: Map<string, string>; dev: boolean } {
   if (raw === undefined || raw.trim() === '') {
+    // With OIDC on, no static token unless API_TOKENS names some: never the dev token.
+    if (oidc) return { tokens: new Map(), dev: false };
     return { tokens: new Map([[DEV_TOKEN, DEV_TENANT]]), dev: true };
   }
   const tokens = new Map<string, string>();
@@ -140,7 +154,7 @@ function parseTokens(raw: string | undefined): { tokens: Map<string, string>; de
     if (separator <= 0 || !tenant || !token) {
       throw new ConfigError('API_TOKENS', 'must be comma-separated tenant:token pairs');
     }
-    if (!/^[A-Za-z0-9_.-]{1,64}$/.test(tenant)) {
+    if (!TENANT_ID_PATTERN.test(tenant)) {
       throw new ConfigError('API_TOKENS', `tenant "${tenant}" must match [A-Za-z0-9_.-]{1,64}`);
     }
     if (tokens.has(token)) throw new ConfigError('API_TOKENS', 'a token is listed twice');
@@ -184,7 +198,14 @@ function parseTemplates(raw: string | undefined): Record<string, TemplateConfig>
  * @throws ConfigError naming the first invalid variable
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  const { tokens, dev } = parseTokens(env.API_TOKENS);
+  let oidc: OidcConfig | undefined;
+  try {
+    oidc = parseOidc(env);
+  } catch (err) {
+    if (err instanceof OidcConfigProblem) throw new ConfigError(err.variable, err.message);
+    throw err;
+  }
+  const { tokens, dev } = parseTokens(env.API_TOKENS, oidc !== undefined);
   const databaseUrl = nonEmpty(env, 'DATABASE_URL');
   if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
     throw new ConfigError('DATABASE_URL', 'must be a postgres:// or postgresql:// URL');
@@ -212,6 +233,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     port: positiveInt(env, 'PORT', 8080, 65535),
     apiTokens: tokens,
     devToken: dev,
+    oidc,
     temporalAddress,
     temporalNamespace: nonEmpty(env, 'TEMPORAL_NAMESPACE', 'default') as string,
     taskQueue: nonEmpty(env, 'TEMPORAL_TASK_QUEUE', 'sandbox-create') as string,

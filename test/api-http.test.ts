@@ -6,6 +6,7 @@ import type { Client } from '@temporalio/client';
 import fc from 'fast-check';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { AUTH_REFUSALS } from '../api/auth-refusals.js';
 import { openApiDocument } from '../api/openapi.js';
 import { openApiPath, ROUTES } from '../api/routes.js';
 import type { Store } from '../store/index.js';
@@ -38,12 +39,22 @@ function temporalFailingToStart(client: Client): Client {
 
 describe('authentication', () => {
   it('answers 401 unauthenticated without a token, with a wrong token, or a malformed header', async () => {
-    for (const header of [undefined, 'Bearer nope', 'Basic abc', `Bearer${api.tenantA.token}`]) {
+    for (const [header, reason, challenge] of [
+      [undefined, 'missing_token', 'Bearer'],
+      ['Basic abc', 'missing_token', 'Bearer'],
+      [`Bearer${api.tenantA.token}`, 'missing_token', 'Bearer'],
+      [
+        'Bearer nope',
+        'unknown_token',
+        'Bearer error="invalid_token", error_description="the bearer token is not valid"',
+      ],
+    ]) {
       const call = request(api.app).get('/v1/sandboxes');
       const response = await (header ? call.set('Authorization', header) : call);
       expect(response.status, `Authorization: ${header}`).toBe(401);
       expectErrorBody(response.body, 'unauthenticated');
-      expect(response.headers['www-authenticate']).toBe('Bearer');
+      expect(response.body.error.details).toEqual({ reason });
+      expect(response.headers['www-authenticate']).toBe(challenge);
     }
   });
 
@@ -383,6 +394,50 @@ describe('health and the OpenAPI document', () => {
     }
     expect([...served].sort()).toEqual([...documented].sort());
     expect(served.size).toBe(ROUTES.length);
+  });
+
+  it('documents the bearer and JWT schemes, and on every route that needs a token its 401 reasons and its 503 with Retry-After', () => {
+    const document = openApiDocument() as unknown as {
+      security: unknown;
+      paths: Record<string, Record<string, { responses: Record<string, Documented> }>>;
+      components: {
+        securitySchemes: Record<string, Record<string, string>>;
+        responses: Record<string, Documented>;
+        schemas: { AuthRefusal: { allOf: Array<Record<string, unknown>> } };
+      };
+    };
+    interface Documented {
+      $ref?: string;
+      description?: string;
+      headers?: Record<string, unknown>;
+    }
+    expect(document.security).toEqual([{ bearer: [] }, { jwt: [] }]);
+    expect(document.components.securitySchemes.jwt).toMatchObject({
+      type: 'http',
+      scheme: 'bearer',
+      bearerFormat: 'JWT',
+    });
+    const reasons = (
+      document.components.schemas.AuthRefusal.allOf[1] as {
+        properties: {
+          error: { properties: { details: { properties: { reason: { enum: string[] } } } } };
+        };
+      }
+    ).properties.error.properties.details.properties.reason.enum;
+    expect([...reasons].sort()).toEqual(Object.keys(AUTH_REFUSALS).sort());
+    const { Unauthenticated, AuthUnavailable } = document.components.responses;
+    expect(Unauthenticated?.headers).toHaveProperty('WWW-Authenticate');
+    for (const route of ROUTES.filter((candidate) => candidate.auth)) {
+      const what = `${route.method} ${route.path}`;
+      const responses = document.paths[openApiPath(route.path)]?.[route.method]?.responses ?? {};
+      expect(responses['401'], what).toEqual({ $ref: '#/components/responses/Unauthenticated' });
+      const unavailable =
+        responses['503']?.$ref === '#/components/responses/AuthUnavailable'
+          ? AuthUnavailable
+          : responses['503'];
+      expect(unavailable?.description, what).toContain('jwks_unavailable');
+      expect(unavailable?.headers, what).toHaveProperty('Retry-After');
+    }
   });
 
   it('documents which routes need no token, as the route table says', () => {
