@@ -87,3 +87,21 @@ export function checkoutRelease(commit: string): ReleaseCheckout {
     throw error;
   }
 }
+
+/**
+ * The create workflow's branches scripts/record-histories.ts records a history of, by fixture
+ * file name (`create-sandbox-<branch>.history.json`); test/replay.test.ts requires them all.
+ */
+export const RECORDED_BRANCHES = [
+  'running',
+  'invalid-request',
+  'cancelled',
+  'deadline',
+  'pod-failed',
+  'deleted-while-creating',
+] as const;
+
+/** Where the replay fixtures recorded by `commit` live: test/fixtures/<7 hex digits>. */
+export function fixtureDir(commit: string): string {
+  return join(REPO_ROOT, 'test', 'fixtures', commit.slice(0, 7));
+}
