@@ -228,13 +228,24 @@ describe('upgrade with creates in flight', () => {
   }, 900_000);
 });
 
+/**
+ * POST /v1/sandboxes; a 503 `unavailable` (a readiness check that timed out on a loaded machine)
+ * is retried for up to 60 s, as a client would after its Retry-After.
+ */
 async function postCreate(app: Express, diskMib: number): Promise<OperationJson> {
-  const response = await request(app)
-    .post('/v1/sandboxes')
-    .set(AUTH)
-    .send({ template: 'base', resources: { cpu: 1, memory_mib: 256, disk_mib: diskMib } });
-  expect(response.status, JSON.stringify(response.body)).toBe(202);
-  return response.body as OperationJson;
+  const deadlineAtMs = Date.now() + 60_000;
+  for (;;) {
+    const response = await request(app)
+      .post('/v1/sandboxes')
+      .set(AUTH)
+      .send({ template: 'base', resources: { cpu: 1, memory_mib: 256, disk_mib: diskMib } });
+    const unavailable = response.status === 503 && response.body?.error?.code === 'unavailable';
+    if (!unavailable || Date.now() > deadlineAtMs) {
+      expect(response.status, JSON.stringify(response.body)).toBe(202);
+      return response.body as OperationJson;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+  }
 }
 
 async function getOperation(app: Express, id: string): Promise<OperationJson> {
