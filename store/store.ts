@@ -10,7 +10,7 @@ import { lockSandbox } from './fencing.js';
 import { claimIdempotencyKey, findIdempotencyKey } from './idempotency.js';
 import { migrateToLatest } from './migrations/index.js';
 import { selectRootfsFloors, upsertRootfsFloor } from './rootfs-floors.js';
-import { createOperationNotifier, OPERATION_CHANNEL } from './operation-notifier.js';
+import { createOperationNotifier } from './operation-notifier.js';
 import {
   advanceOperation,
   insertOperation,
@@ -55,14 +55,20 @@ export async function openStore(options: StoreOptions): Promise<Store> {
   }
   const clock = options.clock ?? (() => new Date());
   const now = (): string => clock().toISOString();
-  const notifier = createOperationNotifier({
-    databaseUrl: dialect === 'postgres' ? options.databaseUrl : undefined,
-    sqliteDataVersion,
-  });
+  const notifier = createOperationNotifier(
+    dialect === 'postgres'
+      ? {
+          databaseUrl: options.databaseUrl,
+          send: async (channel, payload) => {
+            await sql`select pg_notify(${channel}, ${payload})`.execute(db);
+          },
+        }
+      : { sqliteDataVersion },
+  );
 
   /**
-   * Moves an operation forward inside `trx`; on PostgreSQL the change is announced on commit
-   * (pg_notify is transactional). Returns the id to wake local waiters of after the commit.
+   * Moves an operation forward inside `trx`. Returns the id to announce after the commit (the
+   * notifier wakes local waiters and, on PostgreSQL, the other processes' ones).
    */
   async function advanceIn(
     trx: Kysely<Database>,
@@ -72,14 +78,7 @@ export async function openStore(options: StoreOptions): Promise<Store> {
   ): Promise<string | undefined> {
     if (id === undefined) return undefined;
     if (!(await advanceOperation(trx, id, transition, at))) return undefined;
-    await announce(trx, id);
     return id;
-  }
-
-  async function announce(trx: Kysely<Database>, id: string): Promise<void> {
-    if (dialect === 'postgres') {
-      await sql`select pg_notify(${OPERATION_CHANNEL}, ${id})`.execute(trx);
-    }
   }
 
   /** Runs `write` in a transaction, then wakes this process's waiters of what it changed. */

@@ -4,12 +4,18 @@
  *
  * The fixtures in test/fixtures/ were recorded from real runs on the dev server; re-record them
  * (only on purpose, e.g. after a versioned change) with `RECORD_HISTORY=1 npx vitest run test/replay.test.ts`.
+ *
+ * test/fixtures/<commit>/ hold histories recorded by an earlier release's own stack
+ * (scripts/record-histories.ts), one per branch of the create workflow; those of the release
+ * named by RELEASE_BEFORE must all be there (docs/testing.md, "Upgrades with creates in flight").
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { historyFromJSON, historyToJSON } from '@temporalio/common/lib/proto-utils.js';
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { fixtureDir, RECORDED_BRANCHES, releaseBeforeCommit } from '../scripts/release-before.js';
 import { startCreate, settle } from './support/creates.js';
 import { startTestStack, type TestStack } from './support/stack.js';
 
@@ -20,6 +26,18 @@ const FIXTURES = {
 
 function fixturePath(name: string): string {
   return fileURLToPath(new URL(`./fixtures/${name}`, import.meta.url));
+}
+
+/** Every history recorded by an earlier release: `<commit>/<file>` under test/fixtures/. */
+function releaseFixtures(): string[] {
+  const root = fixturePath('');
+  return readdirSync(root, { withFileTypes: true })
+    .filter((entry) => entry.isDirectory())
+    .flatMap((dir) =>
+      readdirSync(join(root, dir.name))
+        .filter((file) => file.endsWith('.history.json'))
+        .map((file) => `${dir.name}/${file}`),
+    );
 }
 
 describe('createSandbox replay (determinism)', () => {
@@ -41,6 +59,23 @@ describe('createSandbox replay (determinism)', () => {
     if (process.env.RECORD_HISTORY === '1') {
       writeFileSync(fixturePath(file), await recordHistory(file.includes('invalid') ? 300 : 2048));
     }
+    const history = historyFromJSON(JSON.parse(readFileSync(fixturePath(file), 'utf8')));
+    expect(history.events?.length).toBeGreaterThan(5);
+    await Worker.runReplayHistory({ workflowBundle: stack.temporal.workflowBundle }, history);
+  });
+
+  it('has a history of every branch recorded by the release before', () => {
+    const commit = releaseBeforeCommit();
+    const missing = RECORDED_BRANCHES.filter(
+      (branch) => !existsSync(join(fixtureDir(commit), `create-sandbox-${branch}.history.json`)),
+    );
+    expect(
+      missing,
+      `record them with \`npx tsx scripts/record-histories.ts\` (RELEASE_BEFORE is ${commit})`,
+    ).toEqual([]);
+  });
+
+  it.each(releaseFixtures())('replays %s, recorded by that release', async (file) => {
     const history = historyFromJSON(JSON.parse(readFileSync(fixturePath(file), 'utf8')));
     expect(history.events?.length).toBeGreaterThan(5);
     await Worker.runReplayHistory({ workflowBundle: stack.temporal.workflowBundle }, history);

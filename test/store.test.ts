@@ -1,6 +1,8 @@
 import { sql } from 'kysely';
+import pg from 'pg';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openDatabase } from '../store/database.js';
+import { LEGACY_OPERATION_CHANNEL, OPERATION_CHANNEL } from '../store/operation-notifier.js';
 import { MIGRATIONS } from '../store/migrations/index.js';
 import {
   InvalidPageTokenError,
@@ -697,6 +699,41 @@ describe.each(storeBackends())('store on $name', (backend) => {
       }
     });
   });
+
+  if (backend.name === 'postgres') {
+    it('announces a burst of operation changes in fewer notifications than commits, waking every waiter', async () => {
+      const count = 100;
+      for (let n = 0; n < count; n++) await created(sandboxInput(200 + n));
+      const ids = Array.from({ length: count }, (_, n) => `op_${String(200 + n).padStart(4, '0')}`);
+      // What PostgreSQL delivered, counted by a LISTEN of our own on both channels.
+      const counter = new pg.Client({ connectionString: target.options.databaseUrl });
+      await counter.connect();
+      let notifications = 0;
+      counter.on('notification', () => (notifications += 1));
+      await counter.query(`LISTEN ${OPERATION_CHANNEL}; LISTEN ${LEGACY_OPERATION_CHANNEL}`);
+      const listener = await openStore(options); // another process's store
+      try {
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        const woken = ids.map((id) => listener.waitForOperationChange(id, 20_000));
+        const outcome = {
+          status: 'failed' as const,
+          error: { code: 'internal', message: 'x', details: {} },
+        };
+        await Promise.all(
+          ids.map((operationId) => store.recordOperationOutcome({ operationId, ...outcome })),
+        );
+        expect(await Promise.all(woken)).toEqual(ids.map(() => true));
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        // One notifying commit per write would be `count` (each takes PostgreSQL's global
+        // notification lock); coalesced, a burst from one pool needs a handful.
+        expect(notifications).toBeGreaterThan(0);
+        expect(notifications).toBeLessThan(count / 2);
+      } finally {
+        await listener.close();
+        await counter.end();
+      }
+    });
+  }
 
   describe('findIdempotencyKey', () => {
     it('reads the create that claimed a key, and nothing for an unused one', async () => {

@@ -8,12 +8,15 @@
  *   - `floors`: the refusal before 202 (scripts/bench/floors.ts)
  *     -> bench-results/bench-floors-<time>.json;
  *   - `waits` (or `--waits`): what waiting creates cost (scripts/bench/waits.ts)
- *     -> bench-results/bench-waits-<time>.json.
+ *     -> bench-results/bench-waits-<time>.json;
+ *   - `notify`: what the operation notifier's pg_notify costs PostgreSQL (scripts/bench/notify.ts)
+ *     -> bench-results/bench-notify-<time>.json.
  *
  * Each mode checks its answers; the process exits 1 when a check failed or the mode threw.
  */
 import { measureCliTiming } from './cli-timing.js';
 import { measureFloors } from './floors.js';
+import { measureNotify } from './notify.js';
 import { measureOutcomes } from './outcomes.js';
 import { compareRefusalLatency } from './real.js';
 import { finish, writeResults } from './support.js';
@@ -28,6 +31,7 @@ const MODES: Record<string, (args: string[]) => Promise<Record<string, unknown>>
   real: compareRefusalLatency,
   floors: measureFloors,
   waits: measureWaits,
+  notify: measureNotify,
 };
 
 /** The mode named by the arguments (`real`, `--real`, ...), `default` when none is. */
@@ -36,7 +40,7 @@ function modeOf(args: string[]): string {
   if (named.length > 1) throw new Error(`one mode at a time, not ${named.join(' and ')}`);
   const unknown = args.filter((arg) => !(arg.replace(/^--/, '') in MODES) && arg !== '--quick');
   if (unknown.length > 0)
-    throw new Error(`unknown argument ${unknown.join(' ')}; modes: real, floors, waits`);
+    throw new Error(`unknown argument ${unknown.join(' ')}; modes: real, floors, waits, notify`);
   return named[0] ?? 'default';
 }
 
