@@ -79,7 +79,7 @@ export function clockTime(iso: string, seconds = false): string {
 /**
  * The line a wait shows: "op_…: waiting for the pod's IP, 3 s, deadline 10:12" (the deadline
  * only while the create creates its pod or waits for its IP; not while compensating).
- * @param elapsedMs time since the wait started
+ * @param elapsedMs time the operation has been in its phase (since its `updated_at`)
  */
 export function progressText(operation: Operation, elapsedMs: number): string {
   const phase = PHASE_TEXT[operation.phase] ?? operation.phase.replaceAll('_', ' ');

@@ -8,6 +8,15 @@
  */
 import { run } from './program.js';
 
+// A reader that went away (`durable-sandbox list | head -1`) ends the output quietly, as for any
+// Unix command, instead of crashing with an unhandled EPIPE and its stack trace.
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code !== 'EPIPE') throw err;
+    process.exit(typeof process.exitCode === 'number' ? process.exitCode : 0);
+  });
+}
+
 const interrupt = new AbortController();
 for (const [name, exitCode] of [
   ['SIGINT', 130],

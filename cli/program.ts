@@ -9,6 +9,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { SANDBOX_STATES } from '../contract/index.js';
 import type { Ora } from 'ora';
 import { ApiCallError, ApiClient, Interrupted } from './api-client.js';
 import {
@@ -28,6 +29,11 @@ export const DEFAULT_API_URL = 'http://127.0.0.1:8080';
 export const DEFAULT_TOKEN = 'dev-token';
 /** The program's name, as installed by package.json `bin`. */
 export const PROGRAM = 'durable-sandbox';
+/**
+ * How hints spell a command to run next: `npx durable-sandbox`, which works in the checkout
+ * after `npm ci` (`durable-sandbox` alone is on PATH only after `npm link`).
+ */
+export const RUN = `npx ${PROGRAM}`;
 
 /** Where the program reads and writes; the process by default. */
 export interface CliIo {
@@ -101,9 +107,9 @@ function expectId(id: string, kind: 'sbx' | 'op', command: string): void {
   const expected = kind === 'sbx' ? 'a sandbox id (sbx_…)' : 'an operation id (op_…)';
   let hint = '';
   if (kind === 'sbx' && id.startsWith('op_')) {
-    hint = `; ${id} is an operation: follow it with \`${PROGRAM} wait ${id}\`, or stop a create with \`${PROGRAM} cancel ${id}\``;
+    hint = `; ${id} is an operation: follow it with \`${RUN} wait ${id}\`, or stop a create with \`${RUN} cancel ${id}\``;
   } else if (kind === 'op' && id.startsWith('sbx_')) {
-    hint = `; ${id} is a sandbox: see it with \`${PROGRAM} get ${id}\``;
+    hint = `; ${id} is a sandbox: see it with \`${RUN} get ${id}\``;
   }
   throw new UsageError(`${command} expects ${expected}, got "${id}"${hint}`);
 }
@@ -207,7 +213,7 @@ class Session {
   async accepted(operation: Operation, wait: boolean): Promise<number> {
     if (wait) return this.wait(operation);
     this.show(operation, formatOperation);
-    this.hint(`follow it: ${PROGRAM} wait ${operation.id}`);
+    this.hint(`follow it: ${RUN} wait ${operation.id}`);
     return 0;
   }
 
@@ -224,13 +230,12 @@ class Session {
     const type = typeof start === 'string' ? undefined : start.type;
     const spinner = (await this.spinner(`${operationId}: waiting`)).start();
     let lastPhase = '';
-    const started = Date.now();
     let current: Operation | undefined;
     let operation: Operation;
     // A long-poll answers only on a change: the elapsed time is redrawn from a timer.
     const refresh = spinner.isEnabled
       ? setInterval(() => {
-          if (current && !current.done) spinner.text = progressText(current, Date.now() - started);
+          if (current && !current.done) spinner.text = progressText(current, inPhaseMs(current));
         }, SPINNER_REFRESH_MS)
       : undefined;
     try {
@@ -239,7 +244,7 @@ class Session {
         onUpdate: (update) => {
           current = update;
           if (update.done) return; // the outcome is printed below
-          spinner.text = progressText(update, Date.now() - started);
+          spinner.text = progressText(update, inPhaseMs(update));
           if (update.phase !== lastPhase && !spinner.isEnabled && !this.json) {
             this.io.stderr.write(`- ${spinner.text}\n`);
           }
@@ -266,12 +271,20 @@ class Session {
   interrupted(operationId: string, cancellable: boolean): number {
     const lines = [
       `Stopped waiting. ${operationId} goes on (Ctrl-C does not cancel it).`,
-      `  follow it:  ${PROGRAM} wait ${operationId}`,
-      ...(cancellable ? [`  cancel it:  ${PROGRAM} cancel ${operationId}`] : []),
+      `  follow it:  ${RUN} wait ${operationId}`,
+      ...(cancellable ? [`  cancel it:  ${RUN} cancel ${operationId}`] : []),
     ];
     this.io.stderr.write(`${lines.join('\n')}\n`);
     return interruptedExitCode(this.io.signal);
   }
+}
+
+/**
+ * How long the operation has been in its phase, in ms: since its last change (`updated_at`,
+ * the API's clock), not since this CLI started waiting.
+ */
+function inPhaseMs(operation: Operation): number {
+  return Date.now() - Date.parse(operation.updated_at);
 }
 
 /**
@@ -422,7 +435,7 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
         }
         if (options.wait) return s.wait(response.body, 'cancelled');
         if (s.json) s.show(response.body, formatOperation);
-        s.hint(`follow it: ${PROGRAM} wait ${id}`);
+        s.hint(`follow it: ${RUN} wait ${id}`);
         return 0;
       }),
     );
@@ -447,9 +460,8 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
     .command('list')
     .description('list sandboxes (by --state), or failed operations (--failed)')
     .option('--failed', 'list failed operations, newest first', false)
-    .option(
-      '--state <state>',
-      'only sandboxes in this state (creating, running, failed, deleted, lost)',
+    .addOption(
+      new Option('--state <state>', 'only sandboxes in this state').choices(SANDBOX_STATES),
     )
     .option('--limit <n>', 'page size (1-200)', positiveInteger, 50)
     .option('--page-token <token>', 'the next page, as the previous page printed it')
@@ -490,7 +502,7 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
               '--page-token',
               page.next_page_token,
             ];
-            s.hint(`More results: ${PROGRAM} ${args.join(' ')}`);
+            s.hint(`More results: ${RUN} ${args.join(' ')}`);
           }
           return 0;
         },
@@ -518,7 +530,7 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
 
   // A usage error names the problem and where the help is, without printing the whole help.
   for (const command of [program, ...program.commands]) {
-    const name = command === program ? PROGRAM : `${PROGRAM} ${command.name()}`;
+    const name = command === program ? RUN : `${RUN} ${command.name()}`;
     command.showHelpAfterError(`See '${name} --help' for usage.`);
   }
 

@@ -14,6 +14,7 @@ import { rootfsFloorsOf } from '../api/rootfs-floors.js';
 import { apiRegistry } from '../api/metrics.js';
 import { collectProcessMetrics } from '../config/process-metrics.js';
 import { ConfigError, DEV_TOKEN, loadConfig, type Config } from '../config/index.js';
+import { DEFAULT_API_URL } from '../cli/program.js';
 import { createLogger } from '../config/logger.js';
 import { startEmbeddedRealCluster, type EmbeddedRealCluster } from '../apiserver-tier/embedded.js';
 import { createKubernetesClient } from '../kubernetes/client.js';
@@ -184,7 +185,7 @@ async function main(): Promise<void> {
     `  curl -s -X POST ${apiUrl}/v1/sandboxes -H 'Authorization: Bearer ${token}' \\`,
     `    -H 'Content-Type: application/json' \\`,
     `    -d '{"template":"base","resources":{"cpu":1,"memory_mib":1024,"disk_mib":300}}'`,
-    `or with the CLI: npx durable-sandbox create --template base --disk-mib 300 --wait`,
+    `or with the CLI: ${cliPrefix(apiUrl)}npx durable-sandbox create --template base --disk-mib 300 --wait`,
     ...notes.map((note) => `Note: ${note}.`),
     '',
     'Ctrl-C stops everything.',
@@ -293,6 +294,14 @@ function clusterMode(kubeconfig: string | undefined): 'real' | 'simulated' | 'ex
   return raw === 'real' ? 'real' : 'simulated';
 }
 
+/**
+ * What the banner's CLI line needs in front of `npx durable-sandbox`: the API's URL when it is
+ * not the CLI's default (a non-default PORT), e.g. `DURABLE_SANDBOX_URL=http://127.0.0.1:8081 `.
+ */
+function cliPrefix(apiUrl: string): string {
+  return apiUrl === DEFAULT_API_URL ? '' : `DURABLE_SANDBOX_URL=${apiUrl} `;
+}
+
 /** The banner's Kubernetes line. */
 function kubernetesLine(
   external: string | undefined,
@@ -305,10 +314,12 @@ function kubernetesLine(
     return (
       `real kube-apiserver ${real.url} (etcd, node agent ${real.nodeName}; ready in ` +
       `${(real.startToReadyMs / 1000).toFixed(1)} s); service kubeconfig ${kubeconfigPath}; ` +
-      `kubectl --kubeconfig ${real.adminKubeconfigPath} get pods,events`
+      `export KUBECONFIG=${real.adminKubeconfigPath}; kubectl get pods,events`
     );
   }
-  return `simulated cluster; kubectl --kubeconfig ${kubeconfigPath} get pods,events (namespace ${namespace})`;
+  // Plain `kubectl` would ask the default kubeconfig's server (often :8080, our API) and print
+  // discovery errors: name the file to export.
+  return `simulated cluster; export KUBECONFIG=${kubeconfigPath}; kubectl get pods,events (namespace ${namespace})`;
 }
 
 async function stop(exitCode: number): Promise<void> {

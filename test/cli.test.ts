@@ -17,6 +17,7 @@ import {
 import { ApiClient } from '../cli/api-client.js';
 import { pollDelayMs, waitForOperation } from '../cli/wait.js';
 import { eventually, startApiStack, type ApiStack } from './support/api.js';
+import { until } from './support/until.js';
 
 let api: ApiStack;
 let url: string;
@@ -110,6 +111,64 @@ async function cli(...args: string[]) {
 }
 
 describe('cli', () => {
+  it('list --state with an unknown state is a usage error (exit 2) naming the states', async () => {
+    const result = await cli('list', '--state', 'bogus');
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain(
+      "error: option '--state <state>' argument 'bogus' is invalid. Allowed choices are creating, running, failed, deleted, lost.",
+    );
+    expect(result.stderr).toContain("See 'npx durable-sandbox list --help' for usage.");
+  });
+
+  it('exits quietly when the reader of its output goes away (| head), without an EPIPE stack', async () => {
+    const child = spawn(
+      process.execPath,
+      [BIN, '--api-url', url, '--token', api.tenantA.token, 'templates'],
+      {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    child.stdout.destroy(); // the reader is gone before the CLI writes its table
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+    expect(stderr).toBe('');
+    expect(code).toBe(0);
+  });
+
+  it('wait counts the time from when the phase began, not from when the CLI started', async () => {
+    api.stack.cluster.faults.neverReady(true);
+    const interrupt = new AbortController();
+    try {
+      const created = await cli('--json', 'create', '--disk-mib', '2048');
+      const operationId = (JSON.parse(created.stdout) as { id: string }).id;
+      await until(async () => {
+        const got = JSON.parse((await cli('--json', 'get', operationId)).stdout) as {
+          phase: string;
+          updated_at: string;
+        };
+        return got.phase === 'waiting_for_ip' && Date.now() - Date.parse(got.updated_at) > 3_000;
+      }, 30_000);
+      const stderr = new Capture();
+      const waiting = run(['wait', operationId], {
+        stdout: new Capture(),
+        stderr,
+        env: { DURABLE_SANDBOX_URL: url, DURABLE_SANDBOX_TOKEN: api.tenantA.token },
+        signal: interrupt.signal,
+      });
+      await until(() => /waiting for the pod's IP/.test(stderr.text), 15_000);
+      interrupt.abort('SIGINT');
+      expect(await waiting).toBe(130);
+      expect(stderr.text).toMatch(
+        new RegExp(`^- ${operationId}: waiting for the pod's IP, ([3-9]|\\d\\d) s`, 'm'),
+      );
+      expect((await cli('cancel', operationId, '--wait')).code).toBe(0);
+    } finally {
+      interrupt.abort();
+      api.stack.cluster.faults.neverReady(false);
+    }
+  });
+
   it('create --wait exits 0 and prints the running sandbox', async () => {
     const result = await cli('create', '--template', 'base', '--disk-mib', '2048', '--wait');
     expect(result.code, result.stderr).toBe(0);
@@ -243,7 +302,7 @@ describe('cli', () => {
     const usage = await cli('create');
     expect(usage.code).toBe(2);
     expect(usage.stderr).toBe(
-      "error: required option '--disk-mib <n>' not specified\nSee 'durable-sandbox create --help' for usage.\n",
+      "error: required option '--disk-mib <n>' not specified\nSee 'npx durable-sandbox create --help' for usage.\n",
     );
     const badOutput = await cli('-o', 'yaml', 'list');
     expect(badOutput.code).toBe(2);
@@ -277,7 +336,7 @@ describe('cli', () => {
     expect(lines[0]).toMatch(/^ID\s+STATE\s+TEMPLATE\s+AGE\s+REASON$/);
     expect(lines).toHaveLength(2);
     const hint = table.stderr.match(
-      /^More results: durable-sandbox list --state failed --limit 1 --page-token (\S+)$/m,
+      /^More results: npx durable-sandbox list --state failed --limit 1 --page-token (\S+)$/m,
     );
     expect(hint, table.stderr).not.toBeNull();
     const next = await cli('list', '--state', 'failed', '--limit', '1', '--page-token', hint![1]!);
@@ -350,8 +409,8 @@ describe('cli', () => {
       const output = terminal.output();
       expect(code, `terminal output ends: ${JSON.stringify(output.slice(-400))}`).toBe(130);
       expect(output).toContain(`${operationId} goes on`);
-      expect(output).toContain(`durable-sandbox wait ${operationId}`);
-      expect(output).toContain(`durable-sandbox cancel ${operationId}`);
+      expect(output).toContain(`npx durable-sandbox wait ${operationId}`);
+      expect(output).toContain(`npx durable-sandbox cancel ${operationId}`);
       const still = await cli('--json', 'get', operationId!);
       expect(JSON.parse(still.stdout)).toMatchObject({ status: 'running' });
       expect((await cli('cancel', operationId!, '--wait')).code).toBe(0);

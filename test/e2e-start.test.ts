@@ -49,8 +49,15 @@ describe('npm start, driven through the CLI', () => {
     expect(output).toContain(`API:          ${apiUrl}`);
     expect(output).toContain('token: dev-token');
     expect(output).toMatch(/Temporal UI:\s+http:\/\/127\.0\.0\.1:\d+/);
-    expect(output).toContain(`kubectl --kubeconfig ${join(dataDir, 'kubeconfig')}`);
+    // Plain kubectl would talk to :8080 (our API): the banner says what to export.
+    expect(output).toContain(
+      `export KUBECONFIG=${join(dataDir, 'kubeconfig')}; kubectl get pods,events`,
+    );
     expect(output).toContain(`curl -s -X POST ${apiUrl}/v1/sandboxes`);
+    // The stack runs on a free PORT, not the CLI's default: the CLI line names it too.
+    expect(output).toContain(
+      `or with the CLI: DURABLE_SANDBOX_URL=${apiUrl} npx durable-sandbox create --template base`,
+    );
   });
 
   it('fails a disk-300 create with invalid_request naming 451 MiB (exit 1)', async () => {
