@@ -192,7 +192,7 @@ function writeServerConfig(
   const config = structuredClone(template);
   const [frontend, http, frontendM, history, historyM, matching, matchingM, worker, workerM] =
     ports as [number, number, number, number, number, number, number, number, number];
-  config.log = { stdout: true, level: "error" };
+  config.log = { stdout: true, level: 'error' };
   const stores = config.persistence.datastores;
   for (const [name, dbName] of [
     ['postgres-default', setupEnv.TEMPORAL_DB],

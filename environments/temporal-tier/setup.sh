@@ -40,13 +40,10 @@ schema() {
     "$SCHEMA_DIR/visibility/versioned"
 }
 
-# Whether every name of SEARCH_ATTRIBUTES is registered in the namespace.
-registered_all() {
-  listed=$("$cli" operator search-attribute list --address "$address" --namespace "$ns") ||
-    return 1
-  for name in $SEARCH_ATTRIBUTES; do
-    echo "$listed" | grep -qw "$name" || return 1
-  done
+# Whether search attribute $1 is listed in the namespace.
+registered() {
+  "$cli" operator search-attribute list --address "$address" --namespace "$ns" |
+    grep -qw -- "$1"
 }
 
 namespace() {
@@ -62,16 +59,19 @@ namespace() {
     sleep 2
   done
   echo "setup: namespace $ns registered (retention ${NAMESPACE_RETENTION:-72h})"
-  # All at once (one request); again until the frontend's services have all joined. An
-  # attribute that exists already is fine: then `list` shows each one.
-  set --
-  for name in $SEARCH_ATTRIBUTES; do set -- "$@" --name "$name"; done
-  tries=0
-  until out=$("$cli" operator search-attribute create --address "$address" --namespace "$ns" \
-    "$@" --type Keyword 2>&1) || registered_all; do
-    tries=$((tries + 1))
-    [ "$tries" -lt 30 ] || { echo "setup: search attributes not registered: $out" >&2; exit 1; }
-    sleep 2
+  # One by one, again until the frontend's services have all joined; an attribute that exists
+  # already is fine (then `list` shows it).
+  for name in $SEARCH_ATTRIBUTES; do
+    tries=0
+    until out=$("$cli" operator search-attribute create --address "$address" \
+      --namespace "$ns" --name "$name" --type Keyword 2>&1) || registered "$name"; do
+      tries=$((tries + 1))
+      [ "$tries" -lt 30 ] || { echo "setup: search attribute $name: $out" >&2; exit 1; }
+      sleep 2
+    done
+  done
+  for name in $SEARCH_ATTRIBUTES; do
+    registered "$name" || { echo "setup: search attribute $name is not listed" >&2; exit 1; }
   done
   echo "setup: search attributes $SEARCH_ATTRIBUTES registered"
 }
