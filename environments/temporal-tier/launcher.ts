@@ -95,17 +95,12 @@ export async function startTemporalTier(options: TemporalTierOptions): Promise<T
   const db = options.database;
   const setupEnv = {
     ...process.env,
-    SQL_PLUGIN: 'postgres12',
-    SQL_HOST: db.host,
-    SQL_PORT: String(db.port),
-    SQL_USER: db.user,
-    SQL_PASSWORD: db.password,
-    TEMPORAL_DB: db.temporalDb ?? 'temporal',
-    TEMPORAL_VISIBILITY_DB: db.visibilityDb ?? 'temporal_visibility',
-    SCHEMA_DIR: join(serverModule, 'schema', 'postgresql', 'v12'),
-    TEMPORAL_NAMESPACE: namespace,
-    NAMESPACE_RETENTION: options.retention ?? '72h',
-    SEARCH_ATTRIBUTES: SEARCH_ATTRIBUTE_KEYS.map((key) => key.name).join(' '),
+    ...setupEnvironment({
+      database: db,
+      namespace,
+      retention: options.retention ?? '72h',
+      schemaDir: join(serverModule, 'schema', 'postgresql', 'v12'),
+    }),
     TEMPORAL_SQL_TOOL: binaries.sqlTool,
     TEMPORAL_CLI: cli,
   };
@@ -172,6 +167,34 @@ export async function startTemporalTier(options: TemporalTierOptions): Promise<T
     await cleanup();
     throw err;
   }
+}
+
+/**
+ * The settings setup.sh reads (its header names them), as the compose file's
+ * `x-temporal-setup-environment` sets them too; test/compose.test.ts keeps the two in step.
+ * `TEMPORAL_ADDRESS` is added for the namespace step, and the binaries' paths
+ * (TEMPORAL_SQL_TOOL, TEMPORAL_CLI) by the launcher.
+ */
+export function setupEnvironment(input: {
+  database: TemporalTierDatabase;
+  namespace: string;
+  retention: string;
+  schemaDir: string;
+}): Record<string, string> & { TEMPORAL_DB: string; TEMPORAL_VISIBILITY_DB: string } {
+  const db = input.database;
+  return {
+    SQL_PLUGIN: 'postgres12',
+    SQL_HOST: db.host,
+    SQL_PORT: String(db.port),
+    SQL_USER: db.user,
+    SQL_PASSWORD: db.password,
+    TEMPORAL_DB: db.temporalDb ?? 'temporal',
+    TEMPORAL_VISIBILITY_DB: db.visibilityDb ?? 'temporal_visibility',
+    SCHEMA_DIR: input.schemaDir,
+    TEMPORAL_NAMESPACE: input.namespace,
+    NAMESPACE_RETENTION: input.retention,
+    SEARCH_ATTRIBUTES: SEARCH_ATTRIBUTE_KEYS.map((key) => key.name).join(' '),
+  };
 }
 
 /**
