@@ -6,6 +6,7 @@
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import { OPERATION_ERRORS, type OperationErrorCode } from '../contract/index.js';
+import { isStoreUnavailable } from '../store/unavailable.js';
 
 const OPERATION_ERROR_STATUS = Object.fromEntries(
   Object.entries(OPERATION_ERRORS).map(([code, row]) => [code, row.httpStatus]),
@@ -123,8 +124,10 @@ const BODY_PARSER_ERRORS: Record<string, (limit: string) => string> = {
 /**
  * The last middleware: ApiError -> its status and body; body-parser errors -> 400
  * `invalid_request`, including ones without a known `type` that carry a 4xx status (a corrupt
- * gzip or brotli body); anything else -> 500 `internal` (logged with its stack, answered
- * without).
+ * gzip or brotli body); a store whose database is unreachable (store/unavailable.ts) -> 503
+ * `unavailable`; anything else -> 500 `internal` (logged with its stack, answered without).
+ * Every 503 `unavailable` carries `Retry-After` ({@link UNAVAILABLE_RETRY_AFTER_S} s unless
+ * the error set its own).
  */
 export function errorHandler(logger: Logger, bodyLimit: string): ErrorRequestHandler {
   return (err: unknown, req, res, next) => {
@@ -143,13 +146,24 @@ export function errorHandler(logger: Logger, bodyLimit: string): ErrorRequestHan
         'invalid_request',
         'the request body could not be read (is its Content-Encoding right?)',
       );
+    } else if (isStoreUnavailable(err)) {
+      logger.warn({ err, method: req.method, path: req.path }, 'the store is unreachable');
+      error = new ApiError('unavailable', 'the sandbox store cannot be reached; try again');
     } else {
       logger.error({ err, method: req.method, path: req.path }, 'request failed unexpectedly');
       error = new ApiError('internal', 'an internal error occurred; it has been logged');
     }
-    res.status(error.status).set(error.headers).json(error.toBody());
+    // A 503 `unavailable` says when to try again (RFC 9110 §10.2.3), unless it said already.
+    const headers =
+      error.code === 'unavailable' && !('Retry-After' in error.headers)
+        ? { ...error.headers, 'Retry-After': String(UNAVAILABLE_RETRY_AFTER_S) }
+        : error.headers;
+    res.status(error.status).set(headers).json(error.toBody());
   };
 }
+
+/** `Retry-After` (seconds) of a 503 `unavailable`: a dependency restarting takes seconds. */
+export const UNAVAILABLE_RETRY_AFTER_S = 5;
 
 /** An error raised while reading the request with a 4xx `status` (http-errors' shape). */
 function isClientError(err: unknown): boolean {

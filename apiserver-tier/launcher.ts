@@ -65,6 +65,11 @@ export interface ApiserverTier {
   kubeConfig(user: TierUser, namespace?: string): KubeConfig;
   /** Creates and prepares a namespace for the service (see apiserver-tier/namespace.ts). */
   prepareNamespace(name: string, options?: NamespaceOptions): Promise<void>;
+  /**
+   * Stops kube-apiserver (SIGTERM) and starts it again on the same port, etcd and certificates;
+   * resolves once `/readyz` answers 200. `pids.kubeApiserver` keeps the first process's id.
+   */
+  restartApiserver(): Promise<void>;
   /** Stops kube-apiserver, then etcd, and removes the directory. Idempotent. */
   stop(): Promise<void>;
 }
@@ -138,29 +143,29 @@ export async function startApiserverTier(
     const certDir = join(dir, 'certs');
     mkdirSync(certDir);
 
-    const apiserver = startGuarded(
-      'kube-apiserver',
-      apiserverBinary,
-      [
-        `--etcd-servers=${etcdUrl}`,
-        '--bind-address=127.0.0.1',
-        '--advertise-address=127.0.0.1',
-        `--secure-port=${securePort}`,
-        // No --tls-cert-file: kube-apiserver generates a CA and a serving certificate here.
-        `--cert-dir=${certDir}`,
-        `--token-auth-file=${join(dir, 'tokens.csv')}`,
-        '--authorization-mode=Node,RBAC',
-        '--enable-admission-plugins=NamespaceLifecycle,LimitRanger,ServiceAccount,PodSecurity,NodeRestriction,ResourceQuota',
-        '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
-        `--service-account-key-file=${signingKey}`,
-        `--service-account-signing-key-file=${signingKey}`,
-        '--service-cluster-ip-range=10.96.0.0/16',
-        // The `kubernetes` Service's endpoints would be 127.0.0.1, which validation refuses.
-        '--endpoint-reconciler-type=none',
-        '--profiling=false',
-      ],
-      (line) => log(`kube-apiserver: ${line}`),
-    );
+    const apiserverArgs = [
+      `--etcd-servers=${etcdUrl}`,
+      '--bind-address=127.0.0.1',
+      '--advertise-address=127.0.0.1',
+      `--secure-port=${securePort}`,
+      // No --tls-cert-file: kube-apiserver generates a CA and a serving certificate here.
+      `--cert-dir=${certDir}`,
+      `--token-auth-file=${join(dir, 'tokens.csv')}`,
+      '--authorization-mode=Node,RBAC',
+      '--enable-admission-plugins=NamespaceLifecycle,LimitRanger,ServiceAccount,PodSecurity,NodeRestriction,ResourceQuota',
+      '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
+      `--service-account-key-file=${signingKey}`,
+      `--service-account-signing-key-file=${signingKey}`,
+      '--service-cluster-ip-range=10.96.0.0/16',
+      // The `kubernetes` Service's endpoints would be 127.0.0.1, which validation refuses.
+      '--endpoint-reconciler-type=none',
+      '--profiling=false',
+    ];
+    const startApiserver = () =>
+      startGuarded('kube-apiserver', apiserverBinary, apiserverArgs, (line) =>
+        log(`kube-apiserver: ${line}`),
+      );
+    let apiserver = startApiserver();
     processes.push(apiserver);
 
     const url = `https://127.0.0.1:${securePort}`;
@@ -198,6 +203,19 @@ export async function startApiserverTier(
       kubeConfig,
       prepareNamespace: (name, namespaceOptions) =>
         prepareNamespace(kubeConfig('admin'), name, namespaceOptions),
+      async restartApiserver() {
+        await apiserver.stop();
+        const next = startApiserver();
+        processes[processes.indexOf(apiserver)] = next;
+        apiserver = next;
+        await waitUntilReady({
+          url,
+          certFile: join(certDir, 'apiserver.crt'),
+          token: tokens.admin,
+          timeoutMs: options.startTimeoutMs ?? 120_000,
+          processes: { etcd, 'kube-apiserver': next },
+        });
+      },
       stop: () => (stopping ??= stopAll()),
     };
     const namespace = options.namespace === undefined ? 'sandboxes' : options.namespace;

@@ -25,14 +25,17 @@ export interface GuardedProcess {
  * Starts `binary args…` under the guard.
  * @param name shown in the guard's command line (`<name>-guard`), so leftovers are easy to find
  * @param log receives each output line (default: discarded)
+ * @param cwd the working directory (default: this process's)
  */
 export function startGuarded(
   name: string,
   binary: string,
   args: string[],
   log: (line: string) => void = () => {},
+  cwd?: string,
 ): GuardedProcess {
   const child = spawn('sh', ['-c', GUARD_SCRIPT, `${name}-guard`, binary, ...args], {
+    cwd,
     stdio: ['pipe', 'pipe', 'pipe'],
     detached: true, // own process group, so stop() can kill the whole tree as a last resort
   });

@@ -15,7 +15,8 @@
  * answers the scenario did not expect (503 `unavailable` is the expected answer while the
  * cluster cannot be used). Exit code 1 unless every figure is as it should be.
  *
- * Flags: `--quick` (3 kills, ×3 faults, 100 mixed, 1,000 bodies), `--only <scenario prefix>`.
+ * Flags: `--quick` (3 kills, ×3 faults, 100 mixed, 1,000 bodies), `--only <scenario prefix>`,
+ * `--topology` (the fault matrix on the production topology instead: scripts/chaos-topology.ts).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -43,6 +44,10 @@ const ONLY = args.includes('--only') ? args[args.indexOf('--only') + 1] : undefi
 const COUNTS = QUICK
   ? { kills: 3, faults: 3, mixed: 100, bodies: 1_000 }
   : { kills: 20, faults: 10, mixed: 500, bodies: 10_000 };
+if (args.includes('--topology')) {
+  const { runTopologyMatrix } = await import('./chaos-topology.js');
+  process.exit(await runTopologyMatrix({ quick: QUICK, only: ONLY }));
+}
 const TOKEN = 'chaos-token';
 const TENANT = 'chaos';
 const NODE_DELAY_MS = 1_500;

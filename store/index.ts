@@ -8,6 +8,7 @@ export { POD_LOST } from '../contract/index.js';
 export { StoreOptionsError } from './database.js';
 export { MigrationError } from './migrations/index.js';
 export { InvalidPageTokenError } from './page-token.js';
+export { isStoreUnavailable } from './unavailable.js';
 export type {
   ListOperationsOptions,
   OperationOutcomeInput,

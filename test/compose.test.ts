@@ -1,6 +1,7 @@
 /**
  * The production files, checked for structure (there is no Docker engine or cluster here):
- * docker-compose.yml against the config module and the search attributes, the Dockerfile's
+ * docker-compose.yml against the config module, the search attributes and the Temporal tier's
+ * set-up steps (environments/temporal-tier/setup.sh, run for real by the topology), the Dockerfile's
  * stages, and deploy/rbac.yaml's grants.
  */
 import { existsSync, readFileSync } from 'node:fs';
@@ -10,6 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments } from 'yaml';
 import { CONFIG_VARIABLES, loadConfig } from '../config/index.js';
 import { SEARCH_ATTRIBUTE_KEYS } from '../workflows/search-attributes.js';
+import { SETUP_SCRIPT, setupEnvironment } from '../environments/temporal-tier/launcher.js';
 
 const ROOT = normalize(join(import.meta.dirname, '..'));
 const read = (file: string) => readFileSync(join(ROOT, file), 'utf8');
@@ -58,7 +60,8 @@ describe('docker-compose.yml', () => {
         'api',
         'postgresql',
         'temporal',
-        'temporal-search-attributes',
+        'temporal-namespace',
+        'temporal-schema',
         'temporal-ui',
         'worker',
       ].sort(),
@@ -70,7 +73,11 @@ describe('docker-compose.yml', () => {
       expect(image, `${name}: image`).toMatch(/^[a-z0-9./_-]+:[A-Za-z0-9._-]+$/);
       expect(image, `${name}: image`).not.toMatch(/:latest$/);
     }
-    expect(service('temporal').image).toBe('temporalio/auto-setup:1.29.1');
+    // Images Temporal maintains; temporalio/auto-setup is deprecated and no longer built.
+    expect(service('temporal').image).toBe('temporalio/server:1.29.1');
+    expect(service('temporal-schema').image).toMatch(/^temporalio\/admin-tools:1\.29\.1-/);
+    expect(service('temporal-namespace').image).toBe(service('temporal-schema').image);
+    expect(read('docker-compose.yml')).not.toContain('auto-setup:');
     expect(service('temporal-ui').image).toBe('temporalio/ui:2.42.1');
     expect(service('postgresql').image).toMatch(/^postgres:16[.-]/);
     for (const name of APP_SERVICES) {
@@ -146,7 +153,7 @@ describe('docker-compose.yml', () => {
 
   it('has a health check on every long-running service', () => {
     for (const [name, { healthcheck }] of Object.entries(services)) {
-      if (name === 'temporal-search-attributes') continue;
+      if (name === 'temporal-schema' || name === 'temporal-namespace') continue; // one-shot jobs
       expect(healthcheck?.test?.[0], `${name}: healthcheck`).toMatch(/^CMD(-SHELL)?$/);
     }
     expect(service('api').healthcheck?.test.join(' ')).toContain(
@@ -161,24 +168,28 @@ describe('docker-compose.yml', () => {
     ]);
     expect(existsSync(join(ROOT, 'worker/healthcheck.ts'))).toBe(true);
     expect(service('postgresql').healthcheck?.test).toContain('pg_isready');
-    expect(service('temporal').healthcheck?.test.join(' ')).toContain('operator cluster health');
+    expect(service('temporal').healthcheck?.test.join(' ')).toContain(':7243/api/v1/cluster-info');
   });
 
   it('starts each service after what it needs is healthy or done', () => {
     const appDependencies = {
       postgresql: { condition: 'service_healthy' },
       temporal: { condition: 'service_healthy' },
-      'temporal-search-attributes': { condition: 'service_completed_successfully' },
+      'temporal-namespace': { condition: 'service_completed_successfully' },
     };
     expect(service('api').depends_on).toEqual(appDependencies);
     expect(service('worker').depends_on).toEqual(appDependencies);
+    expect(service('temporal-schema').depends_on).toEqual({
+      postgresql: { condition: 'service_healthy' },
+    });
     expect(service('temporal').depends_on).toEqual({
       postgresql: { condition: 'service_healthy' },
+      'temporal-schema': { condition: 'service_completed_successfully' },
     });
     expect(service('temporal-ui').depends_on).toEqual({
       temporal: { condition: 'service_healthy' },
     });
-    expect(service('temporal-search-attributes').depends_on).toEqual({
+    expect(service('temporal-namespace').depends_on).toEqual({
       temporal: { condition: 'service_healthy' },
     });
     for (const [name, { depends_on }] of Object.entries(services)) {
@@ -205,21 +216,80 @@ describe('docker-compose.yml', () => {
     });
   });
 
+  it('runs the set-up steps from the file the local topology runs, schema before the server', () => {
+    for (const [name, step] of [
+      ['temporal-schema', 'schema'],
+      ['temporal-namespace', 'namespace'],
+    ] as const) {
+      const job = service(name);
+      const mount = job.volumes?.find(
+        (volume) => typeof volume === 'object' && volume.source.endsWith('setup.sh'),
+      );
+      expect(mount, name).toMatchObject({
+        type: 'bind',
+        source: './environments/temporal-tier/setup.sh',
+        read_only: true,
+      });
+      const target = typeof mount === 'object' ? mount.target : '';
+      expect([...(job.entrypoint ?? []), ...(job.command ?? [])], name).toEqual([
+        'sh',
+        target,
+        step,
+      ]);
+    }
+    expect(existsSync(join(ROOT, 'environments/temporal-tier/setup.sh'))).toBe(true);
+    // The launcher runs the same file.
+    expect(SETUP_SCRIPT).toBe(join(ROOT, 'environments/temporal-tier/setup.sh'));
+  });
+
+  it('gives both jobs exactly the settings setup.sh reads, as the launcher sets them', () => {
+    const script = read('environments/temporal-tier/setup.sh');
+    const read_ = new Set(
+      [...script.matchAll(/\$\{?([A-Z][A-Z0-9_]+)/g)].map((match) => match[1] as string),
+    );
+    const local = setupEnvironment({
+      database: { host: 'h', port: 5432, user: 'u', password: 'p' },
+      namespace: 'default',
+      retention: '72h',
+      schemaDir: '/schema',
+    });
+    // The launcher adds the binaries' paths; compose uses admin-tools' PATH.
+    const localNames = [...Object.keys(local), 'TEMPORAL_ADDRESS'].sort();
+    expect(
+      [...read_].filter((name) => !['TEMPORAL_SQL_TOOL', 'TEMPORAL_CLI'].includes(name)).sort(),
+    ).toEqual(localNames);
+    for (const name of ['temporal-schema', 'temporal-namespace']) {
+      const env = resolvedEnvironment(name);
+      expect(Object.keys(env).sort(), name).toEqual(localNames);
+      expect(env.SQL_PLUGIN, name).toBe(local.SQL_PLUGIN);
+      expect(env.SEARCH_ATTRIBUTES, name).toBe(local.SEARCH_ATTRIBUTES);
+      expect(env.NAMESPACE_RETENTION, name).toBe(local.NAMESPACE_RETENTION);
+      expect(env.TEMPORAL_DB, name).toBe(local.TEMPORAL_DB);
+      expect(env.TEMPORAL_VISIBILITY_DB, name).toBe(local.TEMPORAL_VISIBILITY_DB);
+      expect(env.SCHEMA_DIR, name).toBe('/etc/temporal/schema/postgresql/v12');
+    }
+  });
+
   it('registers exactly the search attributes the workflows upsert, all Keyword', () => {
-    const step = service('temporal-search-attributes');
-    const listed = step.environment?.SEARCH_ATTRIBUTES?.split(/\s+/);
+    const listed = resolvedEnvironment('temporal-namespace').SEARCH_ATTRIBUTES?.split(/\s+/);
     expect(listed).toEqual(SEARCH_ATTRIBUTE_KEYS.map((key) => key.name));
     expect(SEARCH_ATTRIBUTE_KEYS.every((key) => key.type === SearchAttributeType.KEYWORD)).toBe(
       true,
     );
-    const script = step.command?.join('\n') ?? '';
-    expect(script).toContain('for name in $$SEARCH_ATTRIBUTES');
-    expect(script).toContain('temporal operator search-attribute create');
-    expect(script).toContain('--type Keyword');
-    expect(step.environment?.TEMPORAL_NAMESPACE).toBe(
-      resolvedEnvironment('worker').TEMPORAL_NAMESPACE,
-    );
-    expect(step.environment?.TEMPORAL_ADDRESS).toBe(resolvedEnvironment('worker').TEMPORAL_ADDRESS);
+    const env = resolvedEnvironment('temporal-namespace');
+    expect(env.TEMPORAL_NAMESPACE).toBe(resolvedEnvironment('worker').TEMPORAL_NAMESPACE);
+    expect(env.TEMPORAL_ADDRESS).toBe(resolvedEnvironment('worker').TEMPORAL_ADDRESS);
+  });
+
+  it('points the server and the schema job at the same databases', () => {
+    const temporal = resolvedEnvironment('temporal');
+    const setup = resolvedEnvironment('temporal-schema');
+    expect(temporal.POSTGRES_SEEDS).toBe(setup.SQL_HOST);
+    expect(temporal.DB_PORT).toBe(setup.SQL_PORT);
+    expect(temporal.POSTGRES_USER).toBe(setup.SQL_USER);
+    expect(temporal.POSTGRES_PWD).toBe(setup.SQL_PASSWORD);
+    expect(temporal.DBNAME).toBe(setup.TEMPORAL_DB);
+    expect(temporal.VISIBILITY_DBNAME).toBe(setup.TEMPORAL_VISIBILITY_DB);
   });
 });
 

@@ -89,3 +89,52 @@ describe('probes and bindings', () => {
     ]);
   });
 });
+
+describe('deploy/temporal-setup.yaml', () => {
+  const objects = documents('temporal-setup.yaml') as unknown as Array<Record<string, any>>; // eslint-disable-line @typescript-eslint/no-explicit-any
+  const configMap = objects.find((doc) => doc.kind === 'ConfigMap')!;
+  const jobs = objects.filter((doc) => doc.kind === 'Job');
+  const composeJobs = parse(readFileSync(join(ROOT, 'docker-compose.yml'), 'utf8'), {
+    merge: true,
+  }) as { services: Record<string, { image: string; environment: Record<string, string> }> };
+
+  it('carries environments/temporal-tier/setup.sh byte for byte (the one source of the steps)', () => {
+    expect(configMap.data['setup.sh']).toBe(
+      readFileSync(join(ROOT, 'environments/temporal-tier/setup.sh'), 'utf8'),
+    );
+  });
+
+  it('runs the schema step and the namespace step as the compose jobs do, on the same image and settings', () => {
+    expect(jobs.map((job) => job.metadata.name)).toEqual(['temporal-schema', 'temporal-namespace']);
+    for (const job of jobs) {
+      const container = job.spec.template.spec.containers[0];
+      const step = job.metadata.name === 'temporal-schema' ? 'schema' : 'namespace';
+      expect([...container.command, ...container.args]).toEqual([
+        'sh',
+        `${container.volumeMounts[0].mountPath}/setup.sh`,
+        step,
+      ]);
+      expect(job.spec.template.spec.volumes[0].configMap.name).toBe(configMap.metadata.name);
+      const composeJob = composeJobs.services[job.metadata.name]!;
+      expect(container.image).toBe(composeJob.image);
+      const names = (container.env as Array<{ name: string }>).map((variable) => variable.name);
+      expect(names.sort()).toEqual(Object.keys(composeJob.environment).sort());
+      const values = Object.fromEntries(
+        (container.env as Array<{ name: string; value?: string }>).map((v) => [v.name, v.value]),
+      );
+      for (const name of [
+        'SEARCH_ATTRIBUTES',
+        'NAMESPACE_RETENTION',
+        'SCHEMA_DIR',
+        'TEMPORAL_DB',
+      ]) {
+        expect(values[name], name).toBe(composeJob.environment[name]);
+      }
+      expect(values.TEMPORAL_ADDRESS).toBe(
+        deployment('worker.yaml').spec!.template.spec!.containers[0]!.env!.find(
+          (v) => v.name === 'TEMPORAL_ADDRESS',
+        )?.value,
+      );
+    }
+  });
+});

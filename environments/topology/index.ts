@@ -1,0 +1,306 @@
+/**
+ * The production topology on this machine, no containers (docs/production.md):
+ *
+ * - PostgreSQL: an instance of its own (environments/postgresql/instance.ts) unless
+ *   `databaseUrl` is given; it holds Temporal's two databases and the sandbox store;
+ * - the Temporal server tier on it (environments/temporal-tier/launcher.ts) with its UI;
+ * - the real apiserver tier (etcd + kube-apiserver) with the node agent in kubelet's place;
+ * - two API replicas (`api/main.ts`) behind a round-robin TCP load balancer, and two workers
+ *   (`worker/main.ts`), each a process of its own, restarted when it exits (as a supervisor or
+ *   Kubernetes would); worker 2 reaches kube-apiserver through a TCP proxy the fault matrix can
+ *   cut, while it still reaches Temporal.
+ *
+ * Every server runs under the stdin guard (apiserver-tier/process.ts): nothing outlives the
+ * process that started the topology, even if it is SIGKILLed.
+ */
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { freePort } from '../../config/free-port.js';
+import { startApiserverTier, type ApiserverTier } from '../../apiserver-tier/launcher.js';
+import { startGuarded, type GuardedProcess } from '../../apiserver-tier/process.js';
+import { NodeAgent } from '../../node-agent/agent.js';
+import { writeKubeconfigFile } from '../../simulated-cluster/kubeconfig.js';
+import { startPostgresInstance, type PostgresInstance } from '../postgresql/instance.js';
+import { startTemporalTier, type TemporalTier } from '../temporal-tier/launcher.js';
+import { startTcpProxy, type TcpProxy } from './tcp-proxy.js';
+
+const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+/** Options of {@link startTopology}; every field is optional. */
+export interface TopologyOptions {
+  /**
+   * A PostgreSQL URL whose role may create databases: Temporal's databases and the store go
+   * there. Default: an instance of this topology's own.
+   */
+  databaseUrl?: string;
+  /** The load balancer's port (default: a free one). */
+  port?: number;
+  /** How long the node agent takes to give a pod its IP, in ms (default 300). */
+  nodeDelayMs?: number;
+  /** Extra environment of the API and worker processes (e.g. API_TOKENS, LOG_LEVEL). */
+  env?: Record<string, string>;
+  /** Receives every process's output lines, prefixed with its name. */
+  log?: (line: string) => void;
+}
+
+/** One API or worker process, restarted whenever it exits until the topology stops. */
+export interface ServiceProcess {
+  /** `api-1`, `api-2`, `worker-1`, `worker-2`. */
+  name: string;
+  /** The API's own `http://127.0.0.1:<port>` or the worker's metrics URL. */
+  url: string;
+  /** Process id of the Node.js process now running (not its guard). */
+  pid(): number | undefined;
+  /** SIGKILLs the Node.js process; its supervisor starts a new one after 500 ms. */
+  kill(): void;
+  /** How many times it has been started. */
+  starts(): number;
+}
+
+/** A running topology. */
+export interface Topology {
+  /** The load balancer in front of both API replicas: `http://127.0.0.1:<port>`. */
+  url: string;
+  /** PostgreSQL (only when the topology started its own). */
+  postgres?: PostgresInstance;
+  /** The store's URL (database `durable_sandbox`). */
+  storeUrl: string;
+  temporal: TemporalTier;
+  apiserver: ApiserverTier;
+  agent: NodeAgent;
+  /** The proxy between worker 2 and kube-apiserver. */
+  worker2ApiserverLink: TcpProxy;
+  apis: ServiceProcess[];
+  workers: ServiceProcess[];
+  /** The service's kubeconfig (user `durable-sandbox`) and the admin's, in the topology's folder. */
+  kubeconfigPath: string;
+  adminKubeconfigPath: string;
+  /** Time from start until both API replicas answered `/readyz` 200, in ms. */
+  startToReadyMs: number;
+  /** Stops everything started, in reverse order. Idempotent. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the topology; resolves once both API replicas answer `/readyz` with 200.
+ * @throws Error when a part cannot start; what was started is stopped first
+ */
+export async function startTopology(options: TopologyOptions = {}): Promise<Topology> {
+  const startedAtMs = Date.now();
+  const log = options.log ?? (() => {});
+  const dir = mkdtempSync(join(tmpdir(), 'durable-sandbox-topology-'));
+  const cleanups: Array<() => Promise<unknown>> = [];
+  let stopping: Promise<void> | undefined;
+  const stop = () =>
+    (stopping ??= (async () => {
+      for (const cleanup of cleanups.reverse()) await cleanup().catch(() => undefined);
+      rmSync(dir, { recursive: true, force: true });
+    })());
+  try {
+    let postgres: PostgresInstance | undefined;
+    let admin: URL;
+    if (options.databaseUrl) {
+      admin = new URL(options.databaseUrl);
+    } else {
+      postgres = await startPostgresInstance({ log: (line) => log(line) });
+      cleanups.push(() => postgres!.stop());
+      admin = new URL(postgres.url());
+    }
+    const storeUrl = await storeDatabase(admin, postgres);
+    const temporal = await startTemporalTier({
+      database: {
+        host: admin.hostname,
+        port: Number(admin.port || 5432),
+        user: decodeURIComponent(admin.username),
+        password: decodeURIComponent(admin.password),
+      },
+      log,
+    });
+    cleanups.push(() => temporal.stop());
+
+    const apiserver = await startApiserverTier({ namespace: 'sandboxes', log });
+    cleanups.push(() => apiserver.stop());
+    const agent = await NodeAgent.start({
+      kubelet: apiserver.kubeConfig('node'),
+      scheduler: apiserver.kubeConfig('scheduler'),
+      nodeName: apiserver.nodeName,
+      startupDelayMs: options.nodeDelayMs ?? 300,
+      onError: (err, what) => log(`node agent: ${what}: ${String(err)}`),
+    });
+    cleanups.push(() => agent.stop());
+    const serviceKubeconfig = apiserver.kubeconfigYaml('durable-sandbox', 'sandboxes');
+    const kubeconfigPath = join(dir, 'kubeconfig');
+    const adminKubeconfigPath = join(dir, 'kubeconfig-admin');
+    writeKubeconfigFile(kubeconfigPath, serviceKubeconfig);
+    writeKubeconfigFile(adminKubeconfigPath, apiserver.kubeconfigYaml('admin', 'sandboxes'));
+    const apiserverPort = Number(new URL(apiserver.url).port);
+    const worker2ApiserverLink = await startTcpProxy([apiserverPort]);
+    cleanups.push(() => worker2ApiserverLink.close());
+    const proxiedKubeconfigPath = join(dir, 'kubeconfig-worker-2');
+    writeKubeconfigFile(
+      proxiedKubeconfigPath,
+      serviceKubeconfig.replace(
+        `server: https://127.0.0.1:${apiserverPort}`,
+        `server: https://127.0.0.1:${worker2ApiserverLink.port}`,
+      ),
+    );
+    if (readFileSync(proxiedKubeconfigPath, 'utf8') === serviceKubeconfig) {
+      throw new Error('could not point worker 2 at the apiserver proxy');
+    }
+
+    const env: Record<string, string> = {
+      TEMPORAL_ADDRESS: temporal.address,
+      TEMPORAL_NAMESPACE: temporal.namespace,
+      DATABASE_URL: storeUrl,
+      KUBECONFIG: kubeconfigPath,
+      SANDBOX_NAMESPACE: 'sandboxes',
+      DATA_DIR: dir,
+      ...(temporal.uiUrl ? { TEMPORAL_UI_URL: temporal.uiUrl } : {}),
+      ...options.env,
+    };
+    const services: SupervisedService[] = [];
+    cleanups.push(async () => {
+      await Promise.all(services.map((service) => service.stop()));
+    });
+    const apiPorts = [await freePort(), await freePort()];
+    for (const [i, port] of apiPorts.entries()) {
+      services.push(
+        superviseService(`api-${i + 1}`, 'api/main.ts', { ...env, PORT: String(port) }, log),
+      );
+    }
+    for (const i of [1, 2]) {
+      const metricsPort = await freePort();
+      services.push(
+        superviseService(
+          `worker-${i}`,
+          'worker/main.ts',
+          {
+            ...env,
+            METRICS_PORT: String(metricsPort),
+            ...(i === 2 ? { KUBECONFIG: proxiedKubeconfigPath } : {}),
+          },
+          log,
+          `http://127.0.0.1:${metricsPort}/metrics`,
+        ),
+      );
+    }
+    const loadBalancer = await startTcpProxy(apiPorts, options.port ?? 0);
+    cleanups.push(() => loadBalancer.close());
+    for (const port of apiPorts) await waitForReady(`http://127.0.0.1:${port}`, services);
+    writeFileSync(join(dir, 'README'), 'the production topology (environments/topology)\n');
+    return {
+      url: `http://127.0.0.1:${loadBalancer.port}`,
+      postgres,
+      storeUrl,
+      temporal,
+      apiserver,
+      agent,
+      worker2ApiserverLink,
+      apis: services.slice(0, 2),
+      workers: services.slice(2),
+      kubeconfigPath,
+      adminKubeconfigPath,
+      startToReadyMs: Date.now() - startedAtMs,
+      stop,
+    };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
+
+/** The store's database: created in the topology's own instance, else the given one's. */
+async function storeDatabase(admin: URL, postgres: PostgresInstance | undefined): Promise<string> {
+  if (postgres) return postgres.createDatabase('durable_sandbox');
+  return admin.toString();
+}
+
+interface SupervisedService extends ServiceProcess {
+  stop(): Promise<void>;
+}
+
+/** Runs `node --import tsx <entry>` under the guard, starting it again 500 ms after it exits. */
+function superviseService(
+  name: string,
+  entry: string,
+  env: Record<string, string>,
+  log: (line: string) => void,
+  url = `http://127.0.0.1:${env.PORT}`,
+): SupervisedService {
+  let current: GuardedProcess | undefined;
+  let starts = 0;
+  let stopped = false;
+  const start = () => {
+    starts += 1;
+    // The guard runs a copy of this process's environment plus the service's settings.
+    const guarded = startGuarded(
+      name,
+      'env',
+      [
+        ...Object.entries(env).map(([k, v]) => `${k}=${v}`),
+        process.execPath,
+        '--import',
+        'tsx',
+        entry,
+      ],
+      (line) => log(`${name}: ${line}`),
+      REPO_ROOT,
+    );
+    current = guarded;
+    void guarded.exited.then(() => {
+      if (!stopped && current === guarded) {
+        log(`${name}: exited; starting it again`);
+        setTimeout(() => !stopped && start(), 500);
+      }
+    });
+  };
+  start();
+  const nodePid = (): number | undefined => {
+    if (!current) return undefined;
+    try {
+      const children = readFileSync(`/proc/${current.pid}/task/${current.pid}/children`, 'utf8');
+      for (const pid of children.trim().split(/\s+/).map(Number)) {
+        const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+        if (cmdline.includes(entry)) return pid;
+      }
+    } catch {
+      // exited meanwhile
+    }
+    return undefined;
+  };
+  return {
+    name,
+    url,
+    pid: nodePid,
+    kill() {
+      const pid = nodePid();
+      if (pid) process.kill(pid, 'SIGKILL');
+    },
+    starts: () => starts,
+    async stop() {
+      stopped = true;
+      await current?.stop(30_000);
+    },
+  };
+}
+
+/** Polls `<url>/readyz` until it answers 200 (the API checks Temporal, the store, the cluster). */
+async function waitForReady(url: string, services: SupervisedService[]): Promise<void> {
+  const deadlineAtMs = Date.now() + 180_000;
+  let last = '';
+  while (Date.now() < deadlineAtMs) {
+    const answer = await fetch(`${url}/readyz`).then(
+      async (response) => `${response.status} ${await response.text()}`,
+      (err: Error) => err.message,
+    );
+    if (answer.startsWith('200')) return;
+    last = answer;
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+  throw new Error(
+    `${url}/readyz did not answer 200 within 180 s (last: ${last.slice(0, 400)}); ` +
+      `services: ${services.map((s) => `${s.name} started ${s.starts()}×`).join(', ')}`,
+  );
+}
