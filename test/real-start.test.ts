@@ -52,7 +52,9 @@ describe('CLUSTER=real npm start', () => {
   it('runs a refused create to invalid_request on a real kube-apiserver, seen with the admin kubeconfig', async () => {
     const output = stack.output();
     expect(output).toMatch(/Kubernetes:\s+real kube-apiserver https:\/\/127\.0\.0\.1:\d+/);
-    expect(output).toContain(`kubectl --kubeconfig ${join(dataDir, 'kubeconfig-admin')}`);
+    expect(output).toContain(
+      `export KUBECONFIG=${join(dataDir, 'kubeconfig-admin')}; kubectl get pods,events`,
+    );
 
     const response = await fetch(`${stack.apiUrl}/v1/sandboxes`, {
       method: 'POST',
