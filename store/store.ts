@@ -13,6 +13,7 @@ import { selectRootfsFloors, upsertRootfsFloor } from './rootfs-floors.js';
 import { createOperationNotifier, OPERATION_CHANNEL } from './operation-notifier.js';
 import {
   advanceOperation,
+  appendPlacement,
   insertOperation,
   selectOperation,
   selectOperationPage,
@@ -284,6 +285,16 @@ export async function openStore(options: StoreOptions): Promise<Store> {
         .where('run_id', 'is', null)
         .executeTakeFirst();
       return result.numUpdatedRows > 0n;
+    },
+
+    recordPlacement(operationId, placement) {
+      return writing(async (trx, changed) => {
+        const wrote = await appendPlacement(trx, operationId, placement, now());
+        if (!wrote) return false;
+        await announce(trx, operationId);
+        changed.add(operationId);
+        return true;
+      });
     },
 
     getOperation(tenant, id) {

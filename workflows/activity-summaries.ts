@@ -33,6 +33,8 @@ export const ACTIVITY_SUMMARIES: { [K in keyof CreateActivities]: (input: InputO
       `retire the execution of ${input.sandboxId}: ${input.failure ? `failed, ${input.failure.code}` : input.reason}`,
     recordOperationOutcome: (input) =>
       `publish the outcome of ${input.operationId}: ${input.status}, ${input.error.code}`,
+    recordPlacement: (input) =>
+      `placement ${input.placement.placement} of ${input.sandboxId}: node ${input.placement.nodeName} refused it (${input.placement.code})`,
     markSandboxDeleted: (input) => `mark ${input.sandboxId} deleted`,
     readSandboxPod: (input) => `read the pod recorded for ${input.sandboxId}`,
     awaitOperationClosed: (input) => `wait until the create ${input.operationId} has closed`,
