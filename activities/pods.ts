@@ -2,7 +2,7 @@
  * Kubernetes steps of the create: create (or adopt) the pod, wait for it, delete it.
  */
 import { Context, log } from '@temporalio/activity';
-import { ApplicationFailure } from '@temporalio/common';
+import { ApplicationFailure, CompleteAsyncError } from '@temporalio/common';
 import {
   classifyApiserverError,
   UNAUTHORIZED_BOUND_MS,
@@ -16,17 +16,21 @@ import {
   PodNameTakenError,
   type PodRef,
 } from '../kubernetes/pods.js';
-import { awaitPodReady, type ReadinessOutcome } from '../kubernetes/readiness-watch.js';
-import { parseRootfsFloor } from '../kubernetes/refusal.js';
+import {
+  awaitPodReady,
+  cachedOutcome,
+  type ReadinessOutcome,
+} from '../kubernetes/readiness-watch.js';
 import type { SandboxInformers } from '../kubernetes/sandbox-informers.js';
 import type { Store } from '../store/index.js';
+import { createFailure, readinessFailure, readinessFailureLog } from './create-failure.js';
 import { whileHeartbeating } from './heartbeat.js';
+import type { ReadinessDecider } from './readiness-decider.js';
 import type { CreateMetrics } from './metrics.js';
-import {
-  OPERATION_ERRORS,
-  type CreateFailureDetails,
-  type OperationErrorCode,
-  type SandboxResources,
+import type {
+  CreateFailureDetails,
+  OperationErrorCode,
+  SandboxResources,
 } from '../contract/index.js';
 
 /** Dependencies of the pod activities. */
@@ -38,7 +42,15 @@ export interface PodActivityDeps {
    * every readiness wait reads them instead of opening watches of its own.
    */
   informers: SandboxInformers;
-  /** How often the readiness wait heartbeats, in ms (default HEARTBEAT_INTERVAL_MS, 1000). */
+  /**
+   * The worker's decider of recorded waits (activities/readiness-decider.ts), over the same
+   * informers: it completes the waits this activity leaves asynchronous.
+   */
+  decider: ReadinessDecider;
+  /**
+   * How often a wait scheduled by the release before (with a heartbeat timeout) heartbeats, in
+   * ms (default HEARTBEAT_INTERVAL_MS, 1000).
+   */
   heartbeatIntervalMs?: number;
   /** Create and watch metrics (activities/metrics.ts); optional. */
   metrics?: CreateMetrics;
@@ -111,40 +123,50 @@ export function podActivities(deps: PodActivityDeps) {
     },
 
     /**
-     * Waits for the pod through the worker's informers (kubernetes/readiness-watch.ts) while
-     * heartbeating; the activity's cancellation (the workflow's deadline timer, or a cancel)
-     * ends the wait.
+     * Waits for the pod's IP without holding anything (docs/architecture.md, "Waiting costs
+     * nothing"): records the wait (task token, pod, workflow) in the store, decides it at once
+     * from the informers' caches when they already know the outcome, and otherwise completes
+     * asynchronously (`CompleteAsyncError`: no slot held, no heartbeat). Any worker's
+     * {@link ReadinessDecider} then completes or fails it on the pod's decisive change.
+     *
+     * An attempt scheduled with a heartbeat timeout (by a workflow started before this design,
+     * whose wait must heartbeat) waits in this process instead, heartbeating, until the outcome
+     * or the activity's cancellation.
      * @returns the pod IP
      * @throws ApplicationFailure `InvalidRequest` (non-retryable) when the node refused the pod
      *   as invalid; its message names the node's reason and its details are
      *   {@link CreateFailureDetails} with the refusal event's name and time
      * @throws ApplicationFailure `PodFailed` (non-retryable) when the pod failed, vanished or
      *   is being deleted
-     * @throws ApplicationFailure `Internal` (non-retryable) when the worker may not watch pods
+     * @throws ApplicationFailure `Unavailable` (non-retryable) when the worker may not watch pods
      *   (403, or 401 for longer than its bound): its message names the missing permission
-     * @throws CancelledFailure when the activity was cancelled
+     * @throws CompleteAsyncError when the outcome is not known yet (the decider completes it)
+     * @throws CancelledFailure when an in-process (heartbeating) wait was cancelled
      */
     async awaitPodReady(input: AwaitPodReadyInput): Promise<AwaitPodReadyResult> {
-      const { cancellationSignal } = Context.current();
-      const watch = awaitPodReady({
-        informers: deps.informers,
-        pod: input.pod,
-        signal: cancellationSignal,
-      });
-      let outcome: ReadinessOutcome;
-      try {
-        outcome = await whileHeartbeating(watch, deps.heartbeatIntervalMs);
-      } catch (err) {
-        if (!cancellationSignal.aborted) throw err;
-        log.info('readiness wait cancelled');
-        // The SDK turns this into a CancelledFailure for the workflow.
-        throw cancellationSignal.reason ?? err;
+      const { info } = Context.current();
+      if (info.heartbeatTimeoutMs) return waitInProcess(deps, input);
+      const { workflowId = '', runId = '' } = info.workflowExecution ?? {};
+      const wait = {
+        podUid: input.pod.uid,
+        podName: input.pod.name,
+        taskToken: info.base64TaskToken,
+        operationId: input.operationId,
+        sandboxId: input.sandboxId,
+        workflowId,
+        runId,
+        activityId: info.activityId,
+      };
+      // Recorded before the caches are read: a change after the read finds the row.
+      await deps.store.recordReadinessWait(wait);
+      const outcome = cachedOutcome(deps.informers, input.pod);
+      if (!outcome) {
+        deps.decider.track(wait);
+        log.info('waiting for the pod; the informers complete the wait');
+        throw new CompleteAsyncError();
       }
-      if (outcome.outcome === 'ready') {
-        log.info('pod ready', { pod_ip: outcome.podIp });
-        return { podIp: outcome.podIp };
-      }
-      throw readinessFailure(outcome, input.pod);
+      await deps.store.clearReadinessWait(wait.podUid, wait.taskToken);
+      return settleOutcome(outcome, input.pod);
     },
 
     /**
@@ -187,48 +209,41 @@ export function podActivities(deps: PodActivityDeps) {
 }
 
 /**
- * The non-retryable ApplicationFailure of a readiness wait that ended without an IP: typed by
- * contract/operation.ts's table, details as {@link CreateFailureDetails}. Logs why.
+ * The wait of an attempt scheduled with a heartbeat timeout (by a workflow started before
+ * "Waiting costs nothing"): follows the informers in this process while heartbeating, until the
+ * outcome or the activity's cancellation.
  */
-function readinessFailure(
-  outcome: Exclude<ReadinessOutcome, { outcome: 'ready' }>,
-  pod: PodRef,
-): ApplicationFailure {
-  const podFields = { podName: pod.name, podUid: pod.uid };
-  if (outcome.outcome === 'refused') {
-    log.warn('node refused the pod as invalid', {
-      reason: outcome.reason,
-      event: outcome.eventName,
-    });
-    const details: CreateFailureDetails = {
-      code: 'invalid_request',
-      reason: outcome.reason,
-      ...podFields,
-      eventName: outcome.eventName,
-      eventLastTimestamp: outcome.eventLastTimestamp,
-      nodeName: outcome.nodeName,
-      rootfsMib: parseRootfsFloor(outcome.reason),
-    };
-    return createFailure(`the node refused the sandbox: ${outcome.reason}`, details);
+async function waitInProcess(
+  deps: PodActivityDeps,
+  input: AwaitPodReadyInput,
+): Promise<AwaitPodReadyResult> {
+  const { cancellationSignal } = Context.current();
+  const watch = awaitPodReady({
+    informers: deps.informers,
+    pod: input.pod,
+    signal: cancellationSignal,
+  });
+  let outcome: ReadinessOutcome;
+  try {
+    outcome = await whileHeartbeating(watch, deps.heartbeatIntervalMs);
+  } catch (err) {
+    if (!cancellationSignal.aborted) throw err;
+    log.info('readiness wait cancelled');
+    // The SDK turns this into a CancelledFailure for the workflow.
+    throw cancellationSignal.reason ?? err;
   }
-  if (outcome.outcome === 'watchRefused') {
-    // The worker cannot see the pod (RBAC, or credentials refused past their bound): a
-    // configuration problem, `unavailable` like the apiserver's other configuration refusals.
-    log.error('the worker cannot watch pods; the create ends', { reason: outcome.reason });
-    const details: CreateFailureDetails = {
-      code: 'unavailable',
-      reason: outcome.reason,
-      ...podFields,
-    };
-    return createFailure(outcome.reason, details);
+  return settleOutcome(outcome, input.pod);
+}
+
+/** The activity's result for a decided outcome: the IP, or the typed failure (logged). */
+function settleOutcome(outcome: ReadinessOutcome, pod: PodRef): AwaitPodReadyResult {
+  if (outcome.outcome === 'ready') {
+    log.info('pod ready', { pod_ip: outcome.podIp });
+    return { podIp: outcome.podIp };
   }
-  log.warn('pod failed before it had an IP', { reason: outcome.reason });
-  const details: CreateFailureDetails = {
-    code: 'pod_failed',
-    reason: outcome.reason,
-    ...podFields,
-  };
-  return createFailure(outcome.reason, details);
+  const line = readinessFailureLog(outcome);
+  log[line.level](line.message, line.fields);
+  throw readinessFailure(outcome, pod);
 }
 
 /** The error code each apiserver error class ends a create with; undefined: retried. */
@@ -268,18 +283,6 @@ function createPodFailure(err: unknown): unknown {
     podCreated: info.attempt === 1 ? false : undefined,
   };
   return createFailure(message, details);
-}
-
-/**
- * A create's non-retryable failure: the ApplicationFailure type is the one contract/operation.ts
- * gives `details.code`, so the type and the code cannot disagree.
- */
-function createFailure(message: string, details: CreateFailureDetails): ApplicationFailure {
-  return ApplicationFailure.nonRetryable(
-    message,
-    OPERATION_ERRORS[details.code].failureType,
-    details,
-  );
 }
 
 /** The message of a create the apiserver (or the client's configuration) ended. */

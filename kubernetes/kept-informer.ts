@@ -37,6 +37,8 @@ export class KeptInformer<T extends KubernetesObject> {
     list: () => Promise<{ items: T[]; metadata?: { resourceVersion?: string } }>,
     selectors: { labelSelector?: string; fieldSelector?: string },
     private readonly onRefusalChange: (refusal: string | undefined) => void,
+    /** Called after each list has been applied to the cache (the first one, and every re-list). */
+    private readonly onListed: () => void = () => undefined,
   ) {
     const random = options.random ?? Math.random;
     const watch = new InformerWatch(options.client.kubeConfig, {
@@ -51,7 +53,10 @@ export class KeptInformer<T extends KubernetesObject> {
       watch,
       async () => {
         options.observer?.onList?.(resource);
-        return list() as never;
+        const listed = await list();
+        // ListWatch applies the items as soon as this resolves (same microtask run): report after.
+        setImmediate(() => this.onListed());
+        return listed as never;
       },
       false,
       selectors.labelSelector,

@@ -90,13 +90,8 @@ export function awaitPodReady(options: ReadinessWaitOptions): Promise<ReadinessO
       onPodsRefused: (reason) => decide({ outcome: 'watchRefused', reason }),
     });
     // What the caches already hold.
-    if (informers.podsRefusal) decide({ outcome: 'watchRefused', reason: informers.podsRefusal });
-    for (const event of informers.cachedEvents(pod.uid)) decide(refusalOutcome(event, pod.uid));
-    const cached = informers.cachedPod(pod.name);
-    if (cached) {
-      decide(podOutcome('MODIFIED', cached, pod.uid));
-      return;
-    }
+    decide(cachedOutcome(informers, pod));
+    if (settled || informers.cachedPod(pod.name)) return;
     // Not in the cache yet: the informer normally delivers the new pod within milliseconds.
     // If it still has not after `podReadDelayMs`, the pod may have been deleted before this
     // worker listed it (e.g. while no worker ran): read it once by name.
@@ -120,8 +115,27 @@ export function awaitPodReady(options: ReadinessWaitOptions): Promise<ReadinessO
   });
 }
 
+/**
+ * The decisive outcome the informers' caches hold for the pod now, if any: the pods informer
+ * refused, a decisive refusal event of its uid, or its cached pod's state ({@link podOutcome}).
+ * Undefined when nothing is decided yet, including when the cache lacks the pod (it may not
+ * have arrived yet, or may have been deleted before the informer listed: the caller reads it).
+ */
+export function cachedOutcome(
+  informers: SandboxInformers,
+  pod: { name: string; uid: string },
+): ReadinessOutcome | undefined {
+  if (informers.podsRefusal) return { outcome: 'watchRefused', reason: informers.podsRefusal };
+  for (const event of informers.cachedEvents(pod.uid)) {
+    const refused = refusalOutcome(event, pod.uid);
+    if (refused) return refused;
+  }
+  const cached = informers.cachedPod(pod.name);
+  return cached ? podOutcome('MODIFIED', cached, pod.uid) : undefined;
+}
+
 /** The `refused` outcome an event carries for the pod with `uid`, if it is a decisive refusal. */
-function refusalOutcome(event: CoreV1Event, uid: string): ReadinessOutcome | undefined {
+export function refusalOutcome(event: CoreV1Event, uid: string): ReadinessOutcome | undefined {
   const refusal = decisiveRefusal(event, uid);
   if (!refusal) return undefined;
   return {

@@ -75,6 +75,14 @@ export interface PodSubscriber {
   onPodsRefused(message: string): void;
 }
 
+/** What {@link SandboxInformers.observe} reports: every change, of every pod. */
+export interface InformersObserver extends Partial<PodSubscriber> {
+  /** Both informers have listed (first list, or a re-list): the caches are complete now. */
+  onListed?(): void;
+  /** The informers are stopping: nothing more will be reported. `stop()` awaits what it returns. */
+  onStopped?(): Promise<void> | void;
+}
+
 /** Why the informers cannot serve the pods a wait needs; undefined while they can. */
 export type PodsRefusal = string | undefined;
 
@@ -99,6 +107,8 @@ export class SandboxInformers {
   /** When an event of a pod not in the pods cache was first seen, by pod uid. */
   private readonly unknownSinceMs = new Map<string, number>();
   private readonly livePodUids = new Set<string>();
+  private readonly observers = new Set<InformersObserver>();
+  private readonly listed = { pods: false, events: false };
   private sweepTimer: NodeJS.Timeout | undefined;
   private eventsDegradedWarned = false;
 
@@ -114,6 +124,7 @@ export class SandboxInformers {
       () => client.core.listNamespacedPod({ namespace, labelSelector }),
       { labelSelector },
       (refusal) => this.podsRefusalChanged(refusal),
+      () => this.resourceListed('pods'),
     );
     this.events = new KeptInformer<CoreV1Event>(
       'events',
@@ -122,6 +133,7 @@ export class SandboxInformers {
       () => client.core.listNamespacedEvent({ namespace, fieldSelector }),
       { fieldSelector },
       (refusal) => this.eventsRefusalChanged(refusal),
+      () => this.resourceListed('events'),
     );
     this.pods.listWatch.on(ADD, (pod) => this.podChanged('ADDED', pod));
     this.pods.listWatch.on(UPDATE, (pod) => this.podChanged('MODIFIED', pod));
@@ -140,10 +152,11 @@ export class SandboxInformers {
     this.sweepTimer.unref();
   }
 
-  /** Stops both informers and the eviction timer. Idempotent. */
+  /** Stops both informers and the eviction timer, and tells the observers. Idempotent. */
   async stop(): Promise<void> {
     if (this.sweepTimer) clearInterval(this.sweepTimer);
-    await Promise.all([this.pods.stop(), this.events.stop()]);
+    const observers = [...this.observers].map((observer) => observer.onStopped?.());
+    await Promise.all([...observers, this.pods.stop(), this.events.stop()]);
   }
 
   /** Why the waits cannot see pods now (403, or 401 past its bound); undefined when they can. */
@@ -203,6 +216,28 @@ export class SandboxInformers {
     };
   }
 
+  /**
+   * Calls `observer` on every change of every pod and every refusal event, whoever waits for it,
+   * and after each list once both informers have listed (the caches are complete then), until
+   * the returned function is called. The pending-wait decider (activities/readiness-decider.ts)
+   * uses it to decide waits that any worker started.
+   */
+  observe(observer: InformersObserver): () => void {
+    this.observers.add(observer);
+    return () => this.observers.delete(observer);
+  }
+
+  /** Whether both informers have listed at least once (their caches hold every object). */
+  get synced(): boolean {
+    return this.listed.pods && this.listed.events;
+  }
+
+  private resourceListed(resource: InformerResource): void {
+    this.listed[resource] = true;
+    if (!this.synced) return;
+    for (const observer of [...this.observers]) observer.onListed?.();
+  }
+
   private podChanged(type: 'ADDED' | 'MODIFIED' | 'DELETED', pod: V1Pod): void {
     const uid = pod.metadata?.uid ?? '';
     const name = pod.metadata?.name ?? '';
@@ -219,6 +254,7 @@ export class SandboxInformers {
       notified.add(subscriber);
       subscriber.onPod(type, pod);
     }
+    for (const observer of [...this.observers]) observer.onPod?.(type, pod);
   }
 
   private eventChanged(event: CoreV1Event): void {
@@ -231,6 +267,7 @@ export class SandboxInformers {
     if (!events) this.eventsByUid.set(uid, (events = new Map()));
     events.set(name, event);
     for (const subscriber of [...(this.byUid.get(uid) ?? [])]) subscriber.onEvent(event);
+    for (const observer of [...this.observers]) observer.onEvent?.(event);
   }
 
   private eventRemoved(event: CoreV1Event): void {
@@ -276,6 +313,7 @@ export class SandboxInformers {
 
   private podsRefusalChanged(refusal: string | undefined): void {
     if (refusal === undefined) return;
+    for (const observer of [...this.observers]) observer.onPodsRefused?.(refusal);
     for (const subscribers of [...this.byUid.values()]) {
       for (const subscriber of [...subscribers]) subscriber.onPodsRefused(refusal);
     }

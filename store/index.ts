@@ -20,6 +20,7 @@ export type {
   MarkSandboxRunningInput,
   NewSandboxInput,
   NewSandboxOutcome,
+  ReadinessWait,
   RecordPodInput,
   RetireExecutionInput,
   SandboxPage,

@@ -99,6 +99,24 @@ export interface OperationsTable {
   updated_at: string;
 }
 
+/**
+ * `readiness_waits`: a readiness wait in progress (docs/architecture.md, "Waiting costs
+ * nothing"): the pod it waits for and the task token that completes its activity. One row per
+ * pod uid; a later attempt of the same wait replaces the row.
+ */
+export interface ReadinessWaitsTable {
+  pod_uid: string;
+  pod_name: string;
+  /** The activity attempt's task token, base64. */
+  task_token: string;
+  operation_id: string;
+  sandbox_id: string;
+  workflow_id: string;
+  run_id: string;
+  activity_id: string;
+  created_at: string;
+}
+
 /** The whole schema, for `Kysely<Database>`. */
 export interface Database {
   sandboxes: SandboxesTable;
@@ -106,4 +124,5 @@ export interface Database {
   idempotency_keys: IdempotencyKeysTable;
   rootfs_floors: RootfsFloorsTable;
   operations: OperationsTable;
+  readiness_waits: ReadinessWaitsTable;
 }

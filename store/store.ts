@@ -9,6 +9,13 @@ import { retireActiveExecutions, retireCurrentExecution, insertExecution } from 
 import { lockSandbox } from './fencing.js';
 import { claimIdempotencyKey, findIdempotencyKey } from './idempotency.js';
 import { migrateToLatest } from './migrations/index.js';
+import {
+  deleteReadinessWait,
+  deleteReadinessWaitsOf,
+  selectReadinessWait,
+  selectReadinessWaits,
+  upsertReadinessWait,
+} from './readiness-waits.js';
 import { selectRootfsFloors, upsertRootfsFloor } from './rootfs-floors.js';
 import { createOperationNotifier, OPERATION_CHANNEL } from './operation-notifier.js';
 import {
@@ -177,6 +184,8 @@ export async function openStore(options: StoreOptions): Promise<Store> {
           : (await isRunningAt(trx, input, input.podIp))
             ? ('already_running' as const)
             : ('fenced' as const);
+        // The wait has been decided (docs/architecture.md, "Waiting costs nothing").
+        if (input.operationId) await deleteReadinessWaitsOf(trx, input.operationId);
         if (result !== 'fenced') {
           const transition = {
             phase: 'finished' as const,
@@ -197,6 +206,7 @@ export async function openStore(options: StoreOptions): Promise<Store> {
         // Compensation has finished whether or not this call still retires the execution (a
         // delete may have retired it first): the operation is done either way.
         const failure = input.failure ?? { code: input.reason, message: input.reason };
+        if (input.operationId) await deleteReadinessWaitsOf(trx, input.operationId);
         note(
           changed,
           await advanceIn(
@@ -265,6 +275,8 @@ export async function openStore(options: StoreOptions): Promise<Store> {
 
     recordOperationOutcome(input) {
       return writing(async (trx, changed) => {
+        // The create's outcome is known: its readiness wait, if any, has nothing left to decide.
+        await deleteReadinessWaitsOf(trx, input.operationId);
         const transition: OperationTransition = {
           phase: 'compensating',
           status: input.status,
@@ -343,6 +355,22 @@ export async function openStore(options: StoreOptions): Promise<Store> {
 
     listRunningSandboxes(input) {
       return selectRunningBefore(db, input.updatedBefore, input.limit);
+    },
+
+    recordReadinessWait(wait) {
+      return upsertReadinessWait(db, wait, now());
+    },
+
+    findReadinessWait(podUid) {
+      return selectReadinessWait(db, podUid);
+    },
+
+    listReadinessWaits(limit = 10_000) {
+      return selectReadinessWaits(db, limit);
+    },
+
+    clearReadinessWait(podUid, taskToken) {
+      return deleteReadinessWait(db, podUid, taskToken);
     },
 
     async ping() {

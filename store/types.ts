@@ -45,6 +45,24 @@ export interface StoreOptions {
   clock?: () => Date;
 }
 
+/**
+ * A readiness wait in progress (docs/architecture.md, "Waiting costs nothing"): the pod it waits
+ * for, and the activity attempt that waits, by task token (base64) and by id.
+ */
+export interface ReadinessWait {
+  podUid: string;
+  podName: string;
+  /** The wait activity attempt's task token, base64 (completes it asynchronously). */
+  taskToken: string;
+  operationId: string;
+  sandboxId: string;
+  workflowId: string;
+  runId: string;
+  activityId: string;
+  /** When the wait was recorded, ISO-8601. */
+  createdAt: string;
+}
+
 /** Input of {@link Store.createSandbox}. */
 export interface NewSandboxInput {
   id: string;
@@ -325,6 +343,22 @@ export interface Store {
    * oldest first, at most `limit` (for the worker's sweep).
    */
   listRunningSandboxes(input: { updatedBefore: string; limit: number }): Promise<SandboxRecord[]>;
+  /**
+   * Records a readiness wait in progress (docs/architecture.md, "Waiting costs nothing"),
+   * replacing the row of an earlier attempt for the same pod uid.
+   */
+  recordReadinessWait(wait: Omit<ReadinessWait, 'createdAt'>): Promise<void>;
+  /** The readiness wait for the pod with `podUid`, if one is in progress. */
+  findReadinessWait(podUid: string): Promise<ReadinessWait | undefined>;
+  /** The readiness waits in progress, oldest first, at most `limit` (default 10,000). */
+  listReadinessWaits(limit?: number): Promise<ReadinessWait[]>;
+  /**
+   * Removes the wait of `podUid` recorded with `taskToken` (a newer attempt's row stays).
+   * `markSandboxRunning`, `recordOperationOutcome` and `retireExecution` also remove the waits of
+   * their operation, in their transaction.
+   * @returns whether a row was removed
+   */
+  clearReadinessWait(podUid: string, taskToken: string): Promise<boolean>;
   /** Resolves when the database answers a trivial query; rejects with the driver's error. */
   ping(): Promise<void>;
   /** Closes the connection (pool); the store is unusable afterwards. */

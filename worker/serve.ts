@@ -4,9 +4,11 @@
  * sweeper (worker/orphan-sweeper.ts), and the worker itself. Shared by `npm run worker` (worker/main.ts) and the embedded stack (scripts/start.ts).
  */
 import type { Server } from 'node:http';
+import { Client } from '@temporalio/client';
 import { NativeConnection, type Worker } from '@temporalio/worker';
 import type { Logger } from 'pino';
 import { createMetrics, workerRegistry } from '../activities/metrics.js';
+import { ReadinessDecider } from '../activities/readiness-decider.js';
 import { collectProcessMetrics } from '../config/process-metrics.js';
 import { freePort } from '../config/free-port.js';
 import type { Config } from '../config/index.js';
@@ -106,6 +108,15 @@ export async function serveWorker(options: ServeWorkerOptions): Promise<ServedWo
     logger: options.logger,
     observer: metrics.watchObserver,
   });
+  // Decides the recorded readiness waits, this worker's and any other's (docs/architecture.md,
+  // "Waiting costs nothing"); stops with the informers.
+  const decider = new ReadinessDecider({
+    informers,
+    store: options.store,
+    completion: new Client({ connection, namespace: config.temporalNamespace }).activity,
+    logger: options.logger,
+  });
+  decider.start();
   informers.start();
   const worker = await createSandboxWorker({
     connection,
@@ -115,6 +126,7 @@ export async function serveWorker(options: ServeWorkerOptions): Promise<ServedWo
       kubernetes: options.kubernetes,
       store: options.store,
       informers,
+      decider,
       metrics,
     },
   });

@@ -19,10 +19,11 @@ export const WORKFLOW_INTERCEPTOR_MODULES = [
 ];
 
 /**
- * Activities one worker runs at once: up to this many creates can wait for their pods on one
- * worker (measured: 1,000 waits on one worker, README "Benchmark").
+ * Activities one worker runs at once. Only short steps hold a slot: a readiness wait holds one
+ * for the few ms it takes to record itself, then completes asynchronously (docs/architecture.md,
+ * "Waiting costs nothing"), so the number of waiting creates does not count here.
  */
-export const MAX_CONCURRENT_ACTIVITIES = 2_000;
+export const MAX_CONCURRENT_ACTIVITIES = 200;
 
 /** Options of {@link createSandboxWorker}. */
 export interface SandboxWorkerOptions {
@@ -38,6 +39,8 @@ export interface SandboxWorkerOptions {
    * (its watches stopped, its attempt retried by another worker) without a long pause.
    */
   shutdownGraceTimeMs?: number;
+  /** Activity slots (default {@link MAX_CONCURRENT_ACTIVITIES}); tests set few. */
+  maxConcurrentActivities?: number;
 }
 
 /**
@@ -58,10 +61,10 @@ export async function createSandboxWorker(options: SandboxWorkerOptions): Promis
     activities: createActivities(options.deps),
     // Every activity log line names its operation, sandbox and pod (activities/log-attributes.ts).
     interceptors: { activity: [activityLogIds] },
-    // A readiness wait holds an activity slot while it waits (it costs no request: the
-    // informers serve it), so a worker takes many at once; the SDK's default is 100.
-    maxConcurrentActivityTaskExecutions: MAX_CONCURRENT_ACTIVITIES,
-    // Cancellation reaches an activity only with a heartbeat answer: keep that answer quick.
+    maxConcurrentActivityTaskExecutions:
+      options.maxConcurrentActivities ?? MAX_CONCURRENT_ACTIVITIES,
+    // Cancellation reaches a heartbeating activity (a delete's wait for its create; a wait of
+    // the release before) only with a heartbeat answer: keep that answer quick.
     maxHeartbeatThrottleInterval: '2 seconds',
     shutdownGraceTime: options.shutdownGraceTimeMs ?? 2_000,
   });

@@ -14,6 +14,7 @@ import {
   CancelledFailure,
   isCancellation,
   log,
+  patched,
   proxyActivities,
   proxyLocalActivities,
   type RetryPolicy,
@@ -56,25 +57,43 @@ const settledStep = proxyActivities<CreateActivities>({
 });
 
 /**
- * The readiness wait: long-running and heartbeating, so a dead worker's wait moves to another
- * worker after the heartbeat timeout. Cancellation waits until the activity has stopped its
- * watches, so compensation never races a live watch. The wait ends when the deadline timer
- * cancels it; the start-to-close timeout (deadline + 60 s) is only a backstop for a cancel
- * that never arrives.
+ * The patch of "Waiting costs nothing" (docs/architecture.md): the readiness wait completes
+ * asynchronously and holds no watch, so it has no heartbeat timeout and is cancelled with
+ * TRY_CANCEL. Histories recorded before it keep the heartbeating wait.
+ */
+export const ASYNC_READINESS_WAIT_PATCH = 'async-readiness-wait';
+
+/**
+ * The readiness wait. It completes asynchronously (activities/pods.ts): it holds no worker slot
+ * and sends no heartbeat, and any worker's informers decide it, so a dead worker loses nothing
+ * and there is no heartbeat timeout. A cancel (or the deadline timer) resolves it at once
+ * (TRY_CANCEL): the wait holds nothing to stop, so compensation starts within the workflow task.
+ * The start-to-close timeout (deadline + 60 s) is only a backstop for a wait nobody decides.
+ *
+ * Histories from before the patch keep its former options: heartbeat timeout 20 s, and a
+ * cancel that waits until the activity has stopped its in-process watch.
  */
 function readinessWait(createDeadlineMs: number) {
+  const retry: RetryPolicy = {
+    initialInterval: '1 second',
+    maximumInterval: '10 seconds',
+    nonRetryableErrorTypes: [
+      OPERATION_ERRORS.invalid_request.failureType,
+      OPERATION_ERRORS.pod_failed.failureType,
+    ],
+  };
+  if (patched(ASYNC_READINESS_WAIT_PATCH)) {
+    return proxyActivities<CreateActivities>({
+      startToCloseTimeout: createDeadlineMs + 60_000,
+      cancellationType: ActivityCancellationType.TRY_CANCEL,
+      retry,
+    });
+  }
   return proxyActivities<CreateActivities>({
     startToCloseTimeout: createDeadlineMs + 60_000,
     heartbeatTimeout: '20 seconds',
     cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-    retry: {
-      initialInterval: '1 second',
-      maximumInterval: '10 seconds',
-      nonRetryableErrorTypes: [
-        OPERATION_ERRORS.invalid_request.failureType,
-        OPERATION_ERRORS.pod_failed.failureType,
-      ],
-    },
+    retry,
   });
 }
 

@@ -9,7 +9,8 @@ import { initialSchema } from './0001-initial.js';
 import { sandboxStateLost } from './0002-sandbox-state-lost.js';
 import { operationsTable } from './0003-operations.js';
 import { rootfsFloors } from './0004-rootfs-floors.js';
-import { operationPlacements } from './0005-operation-placements.js';
+import { readinessWaits } from './0005-readiness-waits.js';
+import { operationPlacements } from './0006-operation-placements.js';
 
 /** Every migration by name. */
 export const MIGRATIONS: Readonly<Record<string, Migration>> = {
@@ -17,7 +18,8 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0002-sandbox-state-lost': sandboxStateLost,
   '0003-operations': operationsTable,
   '0004-rootfs-floors': rootfsFloors,
-  '0005-operation-placements': operationPlacements,
+  '0005-readiness-waits': readinessWaits,
+  '0006-operation-placements': operationPlacements,
 };
 
 const provider: MigrationProvider = {

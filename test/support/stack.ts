@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import type { Worker } from '@temporalio/worker';
 import { pino, type Logger } from 'pino';
 import { createMetrics } from '../../activities/metrics.js';
+import { ReadinessDecider } from '../../activities/readiness-decider.js';
 import { createKubernetesClient, type KubernetesClient } from '../../kubernetes/client.js';
 import { SimulatedCluster, type SimulatedClusterOptions } from '../../simulated-cluster/index.js';
 import { openStore, type Store, type StoreOptions } from '../../store/index.js';
@@ -49,6 +50,8 @@ export interface TestStackOptions {
    * learned floor the API would refuse it before 202 (test/rootfs-floors.test.ts covers that).
    */
   learnRootfsFloors?: boolean;
+  /** The workers' activity slots (default: the worker's, MAX_CONCURRENT_ACTIVITIES). */
+  maxConcurrentActivities?: number;
 }
 
 /** What a suite gets. */
@@ -129,6 +132,17 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
         logger,
         observer: createMetrics().watchObserver,
       });
+      const activityStore = withoutLearning(
+        options.activityStore ? options.activityStore(store) : store,
+        options.learnRootfsFloors === false,
+      );
+      const decider = new ReadinessDecider({
+        informers,
+        store: activityStore,
+        completion: temporal.client.activity,
+        logger,
+      });
+      decider.start();
       informers.start();
       const worker = await createSandboxWorker({
         connection: temporal.nativeConnection,
@@ -137,14 +151,13 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
         workflowBundle: temporal.workflowBundle,
         deps: {
           kubernetes,
-          store: withoutLearning(
-            options.activityStore ? options.activityStore(store) : store,
-            options.learnRootfsFloors === false,
-          ),
+          store: activityStore,
           informers,
+          decider,
           metrics: createMetrics(),
         },
         shutdownGraceTimeMs: 2_000,
+        maxConcurrentActivities: options.maxConcurrentActivities,
       });
       running.push({ worker, done: worker.run().finally(() => informers.stop()) });
       stack.worker = worker;

@@ -3,7 +3,9 @@
  * informer pair every real worker holds (worker/serve.ts): for tests that need a worker over
  * another cluster client or Temporal namespace than the stack's.
  */
+import { Client } from '@temporalio/client';
 import { createMetrics } from '../../activities/metrics.js';
+import { ReadinessDecider } from '../../activities/readiness-decider.js';
 import type { KubernetesClient } from '../../kubernetes/client.js';
 import { SandboxInformers } from '../../kubernetes/sandbox-informers.js';
 import type { Store } from '../../store/index.js';
@@ -33,16 +35,24 @@ export async function withSandboxWorker<T>(
     retryDelayMs: 100,
     watchTimeoutSeconds: 25,
   });
+  const namespace = options.namespace ?? 'default';
+  const decider = new ReadinessDecider({
+    informers,
+    store: options.store,
+    completion: new Client({ connection: options.temporal.nativeConnection, namespace }).activity,
+  });
+  decider.start();
   informers.start();
   const worker = await createSandboxWorker({
     connection: options.temporal.nativeConnection,
-    namespace: options.namespace ?? 'default',
+    namespace,
     taskQueue: options.taskQueue,
     workflowBundle: options.temporal.workflowBundle,
     deps: {
       kubernetes: options.kubernetes,
       store: options.store,
       informers,
+      decider,
       metrics: createMetrics(),
     },
   });

@@ -1,0 +1,89 @@
+/**
+ * A create's non-retryable failures, typed in one place by contract/operation.ts's table: the
+ * ApplicationFailure of a readiness wait that ended without an IP, and the helper every step uses.
+ * Pure (no logging, no activity context), so the wait activity and the pending-wait decider
+ * (activities/readiness-decider.ts) build the very same failure.
+ */
+import { ApplicationFailure } from '@temporalio/common';
+import type { PodRef } from '../kubernetes/pods.js';
+import type { ReadinessOutcome } from '../kubernetes/readiness-watch.js';
+import { parseRootfsFloor } from '../kubernetes/refusal.js';
+import { OPERATION_ERRORS, type CreateFailureDetails } from '../contract/index.js';
+
+/**
+ * A create's non-retryable failure: the ApplicationFailure type is the one contract/operation.ts
+ * gives `details.code`, so the type and the code cannot disagree.
+ */
+export function createFailure(message: string, details: CreateFailureDetails): ApplicationFailure {
+  return ApplicationFailure.nonRetryable(
+    message,
+    OPERATION_ERRORS[details.code].failureType,
+    details,
+  );
+}
+
+/**
+ * The non-retryable ApplicationFailure of a readiness wait that ended without an IP, details as
+ * {@link CreateFailureDetails}:
+ * - `refused` -> `InvalidRequest`, message `the node refused the sandbox: <reason>`, with the
+ *   refusal event's name and time, the node and the rootfs size it stated (MiB);
+ * - `watchRefused` -> `Unavailable` (the worker may not watch pods: a configuration problem);
+ * - `podFailed` -> `PodFailed`.
+ */
+export function readinessFailure(
+  outcome: Exclude<ReadinessOutcome, { outcome: 'ready' }>,
+  pod: Pick<PodRef, 'name' | 'uid'>,
+): ApplicationFailure {
+  const podFields = { podName: pod.name, podUid: pod.uid };
+  if (outcome.outcome === 'refused') {
+    return createFailure(`the node refused the sandbox: ${outcome.reason}`, {
+      code: 'invalid_request',
+      reason: outcome.reason,
+      ...podFields,
+      eventName: outcome.eventName,
+      eventLastTimestamp: outcome.eventLastTimestamp,
+      nodeName: outcome.nodeName,
+      rootfsMib: parseRootfsFloor(outcome.reason),
+    });
+  }
+  if (outcome.outcome === 'watchRefused') {
+    return createFailure(outcome.reason, {
+      code: 'unavailable',
+      reason: outcome.reason,
+      ...podFields,
+    });
+  }
+  return createFailure(outcome.reason, {
+    code: 'pod_failed',
+    reason: outcome.reason,
+    ...podFields,
+  });
+}
+
+/** The log line of a wait's outcome without an IP: level, message and fields. */
+export function readinessFailureLog(outcome: Exclude<ReadinessOutcome, { outcome: 'ready' }>): {
+  level: 'warn' | 'error';
+  message: string;
+  fields: Record<string, unknown>;
+} {
+  switch (outcome.outcome) {
+    case 'refused':
+      return {
+        level: 'warn',
+        message: 'node refused the pod as invalid',
+        fields: { reason: outcome.reason, event: outcome.eventName },
+      };
+    case 'watchRefused':
+      return {
+        level: 'error',
+        message: 'the worker cannot watch pods; the create ends',
+        fields: { reason: outcome.reason },
+      };
+    default:
+      return {
+        level: 'warn',
+        message: 'pod failed before it had an IP',
+        fields: { reason: outcome.reason },
+      };
+  }
+}

@@ -1,0 +1,263 @@
+/**
+ * Deciding readiness waits that hold nothing (docs/architecture.md, "Waiting costs nothing").
+ * The wait activity records its task token in the store and completes asynchronously
+ * (activities/pods.ts); every worker runs one decider over its informers, which, on each
+ * decisive change of a pod (its IP, a node's refusal, its failure or deletion), looks the wait
+ * up by the pod's uid and completes or fails the activity through Temporal's async completion
+ * (`RespondActivityTaskCompleted` / `RespondActivityTaskFailed` by task token). So a wait
+ * started by a worker that died is decided by any other worker, and after each list of the
+ * informers (a start, a re-list) every recorded wait is decided against the caches: a refusal
+ * recorded while no worker ran is decided when one starts.
+ *
+ * Several workers may decide the same wait at once: the first completion wins and the others
+ * are answered NotFound, which is dropped; completing twice is harmless.
+ */
+import { ActivityNotFoundError, type AsyncCompletionClient } from '@temporalio/client';
+import {
+  cachedOutcome,
+  podOutcome,
+  refusalOutcome,
+  type ReadinessOutcome,
+} from '../kubernetes/readiness-watch.js';
+import type { InformerLogger, SandboxInformers } from '../kubernetes/sandbox-informers.js';
+import type { ReadinessWait, Store } from '../store/index.js';
+import { readinessFailure, readinessFailureLog } from './create-failure.js';
+
+/** Options of {@link ReadinessDecider}. */
+export interface ReadinessDeciderOptions {
+  informers: SandboxInformers;
+  store: Store;
+  /** Temporal's async completion client (`client.activity`), for the worker's namespace. */
+  completion: Pick<AsyncCompletionClient, 'complete' | 'fail'>;
+  logger?: InformerLogger;
+  /**
+   * How often every recorded wait is decided against the caches, in ms (default 60 000): a net
+   * under the per-change path (a store read that failed, a completion that gave up).
+   */
+  reconcileIntervalMs?: number;
+  /** How long the pods cache may lack a wait's pod before it is read once by name, in ms (default 5 000). */
+  podReadDelayMs?: number;
+  /** Completion attempts per decision before the next reconcile takes over (default 8). */
+  completionAttempts?: number;
+  /** First delay between completion attempts, in ms (default 500; doubling, cap 10 000). */
+  completionRetryDelayMs?: number;
+}
+
+/** Waits decided at once by one reconcile (Temporal calls in flight). */
+const RECONCILE_CONCURRENCY = 32;
+
+/**
+ * One per worker process: decides the recorded readiness waits from the worker's informers.
+ * Stops with the informers (`SandboxInformers.stop()`), or by {@link stop}.
+ */
+export class ReadinessDecider {
+  private stopped = true;
+  private unobserve: () => void = () => undefined;
+  private reconcileTimer: NodeJS.Timeout | undefined;
+  private reconciling: Promise<void> | undefined;
+  private reconcileAgain = false;
+  /** Decisions in flight, by task token: one per wait attempt at a time. */
+  private readonly deciding = new Map<string, Promise<void>>();
+  private readonly readTimers = new Set<NodeJS.Timeout>();
+
+  constructor(private readonly options: ReadinessDeciderOptions) {}
+
+  /** Starts following the informers; decides every recorded wait once they have listed. */
+  start(): void {
+    if (!this.stopped) return;
+    this.stopped = false;
+    const { informers } = this.options;
+    this.unobserve = informers.observe({
+      onPod: (type, pod) => {
+        const uid = pod.metadata?.uid;
+        const outcome = uid ? podOutcome(type, pod, uid) : undefined;
+        if (uid && outcome) this.decideByUid(uid, outcome);
+      },
+      onEvent: (event) => {
+        const uid = event.involvedObject?.uid;
+        const outcome = uid ? refusalOutcome(event, uid) : undefined;
+        if (uid && outcome) this.decideByUid(uid, outcome);
+      },
+      onPodsRefused: () => void this.reconcile(),
+      onListed: () => void this.reconcile(),
+      onStopped: () => this.stop(),
+    });
+    this.reconcileTimer = setInterval(
+      () => void this.reconcile(),
+      this.options.reconcileIntervalMs ?? 60_000,
+    );
+    this.reconcileTimer.unref();
+    if (informers.synced) void this.reconcile();
+  }
+
+  /** Stops following the informers and waits for the decisions in flight. Idempotent. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.unobserve();
+    if (this.reconcileTimer) clearInterval(this.reconcileTimer);
+    for (const timer of this.readTimers) clearTimeout(timer);
+    this.readTimers.clear();
+    await Promise.allSettled([this.reconciling, ...this.deciding.values()]);
+  }
+
+  /**
+   * Called by the wait activity once it went asynchronous with the pod not decided by the
+   * caches: if the pods cache still lacks the pod after `podReadDelayMs`, it is read once by
+   * name (it may have been deleted before this worker listed it).
+   */
+  track(wait: ReadinessWait | Omit<ReadinessWait, 'createdAt'>): void {
+    if (this.stopped) return;
+    const timer = setTimeout(() => {
+      this.readTimers.delete(timer);
+      if (this.stopped || this.options.informers.cachedPod(wait.podName)) return;
+      void this.readAndDecide(wait);
+    }, this.options.podReadDelayMs ?? 5_000);
+    timer.unref();
+    this.readTimers.add(timer);
+  }
+
+  /**
+   * Decides every recorded wait the caches can decide now (and reads once by name the pods
+   * they lack). Runs one at a time; a call while one runs runs again after it.
+   */
+  reconcile(): Promise<void> {
+    if (this.stopped || !this.options.informers.synced) return Promise.resolve();
+    if (this.reconciling) {
+      this.reconcileAgain = true;
+      return this.reconciling;
+    }
+    this.reconciling = this.reconcileOnce()
+      .catch((err: unknown) => {
+        this.options.logger?.warn(
+          { err: (err as Error).message },
+          'the readiness waits could not be read; the next reconcile retries',
+        );
+      })
+      .finally(() => {
+        this.reconciling = undefined;
+        if (this.reconcileAgain) {
+          this.reconcileAgain = false;
+          void this.reconcile();
+        }
+      });
+    return this.reconciling;
+  }
+
+  private async reconcileOnce(): Promise<void> {
+    const { informers, store } = this.options;
+    const waits = await store.listReadinessWaits();
+    const pending: Array<() => Promise<void>> = [];
+    for (const wait of waits) {
+      const pod = { name: wait.podName, uid: wait.podUid };
+      const outcome = cachedOutcome(informers, pod);
+      if (outcome) pending.push(() => this.decide(wait, outcome));
+      else if (!informers.cachedPod(wait.podName)) pending.push(() => this.readAndDecide(wait));
+    }
+    await inPool(pending, RECONCILE_CONCURRENCY);
+  }
+
+  /** A decisive change of the pod `uid`: decides its wait, if one is recorded. */
+  private decideByUid(uid: string, outcome: ReadinessOutcome): void {
+    if (this.stopped) return;
+    this.options.store.findReadinessWait(uid).then(
+      (wait) => (wait ? this.decide(wait, outcome) : undefined),
+      (err: unknown) => {
+        this.options.logger?.warn(
+          { pod_uid: uid, err: (err as Error).message },
+          'the readiness wait could not be read; reconciling',
+        );
+        setTimeout(() => void this.reconcile(), 1_000).unref();
+      },
+    );
+  }
+
+  /** Reads a pod the cache lacks once by name, and decides its wait (404: deleted). */
+  private async readAndDecide(wait: Omit<ReadinessWait, 'createdAt'>): Promise<void> {
+    let outcome: ReadinessOutcome | undefined;
+    try {
+      const current = await this.options.informers.readPod(wait.podName);
+      outcome = current
+        ? podOutcome('MODIFIED', current, wait.podUid)
+        : {
+            outcome: 'podFailed',
+            reason: `pod ${wait.podName} no longer exists; it was deleted before it had an IP`,
+          };
+    } catch {
+      return; // the informers will report the pod; the next reconcile reads again
+    }
+    if (outcome) await this.decide(wait, outcome);
+  }
+
+  /** Completes (or fails) the wait's activity by task token; one decision per token at a time. */
+  private decide(wait: Omit<ReadinessWait, 'createdAt'>, outcome: ReadinessOutcome): Promise<void> {
+    const running = this.deciding.get(wait.taskToken);
+    if (running) return running;
+    const decision = this.complete(wait, outcome).finally(() =>
+      this.deciding.delete(wait.taskToken),
+    );
+    this.deciding.set(wait.taskToken, decision);
+    return decision;
+  }
+
+  private async complete(
+    wait: Omit<ReadinessWait, 'createdAt'>,
+    outcome: ReadinessOutcome,
+  ): Promise<void> {
+    const { completion, logger, store } = this.options;
+    const token = Buffer.from(wait.taskToken, 'base64');
+    const fields = {
+      operation_id: wait.operationId,
+      sandbox_id: wait.sandboxId,
+      pod_uid: wait.podUid,
+      outcome: outcome.outcome,
+    };
+    const attempts = this.options.completionAttempts ?? 8;
+    let delayMs = this.options.completionRetryDelayMs ?? 500;
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        if (outcome.outcome === 'ready') {
+          await completion.complete(token, { podIp: outcome.podIp });
+          logger?.info?.({ ...fields, pod_ip: outcome.podIp }, 'pod ready; wait completed');
+        } else {
+          await completion.fail(
+            token,
+            readinessFailure(outcome, { name: wait.podName, uid: wait.podUid }),
+          );
+          const line = readinessFailureLog(outcome);
+          logger?.[line.level]?.({ ...fields, ...line.fields }, `${line.message}; wait failed`);
+        }
+        break;
+      } catch (err) {
+        // The activity is closed already (decided by another worker, or its workflow moved on).
+        if (err instanceof ActivityNotFoundError) break;
+        if (this.stopped || attempt >= attempts) {
+          logger?.warn(
+            { ...fields, err: (err as Error).message, attempt },
+            'the wait could not be completed; the next reconcile retries',
+          );
+          return; // the row stays: this worker's next reconcile, or another worker's, retries
+        }
+        // Temporal unreachable (restarting): back off and try again.
+        await sleep(delayMs);
+        delayMs = Math.min(delayMs * 2, 10_000);
+      }
+    }
+    await store.clearReadinessWait(wait.podUid, wait.taskToken).catch(() => undefined);
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+}
+
+/** Runs the tasks with at most `limit` in flight; never rejects (each task handles its errors). */
+async function inPool(tasks: Array<() => Promise<void>>, limit: number): Promise<void> {
+  let next = 0;
+  const lanes = Array.from({ length: Math.min(limit, tasks.length) }, async () => {
+    while (next < tasks.length) {
+      const task = tasks[next++] as () => Promise<void>;
+      await task().catch(() => undefined);
+    }
+  });
+  await Promise.all(lanes);
+}
