@@ -63,3 +63,35 @@ export interface PlacementRecord {
   podName: string;
   podUid: string;
 }
+
+/**
+ * What a readiness wait of a re-placing create also ends on (the workflow input's policy, per
+ * placement): a refusal whose code is in `replaceOn`, and, from the second placement on, the
+ * pod being unschedulable (no node its affinity allows is left).
+ */
+export interface WaitPlacement {
+  replaceOn: string[];
+  endOnUnschedulable: boolean;
+}
+
+/**
+ * The ApplicationFailure types a re-placing readiness wait fails with; the workflow reads them
+ * (they are not operation errors: it re-places, or ends `no_node_available`).
+ */
+export const PLACEMENT_FAILURE_TYPES = {
+  /** The node refused with a code of `replace_on`; details {@link NodeRefusalDetails}. */
+  nodeRefused: 'NodeRefused',
+  /** No node the pod's affinity allows can take it; details carry the scheduler's message. */
+  unschedulable: 'Unschedulable',
+} as const;
+
+/** Details of a `NodeRefused` failure: the refusal, its node and the pod. */
+export interface NodeRefusalDetails {
+  nodeName: string;
+  code: string;
+  reason: string;
+  eventName: string;
+  eventLastTimestamp?: string;
+  podName: string;
+  podUid: string;
+}

@@ -114,6 +114,8 @@ export interface ReadinessWaitsTable {
   workflow_id: string;
   run_id: string;
   activity_id: string;
+  /** JSON WaitPlacement of a re-placing create's wait; null: it does not re-place. */
+  placement: string | null;
   created_at: string;
 }
 

@@ -7,6 +7,7 @@ import type {
   OperationStatus,
   OperationType,
   PlacementRecord,
+  WaitPlacement,
   SandboxFailure,
   SandboxPodState,
   SandboxResources,
@@ -59,6 +60,8 @@ export interface ReadinessWait {
   workflowId: string;
   runId: string;
   activityId: string;
+  /** What a re-placing create's wait also ends on; absent: it does not re-place. */
+  placement?: WaitPlacement;
   /** When the wait was recorded, ISO-8601. */
   createdAt: string;
 }
