@@ -8,7 +8,12 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { PodRef } from '../kubernetes/pods.js';
 import type { ReadinessOutcome } from '../kubernetes/readiness-watch.js';
 import { parseRootfsFloor } from '../kubernetes/refusal.js';
-import { OPERATION_ERRORS, type CreateFailureDetails } from '../contract/index.js';
+import {
+  OPERATION_ERRORS,
+  PLACEMENT_FAILURE_TYPES,
+  type CreateFailureDetails,
+  type NodeRefusalDetails,
+} from '../contract/index.js';
 
 /**
  * A create's non-retryable failure: the ApplicationFailure type is the one contract/operation.ts
@@ -28,6 +33,8 @@ export function createFailure(message: string, details: CreateFailureDetails): A
  * - `refused` -> `InvalidRequest`, message `the node refused the sandbox: <reason>`, with the
  *   refusal event's name and time, the node and the rootfs size it stated (MiB);
  * - `watchRefused` -> `Unavailable` (the worker may not watch pods: a configuration problem);
+ * - `nodeRefused` -> `NodeRefused` with {@link NodeRefusalDetails} (the workflow re-places);
+ * - `unschedulable` -> `Unschedulable` with the scheduler's message (no node is left);
  * - `podFailed` -> `PodFailed`.
  */
 export function readinessFailure(
@@ -35,6 +42,28 @@ export function readinessFailure(
   pod: Pick<PodRef, 'name' | 'uid'>,
 ): ApplicationFailure {
   const podFields = { podName: pod.name, podUid: pod.uid };
+  if (outcome.outcome === 'nodeRefused') {
+    const details: NodeRefusalDetails = {
+      nodeName: outcome.nodeName,
+      code: outcome.code,
+      reason: outcome.reason,
+      eventName: outcome.eventName,
+      eventLastTimestamp: outcome.eventLastTimestamp,
+      ...podFields,
+    };
+    return ApplicationFailure.nonRetryable(
+      `node ${outcome.nodeName || '(unnamed)'} cannot run the sandbox (${outcome.code}): ${outcome.reason}`,
+      PLACEMENT_FAILURE_TYPES.nodeRefused,
+      details,
+    );
+  }
+  if (outcome.outcome === 'unschedulable') {
+    return ApplicationFailure.nonRetryable(
+      `no node can take pod ${pod.name}: ${outcome.reason}`,
+      PLACEMENT_FAILURE_TYPES.unschedulable,
+      { reason: outcome.reason, ...podFields },
+    );
+  }
   if (outcome.outcome === 'refused') {
     return createFailure(`the node refused the sandbox: ${outcome.reason}`, {
       code: 'invalid_request',
@@ -72,6 +101,18 @@ export function readinessFailureLog(outcome: Exclude<ReadinessOutcome, { outcome
         level: 'warn',
         message: 'node refused the pod as invalid',
         fields: { reason: outcome.reason, event: outcome.eventName },
+      };
+    case 'nodeRefused':
+      return {
+        level: 'warn',
+        message: 'the node cannot run the pod; the create moves to another node',
+        fields: { node_name: outcome.nodeName, code: outcome.code, reason: outcome.reason },
+      };
+    case 'unschedulable':
+      return {
+        level: 'warn',
+        message: 'no node can take the pod',
+        fields: { reason: outcome.reason },
       };
     case 'watchRefused':
       return {

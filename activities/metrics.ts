@@ -16,6 +16,11 @@ export interface CreateMetrics {
   createsFinished: Counter<'outcome' | 'code'>;
   /** Seconds from a refusal event's lastTimestamp (1 s resolution) to the sandbox failing. */
   refusalToFailureSeconds: Histogram;
+  /**
+   * Re-placements: placements a node refused with a code of the template's `replace_on`, by
+   * template and shim code (docs/architecture.md, "Re-placement").
+   */
+  replacements: Counter<'template' | 'code'>;
   /** Watch requests by resource and cause (`initial`, `ended`, `timeout`, `dropped`, `status-N`). */
   watchOpens: Counter<'resource' | 'cause'>;
   /** Watch streams open now, by resource. */
@@ -44,6 +49,12 @@ export function createMetrics(): CreateMetrics {
     buckets: [0.5, 1, 2, 3, 5, 10, 30, 60, 300],
     registers: [workerRegistry],
   });
+  const replacements = new Counter({
+    name: 'durable_sandbox_replacements_total',
+    help: "Placements a node refused with a code of the template's replace_on, by template and code",
+    labelNames: ['template', 'code'],
+    registers: [workerRegistry],
+  });
   const watchOpens = new Counter({
     name: 'durable_sandbox_watch_opens_total',
     help: "Watch requests sent by the worker's informers, by resource and cause",
@@ -60,6 +71,7 @@ export function createMetrics(): CreateMetrics {
     registry: workerRegistry,
     createsFinished,
     refusalToFailureSeconds,
+    replacements,
     watchOpens,
     watchesOpen,
     watchObserver: {

@@ -31,6 +31,7 @@ import type {
   CreateFailureDetails,
   OperationErrorCode,
   SandboxResources,
+  WaitPlacement,
 } from '../contract/index.js';
 
 /** Dependencies of the pod activities. */
@@ -65,6 +66,10 @@ export interface CreatePodInput {
   template: string;
   image: string;
   resources: SandboxResources;
+  /** Which placement of the generation (1-based; absent: 1, the only one before re-placement). */
+  placement?: number;
+  /** Nodes that refused earlier placements: the pod's required affinity keeps it off them. */
+  avoidNodes?: string[];
 }
 
 /** Input of `awaitPodReady`. It has no deadline: the workflow's deadline timer cancels it. */
@@ -72,6 +77,11 @@ export interface AwaitPodReadyInput {
   operationId: string;
   sandboxId: string;
   pod: PodRef;
+  /**
+   * A re-placing create's wait also ends on a refusal with one of these codes, and (from the
+   * second placement) on the pod being unschedulable (docs/architecture.md, "Re-placement").
+   */
+  placement?: WaitPlacement;
 }
 
 /** Result of `awaitPodReady`: the pod's IP. */
@@ -102,6 +112,8 @@ export function podActivities(deps: PodActivityDeps) {
           template: input.template,
           image: input.image,
           resources: input.resources,
+          placement: input.placement,
+          avoidNodes: input.avoidNodes,
         });
       } catch (err) {
         if (err instanceof PodNameTakenError) {
@@ -140,6 +152,8 @@ export function podActivities(deps: PodActivityDeps) {
      *   is being deleted
      * @throws ApplicationFailure `Unavailable` (non-retryable) when the worker may not watch pods
      *   (403, or 401 for longer than its bound): its message names the missing permission
+     * @throws ApplicationFailure `NodeRefused` / `Unschedulable` (non-retryable) for a wait with
+     *   `placement`: the node refused with a `replace_on` code, or no node can take the pod
      * @throws CompleteAsyncError when the outcome is not known yet (the decider completes it)
      * @throws CancelledFailure when an in-process (heartbeating) wait was cancelled
      */
@@ -156,10 +170,11 @@ export function podActivities(deps: PodActivityDeps) {
         workflowId,
         runId,
         activityId: info.activityId,
+        ...(input.placement ? { placement: input.placement } : {}),
       };
       // Recorded before the caches are read: a change after the read finds the row.
       await deps.store.recordReadinessWait(wait);
-      const outcome = cachedOutcome(deps.informers, input.pod);
+      const outcome = cachedOutcome(deps.informers, input.pod, input.placement);
       if (!outcome) {
         deps.decider.track(wait);
         log.info('waiting for the pod; the informers complete the wait');
@@ -180,6 +195,8 @@ export function podActivities(deps: PodActivityDeps) {
       operationId: string;
       sandboxId: string;
       generation?: number;
+      /** The placement whose pod is looked up by name when `pod` is absent (default 1). */
+      placement?: number;
       pod?: PodRef;
     }): Promise<string> {
       let pod: PodRef | undefined;
@@ -189,7 +206,12 @@ export function podActivities(deps: PodActivityDeps) {
           input.pod ??
           (input.generation === undefined
             ? undefined
-            : await findSandboxPod(deps.kubernetes, input.sandboxId, input.generation));
+            : await findSandboxPod(
+                deps.kubernetes,
+                input.sandboxId,
+                input.generation,
+                input.placement ?? 1,
+              ));
         outcome = pod ? await deletePod(deps.kubernetes, pod) : 'absent';
       } catch (err) {
         // Compensation must succeed: every class is retried by Temporal, each attempt logged.

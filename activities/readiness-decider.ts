@@ -21,7 +21,9 @@ import {
   refusalOutcome,
   type ReadinessOutcome,
 } from '../kubernetes/readiness-watch.js';
+import { parseRefusal } from '../kubernetes/refusal.js';
 import type { InformerLogger, SandboxInformers } from '../kubernetes/sandbox-informers.js';
+import type { V1Pod } from '@kubernetes/client-node';
 import type { ReadinessWait, Store } from '../store/index.js';
 import { readinessFailure, readinessFailureLog } from './create-failure.js';
 
@@ -86,13 +88,21 @@ export class ReadinessDecider {
     this.unobserve = informers.observe({
       onPod: (type, pod) => {
         const uid = pod.metadata?.uid;
-        const outcome = uid ? podOutcome(type, pod, uid) : undefined;
-        if (uid && outcome) this.decideByUid(uid, outcome);
+        if (!uid) return;
+        if (podOutcome(type, pod, uid)) {
+          this.decideByUid(uid, (wait) => podOutcome(type, pod, uid, wait.placement));
+        } else if (mayBeUnschedulable(pod)) {
+          // Decisive only for a re-placing wait (its policy is on the wait's row).
+          this.decideByUid(uid, (wait) => podOutcome(type, pod, uid, wait.placement));
+        }
       },
       onEvent: (event) => {
         const uid = event.involvedObject?.uid;
-        const outcome = uid ? refusalOutcome(event, uid) : undefined;
-        if (uid && outcome) this.decideByUid(uid, outcome);
+        if (!uid) return;
+        // A decisive refusal, or one a re-placing wait may end on (its codes are on its row).
+        if (refusalOutcome(event, uid) || parseRefusal(event.message)) {
+          this.decideByUid(uid, (wait) => refusalOutcome(event, uid, wait.placement));
+        }
       },
       onPodsRefused: () => void this.reconcile(),
       onListed: () => void this.reconcile(),
@@ -171,7 +181,7 @@ export class ReadinessDecider {
     const pending: Array<() => Promise<void>> = [];
     for (const wait of waits) {
       const pod = { name: wait.podName, uid: wait.podUid };
-      const outcome = cachedOutcome(informers, pod);
+      const outcome = cachedOutcome(informers, pod, wait.placement);
       if (outcome) pending.push(() => this.decide(wait, outcome));
       else if (!informers.cachedPod(wait.podName)) pending.push(() => this.readAndDecide(wait));
     }
@@ -240,11 +250,20 @@ export class ReadinessDecider {
     }
   }
 
-  /** A decisive change of the pod `uid`: decides its wait, if one is recorded. */
-  private decideByUid(uid: string, outcome: ReadinessOutcome): void {
+  /**
+   * A change of the pod `uid` that may be decisive: decides its wait, if one is recorded and
+   * `outcomeOf` (given the wait, whose placement policy it may read) decides it.
+   */
+  private decideByUid(
+    uid: string,
+    outcomeOf: (wait: ReadinessWait) => ReadinessOutcome | undefined,
+  ): void {
     if (this.stopped) return;
     this.options.store.findReadinessWait(uid).then(
-      (wait) => (wait ? this.decide(wait, outcome) : undefined),
+      (wait) => {
+        const outcome = wait && outcomeOf(wait);
+        return wait && outcome ? this.decide(wait, outcome) : undefined;
+      },
       (err: unknown) => {
         this.options.logger?.warn(
           { pod_uid: uid, err: (err as Error).message },
@@ -261,7 +280,7 @@ export class ReadinessDecider {
     try {
       const current = await this.options.informers.readPod(wait.podName);
       outcome = current
-        ? podOutcome('MODIFIED', current, wait.podUid)
+        ? podOutcome('MODIFIED', current, wait.podUid, wait.placement)
         : {
             outcome: 'podFailed',
             reason: `pod ${wait.podName} no longer exists; it was deleted before it had an IP`,
@@ -329,6 +348,16 @@ export class ReadinessDecider {
     }
     await store.clearReadinessWait(wait.podUid, wait.taskToken).catch(() => undefined);
   }
+}
+
+/** Whether a pod change may make a re-placing wait's pod unschedulable (no node, condition set). */
+function mayBeUnschedulable(pod: V1Pod): boolean {
+  return (
+    !pod.spec?.nodeName &&
+    (pod.status?.conditions ?? []).some(
+      (c) => c.type === 'PodScheduled' && c.status === 'False' && c.reason === 'Unschedulable',
+    )
+  );
 }
 
 function sleep(ms: number): Promise<void> {

@@ -10,6 +10,7 @@ import type {
   LearnedRootfsFloor,
   OperationErrorCode,
   OperationErrorRecord,
+  PlacementRecord,
 } from '../contract/index.js';
 import type { CreateMetrics } from './metrics.js';
 
@@ -107,6 +108,33 @@ export function storeActivities(deps: StoreActivityDeps) {
       const runId = runIdOfStep();
       const wrote = await deps.store.recordOperationOutcome({ operationId, status, error, runId });
       log.info('operation outcome recorded', { wrote, code: input.error.code });
+      return wrote;
+    },
+
+    /**
+     * Records a placement a node refused with one of the template's `replace_on` codes on the
+     * operation (`details.placements`, docs/architecture.md, "Re-placement") and counts the
+     * re-placement (`durable_sandbox_replacements_total{template, code}`) when it wrote, so a
+     * retried step counts once.
+     * @returns whether it wrote (false for a placement already recorded or an operation done)
+     */
+    async recordPlacement(input: {
+      operationId: string;
+      sandboxId: string;
+      template: string;
+      placement: PlacementRecord;
+    }): Promise<boolean> {
+      const wrote = await deps.store.recordPlacement(input.operationId, input.placement);
+      if (wrote) {
+        deps.metrics?.replacements.inc({ template: input.template, code: input.placement.code });
+      }
+      log.info('placement refused by its node', {
+        wrote,
+        placement: input.placement.placement,
+        node_name: input.placement.nodeName,
+        code: input.placement.code,
+        pod_uid: input.placement.podUid,
+      });
       return wrote;
     },
 

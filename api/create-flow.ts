@@ -8,6 +8,7 @@ import type { SandboxRecord } from '../store/index.js';
 import type { createSandbox } from '../workflows/create-sandbox.js';
 import { operationSearchAttributes } from '../workflows/search-attributes.js';
 import type { CreateSandboxInput } from '../contract/index.js';
+import { placementPolicyOf } from '../config/index.js';
 import type { AppDeps } from './deps.js';
 import { createsStarted } from './metrics.js';
 import { ApiError } from './errors.js';
@@ -68,6 +69,7 @@ export async function startCreateWorkflow(
   // Only attributes the namespace has: Temporal refuses a start that sets a missing one, and
   // the workflow upserts only these (docs/architecture.md, "Search attributes").
   const registered = deps.readiness ? (await deps.readiness.report()).searchAttributes : undefined;
+  const policy = placementPolicyOf(template);
   const input: CreateSandboxInput = {
     operationId: sandbox.operationId,
     sandboxId: sandbox.id,
@@ -79,6 +81,7 @@ export async function startCreateWorkflow(
     attempt: 1,
     deadlineMs,
     ...(registered ? { searchAttributes: registered } : {}),
+    ...(policy ? { placement: policy } : {}),
   };
   const memo: OperationMemo = {
     type: 'sandbox.create',

@@ -23,6 +23,7 @@ import {
   type OperationPhase,
   type OperationStatus,
   type OperationType,
+  type PlacementRecord,
 } from '../contract/index.js';
 import type { OperationRecord, SandboxRecord } from '../store/index.js';
 import { CreatePhaseKey, TenantIdKey } from '../workflows/search-attributes.js';
@@ -67,6 +68,11 @@ export interface Operation {
   updatedAt: string;
   /** When a create's deadline passes; null for deletes, which have none. */
   deadlineAt: string | null;
+  /**
+   * A create's placements that nodes refused with a re-placement code, oldest first
+   * (docs/architecture.md, "Re-placement"); empty when none (and when read back from Temporal).
+   */
+  placements: PlacementRecord[];
   /** The workflow's page in the Temporal UI; null unless TEMPORAL_UI_URL (or npm start) sets it. */
   temporalUiUrl: string | null;
 }
@@ -191,6 +197,7 @@ export async function operationOf(
       memo.deadlineMs === undefined
         ? null
         : new Date(description.startTime.getTime() + memo.deadlineMs).toISOString(),
+    placements: [],
     temporalUiUrl: deps.config.temporalUiUrl
       ? temporalUiUrl(
           deps.config.temporalUiUrl,
@@ -221,6 +228,7 @@ export function operationOfRecord(
     createdAt: record.createdAt,
     updatedAt: record.updatedAt,
     deadlineAt: record.deadlineAt,
+    placements: record.placements,
     temporalUiUrl:
       deps.config.temporalUiUrl && record.runId
         ? temporalUiUrl(

@@ -10,6 +10,7 @@ import type {
   OperationErrorCode,
   OperationPhase,
   OperationStatus,
+  PlacementRecord,
   SandboxFailure,
   SandboxPodState,
   SandboxResources,
@@ -41,13 +42,24 @@ export function snakeCase(key: string): string {
   return key.replace(/[A-Z]/g, (letter) => `_${letter.toLowerCase()}`);
 }
 
-/** An object with its keys in snake_case; undefined values dropped. One level deep. */
+/**
+ * An object with its keys in snake_case, also inside nested objects and arrays (e.g. the
+ * `placements` of `no_node_available`); undefined values dropped. Snake_case keys stay as they are.
+ */
 export function detailsToWire(details: Record<string, unknown>): Record<string, unknown> {
   const wire: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(details)) {
-    if (value !== undefined) wire[snakeCase(key)] = value;
+    if (value !== undefined) wire[snakeCase(key)] = valueToWire(value);
   }
   return wire;
+}
+
+function valueToWire(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(valueToWire);
+  if (value !== null && typeof value === 'object' && !(value instanceof Date)) {
+    return detailsToWire(value as Record<string, unknown>);
+  }
+  return value;
 }
 
 /** A sandbox as the API shows it. Timestamps are ISO-8601 UTC. */
@@ -95,6 +107,30 @@ export interface OperationJson {
   deadline_at: string | null;
   /** The operation's workflow in the Temporal UI; null unless the API knows the UI's address. */
   temporal_ui_url: string | null;
+  /** A create's refused placements (docs/architecture.md, "Re-placement"); empty when none. */
+  details: { placements: PlacementJson[] };
+}
+
+/** One refused placement as the API shows it; `at` is ISO-8601 UTC. */
+export interface PlacementJson {
+  placement: number;
+  node: string;
+  code: string;
+  reason: string;
+  at: string;
+  pod_name: string;
+}
+
+/** A refused placement -> the API's spelling (`nodeName` is `node`; the pod uid stays inside). */
+export function placementToWire(placement: PlacementRecord): PlacementJson {
+  return {
+    placement: placement.placement,
+    node: placement.nodeName,
+    code: placement.code,
+    reason: placement.reason,
+    at: placement.at,
+    pod_name: placement.podName,
+  };
 }
 
 /** Maps an operation to its API JSON; the error's details get snake_case keys. */
@@ -117,6 +153,7 @@ export function operationToWire(operation: Operation): OperationJson {
     updated_at: operation.updatedAt,
     deadline_at: operation.deadlineAt,
     temporal_ui_url: operation.temporalUiUrl,
+    details: { placements: operation.placements.map(placementToWire) },
   };
 }
 

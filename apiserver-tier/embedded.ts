@@ -1,12 +1,14 @@
 /**
  * The real apiserver tier as `npm start`'s cluster (`CLUSTER=real`): etcd + kube-apiserver
  * (apiserver-tier/launcher.ts) with the sandbox namespace prepared, and the node agent
- * (node-agent/agent.ts) in kubelet's place, configured like the simulated node. Like the
+ * (node-agent/agent.ts) in kubelet's place, configured like the simulated node, with the
+ * scheduler stand-in (node-agent/scheduler.ts) binding pods to it. Like the
  * simulated cluster it does not survive a restart (its etcd lives in a temporary directory).
  */
 import { join } from 'node:path';
 import { writeKubeconfigFile } from '../simulated-cluster/kubeconfig.js';
 import { NodeAgent } from '../node-agent/agent.js';
+import { PodScheduler } from '../node-agent/scheduler.js';
 import { startApiserverTier } from './launcher.js';
 
 /** Options of {@link startEmbeddedRealCluster}. */
@@ -46,18 +48,30 @@ export async function startEmbeddedRealCluster(
   options: EmbeddedRealClusterOptions,
 ): Promise<EmbeddedRealCluster> {
   const tier = await startApiserverTier({ namespace: options.namespace, log: options.log });
-  let agent: NodeAgent;
+  let agent: NodeAgent | undefined;
+  let scheduler: PodScheduler | undefined;
+  const stopAll = async () => {
+    await scheduler?.stop();
+    await agent?.stop();
+    await tier.stop();
+  };
+  const onError = (err: unknown, what: string) =>
+    options.log(`node agent: ${what}: ${String(err)}`);
   try {
     agent = await NodeAgent.start({
       kubelet: tier.kubeConfig('node'),
-      scheduler: tier.kubeConfig('scheduler'),
       nodeName: tier.nodeName,
       startupDelayMs: options.nodeDelayMs,
       rootfsMib: options.rootfsMib,
-      onError: (err, what) => options.log(`node agent: ${what}: ${String(err)}`),
+      onError,
+    });
+    scheduler = await PodScheduler.start({
+      scheduler: tier.kubeConfig('scheduler'),
+      nodeNames: tier.nodeNames,
+      onError,
     });
   } catch (err) {
-    await tier.stop();
+    await stopAll();
     throw err;
   }
   const kubeconfigPath = join(options.dataDir, 'kubeconfig');
@@ -70,9 +84,6 @@ export async function startEmbeddedRealCluster(
     kubeconfigPath,
     adminKubeconfigPath,
     startToReadyMs: tier.startToReadyMs,
-    async stop() {
-      await agent.stop();
-      await tier.stop();
-    },
+    stop: stopAll,
   };
 }

@@ -8,8 +8,8 @@
  * Users of the token file:
  * - `admin` (group `system:masters`): set-up and tests;
  * - `durable-sandbox`: the service; only the Role of deploy/rbac.yaml is bound to it;
- * - `system:node:<nodeName>` (group `system:nodes`): the node agent as kubelet, authorized by
- *   the Node authorizer and NodeRestriction exactly like a kubelet;
+ * - `system:node:<nodeName>` (group `system:nodes`), one per node: the node agents as kubelets,
+ *   authorized by the Node authorizer and NodeRestriction exactly like a kubelet;
  * - `system:kube-scheduler`: the node agent's binding step, authorized by the bootstrap
  *   `system:kube-scheduler` ClusterRole.
  *
@@ -34,6 +34,11 @@ export interface ApiserverTierOptions {
   namespace?: string | null;
   /** The node agent's node name, for its `system:node:<name>` token (default `agent-node-1`). */
   nodeName?: string;
+  /**
+   * Several nodes: one `system:node:<name>` token each (default `[nodeName]`). The first is
+   * `nodeName` and user `node`; each is user `node:<name>`.
+   */
+  nodeNames?: string[];
   /** Keep etcd's writes durable (fsync). Default false: the tier is thrown away at stop. */
   fsync?: boolean;
   /** How long to wait for `/readyz`, in ms (default 120000: a loaded 2-core box is slow). */
@@ -42,8 +47,11 @@ export interface ApiserverTierOptions {
   log?: (line: string) => void;
 }
 
-/** Who a kubeconfig authenticates as. */
-export type TierUser = 'admin' | 'durable-sandbox' | 'node' | 'scheduler';
+/**
+ * Who a kubeconfig authenticates as: `node` is the first node's kubelet, `node:<name>` any
+ * node's.
+ */
+export type TierUser = 'admin' | 'durable-sandbox' | 'node' | 'scheduler' | `node:${string}`;
 
 /** A running tier. */
 export interface ApiserverTier {
@@ -51,8 +59,10 @@ export interface ApiserverTier {
   url: string;
   /** PEM of the CA that signed the serving certificate. */
   caPem: string;
-  /** The node agent's node name. */
+  /** The (first) node agent's node name. */
   nodeName: string;
+  /** Every node's name, the first being `nodeName`. */
+  nodeNames: string[];
   /** The temporary directory holding etcd's data, certificates and the token file. */
   dir: string;
   /** Process ids of the guards of etcd and kube-apiserver. */
@@ -86,7 +96,11 @@ export async function startApiserverTier(
   const etcdBinary = await locateBinary(ETCD);
   const apiserverBinary = await locateBinary(KUBE_APISERVER);
   const startedAtMs = Date.now();
-  const nodeName = options.nodeName ?? 'agent-node-1';
+  const nodeNames = options.nodeNames ?? [options.nodeName ?? 'agent-node-1'];
+  const nodeName = nodeNames[0];
+  if (nodeName === undefined || new Set(nodeNames).size !== nodeNames.length) {
+    throw new Error('nodeNames must name at least one node, each once');
+  }
   const log = options.log ?? (() => {});
   const dir = mkdtempSync(join(tmpdir(), 'durable-sandbox-apiserver-'));
   const processes: GuardedProcess[] = [];
@@ -116,20 +130,31 @@ export async function startApiserverTier(
     );
     processes.push(etcd);
 
-    const tokens = {
-      admin: randomToken(),
-      'durable-sandbox': randomToken(),
-      node: randomToken(),
-      scheduler: randomToken(),
-    } satisfies Record<TierUser, string>;
-    const nodeUser = `system:node:${nodeName}`;
+    const tokens = new Map<string, string>([
+      ['admin', randomToken()],
+      ['durable-sandbox', randomToken()],
+      ['scheduler', randomToken()],
+      ...nodeNames.map((name) => [`node:${name}`, randomToken()] as [string, string]),
+    ]);
+    const tokenOf = (user: TierUser): string => {
+      const token = tokens.get(user === 'node' ? `node:${nodeName}` : user);
+      if (token === undefined) throw new Error(`the tier has no user ${user}`);
+      return token;
+    };
+    const userName = (user: TierUser): string => {
+      if (user === 'node') return `system:node:${nodeName}`;
+      return user.startsWith('node:') ? `system:node:${user.slice('node:'.length)}` : user;
+    };
     writeFileSync(
       join(dir, 'tokens.csv'),
       [
-        `${tokens.admin},admin,admin,"system:masters"`,
-        `${tokens['durable-sandbox']},durable-sandbox,durable-sandbox`,
-        `${tokens.node},${nodeUser},${nodeUser},"system:nodes"`,
-        `${tokens.scheduler},system:kube-scheduler,system:kube-scheduler`,
+        `${tokenOf('admin')},admin,admin,"system:masters"`,
+        `${tokenOf('durable-sandbox')},durable-sandbox,durable-sandbox`,
+        ...nodeNames.map((name) => {
+          const user = userName(`node:${name}`);
+          return `${tokenOf(`node:${name}`)},${user},${user},"system:nodes"`;
+        }),
+        `${tokenOf('scheduler')},system:kube-scheduler,system:kube-scheduler`,
         '',
       ].join('\n'),
       { mode: 0o600 },
@@ -172,7 +197,7 @@ export async function startApiserverTier(
     const caPem = await waitUntilReady({
       url,
       certFile: join(certDir, 'apiserver.crt'),
-      token: tokens.admin,
+      token: tokenOf('admin'),
       timeoutMs: options.startTimeoutMs ?? 120_000,
       processes: { etcd, 'kube-apiserver': apiserver },
     });
@@ -182,8 +207,8 @@ export async function startApiserverTier(
       renderTierKubeconfig({
         server: url,
         caPem,
-        user: user === 'node' ? nodeUser : user,
-        token: tokens[user],
+        user: userName(user),
+        token: tokenOf(user),
         namespace,
       });
     const kubeConfig = (user: TierUser, namespace?: string) => {
@@ -196,6 +221,7 @@ export async function startApiserverTier(
       url,
       caPem,
       nodeName,
+      nodeNames,
       dir,
       pids: { etcd: etcd.pid, kubeApiserver: apiserver.pid },
       startToReadyMs,
@@ -211,7 +237,7 @@ export async function startApiserverTier(
         await waitUntilReady({
           url,
           certFile: join(certDir, 'apiserver.crt'),
-          token: tokens.admin,
+          token: tokens.get('admin') as string,
           timeoutMs: options.startTimeoutMs ?? 120_000,
           processes: { etcd, 'kube-apiserver': next },
         });

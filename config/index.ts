@@ -8,6 +8,13 @@ import { z } from 'zod';
 import { OIDC_VARIABLES, OidcConfigProblem, parseOidc, type OidcConfig } from './oidc.js';
 
 export type { OidcConfig } from './oidc.js';
+import {
+  DEFAULT_MAX_PLACEMENTS,
+  MAX_PLACEMENTS_LIMIT,
+  REQUEST_REFUSAL_CODE,
+  SHIM_CODES,
+  type ShimCode,
+} from '../contract/index.js';
 
 /** One entry of the template catalog. */
 export interface TemplateConfig {
@@ -15,6 +22,32 @@ export interface TemplateConfig {
   image: string;
   /** A known floor for the root filesystem in MiB, if the operator knows it; optional. */
   rootfs_mib?: number;
+  /**
+   * The runtime shim codes (`[space-err=<Code>]`) on which a create deletes its pod and tries
+   * another node, e.g. `["ResourceExhausted", "Unavailable"]` (docs/architecture.md,
+   * "Re-placement"). Absent or empty: a refusal never moves the pod (as before re-placement).
+   */
+  replace_on?: ShimCode[];
+  /**
+   * How many placements (pods on distinct nodes, the first included) a create may use, 1 to
+   * 10; default 3 when `replace_on` is set. Only meaningful with `replace_on`.
+   */
+  max_placements?: number;
+}
+
+/**
+ * A template's re-placement policy (docs/architecture.md, "Re-placement"): its `replace_on`
+ * codes and `max_placements` (default {@link DEFAULT_MAX_PLACEMENTS}); undefined when it names
+ * no code, so the create behaves as before re-placement.
+ */
+export function placementPolicyOf(
+  template: TemplateConfig,
+): { replaceOn: ShimCode[]; maxPlacements: number } | undefined {
+  if (!template.replace_on?.length) return undefined;
+  return {
+    replaceOn: [...template.replace_on],
+    maxPlacements: template.max_placements ?? DEFAULT_MAX_PLACEMENTS,
+  };
 }
 
 /** The parsed configuration. Durations are in ms. */
@@ -105,12 +138,46 @@ export const DEFAULT_TEMPLATES: Record<string, TemplateConfig> = {
   base: { image: 'ghcr.io/durable-sandbox/base:1' },
 };
 
+const shimCode = z.string().superRefine((code, ctx) => {
+  if (code === REQUEST_REFUSAL_CODE) {
+    ctx.addIssue({
+      code: 'custom',
+      message:
+        `${REQUEST_REFUSAL_CODE} refuses the request itself (every node would): it ends the ` +
+        'create at once and cannot be re-placed',
+    });
+  } else if (!(SHIM_CODES as readonly string[]).includes(code)) {
+    ctx.addIssue({
+      code: 'custom',
+      message: `"${code}" is not a gRPC code name (one of ${SHIM_CODES.filter((c) => c !== REQUEST_REFUSAL_CODE).join(', ')})`,
+    });
+  }
+});
 const templateSchema = z
   .object({
     image: z.string().min(1),
     rootfs_mib: z.number().int().positive().optional(),
+    replace_on: z
+      .array(shimCode)
+      .refine((codes) => new Set(codes).size === codes.length, 'names a code twice')
+      .optional(),
+    max_placements: z
+      .number()
+      .int(`must be an integer from 1 to ${MAX_PLACEMENTS_LIMIT}`)
+      .min(1, `must be an integer from 1 to ${MAX_PLACEMENTS_LIMIT}`)
+      .max(MAX_PLACEMENTS_LIMIT, `must be an integer from 1 to ${MAX_PLACEMENTS_LIMIT}`)
+      .optional(),
   })
-  .strict();
+  .strict()
+  .superRefine((template, ctx) => {
+    if (template.max_placements !== undefined && !template.replace_on?.length) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['max_placements'],
+        message: 'needs replace_on: without it a create never uses a second placement',
+      });
+    }
+  });
 const templatesSchema = z
   .record(z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/), templateSchema)
   .refine((catalog) => Object.keys(catalog).length > 0, 'must name at least one template');
@@ -189,7 +256,7 @@ function parseTemplates(raw: string | undefined): Record<string, TemplateConfig>
       `${issue?.path.join('.') || '(root)'}: ${issue?.message ?? 'invalid'}`,
     );
   }
-  return parsed.data;
+  return parsed.data as Record<string, TemplateConfig>;
 }
 
 /**

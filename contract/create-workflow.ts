@@ -3,6 +3,7 @@
  * starts it), the workflow and its activities. Types only.
  */
 import type { OperationErrorCode } from './operation.js';
+import type { PlacementPolicy, PlacementRecord } from './placement.js';
 import type { SandboxResources } from './sandbox.js';
 
 /** Input of the `createSandbox` workflow. The workflow id is `operationId`. */
@@ -28,6 +29,11 @@ export interface CreateSandboxInput {
    * accepted (names); the workflow upserts only these. Absent: all of them.
    */
   searchAttributes?: string[];
+  /**
+   * The template's re-placement policy when it names `replace_on` (docs/architecture.md,
+   * "Re-placement"), resolved when the create was accepted. Absent: one placement, as before.
+   */
+  placement?: PlacementPolicy;
 }
 
 /**
@@ -68,4 +74,6 @@ export interface CreateFailureDetails {
    * attempt): compensation then has no pod to look for.
    */
   podCreated?: boolean;
+  /** For `no_node_available`: every placement a node refused, oldest first. */
+  placements?: PlacementRecord[];
 }

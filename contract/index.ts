@@ -7,3 +7,4 @@ export * from './sandbox.js';
 export * from './operation.js';
 export * from './create-workflow.js';
 export * from './template.js';
+export * from './placement.js';

@@ -62,6 +62,12 @@ export const OPERATION_ERRORS = {
    */
   unavailable: { failureType: 'Unavailable', httpStatus: 503 },
   pod_never_ready: { failureType: 'PodNeverReady', httpStatus: 503 },
+  /**
+   * Every node tried refused the sandbox with one of its template's `replace_on` codes, and the
+   * placements are used up or no node is left (docs/architecture.md, "Re-placement"): capacity,
+   * not a bad request; retry later.
+   */
+  no_node_available: { failureType: 'NoNodeAvailable', httpStatus: 503 },
   pod_failed: { failureType: 'PodFailed', httpStatus: 500 },
   cancelled: { failureType: 'Cancelled', httpStatus: 500 },
   internal: { failureType: 'Internal', httpStatus: 500 },

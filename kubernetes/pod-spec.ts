@@ -1,7 +1,9 @@
 /**
- * The pod that runs one sandbox (docs/architecture.md, "The pod"): labels, annotations, and
- * resources.
- * The name is deterministic per sandbox and generation so a retried create finds its own pod.
+ * The pod that runs one sandbox (docs/architecture.md, "The pod"): labels, annotations,
+ * resources, and for a re-placement the required node affinity that keeps it off the nodes that
+ * refused it (docs/architecture.md, "Re-placement").
+ * The name is deterministic per sandbox, generation and placement so a retried create finds its
+ * own pod.
  */
 import type { V1Pod } from '@kubernetes/client-node';
 import type { SandboxResources } from '../contract/index.js';
@@ -15,7 +17,11 @@ export const POD_ANNOTATIONS = {
   template: 'durable-sandbox.dev/template',
   diskMib: 'durable-sandbox.dev/disk-mib',
   generation: 'durable-sandbox.dev/generation',
+  /** Set from the second placement on (absent: placement 1). */
+  placement: 'durable-sandbox.dev/placement',
 } as const;
+/** The node label kubelet sets to the node's name, which the re-placement affinity reads. */
+export const HOSTNAME_LABEL = 'kubernetes.io/hostname';
 export const MANAGED_BY = 'durable-sandbox';
 
 /** What a sandbox pod is made from (resources: cpu in cores, sizes in MiB). */
@@ -25,19 +31,30 @@ export interface SandboxPodInput {
   template: string;
   image: string;
   resources: SandboxResources;
+  /** Which placement of the generation this pod is (1-based; default 1). */
+  placement?: number;
+  /**
+   * Nodes the pod must not run on (those that refused earlier placements): a required node
+   * affinity `kubernetes.io/hostname NotIn [...]`. Empty or absent: no affinity.
+   */
+  avoidNodes?: string[];
 }
 
 /**
- * The pod name of a sandbox generation: `<sandbox id with _ as ->-g<generation>`, lowercased,
- * which is a valid DNS-1123 name for ids made of [a-z0-9_].
+ * The pod name of a sandbox generation's placement: `<sandbox id with _ as ->-g<generation>`,
+ * lowercased, and `-p<placement>` from the second placement on (so placement 1 keeps the name
+ * pods had before re-placement); a valid DNS-1123 name for ids made of [a-z0-9_].
  */
-export function podNameFor(sandboxId: string, generation: number): string {
-  return `${sandboxId.toLowerCase().replace(/[^a-z0-9-]/g, '-')}-g${generation}`;
+export function podNameFor(sandboxId: string, generation: number, placement = 1): string {
+  const base = `${sandboxId.toLowerCase().replace(/[^a-z0-9-]/g, '-')}-g${generation}`;
+  return placement > 1 ? `${base}-p${placement}` : base;
 }
 
 /** Builds the pod manifest for one sandbox generation. */
 export function sandboxPod(input: SandboxPodInput): V1Pod {
   const { cpu, memoryMib, diskMib } = input.resources;
+  const placement = input.placement ?? 1;
+  const avoidNodes = input.avoidNodes ?? [];
   const limits = {
     cpu: String(cpu),
     memory: `${memoryMib}Mi`,
@@ -47,15 +64,33 @@ export function sandboxPod(input: SandboxPodInput): V1Pod {
     apiVersion: 'v1',
     kind: 'Pod',
     metadata: {
-      name: podNameFor(input.sandboxId, input.generation),
+      name: podNameFor(input.sandboxId, input.generation, placement),
       labels: { [POD_LABELS.managedBy]: MANAGED_BY, [POD_LABELS.sandboxId]: input.sandboxId },
       annotations: {
         [POD_ANNOTATIONS.template]: input.template,
         [POD_ANNOTATIONS.diskMib]: String(diskMib),
         [POD_ANNOTATIONS.generation]: String(input.generation),
+        ...(placement > 1 ? { [POD_ANNOTATIONS.placement]: String(placement) } : {}),
       },
     },
     spec: {
+      ...(avoidNodes.length > 0
+        ? {
+            affinity: {
+              nodeAffinity: {
+                requiredDuringSchedulingIgnoredDuringExecution: {
+                  nodeSelectorTerms: [
+                    {
+                      matchExpressions: [
+                        { key: HOSTNAME_LABEL, operator: 'NotIn', values: [...avoidNodes] },
+                      ],
+                    },
+                  ],
+                },
+              },
+            },
+          }
+        : {}),
       restartPolicy: 'Never',
       automountServiceAccountToken: false,
       containers: [

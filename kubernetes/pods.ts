@@ -60,7 +60,7 @@ export async function createPod(
   }
   const existing = await client.core.readNamespacedPod({ name, namespace: client.namespace });
   if (
-    !belongsTo(existing, input.sandboxId, input.generation) ||
+    !belongsTo(existing, input.sandboxId, input.generation, input.placement ?? 1) ||
     existing.metadata?.deletionTimestamp
   ) {
     throw new PodNameTakenError(name);
@@ -74,7 +74,7 @@ export async function createPod(
 }
 
 /**
- * Finds the pod of a sandbox generation by its deterministic name, for compensation that runs
+ * Finds the pod of a sandbox generation's placement (default 1) by its deterministic name, for compensation that runs
  * before the create learned the pod's uid (e.g. cancelled while `createPod` was in flight).
  * @returns the pod when it exists and carries this sandbox's id label and generation; else undefined
  * @throws the client's ApiException for apiserver errors other than 404
@@ -83,11 +83,12 @@ export async function findSandboxPod(
   client: KubernetesClient,
   sandboxId: string,
   generation: number,
+  placement = 1,
 ): Promise<PodRef | undefined> {
-  const name = podNameFor(sandboxId, generation);
+  const name = podNameFor(sandboxId, generation, placement);
   try {
     const pod = await client.core.readNamespacedPod({ name, namespace: client.namespace });
-    return belongsTo(pod, sandboxId, generation) ? { name, uid: uidOf(pod) } : undefined;
+    return belongsTo(pod, sandboxId, generation, placement) ? { name, uid: uidOf(pod) } : undefined;
   } catch (err) {
     if (httpStatusOf(err) === 404) return undefined;
     throw err;
@@ -134,10 +135,12 @@ export async function listSandboxPods(client: KubernetesClient): Promise<Sandbox
   });
 }
 
-function belongsTo(pod: V1Pod, sandboxId: string, generation: number): boolean {
+function belongsTo(pod: V1Pod, sandboxId: string, generation: number, placement: number): boolean {
+  const annotations = pod.metadata?.annotations ?? {};
   return (
     pod.metadata?.labels?.[POD_LABELS.sandboxId] === sandboxId &&
-    pod.metadata?.annotations?.[POD_ANNOTATIONS.generation] === String(generation)
+    annotations[POD_ANNOTATIONS.generation] === String(generation) &&
+    (annotations[POD_ANNOTATIONS.placement] ?? '1') === String(placement)
   );
 }
 

@@ -6,7 +6,8 @@
  */
 import type { CoreV1Event, V1Pod } from '@kubernetes/client-node';
 import type { PodRef } from './pods.js';
-import { decisiveRefusal } from './refusal.js';
+import { decisiveRefusal, nodeRefusal } from './refusal.js';
+import type { WaitPlacement } from '../contract/index.js';
 import type { SandboxInformers } from './sandbox-informers.js';
 
 /** The first decisive outcome of a readiness wait. */
@@ -24,6 +25,21 @@ export type ReadinessOutcome =
       /** The node that refused: the event's `source.host` (or `reportingInstance`). */
       nodeName?: string;
     }
+  /**
+   * The node refused the pod with a code of the template's `replace_on` (docs/architecture.md,
+   * "Re-placement"): the create moves to another node.
+   */
+  | {
+      outcome: 'nodeRefused';
+      code: string;
+      reason: string;
+      eventName: string;
+      eventLastTimestamp?: string;
+      /** The event's `source.host` (or `reportingInstance`); empty when it names none. */
+      nodeName: string;
+    }
+  /** The scheduler found no node the pod's affinity allows (a re-placement's pod only). */
+  | { outcome: 'unschedulable'; reason: string }
   /** The pod failed, was deleted, is being deleted, or was replaced before it had an IP. */
   | { outcome: 'podFailed'; reason: string }
   /** The worker may not watch pods (403, or 401 past its bound): nothing can show an IP. */
@@ -124,18 +140,38 @@ export function awaitPodReady(options: ReadinessWaitOptions): Promise<ReadinessO
 export function cachedOutcome(
   informers: SandboxInformers,
   pod: { name: string; uid: string },
+  placement?: WaitPlacement,
 ): ReadinessOutcome | undefined {
   if (informers.podsRefusal) return { outcome: 'watchRefused', reason: informers.podsRefusal };
   for (const event of informers.cachedEvents(pod.uid)) {
-    const refused = refusalOutcome(event, pod.uid);
+    const refused = refusalOutcome(event, pod.uid, placement);
     if (refused) return refused;
   }
   const cached = informers.cachedPod(pod.name);
-  return cached ? podOutcome('MODIFIED', cached, pod.uid) : undefined;
+  return cached ? podOutcome('MODIFIED', cached, pod.uid, placement) : undefined;
 }
 
-/** The `refused` outcome an event carries for the pod with `uid`, if it is a decisive refusal. */
-export function refusalOutcome(event: CoreV1Event, uid: string): ReadinessOutcome | undefined {
+/**
+ * The outcome an event carries for the pod with `uid`: `refused` for a decisive refusal,
+ * `nodeRefused` for a code of `placement.replaceOn` (kubernetes/refusal.ts, classifyRefusal),
+ * else undefined.
+ */
+export function refusalOutcome(
+  event: CoreV1Event,
+  uid: string,
+  placement?: WaitPlacement,
+): ReadinessOutcome | undefined {
+  const onNode = placement ? nodeRefusal(event, uid, placement.replaceOn) : undefined;
+  if (onNode) {
+    return {
+      outcome: 'nodeRefused',
+      code: onNode.code,
+      reason: onNode.reason,
+      eventName: event.metadata?.name ?? '',
+      eventLastTimestamp: isoOrUndefined(event.lastTimestamp ?? event.eventTime),
+      nodeName: event.source?.host || event.reportingInstance || '',
+    };
+  }
   const refusal = decisiveRefusal(event, uid);
   if (!refusal) return undefined;
   return {
@@ -154,7 +190,12 @@ export function refusalOutcome(event: CoreV1Event, uid: string): ReadinessOutcom
  * before it was ready (a pod being deleted is never ready, even with an IP); an IP means
  * ready; phase `Failed` means failed.
  */
-export function podOutcome(type: string, pod: V1Pod, uid: string): ReadinessOutcome | undefined {
+export function podOutcome(
+  type: string,
+  pod: V1Pod,
+  uid: string,
+  placement?: WaitPlacement,
+): ReadinessOutcome | undefined {
   const eventUid = pod.metadata?.uid;
   if (eventUid !== uid) {
     // Another pod now holds the name: ours was deleted (its DELETED may have been missed).
@@ -184,6 +225,13 @@ export function podOutcome(type: string, pod: V1Pod, uid: string): ReadinessOutc
   if (pod.status?.phase === 'Failed') {
     const why = pod.status.reason || pod.status.message || 'no reason given';
     return { outcome: 'podFailed', reason: `pod ${pod.metadata?.name} failed: ${why}` };
+  }
+  if (placement?.endOnUnschedulable && !pod.spec?.nodeName) {
+    // kube-scheduler's verdict (its PodScheduled condition), e.g. every node is excluded.
+    const scheduled = pod.status?.conditions?.find((c) => c.type === 'PodScheduled');
+    if (scheduled?.status === 'False' && scheduled.reason === 'Unschedulable') {
+      return { outcome: 'unschedulable', reason: scheduled.message || 'no node can take the pod' };
+    }
   }
   return undefined;
 }

@@ -9,7 +9,11 @@
  *     rootfs_size_mb=300 is smaller than cloned rootfs size 451 MiB
  *
  * Only the marker decides. The `code = …` text does not: runtimes report most failures,
- * permanent ones included, as `Unknown`. Pure functions, no I/O.
+ * permanent ones included, as `Unknown`. Three classes (see {@link classifyRefusal}): the
+ * request's refusal (`InvalidArgument`) ends the create; a code of the template's `replace_on`
+ * (e.g. `ResourceExhausted`, `Unavailable`) means this node cannot run it, so the create moves
+ * to another node (docs/architecture.md, "Re-placement"); any other code keeps the wait going
+ * while kubelet retries. Pure functions, no I/O.
  */
 
 /** The rules of docs/architecture.md, "The readiness watch", as data. */
@@ -27,6 +31,23 @@ export const REFUSAL_RULES = {
   /** Prefix kubelet's event aggregation puts on a new event for repeats (client-go EventAggregator). */
   combinedPrefix: '(combined from similar events): ',
 } as const;
+
+/**
+ * How a refusal's code is read: `request` ends the create (`invalid_request`); `node` re-places
+ * it on another node; `wait` keeps waiting (kubelet retries the same node).
+ */
+export type RefusalClass = 'request' | 'node' | 'wait';
+
+/**
+ * The class of a shim code, given the template's `replace_on` codes (docs/architecture.md,
+ * "Re-placement"). The request's refusal wins: `InvalidArgument` is `request` even if listed
+ * (config refuses such a template anyway).
+ * @param replaceOn the template's codes; empty or absent: nothing is re-placed (as before)
+ */
+export function classifyRefusal(code: string, replaceOn: readonly string[] = []): RefusalClass {
+  if (REFUSAL_RULES.decisiveCodes.has(code as 'InvalidArgument')) return 'request';
+  return replaceOn.includes(code) ? 'node' : 'wait';
+}
 
 /** The fields of a core/v1 Event this module reads; everything optional, as on the wire. */
 export interface EventLike {
@@ -105,6 +126,21 @@ export function decisiveRefusal(event: EventLike, podUid: string): ParsedRefusal
   if (!isSandboxFailureOf(event, podUid)) return undefined;
   const refusal = parseRefusal(event.message);
   return refusal?.decisive ? refusal : undefined;
+}
+
+/**
+ * The node-specific refusal an event carries for this pod, if any: a counted kubelet event
+ * (see {@link isSandboxFailureOf}) whose marker's code is one of `replaceOn`.
+ * @returns the parsed refusal, or undefined. Never throws.
+ */
+export function nodeRefusal(
+  event: EventLike,
+  podUid: string,
+  replaceOn: readonly string[],
+): ParsedRefusal | undefined {
+  if (replaceOn.length === 0 || !isSandboxFailureOf(event, podUid)) return undefined;
+  const refusal = parseRefusal(event.message);
+  return refusal && classifyRefusal(refusal.code, replaceOn) === 'node' ? refusal : undefined;
 }
 
 // The runtime shim's wording when the requested disk is below the image's root filesystem:

@@ -4,7 +4,6 @@
  * (simulated-cluster/node-rules.ts: which disks the runtime refuses, the rootfs sizes, the
  * start-up delay and refusal back-off) to real pods:
  *
- * - scheduler: binds every unscheduled pod (`spec.nodeName=`) to its node (`pods/binding`);
  * - kubelet: registers the Node, renews its Lease, watches the pods bound to it
  *   (`spec.nodeName=<node>`, the selector the Node authorizer requires) and, after the start-up
  *   delay, either records the sandbox refusal as kubelet does (node-agent/event-recorder.ts),
@@ -14,6 +13,7 @@
  *   period 0 and a uid precondition, as kubelet's status manager does once the containers are
  *   gone (otherwise it would stay Terminating for ever).
  *
+ * The binding is node-agent/scheduler.ts's (one scheduler for every node agent of a tier).
  * Tests script it like the simulated node (`refuseWith`, `neverReady`).
  */
 import { randomBytes } from 'node:crypto';
@@ -42,10 +42,10 @@ import { registerNode, type NodeRegistration } from './node-registration.js';
 export interface NodeAgentOptions {
   /** Credentials of the kubelet role: `system:node:<nodeName>` in group `system:nodes`. */
   kubelet: KubeConfig;
-  /** Credentials of the binding step (e.g. `system:kube-scheduler`); default `kubelet`. */
-  scheduler?: KubeConfig;
   /** The node's name. */
   nodeName: string;
+  /** The node's place among the tier's nodes (0-based): its pod IPs are 10.<244 + index>.x.y. */
+  nodeIndex?: number;
   /** Template name -> rootfs size in MiB. Default `{ base: 451 }`. */
   rootfsMib?: Record<string, number>;
   /** Delay before the node acts on a new pod (IP or first refusal). Default 300. */
@@ -73,7 +73,6 @@ export class NodeAgent {
   private readonly runs = new Map<string, PodRun>();
   private readonly finishing = new Set<string>();
   private readonly kubeletCore: CoreV1Api;
-  private readonly schedulerCore: CoreV1Api;
   private readonly recorder: KubeletEventRecorder;
   private readonly rootfsMib: Record<string, number>;
   private readonly startupDelayMs: number;
@@ -89,7 +88,6 @@ export class NodeAgent {
 
   private constructor(private readonly options: NodeAgentOptions) {
     this.kubeletCore = options.kubelet.makeApiClient(CoreV1Api);
-    this.schedulerCore = (options.scheduler ?? options.kubelet).makeApiClient(CoreV1Api);
     this.recorder = new KubeletEventRecorder(this.kubeletCore, options.nodeName);
     this.rootfsMib = options.rootfsMib ?? { base: 451 };
     this.startupDelayMs = options.startupDelayMs ?? 300;
@@ -123,8 +121,8 @@ export class NodeAgent {
 
   /**
    * From now on the node refuses every new pod with this gRPC code and message instead of
-   * deciding by disk (e.g. 'Unavailable', never decisive); null restores the rules. Applies to
-   * pods the node sees while it is set (as `FaultScript.refuseWith` of the simulated cluster).
+   * deciding by disk (e.g. 'Unavailable', never decisive; 'ResourceExhausted', which a template
+   * may re-place on); null restores the rules. Applies to pods the node sees while it is set (as `FaultScript.refuseWith` of the simulated cluster).
    */
   refuseWith(code: string | null, message = 'simulated refusal'): void {
     this.scriptedRefusal = code === null ? null : { code, message };
@@ -146,13 +144,6 @@ export class NodeAgent {
 
   private async startInformers(): Promise<void> {
     const { nodeName } = this.options;
-    const unscheduled = this.informer(
-      this.options.scheduler ?? this.options.kubelet,
-      this.schedulerCore,
-      'spec.nodeName=,status.phase!=Succeeded,status.phase!=Failed',
-      'binding pods',
-    );
-    unscheduled.on('add', (pod) => void this.bind(pod));
     const bound = this.informer(
       this.options.kubelet,
       this.kubeletCore,
@@ -165,7 +156,7 @@ export class NodeAgent {
       this.forget(pod.metadata?.uid ?? '');
       this.finishing.delete(pod.metadata?.uid ?? '');
     });
-    await Promise.all([unscheduled.start(), bound.start()]);
+    await bound.start();
   }
 
   /** A cluster-wide pod informer with a field selector, restarted after an error. */
@@ -192,26 +183,6 @@ export class NodeAgent {
     });
     this.informers.push(informer);
     return informer;
-  }
-
-  /** The scheduler's step: bind an unscheduled pod to this node. */
-  private async bind(pod: V1Pod): Promise<void> {
-    const { name, namespace, uid } = pod.metadata ?? {};
-    if (!name || !namespace || pod.metadata?.deletionTimestamp) return;
-    try {
-      await this.schedulerCore.createNamespacedPodBinding({
-        name,
-        namespace,
-        body: {
-          metadata: { name, namespace, uid },
-          target: { apiVersion: 'v1', kind: 'Node', name: this.options.nodeName },
-        },
-      });
-    } catch (err) {
-      // 409: already bound; 404: deleted meanwhile.
-      if (httpStatusOf(err) !== 409 && httpStatusOf(err) !== 404)
-        this.onError(err, `binding pod ${name}`);
-    }
   }
 
   /** The kubelet's reaction to a pod bound to this node (added or updated). */
@@ -270,7 +241,7 @@ export class NodeAgent {
   }
 
   private async makeReady(run: PodRun, pod: V1Pod): Promise<void> {
-    const ip = podIpFor(this.nextIp++);
+    const ip = podIpFor(this.nextIp++, this.options.nodeIndex ?? 0);
     for (let attempt = 0; attempt < 5 && this.isCurrent(run); attempt++) {
       const current =
         attempt === 0

@@ -35,6 +35,8 @@ export interface RecordedRequest {
   status: number;
   /** True for `watch=true` / `watch=1` requests. */
   watch: boolean;
+  /** The body of a DELETE as sent (DeleteOptions, e.g. its `preconditions.uid`), if any. */
+  deleteOptions?: unknown;
 }
 
 /** What the request handler works on. */
@@ -151,6 +153,13 @@ async function handle(ctx: ApiServerContext, req: IncomingMessage, res: ServerRe
   try {
     const body =
       method === 'POST' || method === 'PUT' || method === 'DELETE' ? await readBody(req) : '';
+    if (method === 'DELETE' && body) {
+      try {
+        record.deleteOptions = JSON.parse(body) as unknown;
+      } catch {
+        // recorded as sent: not JSON
+      }
+    }
     const delay = ctx.faults.responseDelayMs;
     if (delay > 0) await ctx.sleep(delay);
     if (ctx.closed()) {

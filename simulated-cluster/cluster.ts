@@ -1,6 +1,6 @@
 /**
  * SimulatedCluster: a real HTTP server on 127.0.0.1 speaking the Kubernetes API subset the
- * service uses, plus one simulated node (docs/architecture.md, "The simulated cluster"). The
+ * service uses, a scheduler and one or more simulated nodes (docs/architecture.md, "The simulated cluster"). The
  * embedded default cluster
  * for `npm start` and the apiserver of the readiness tests, which reach it only over HTTP
  * through @kubernetes/client-node.
@@ -11,6 +11,7 @@ import { createRequestHandler, type RecordedRequest } from './apiserver.js';
 import { Faults, type FaultScript } from './faults.js';
 import { renderKubeconfig, writeKubeconfigFile } from './kubeconfig.js';
 import { SimulatedKubelet, type SimulatedNode } from './node.js';
+import { SimulatedScheduler } from './scheduler.js';
 import { DEFAULT_HISTORY_LIMIT, ObjectStore, type WatchedResource } from './store.js';
 import { WatchRegistry } from './watch.js';
 
@@ -22,6 +23,11 @@ export interface SimulatedClusterOptions {
   port?: number;
   /** The node's name (`spec.nodeName`, event `source.host`). Default 'sim-node-1'. */
   nodeName?: string;
+  /**
+   * The cluster's nodes, in the order the scheduler tries them (it binds a pod to the first
+   * its required node affinity allows; simulated-cluster/scheduling.ts). Default `[nodeName]`.
+   */
+  nodeNames?: string[];
   /**
    * Template name -> rootfs size in MiB on the node. Default `{ base: 451 }`. A pod naming a
    * template not listed is refused with InvalidArgument "template <x> is not present on node <node>".
@@ -48,13 +54,16 @@ export class SimulatedCluster {
   readonly requests: RecordedRequest[];
   /** Scripted faults. */
   readonly faults: FaultScript;
-  /** Direct access to the node. */
+  /** Direct access to the (first) node. */
   readonly node: SimulatedNode;
+  /** Every node by name, in the scheduler's order. */
+  readonly nodes: ReadonlyMap<string, SimulatedNode>;
 
   private constructor(
     private readonly server: Server,
     private readonly watches: WatchRegistry,
-    private readonly kubelet: SimulatedKubelet,
+    private readonly kubelets: Map<string, SimulatedKubelet>,
+    private readonly scheduler: SimulatedScheduler,
     private readonly timers: Set<() => void>,
     private readonly markClosed: () => void,
     faults: Faults,
@@ -66,7 +75,8 @@ export class SimulatedCluster {
     this.url = `http://${host}:${port}`;
     this.requests = requests;
     this.faults = faults;
-    this.node = kubelet;
+    this.nodes = kubelets;
+    this.node = [...kubelets.values()][0] as SimulatedKubelet;
   }
 
   /**
@@ -77,13 +87,24 @@ export class SimulatedCluster {
     const store = new ObjectStore(options.historyLimit ?? DEFAULT_HISTORY_LIMIT);
     const watches = new WatchRegistry(store);
     const faults = new Faults(watches);
-    const kubelet = new SimulatedKubelet(store, faults, {
-      nodeName: options.nodeName ?? 'sim-node-1',
-      rootfsMib: options.rootfsMib ?? { base: 451 },
-      startupDelayMs: options.startupDelayMs ?? 300,
-      refusalBackoffMs: options.refusalBackoffMs ?? 1000,
-      refusalBackoffMaxMs: options.refusalBackoffMaxMs ?? 10_000,
-    });
+    const nodeNames = options.nodeNames ?? [options.nodeName ?? 'sim-node-1'];
+    if (nodeNames.length === 0 || new Set(nodeNames).size !== nodeNames.length) {
+      throw new Error('nodeNames must name at least one node, each once');
+    }
+    const scheduler = new SimulatedScheduler(store, nodeNames);
+    const kubelets = new Map(
+      nodeNames.map((nodeName, nodeIndex) => [
+        nodeName,
+        new SimulatedKubelet(store, faults, {
+          nodeName,
+          nodeIndex,
+          rootfsMib: options.rootfsMib ?? { base: 451 },
+          startupDelayMs: options.startupDelayMs ?? 300,
+          refusalBackoffMs: options.refusalBackoffMs ?? 1000,
+          refusalBackoffMaxMs: options.refusalBackoffMaxMs ?? 10_000,
+        }),
+      ]),
+    );
     const requests: RecordedRequest[] = [];
     const timers = new Set<() => void>();
     let closed = false;
@@ -122,7 +143,8 @@ export class SimulatedCluster {
     return new SimulatedCluster(
       server,
       watches,
-      kubelet,
+      kubelets,
+      scheduler,
       timers,
       () => {
         closed = true;
@@ -157,10 +179,11 @@ export class SimulatedCluster {
     return this.watches.count(resource);
   }
 
-  /** Ends every watch, stops the node's timers and pending delays, and closes the server. */
+  /** Ends every watch, stops the nodes' timers and pending delays, and closes the server. */
   async close(): Promise<void> {
     this.markClosed();
-    this.kubelet.stop();
+    this.scheduler.stop();
+    for (const kubelet of this.kubelets.values()) kubelet.stop();
     for (const cancel of [...this.timers]) cancel();
     this.watches.close();
     await new Promise<void>((resolve) => {

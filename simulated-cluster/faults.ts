@@ -30,6 +30,12 @@ export interface FaultScript {
    * normal behaviour. Applies to pods created while it is set.
    */
   refuseWith(code: string | null, message?: string): void;
+  /**
+   * From now on the node `nodeName` refuses every pod bound to it with this gRPC code and
+   * message (e.g. ('ResourceExhausted', 'no sandbox capacity left on the node')), before
+   * `refuseWith`'s script; null restores that node. Applies to pods bound while it is set.
+   */
+  refuseOnNode(nodeName: string, code: string | null, message?: string): void;
   /** While true, the node does nothing for new pods (never ready, no events). Applies to pods created while it is set. */
   neverReady(on: boolean): void;
   /** Delay (ms) added before the response headers of every request are sent (a slow apiserver). 0 turns it off. */
@@ -76,6 +82,7 @@ export class Faults implements FaultScript {
   private readonly requestFailures = new Map<string, Pending[]>();
   private readonly silenced = new Set<WatchedResource>();
   private scriptedRefusal: ScriptedRefusal | null = null;
+  private readonly nodeRefusals = new Map<string, ScriptedRefusal>();
   private neverReadyOn = false;
   private delayMs = 0;
   private maxEphemeralStorage: string | null = null;
@@ -113,6 +120,11 @@ export class Faults implements FaultScript {
 
   refuseWith(code: string | null, message = 'simulated refusal'): void {
     this.scriptedRefusal = code === null ? null : { code, message };
+  }
+
+  refuseOnNode(nodeName: string, code: string | null, message = 'simulated refusal'): void {
+    if (code === null) this.nodeRefusals.delete(nodeName);
+    else this.nodeRefusals.set(nodeName, { code, message });
   }
 
   neverReady(on: boolean): void {
@@ -187,6 +199,11 @@ export class Faults implements FaultScript {
   /** The scripted refusal in effect, or null (decide by disk). */
   get refusal(): ScriptedRefusal | null {
     return this.scriptedRefusal;
+  }
+
+  /** The scripted refusal of one node: its own (refuseOnNode), else refuseWith's, else null. */
+  refusalOn(nodeName: string): ScriptedRefusal | null {
+    return this.nodeRefusals.get(nodeName) ?? this.scriptedRefusal;
   }
 
   /** Whether the node ignores new pods. */

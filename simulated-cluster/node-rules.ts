@@ -85,9 +85,12 @@ export function refusalBackoffMs(occurrence: number, baseMs: number, maxMs: numb
 /** The node's host IP, as `status.hostIP`. */
 export const NODE_HOST_IP = '192.168.49.2';
 
-/** The n-th pod IP (0-based) the node hands out: 10.244.<n / 253>.<n % 253 + 2>. */
-export function podIpFor(n: number): string {
-  return `10.244.${Math.floor(n / 253)}.${(n % 253) + 2}`;
+/**
+ * The n-th pod IP (0-based) a node hands out: 10.<244 + nodeIndex>.<n / 253>.<n % 253 + 2>, so
+ * the nodes of one cluster (nodeIndex 0, 1, …) never hand out the same IP.
+ */
+export function podIpFor(n: number, nodeIndex = 0): string {
+  return `10.${244 + nodeIndex}.${Math.floor(n / 253)}.${(n % 253) + 2}`;
 }
 
 /**

@@ -1,7 +1,7 @@
 /**
- * The simulated node: scheduler binding, kubelet and the runtime shim in one. It reacts to
- * pods created in the store (in process, not over HTTP): binds the pod to the node at once,
- * then after a start-up delay either refuses the sandbox with kubelet-shaped
+ * One simulated node: kubelet and the runtime shim in one. It reacts to pods bound to its node
+ * in the store (in process, not over HTTP; the binding is simulated-cluster/scheduler.ts's),
+ * and after a start-up delay either refuses the sandbox with kubelet-shaped
  * `FailedCreatePodSandBox` Warning events, repeated with back-off and aggregation, or gives
  * the pod an IP (docs/architecture.md, "The simulated cluster").
  */
@@ -58,6 +58,8 @@ export interface SimulatedNode {
 /** Node configuration (see SimulatedClusterOptions for the defaults). */
 export interface NodeOptions {
   nodeName: string;
+  /** The node's place in the cluster (0-based): its pod IPs are 10.<244 + index>.x.y. */
+  nodeIndex: number;
   /** template name -> rootfs size in MiB */
   rootfsMib: Record<string, number>;
   startupDelayMs: number;
@@ -70,7 +72,7 @@ interface PodRun {
   namespace: string;
   name: string;
   timer?: NodeJS.Timeout;
-  /** Set when the pod is created while refuseWith is in effect. */
+  /** Set when the pod is bound while refuseWith (or refuseOnNode for this node) is in effect. */
   scripted: ScriptedRefusal | null;
   occurrences: number;
 }
@@ -80,6 +82,8 @@ type Json = Record<string, unknown>;
 /** Kubelet + runtime shim for one node. */
 export class SimulatedKubelet implements SimulatedNode {
   private readonly runs = new Map<string, PodRun>();
+  /** Uids of the pods this node has admitted (each is acted on once). */
+  private readonly admitted = new Set<string>();
   private readonly unsubscribe: () => void;
   private nextIp = 0;
   private eventSequence = 0n;
@@ -204,29 +208,24 @@ export class SimulatedKubelet implements SimulatedNode {
 
   private onChange(change: Change): void {
     if (change.resource !== 'pods' || this.stopped) return;
-    if (change.type === 'DELETED') this.stopRun(change.object.metadata.uid);
-    else if (change.type === 'ADDED') this.admit(change.object);
+    const { uid } = change.object.metadata;
+    if (change.type === 'DELETED') {
+      this.stopRun(uid);
+      this.admitted.delete(uid);
+      return;
+    }
+    const nodeName = (change.object.spec as Json | undefined)?.nodeName;
+    if (nodeName !== this.options.nodeName || this.admitted.has(uid)) return;
+    this.admitted.add(uid);
+    this.admit(change.object);
   }
 
-  /** Binds a new pod to this node and schedules the kubelet's first action on it. */
+  /** Schedules the kubelet's first action on a pod just bound to this node. */
   private admit(pod: KubeObject): void {
     const { namespace, name, uid } = pod.metadata;
-    this.store.update('pods', namespace, name, (next) => {
-      next.spec = { ...((next.spec as Json | undefined) ?? {}), nodeName: this.options.nodeName };
-      next.status = {
-        ...((next.status as Json | undefined) ?? {}),
-        conditions: [
-          {
-            type: 'PodScheduled',
-            status: 'True',
-            lastProbeTime: null,
-            lastTransitionTime: kubeTime(),
-          },
-        ],
-      };
-    });
     if (this.faults.neverReadyEnabled) return;
-    const run: PodRun = { uid, namespace, name, scripted: this.faults.refusal, occurrences: 0 };
+    const scripted = this.faults.refusalOn(this.options.nodeName);
+    const run: PodRun = { uid, namespace, name, scripted, occurrences: 0 };
     this.runs.set(uid, run);
     run.timer = setTimeout(() => this.act(run, pod), this.options.startupDelayMs);
   }
@@ -274,7 +273,7 @@ export class SimulatedKubelet implements SimulatedNode {
   }
 
   private allocateIp(): string {
-    return podIpFor(this.nextIp++);
+    return podIpFor(this.nextIp++, this.options.nodeIndex);
   }
 
   /** Kubelet names events `<object>.<unix nanoseconds in hex>`; kept unique and increasing. */

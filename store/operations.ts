@@ -18,6 +18,7 @@ import {
   type OperationPhase,
   type OperationStatus,
   type OperationType,
+  type PlacementRecord,
 } from '../contract/index.js';
 import type { OperationPage, OperationRecord, OperationTransition } from './types.js';
 
@@ -61,6 +62,7 @@ export async function insertOperation(
       workflow_id: input.id,
       run_id: null,
       deadline_at: input.deadlineAt,
+      placements: null,
       created_at: now,
       updated_at: now,
     })
@@ -106,6 +108,46 @@ export async function advanceOperation(
     })
     .where('id', '=', id)
     .where('phase', 'in', earlier)
+    .executeTakeFirst();
+  return result.numUpdatedRows > 0n;
+}
+
+/** The placements column: a JSON array, or null (none); anything unreadable reads as none. */
+function parsePlacements(raw: string | null): PlacementRecord[] {
+  if (raw === null) return [];
+  try {
+    const parsed: unknown = JSON.parse(raw);
+    return Array.isArray(parsed) ? (parsed as PlacementRecord[]) : [];
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * Appends a refused placement to a running operation, unless its number is already recorded.
+ * Read and written in `db` (the caller's transaction), so two writers cannot interleave.
+ * @param now ISO-8601
+ * @returns whether it wrote
+ */
+export async function appendPlacement(
+  db: Kysely<Database>,
+  id: string,
+  placement: PlacementRecord,
+  now: string,
+): Promise<boolean> {
+  const row = await db
+    .selectFrom('operations')
+    .select(['placements', 'status'])
+    .where('id', '=', id)
+    .executeTakeFirst();
+  if (!row || row.status !== 'running') return false;
+  const placements = parsePlacements(row.placements);
+  if (placements.some((known) => known.placement === placement.placement)) return false;
+  const result = await db
+    .updateTable('operations')
+    .set({ placements: JSON.stringify([...placements, placement]), updated_at: now })
+    .where('id', '=', id)
+    .where('status', '=', 'running')
     .executeTakeFirst();
   return result.numUpdatedRows > 0n;
 }
@@ -168,6 +210,7 @@ function toOperationRecord(row: JoinedRow): OperationRecord {
     workflowId: row.workflow_id,
     runId: row.run_id,
     deadlineAt: row.deadline_at,
+    placements: parsePlacements(row.placements),
     createdAt: row.created_at,
     updatedAt: row.updated_at,
     sandbox: row.sandbox_id !== null && sandboxRow.id !== null ? toRecord(sandboxRow) : null,

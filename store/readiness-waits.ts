@@ -5,6 +5,7 @@
 import type { Kysely } from 'kysely';
 import type { Database, ReadinessWaitsTable } from './schema.js';
 import type { ReadinessWait } from './types.js';
+import type { WaitPlacement } from '../contract/index.js';
 
 /**
  * Records a wait, replacing the row of an earlier attempt for the same pod
@@ -24,6 +25,7 @@ export async function upsertReadinessWait(
     workflow_id: wait.workflowId,
     run_id: wait.runId,
     activity_id: wait.activityId,
+    placement: wait.placement ? JSON.stringify(wait.placement) : null,
     created_at: at,
   };
   const { pod_uid: _podUid, ...update } = row;
@@ -97,6 +99,7 @@ function toWait(row: ReadinessWaitsTable): ReadinessWait {
     workflowId: row.workflow_id,
     runId: row.run_id,
     activityId: row.activity_id,
+    ...(row.placement ? { placement: JSON.parse(row.placement) as WaitPlacement } : {}),
     createdAt: row.created_at,
   };
 }

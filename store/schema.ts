@@ -93,6 +93,8 @@ export interface OperationsTable {
   /** The workflow run, once a workflow step has written it. */
   run_id: string | null;
   deadline_at: string | null;
+  /** JSON array of PlacementRecord (refused placements, oldest first); null: none. */
+  placements: string | null;
   created_at: string;
   updated_at: string;
 }
@@ -112,6 +114,8 @@ export interface ReadinessWaitsTable {
   workflow_id: string;
   run_id: string;
   activity_id: string;
+  /** JSON WaitPlacement of a re-placing create's wait; null: it does not re-place. */
+  placement: string | null;
   created_at: string;
 }
 

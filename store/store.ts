@@ -21,6 +21,7 @@ import { selectRootfsFloors, upsertRootfsFloor } from './rootfs-floors.js';
 import { createOperationNotifier } from './operation-notifier.js';
 import {
   advanceOperation,
+  appendPlacement,
   insertOperation,
   selectOperation,
   selectOperationPage,
@@ -297,6 +298,15 @@ export async function openStore(options: StoreOptions): Promise<Store> {
         .where('run_id', 'is', null)
         .executeTakeFirst();
       return result.numUpdatedRows > 0n;
+    },
+
+    recordPlacement(operationId, placement) {
+      return writing(async (trx, changed) => {
+        const wrote = await appendPlacement(trx, operationId, placement, now());
+        if (!wrote) return false;
+        changed.add(operationId);
+        return true;
+      });
     },
 
     getOperation(tenant, id) {

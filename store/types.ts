@@ -6,6 +6,8 @@ import type {
   OperationPhase,
   OperationStatus,
   OperationType,
+  PlacementRecord,
+  WaitPlacement,
   SandboxFailure,
   SandboxPodState,
   SandboxResources,
@@ -58,6 +60,8 @@ export interface ReadinessWait {
   workflowId: string;
   runId: string;
   activityId: string;
+  /** What a re-placing create's wait also ends on; absent: it does not re-place. */
+  placement?: WaitPlacement;
   /** When the wait was recorded, ISO-8601. */
   createdAt: string;
 }
@@ -94,6 +98,8 @@ export interface OperationRecord {
   /** The workflow run, once a workflow step wrote it; null before. */
   runId: string | null;
   deadlineAt: string | null;
+  /** A create's placements that nodes refused with a re-placement code, oldest first. */
+  placements: PlacementRecord[];
   createdAt: string;
   updatedAt: string;
   sandbox: SandboxRecord | null;
@@ -308,6 +314,13 @@ export interface Store {
    * yet. Returns whether it wrote.
    */
   recordOperationRunId(id: string, runId: string): Promise<boolean>;
+  /**
+   * Appends a refused placement to a running create's operation (docs/architecture.md,
+   * "Re-placement"). Idempotent: a placement whose number is already recorded is left alone,
+   * so a retried step changes nothing; an operation no longer running is left alone.
+   * @returns whether it wrote
+   */
+  recordPlacement(operationId: string, placement: PlacementRecord): Promise<boolean>;
   /** The tenant's operation with its sandbox, by primary key; undefined when there is none. */
   getOperation(tenant: string, id: string): Promise<OperationRecord | undefined>;
   /**

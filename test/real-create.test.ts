@@ -137,24 +137,25 @@ describe('creates on a real kube-apiserver', () => {
   });
 
   it('cancels a create waiting for its IP: it ends cancelled and its pod is gone', async () => {
+    // Never ready until the cancel has finished: the agent sees the bound pod through its own
+    // watch, which may come after the operation's phase on a loaded machine.
     real.agent.neverReady(true);
-    let op: OperationBody;
     try {
-      op = await createAsync(2048);
+      const op = await createAsync(2048);
       await awaitOperation(api.app, api.tenantA, op.id, {
         until: (current) => current.phase === 'waiting_for_ip',
       });
+      expect(await podsOf(op.sandbox_id)).toHaveLength(1);
+      const cancel = await request(api.app)
+        .post(`/v1/operations/${op.id}/cancel`)
+        .set(bearer(api.tenantA));
+      expect(cancel.status, cancel.text).toBe(202);
+      const done = await awaitOperation(api.app, api.tenantA, op.id);
+      expect(done).toMatchObject({ status: 'cancelled', done: true });
+      await awaitNoPods(op.sandbox_id);
     } finally {
       real.agent.neverReady(false);
     }
-    expect(await podsOf(op.sandbox_id)).toHaveLength(1);
-    const cancel = await request(api.app)
-      .post(`/v1/operations/${op.id}/cancel`)
-      .set(bearer(api.tenantA));
-    expect(cancel.status, cancel.text).toBe(202);
-    const done = await awaitOperation(api.app, api.tenantA, op.id);
-    expect(done).toMatchObject({ status: 'cancelled', done: true });
-    await awaitNoPods(op.sandbox_id);
   });
 
   it('deletes a running sandbox: the pod is gone and the sandbox ends deleted', async () => {

@@ -738,6 +738,31 @@ describe.each(storeBackends())('store on $name', (backend) => {
       });
     });
 
+    it('appends refused placements once each, and only while the create runs', async () => {
+      const sandbox = await created(sandboxInput(103));
+      const placement = (n: number) => ({
+        placement: n,
+        nodeName: `node-${n}`,
+        code: 'ResourceExhausted',
+        reason: 'no sandbox capacity left',
+        at: `2025-01-01T00:00:0${n}.000Z`,
+        podName: `sbx-0103-g1${n > 1 ? `-p${n}` : ''}`,
+        podUid: `uid-${n}`,
+      });
+      expect(await store.recordPlacement('op_0103', placement(1))).toBe(true);
+      // A retried step: the same placement again changes nothing.
+      expect(await store.recordPlacement('op_0103', placement(1))).toBe(false);
+      expect(await store.recordPlacement('op_0103', placement(2))).toBe(true);
+      expect((await store.getOperation(sandbox.tenant, 'op_0103'))?.placements).toEqual([
+        placement(1),
+        placement(2),
+      ]);
+      await store.recordOperationOutcome({ operationId: 'op_0103', ...outcome });
+      expect(await store.recordPlacement('op_0103', placement(3))).toBe(false);
+      expect((await store.getOperation(sandbox.tenant, 'op_0103'))?.placements).toHaveLength(2);
+      expect(await store.recordPlacement('op_missing', placement(1))).toBe(false);
+    });
+
     it('wakes a waiter of the operation when it changes, from another store too', async () => {
       const sandbox = await created(sandboxInput(102));
       // PostgreSQL: a second store on the same database (another process) hears the NOTIFY.

@@ -22,8 +22,15 @@ type InputOf<K extends keyof CreateActivities> = Parameters<CreateActivities[K]>
 export const ACTIVITY_SUMMARIES: { [K in keyof CreateActivities]: (input: InputOf<K>) => string } =
   {
     createPod: (input) =>
-      `create pod of ${input.sandboxId} (template ${input.template}, disk ${input.resources.diskMib} MiB, generation ${input.generation})`,
-    awaitPodReady: (input) => `wait for pod ${input.pod.name}'s IP or the node's refusal`,
+      `create pod of ${input.sandboxId} (template ${input.template}, disk ${input.resources.diskMib} MiB, generation ${input.generation}` +
+      (input.placement && input.placement > 1
+        ? `, placement ${input.placement}, not on ${input.avoidNodes?.join(', ') || 'no node'})`
+        : ')'),
+    awaitPodReady: (input) =>
+      `wait for pod ${input.pod.name}'s IP or the node's refusal` +
+      (input.placement
+        ? ` (re-place on ${input.placement.replaceOn.join(', ')}${input.placement.endOnUnschedulable ? '; ends if no node is left' : ''})`
+        : ''),
     markSandboxRunning: (input) => `mark ${input.sandboxId} running at ${input.podIp}`,
     deletePod: (input) =>
       input.pod
@@ -33,6 +40,8 @@ export const ACTIVITY_SUMMARIES: { [K in keyof CreateActivities]: (input: InputO
       `retire the execution of ${input.sandboxId}: ${input.failure ? `failed, ${input.failure.code}` : input.reason}`,
     recordOperationOutcome: (input) =>
       `publish the outcome of ${input.operationId}: ${input.status}, ${input.error.code}`,
+    recordPlacement: (input) =>
+      `placement ${input.placement.placement} of ${input.sandboxId}: node ${input.placement.nodeName} refused it (${input.placement.code})`,
     markSandboxDeleted: (input) => `mark ${input.sandboxId} deleted`,
     readSandboxPod: (input) => `read the pod recorded for ${input.sandboxId}`,
     awaitOperationClosed: (input) => `wait until the create ${input.operationId} has closed`,

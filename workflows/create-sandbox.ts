@@ -28,8 +28,12 @@ import type { PodRef } from '../kubernetes/pods.js';
 import { CreatePhaseKey, FailureCodeKey } from './search-attributes.js';
 import {
   OPERATION_ERRORS,
+  PLACEMENT_FAILURE_TYPES,
   errorCodeOfFailureType,
   type CreateFailureDetails,
+  type NodeRefusalDetails,
+  type PlacementPolicy,
+  type PlacementRecord,
   type CreatePhase,
   type CreateSandboxInput,
   type CreateSandboxResult,
@@ -206,11 +210,21 @@ function startDeadline(
   return { scope, passed: () => passed };
 }
 
+/**
+ * The patch of "Re-placement" (docs/architecture.md): a create whose input carries a placement
+ * policy (its template names `replace_on`) runs the placement loop. Inputs without one, and
+ * histories recorded before it, run the one-placement steps unchanged.
+ */
+export const RE_PLACEMENT_PATCH = 're-placement';
+
 /** The steps: create the pod, wait for its IP, mark the sandbox running. */
 async function runSteps(
   input: CreateSandboxInput,
   progress: CreateProgress,
 ): Promise<CreateSandboxResult> {
+  if (input.placement && patched(RE_PLACEMENT_PATCH)) {
+    return runPlacements(input, input.placement, progress);
+  }
   const execution = executionOf(input);
   // Phase `creating_pod` is set by the start's search attributes; no upsert for it here.
   // Pushed before the call: if createPod is cut short, the pod is found by its name.
@@ -251,6 +265,159 @@ async function runSteps(
     );
   }
   return { sandboxId: input.sandboxId, pod: { name: pod.name, uid: pod.uid, ip: podIp } };
+}
+
+/**
+ * The placement loop (docs/architecture.md, "Re-placement"), inside the create's one deadline:
+ * create placement n's pod (kept off every node that refused), wait for its IP; when its node
+ * refuses it with a code of `replace_on`, record the placement, delete the pod (uid
+ * precondition) and go on with placement n + 1. Every pod made is on the compensation stack.
+ * A cancel, the deadline or a decisive refusal ends the create as with one placement.
+ * @throws ApplicationFailure `NoNodeAvailable` when the placements are used up or no node is
+ *   left; its message names each node and its reason
+ */
+async function runPlacements(
+  input: CreateSandboxInput,
+  policy: PlacementPolicy,
+  progress: CreateProgress,
+): Promise<CreateSandboxResult> {
+  const execution = executionOf(input);
+  const refused: PlacementRecord[] = [];
+  for (let placement = 1; ; placement += 1) {
+    const avoidNodes = [...new Set(refused.map((r) => r.nodeName).filter(Boolean))];
+    // Pushed before the call: if createPod is cut short, the pod is found by its name.
+    const made: { pod?: PodRef } = {};
+    progress.compensations.push({
+      label: `delete pod (placement ${placement})`,
+      run: () => compensationStep.deletePod({ ...execution, placement, pod: made.pod }),
+    });
+    const pod = await settledStep
+      .createPod({
+        ...execution,
+        template: input.template,
+        image: input.image,
+        resources: input.resources,
+        placement,
+        avoidNodes,
+      })
+      .catch((err: unknown) => {
+        if (refusalDetailsOf(err)?.podCreated === false) progress.compensations.pop();
+        throw err;
+      });
+    made.pod = pod;
+    progress.pod = pod;
+    if (placement === 1) setPhase(input, 'waiting_for_ip');
+
+    let podIp: string;
+    try {
+      ({ podIp } = await readinessWait(input.deadlineMs).awaitPodReady({
+        operationId: input.operationId,
+        sandboxId: input.sandboxId,
+        pod,
+        placement: { replaceOn: [...policy.replaceOn], endOnUnschedulable: placement > 1 },
+      }));
+    } catch (err) {
+      const failure = placementFailureOf(err);
+      if (!failure) throw err;
+      if (failure.type === PLACEMENT_FAILURE_TYPES.unschedulable) {
+        throw noNodeAvailable(
+          input,
+          refused,
+          pod,
+          `no other node can take it (${failure.message})`,
+        );
+      }
+      const details = failure.details?.[0] as NodeRefusalDetails;
+      const record: PlacementRecord = {
+        placement,
+        nodeName: details.nodeName,
+        code: details.code,
+        reason: details.reason,
+        // The workflow's clock when the event carries no time: deterministic on replay.
+        at: details.eventLastTimestamp ?? new Date(Date.now()).toISOString(),
+        podName: pod.name,
+        podUid: pod.uid,
+      };
+      refused.push(record);
+      await recordPlacement(input, record);
+      // The refused pod goes now, by its uid, so kubelet stops retrying it on that node.
+      await settledStep.deletePod({ ...execution, placement, pod });
+      if (placement >= policy.maxPlacements) {
+        throw noNodeAvailable(
+          input,
+          refused,
+          pod,
+          `the ${policy.maxPlacements} placements of template ${input.template} are used up`,
+        );
+      }
+      continue;
+    }
+    const marked = await settledStep.markSandboxRunning({ ...execution, podIp, podUid: pod.uid });
+    if (!marked) {
+      throw ApplicationFailure.nonRetryable(
+        'the execution was retired or superseded while the pod was starting',
+        OPERATION_ERRORS.internal.failureType,
+      );
+    }
+    return { sandboxId: input.sandboxId, pod: { name: pod.name, uid: pod.uid, ip: podIp } };
+  }
+}
+
+/** The wait's `NodeRefused` or `Unschedulable` failure, if that is what ended it. */
+function placementFailureOf(err: unknown): ApplicationFailure | undefined {
+  const failure = err instanceof ActivityFailure ? err.cause : err;
+  if (!(failure instanceof ApplicationFailure)) return undefined;
+  const types: string[] = Object.values(PLACEMENT_FAILURE_TYPES);
+  return failure.type && types.includes(failure.type) ? failure : undefined;
+}
+
+/**
+ * Records a refused placement on the operation (and counts it) by a local activity tried a few
+ * times: a store that keeps failing does not hold the create back.
+ */
+async function recordPlacement(input: CreateSandboxInput, placement: PlacementRecord) {
+  try {
+    await outcomeStep.recordPlacement({
+      operationId: input.operationId,
+      sandboxId: input.sandboxId,
+      template: input.template,
+      placement,
+    });
+  } catch (err) {
+    log.warn('the refused placement was not recorded; the create goes on', {
+      operation_id: input.operationId,
+      placement: placement.placement,
+      error: (err as Error).message,
+    });
+  }
+}
+
+/** The `no_node_available` failure: its message names each node that refused and its reason. */
+function noNodeAvailable(
+  input: CreateSandboxInput,
+  refused: PlacementRecord[],
+  pod: PodRef,
+  why: string,
+): ApplicationFailure {
+  const nodes = refused.map(
+    (r) => `${r.nodeName || '(unnamed node)'} refused it (${r.code}: ${r.reason})`,
+  );
+  const message =
+    `no node could run sandbox ${input.sandboxId}: ` +
+    (nodes.length > 0 ? `${nodes.join('; ')}; ` : '') +
+    why;
+  const details: CreateFailureDetails = {
+    code: 'no_node_available',
+    podName: pod.name,
+    podUid: pod.uid,
+    placements: refused,
+  };
+  return ApplicationFailure.create({
+    type: OPERATION_ERRORS.no_node_available.failureType,
+    message,
+    nonRetryable: true,
+    details: [details],
+  });
 }
 
 /**

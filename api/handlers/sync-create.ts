@@ -3,7 +3,8 @@
  * as the asynchronous create, with the readiness budget as its deadline, awaited in the request.
  * 201 Sandbox; a node's or the apiserver's refusal 400 `invalid_request` naming the reason; a
  * resource quota 429 `quota_exceeded` with `Retry-After`; the deadline 503 `pod_never_ready`
- * with `Retry-After`; a cluster the service cannot use 503 `unavailable`; anything else 500. `Operation-Id`
+ * with `Retry-After`; every node tried refused it (re-placement) 503 `no_node_available` with
+ * `Retry-After`; a cluster the service cannot use 503 `unavailable`; anything else 500. `Operation-Id`
  * names the workflow.
  *
  * The answer comes the moment the operation's outcome is known, before compensation finishes:
@@ -27,9 +28,13 @@ export const NEVER_READY_RETRY_AFTER_S = 5;
 /** Seconds a caller should wait before retrying a create a resource quota refused. */
 export const QUOTA_RETRY_AFTER_S = 30;
 
+/** Seconds a caller should wait before retrying a create no node could take. */
+export const NO_NODE_RETRY_AFTER_S = 10;
+
 /** `Retry-After` (seconds) of the codes a caller may retry as they are. */
 const RETRY_AFTER_S: Partial<Record<OperationError['code'], number>> = {
   pod_never_ready: NEVER_READY_RETRY_AFTER_S,
+  no_node_available: NO_NODE_RETRY_AFTER_S,
   quota_exceeded: QUOTA_RETRY_AFTER_S,
 };
 

@@ -21,6 +21,7 @@ import { freePort } from '../../config/free-port.js';
 import { startApiserverTier, type ApiserverTier } from '../../apiserver-tier/launcher.js';
 import { startGuarded, type GuardedProcess } from '../../apiserver-tier/process.js';
 import { NodeAgent } from '../../node-agent/agent.js';
+import { PodScheduler } from '../../node-agent/scheduler.js';
 import { writeKubeconfigFile } from '../../simulated-cluster/kubeconfig.js';
 import { startPostgresInstance, type PostgresInstance } from '../postgresql/instance.js';
 import { startTemporalTier, type TemporalTier } from '../temporal-tier/launcher.js';
@@ -123,13 +124,19 @@ export async function startTopology(options: TopologyOptions = {}): Promise<Topo
     const apiserver = await startApiserverTier({ namespace: 'sandboxes', log });
     cleanups.push(() => apiserver.stop());
     const agent = await NodeAgent.start({
-      kubelet: apiserver.kubeConfig('node'),
-      scheduler: apiserver.kubeConfig('scheduler'),
+      kubelet: apiserver.kubeConfig(`node:${apiserver.nodeName}`),
       nodeName: apiserver.nodeName,
       startupDelayMs: options.nodeDelayMs ?? 300,
       onError: (err, what) => log(`node agent: ${what}: ${String(err)}`),
     });
     cleanups.push(() => agent.stop());
+    // The tier has no kube-scheduler: the scheduler stand-in binds pods (node-agent/scheduler.ts).
+    const scheduler = await PodScheduler.start({
+      scheduler: apiserver.kubeConfig('scheduler'),
+      nodeNames: apiserver.nodeNames,
+      onError: (err, what) => log(`scheduler: ${what}: ${String(err)}`),
+    });
+    cleanups.push(() => scheduler.stop());
     const serviceKubeconfig = apiserver.kubeconfigYaml('durable-sandbox', 'sandboxes');
     const kubeconfigPath = join(dir, 'kubeconfig');
     const adminKubeconfigPath = join(dir, 'kubeconfig-admin');

@@ -10,6 +10,7 @@ import { sandboxStateLost } from './0002-sandbox-state-lost.js';
 import { operationsTable } from './0003-operations.js';
 import { rootfsFloors } from './0004-rootfs-floors.js';
 import { readinessWaits } from './0005-readiness-waits.js';
+import { operationPlacements } from './0006-operation-placements.js';
 
 /** Every migration by name. */
 export const MIGRATIONS: Readonly<Record<string, Migration>> = {
@@ -18,6 +19,7 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0003-operations': operationsTable,
   '0004-rootfs-floors': rootfsFloors,
   '0005-readiness-waits': readinessWaits,
+  '0006-operation-placements': operationPlacements,
 };
 
 const provider: MigrationProvider = {

@@ -1,6 +1,7 @@
 /**
  * The real apiserver tier for one suite: etcd + kube-apiserver (apiserver-tier/launcher.ts) and
- * a node agent playing kubelet and scheduler (node-agent/agent.ts), plus fresh namespaces (a
+ * one node agent per node playing kubelet (node-agent/agent.ts) and one scheduler binding pods
+ * to them (node-agent/scheduler.ts), plus fresh namespaces (a
  * namespace is never deleted: with no namespace controller its deletion never completes).
  */
 import { randomBytes } from 'node:crypto';
@@ -8,15 +9,19 @@ import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { startApiserverTier, type ApiserverTier } from '../../apiserver-tier/launcher.js';
 import type { NamespaceOptions } from '../../apiserver-tier/namespace.js';
 import { NodeAgent, type NodeAgentOptions } from '../../node-agent/agent.js';
+import { PodScheduler } from '../../node-agent/scheduler.js';
 
 /** What a real-tier suite gets. */
 export interface RealTier {
   tier: ApiserverTier;
+  /** The first node's agent. */
   agent: NodeAgent;
+  /** Every node's agent by node name, in the scheduler's order. */
+  agents: Map<string, NodeAgent>;
   /** The admin's KubeConfig and CoreV1Api, for arranging and inspecting. */
   admin: KubeConfig;
   adminCore: CoreV1Api;
-  /** Errors the node agent survived (a test may assert there were none). */
+  /** Errors the node agents and the scheduler survived (a test may assert there were none). */
   agentErrors: Array<{ what: string; err: unknown }>;
   /**
    * Creates and prepares a namespace named `<prefix>-<random>` (deploy/rbac.yaml bound to the
@@ -25,37 +30,61 @@ export interface RealTier {
   freshNamespace(prefix: string, options?: NamespaceOptions): Promise<string>;
   /** The service's target in a namespace: the `durable-sandbox` user's kubeconfig. */
   serviceTarget(namespace: string): { kubeconfigYaml: string; namespace: string };
-  /** Stops the agent and the tier. */
+  /** Stops the scheduler, the agents and the tier. */
   stop(): Promise<void>;
 }
 
-/** Starts the tier (no namespace prepared) and the node agent. Call `stop()` in afterAll. */
+/**
+ * Starts the tier (no namespace prepared), one node agent per node (`nodeNames`, default one
+ * node `agent-node-1`) and the scheduler. Call `stop()` in afterAll.
+ */
 export async function startRealTier(
-  agentOptions: Partial<Omit<NodeAgentOptions, 'kubelet' | 'scheduler'>> = {},
+  agentOptions: Partial<Omit<NodeAgentOptions, 'kubelet' | 'nodeName' | 'nodeIndex'>> = {},
+  tierOptions: { nodeNames?: string[] } = {},
 ): Promise<RealTier> {
   const tier = await startApiserverTier({
     namespace: null,
+    nodeNames: tierOptions.nodeNames,
     log: process.env.TEST_LOGS ? (line) => process.stderr.write(`${line}\n`) : undefined,
   });
   const agentErrors: RealTier['agentErrors'] = [];
-  let agent: NodeAgent;
+  const onError = (err: unknown, what: string) => agentErrors.push({ what, err });
+  const agents = new Map<string, NodeAgent>();
+  let scheduler: PodScheduler | undefined;
+  const stopAll = async () => {
+    await scheduler?.stop();
+    for (const running of agents.values()) await running.stop();
+    await tier.stop();
+  };
   try {
-    agent = await NodeAgent.start({
-      kubelet: tier.kubeConfig('node'),
+    for (const [nodeIndex, nodeName] of tier.nodeNames.entries()) {
+      agents.set(
+        nodeName,
+        await NodeAgent.start({
+          kubelet: tier.kubeConfig(`node:${nodeName}`),
+          nodeName,
+          nodeIndex,
+          startupDelayMs: 100,
+          ...agentOptions,
+          onError,
+        }),
+      );
+    }
+    scheduler = await PodScheduler.start({
       scheduler: tier.kubeConfig('scheduler'),
-      nodeName: tier.nodeName,
-      startupDelayMs: 100,
-      ...agentOptions,
-      onError: (err, what) => agentErrors.push({ what, err }),
+      nodeNames: tier.nodeNames,
+      onError,
     });
   } catch (err) {
-    await tier.stop();
+    await stopAll();
     throw err;
   }
+  const agent = agents.get(tier.nodeName) as NodeAgent;
   const admin = tier.kubeConfig('admin');
   return {
     tier,
     agent,
+    agents,
     admin,
     adminCore: admin.makeApiClient(CoreV1Api),
     agentErrors,
@@ -67,9 +96,6 @@ export async function startRealTier(
     serviceTarget(namespace) {
       return { kubeconfigYaml: tier.kubeconfigYaml('durable-sandbox', namespace), namespace };
     },
-    async stop() {
-      await agent.stop();
-      await tier.stop();
-    },
+    stop: stopAll,
   };
 }

@@ -1,0 +1,102 @@
+/**
+ * The pure rules of re-placement (docs/architecture.md, "Re-placement"): how a refusal's code
+ * is classified against a template's `replace_on`, and the pod of each placement (name,
+ * annotation, required node affinity).
+ */
+import { describe, expect, it } from 'vitest';
+import { sandboxPod, podNameFor } from '../kubernetes/pod-spec.js';
+import { classifyRefusal, nodeRefusal, type EventLike } from '../kubernetes/refusal.js';
+import { nodeAffinityAllows, nodeLabels } from '../simulated-cluster/scheduling.js';
+
+const MARKED = (code: string) =>
+  `Failed to create pod sandbox: rpc error: code = Unknown desc = [space-err=${code}] no sandbox capacity left`;
+
+function kubeletEvent(code: string, uid = 'uid-1'): EventLike {
+  return {
+    type: 'Warning',
+    reason: 'FailedCreatePodSandBox',
+    message: MARKED(code),
+    source: { component: 'kubelet', host: 'node-a' },
+    involvedObject: { kind: 'Pod', name: 'sbx-1-g1', uid },
+  };
+}
+
+describe('classifyRefusal', () => {
+  it('ends the create on InvalidArgument, whatever replace_on says', () => {
+    expect(classifyRefusal('InvalidArgument', [])).toBe('request');
+    expect(classifyRefusal('InvalidArgument', ['InvalidArgument'])).toBe('request');
+  });
+
+  it('re-places on a code of replace_on, waits on any other', () => {
+    const replaceOn = ['ResourceExhausted', 'Unavailable'];
+    expect(classifyRefusal('ResourceExhausted', replaceOn)).toBe('node');
+    expect(classifyRefusal('Unavailable', replaceOn)).toBe('node');
+    expect(classifyRefusal('Internal', replaceOn)).toBe('wait');
+  });
+
+  it('waits on every code when the template names none (as before re-placement)', () => {
+    expect(classifyRefusal('ResourceExhausted')).toBe('wait');
+    expect(classifyRefusal('Unavailable', [])).toBe('wait');
+  });
+});
+
+describe('nodeRefusal', () => {
+  it("reads a kubelet event of the pod's uid whose code is in replace_on", () => {
+    expect(nodeRefusal(kubeletEvent('ResourceExhausted'), 'uid-1', ['ResourceExhausted'])).toEqual({
+      code: 'ResourceExhausted',
+      reason: 'no sandbox capacity left',
+      decisive: false,
+    });
+  });
+
+  it('ignores another pod, another code, and a template without replace_on', () => {
+    expect(nodeRefusal(kubeletEvent('ResourceExhausted'), 'uid-2', ['ResourceExhausted'])).toBe(
+      undefined,
+    );
+    expect(nodeRefusal(kubeletEvent('Unavailable'), 'uid-1', ['ResourceExhausted'])).toBe(
+      undefined,
+    );
+    expect(nodeRefusal(kubeletEvent('ResourceExhausted'), 'uid-1', [])).toBeUndefined();
+    expect(nodeRefusal(kubeletEvent('InvalidArgument'), 'uid-1', ['ResourceExhausted'])).toBe(
+      undefined,
+    );
+  });
+});
+
+describe('the pod of a placement', () => {
+  const input = {
+    sandboxId: 'sbx_abc',
+    generation: 1,
+    template: 'base',
+    image: 'ghcr.io/durable-sandbox/base:1',
+    resources: { cpu: 1, memoryMib: 1024, diskMib: 2048 },
+  };
+
+  it("keeps placement 1's name and spec as before re-placement", () => {
+    expect(podNameFor('sbx_abc', 1)).toBe('sbx-abc-g1');
+    expect(podNameFor('sbx_abc', 1, 1)).toBe('sbx-abc-g1');
+    const pod = sandboxPod(input);
+    expect(pod.metadata?.name).toBe('sbx-abc-g1');
+    expect(pod.spec?.affinity).toBeUndefined();
+    expect(pod.metadata?.annotations).not.toHaveProperty('durable-sandbox.dev/placement');
+  });
+
+  it('names later placements -p<n> and keeps them off every node that refused', () => {
+    const pod = sandboxPod({ ...input, placement: 3, avoidNodes: ['node-a', 'node-b'] });
+    expect(pod.metadata?.name).toBe('sbx-abc-g1-p3');
+    expect(pod.metadata?.annotations?.['durable-sandbox.dev/placement']).toBe('3');
+    expect(
+      pod.spec?.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution,
+    ).toEqual({
+      nodeSelectorTerms: [
+        {
+          matchExpressions: [
+            { key: 'kubernetes.io/hostname', operator: 'NotIn', values: ['node-a', 'node-b'] },
+          ],
+        },
+      ],
+    });
+    expect(nodeAffinityAllows(pod.spec, nodeLabels('node-a'))).toBe(false);
+    expect(nodeAffinityAllows(pod.spec, nodeLabels('node-c'))).toBe(true);
+  });
+});
