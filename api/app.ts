@@ -17,6 +17,7 @@ import { templateHandlers } from './handlers/templates.js';
 import { requestId } from './request-id.js';
 import { requestLog } from './request-log.js';
 import { ROUTES, type RouteName } from './routes.js';
+import { nameRequestSpan } from '../tracing/spans.js';
 
 export type { AppDeps } from './deps.js';
 
@@ -51,9 +52,14 @@ export function createApp(appDeps: AppDeps): express.Express {
   app.use(requestLog(deps.logger));
   app.use(httpMetrics());
   for (const route of ROUTES) {
+    const method = route.method.toUpperCase();
+    const named: RequestHandler = (_req, _res, next) => {
+      nameRequestSpan(method, route.path);
+      next();
+    };
     const chain = route.auth
-      ? [authenticate, jsonBody, handlers[route.name]]
-      : [handlers[route.name]];
+      ? [named, authenticate, jsonBody, handlers[route.name]]
+      : [named, handlers[route.name]];
     app[route.method](route.path, ...chain);
   }
   app.use(notFoundHandler);

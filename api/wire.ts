@@ -95,6 +95,8 @@ export interface OperationJson {
   deadline_at: string | null;
   /** The operation's workflow in the Temporal UI; null unless the API knows the UI's address. */
   temporal_ui_url: string | null;
+  /** W3C trace id (32 hex digits) of the trace the create was recorded in; null when traces are off. */
+  trace_id: string | null;
 }
 
 /** Maps an operation to its API JSON; the error's details get snake_case keys. */
@@ -117,6 +119,7 @@ export function operationToWire(operation: Operation): OperationJson {
     updated_at: operation.updatedAt,
     deadline_at: operation.deadlineAt,
     temporal_ui_url: operation.temporalUiUrl,
+    trace_id: operation.traceId,
   };
 }
 

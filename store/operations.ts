@@ -43,6 +43,7 @@ export async function insertOperation(
     sandboxId: string;
     phase: OperationPhase;
     deadlineAt: string | null;
+    traceId?: string;
   },
   now: string,
 ): Promise<void> {
@@ -61,6 +62,7 @@ export async function insertOperation(
       workflow_id: input.id,
       run_id: null,
       deadline_at: input.deadlineAt,
+      trace_id: input.traceId ?? null,
       created_at: now,
       updated_at: now,
     })
@@ -168,6 +170,7 @@ function toOperationRecord(row: JoinedRow): OperationRecord {
     workflowId: row.workflow_id,
     runId: row.run_id,
     deadlineAt: row.deadline_at,
+    traceId: row.trace_id,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
     sandbox: row.sandbox_id !== null && sandboxRow.id !== null ? toRecord(sandboxRow) : null,

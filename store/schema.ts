@@ -93,6 +93,8 @@ export interface OperationsTable {
   /** The workflow run, once a workflow step has written it. */
   run_id: string | null;
   deadline_at: string | null;
+  /** W3C trace id of the create's trace (migration 0005); null when traces were off. */
+  trace_id: string | null;
   created_at: string;
   updated_at: string;
 }

@@ -55,6 +55,8 @@ export interface NewSandboxInput {
   idempotency?: { key: string; requestHash: string };
   /** The create's deadline in ms from now; stored as the operation's `deadline_at`. */
   deadlineMs?: number;
+  /** The W3C trace id the create is recorded in (32 hex digits); unset when traces are off. */
+  traceId?: string;
 }
 
 /**
@@ -76,6 +78,8 @@ export interface OperationRecord {
   /** The workflow run, once a workflow step wrote it; null before. */
   runId: string | null;
   deadlineAt: string | null;
+  /** W3C trace id of the operation's trace; null when traces were off (docs/observability.md). */
+  traceId: string | null;
   createdAt: string;
   updatedAt: string;
   sandbox: SandboxRecord | null;

@@ -6,6 +6,12 @@ import { fileURLToPath } from 'node:url';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from '../activities/index.js';
 import { activityLogIds } from '../activities/log-attributes.js';
+import { currentTracing } from '../tracing/spans.js';
+import {
+  tracingActivityInterceptors,
+  tracingSinks,
+  tracingWorkflowModules,
+} from '../tracing/temporal.js';
 
 /** Path of the workflow entry point, bundled by the worker at start. */
 export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
@@ -41,23 +47,33 @@ export interface SandboxWorkerOptions {
 }
 
 /**
- * Creates (does not run) the worker.
+ * Creates (does not run) the worker. With traces on (tracing/sdk.ts) it also runs the
+ * OpenTelemetry interceptors and the workflow spans' sink (tracing/temporal.ts).
  * @throws the SDK's errors when the connection or the workflow bundle is unusable
  */
 export async function createSandboxWorker(options: SandboxWorkerOptions): Promise<Worker> {
+  const tracing = currentTracing();
   return Worker.create({
     connection: options.connection,
     namespace: options.namespace,
     taskQueue: options.taskQueue,
     ...(options.workflowBundle
       ? { workflowBundle: options.workflowBundle }
-      : {
-          workflowsPath: WORKFLOWS_PATH,
-          interceptors: { workflowModules: WORKFLOW_INTERCEPTOR_MODULES },
-        }),
+      : { workflowsPath: WORKFLOWS_PATH }),
     activities: createActivities(options.deps),
-    // Every activity log line names its operation, sandbox and pod (activities/log-attributes.ts).
-    interceptors: { activity: [activityLogIds] },
+    // One object for both kinds: a second `interceptors` key would replace the first.
+    interceptors: {
+      // Bundled only when the worker bundles the workflows; a prebuilt bundle has its own.
+      ...(options.workflowBundle
+        ? {}
+        : {
+            workflowModules: [...WORKFLOW_INTERCEPTOR_MODULES, ...tracingWorkflowModules(tracing)],
+          }),
+      // The attempt's span first; every activity log line names its operation, sandbox and pod
+      // (activities/log-attributes.ts).
+      activity: [...tracingActivityInterceptors(tracing), activityLogIds],
+    },
+    sinks: tracingSinks(tracing),
     // A readiness wait holds an activity slot while it waits (it costs no request: the
     // informers serve it), so a worker takes many at once; the SDK's default is 100.
     maxConcurrentActivityTaskExecutions: MAX_CONCURRENT_ACTIVITIES,

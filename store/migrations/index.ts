@@ -9,6 +9,7 @@ import { initialSchema } from './0001-initial.js';
 import { sandboxStateLost } from './0002-sandbox-state-lost.js';
 import { operationsTable } from './0003-operations.js';
 import { rootfsFloors } from './0004-rootfs-floors.js';
+import { operationTraceId } from './0005-operation-trace-id.js';
 
 /** Every migration by name. */
 export const MIGRATIONS: Readonly<Record<string, Migration>> = {
@@ -16,6 +17,7 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0002-sandbox-state-lost': sandboxStateLost,
   '0003-operations': operationsTable,
   '0004-rootfs-floors': rootfsFloors,
+  '0005-operation-trace-id': operationTraceId,
 };
 
 const provider: MigrationProvider = {
