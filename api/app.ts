@@ -14,6 +14,7 @@ import { operationHandlers } from './handlers/operations.js';
 import { sandboxHandlers } from './handlers/sandboxes.js';
 import { syncCreateHandlers } from './handlers/sync-create.js';
 import { templateHandlers } from './handlers/templates.js';
+import { DEBUG_TRACE_PATH, debugTraceHandler } from './handlers/debug-traces.js';
 import { requestId } from './request-id.js';
 import { requestLog } from './request-log.js';
 import { ROUTES, type RouteName } from './routes.js';
@@ -62,6 +63,7 @@ export function createApp(appDeps: AppDeps): express.Express {
       : [named, handlers[route.name]];
     app[route.method](route.path, ...chain);
   }
+  if (deps.spanStore) app.get(DEBUG_TRACE_PATH, authenticate, debugTraceHandler(deps.spanStore));
   app.use(notFoundHandler);
   app.use(errorHandler(deps.logger, '64 KiB'));
   return app;

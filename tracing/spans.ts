@@ -33,16 +33,25 @@ let current: Tracing | undefined;
  * Source: OpenTelemetry specification, "Environment Variable Specification".
  */
 export function tracingRequested(env: NodeJS.ProcessEnv = process.env): boolean {
-  if ((env.OTEL_SDK_DISABLED ?? '').trim().toLowerCase() === 'true') return false;
+  return tracingChoice(env) === 'exporters';
+}
+
+/**
+ * What the environment says about traces: `exporters` (as {@link tracingRequested}), `off`
+ * (`OTEL_TRACES_EXPORTER=none` or `OTEL_SDK_DISABLED=true`), or `unset` (nothing said; off,
+ * except in the embedded stack, which then keeps spans in memory).
+ */
+export function tracingChoice(env: NodeJS.ProcessEnv = process.env): 'exporters' | 'off' | 'unset' {
+  if ((env.OTEL_SDK_DISABLED ?? '').trim().toLowerCase() === 'true') return 'off';
   const exporters = (env.OTEL_TRACES_EXPORTER ?? '')
     .split(',')
     .map((name) => name.trim())
     .filter((name) => name !== '');
-  if (exporters.includes('none')) return false;
-  if (exporters.length > 0) return true;
-  return Boolean(
-    env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim() || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim(),
-  );
+  if (exporters.includes('none')) return 'off';
+  if (exporters.length > 0) return 'exporters';
+  const endpoint =
+    env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim() || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim();
+  return endpoint ? 'exporters' : 'unset';
 }
 
 /** The SDK this process started, or undefined when traces are off. */
