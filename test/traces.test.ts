@@ -11,72 +11,32 @@ import {
   SimpleSpanProcessor,
   type ReadableSpan,
 } from '@opentelemetry/sdk-trace-base';
-import { Client } from '@temporalio/client';
-import type { Worker } from '@temporalio/worker';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createMetrics } from '../activities/metrics.js';
-import { SandboxInformers } from '../kubernetes/sandbox-informers.js';
-import { startTracing } from '../tracing/sdk.js';
-import { OPERATION_ID_ATTRIBUTE, type Tracing } from '../tracing/spans.js';
-import { tracingClientInterceptors } from '../tracing/temporal.js';
-import { createSandboxWorker } from '../worker/worker.js';
+import { OPERATION_ID_ATTRIBUTE } from '../tracing/spans.js';
+import { OTEL_TRACE_HEADER } from '../tracing/temporal.js';
 import {
   awaitOperation,
   bearer,
   createBody,
   eventually,
-  startApiStack,
   type ApiStack,
   type OperationBody,
 } from './support/api.js';
+import { startTracedStack, type TracedStack } from './support/traced-stack.js';
 
 const exporter = new InMemorySpanExporter();
-let tracing: Tracing;
+let traced: TracedStack;
 let api: ApiStack;
-let app: ReturnType<ApiStack['appWith']>;
-let worker: Worker;
-let running: Promise<void>;
-let informers: SandboxInformers;
+let app: TracedStack['app'];
 
 beforeAll(async () => {
-  tracing = startTracing({
-    serviceName: 'durable-sandbox-test',
-    spanProcessors: [new SimpleSpanProcessor(exporter)],
-  });
-  api = await startApiStack({ stack: { worker: false, cluster: { startupDelayMs: 100 } } });
-  const { stack } = api;
-  informers = new SandboxInformers({
-    client: stack.kubernetes,
-    retryDelayMs: 100,
-    watchTimeoutSeconds: 25,
-  });
-  informers.start();
-  worker = await createSandboxWorker({
-    connection: stack.temporal.nativeConnection,
-    namespace: 'default',
-    taskQueue: stack.taskQueue,
-    deps: {
-      kubernetes: stack.kubernetes,
-      store: stack.store,
-      informers,
-      metrics: createMetrics(),
-    },
-  });
-  running = worker.run();
-  const temporal = new Client({
-    connection: stack.temporal.client.connection,
-    interceptors: { workflow: tracingClientInterceptors(tracing) },
-  });
-  app = api.appWith({}, { temporal });
+  traced = await startTracedStack([new SimpleSpanProcessor(exporter)]);
+  ({ api, app } = traced);
 });
 
 afterAll(async () => {
-  worker?.shutdown();
-  await running;
-  await informers?.stop();
-  await api?.stop();
-  await tracing?.shutdown();
+  await traced?.stop();
 });
 
 /** The spans of one trace, once the workflow's last span (its run) has been exported. */
@@ -171,6 +131,10 @@ describe('one trace per create', () => {
     expectActivityUnderWorkflow(spans, workflow, 'awaitPodReady', operation.id);
     expectActivityUnderWorkflow(spans, workflow, 'markSandboxRunning', operation.id);
     expect(workflow.status.code).not.toBe(SpanStatusCode.ERROR);
+    // What Temporal saw: the start carried the trace context in the workflow's header.
+    const history = await api.stack.temporal.client.workflow.getHandle(operation.id).fetchHistory();
+    const started = history.events?.[0]?.workflowExecutionStartedEventAttributes;
+    expect(Object.keys(started?.header?.fields ?? {})).toContain(OTEL_TRACE_HEADER);
   });
 
   it('nests the refusal and the compensation of a create the node refuses', async () => {

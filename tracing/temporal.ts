@@ -29,6 +29,9 @@ export const OTEL_WORKFLOW_INTERCEPTOR_MODULE = createRequire(import.meta.url).r
   '@temporalio/interceptors-opentelemetry/lib/workflow-interceptors',
 );
 
+/** The header the interceptors carry the span context in (the package's `TRACE_HEADER`). */
+export const OTEL_TRACE_HEADER = '_tracer-data';
+
 /** An operation id (`op_…`); workflow ids of creates and deletes are operation ids. */
 const OPERATION_ID = /^op_/;
 
