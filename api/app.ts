@@ -19,9 +19,11 @@ import { operationHandlers } from './handlers/operations.js';
 import { sandboxHandlers } from './handlers/sandboxes.js';
 import { syncCreateHandlers } from './handlers/sync-create.js';
 import { templateHandlers } from './handlers/templates.js';
+import { DEBUG_TRACE_PATH, debugTraceHandler } from './handlers/debug-traces.js';
 import { requestId } from './request-id.js';
 import { requestLog } from './request-log.js';
 import { ROUTES, type RouteName } from './routes.js';
+import { nameRequestSpan } from '../tracing/spans.js';
 
 export type { AppDeps } from './deps.js';
 
@@ -61,9 +63,14 @@ export function createApp(appDeps: AppDeps): express.Express {
   app.use(requestLog(deps.logger));
   app.use(httpMetrics());
   for (const route of ROUTES) {
+    const method = route.method.toUpperCase();
+    const named: RequestHandler = (_req, _res, next) => {
+      nameRequestSpan(method, route.path);
+      next();
+    };
     const chain = route.auth
-      ? [authenticate, requireJsonBody, jsonBody, handlers[route.name]]
-      : [handlers[route.name]];
+      ? [named, authenticate, requireJsonBody, jsonBody, handlers[route.name]]
+      : [named, handlers[route.name]];
     app[route.method](route.path, ...chain);
   }
   // A served path asked with another method: 405 with `Allow`, not 404.
@@ -73,6 +80,7 @@ export function createApp(appDeps: AppDeps): express.Express {
     );
     app.all(path, methodNotAllowedHandler(methods));
   }
+  if (deps.spanStore) app.get(DEBUG_TRACE_PATH, authenticate, debugTraceHandler(deps.spanStore));
   app.use(notFoundHandler);
   app.use(errorHandler(deps.logger, '64 KiB'));
   return app;

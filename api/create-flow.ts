@@ -5,6 +5,7 @@
  */
 import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
 import type { SandboxRecord } from '../store/index.js';
+import { markOperationSpan } from '../tracing/spans.js';
 import type { createSandbox } from '../workflows/create-sandbox.js';
 import { operationSearchAttributes } from '../workflows/search-attributes.js';
 import type { CreateSandboxInput } from '../contract/index.js';
@@ -237,6 +238,8 @@ export async function acceptCreate(deps: AppDeps, command: CreateCommand): Promi
   await requireUsable(deps);
   const operationId = newOperationId();
   const sandboxId = newSandboxId();
+  // The request's span names the operation; the operation keeps the trace id (null when off).
+  const traceId = markOperationSpan(operationId, sandboxId);
   const stored = await deps.store.createSandbox({
     id: sandboxId,
     tenant: command.tenant,
@@ -244,6 +247,7 @@ export async function acceptCreate(deps: AppDeps, command: CreateCommand): Promi
     resources: { ...command.request.resources },
     operationId,
     deadlineMs: command.deadlineMs,
+    traceId,
     idempotency:
       command.idempotencyKey === undefined
         ? undefined

@@ -5,6 +5,7 @@ import type { Config } from '../config/index.js';
 import type { KubernetesClient } from '../kubernetes/client.js';
 import type { Store } from '../store/index.js';
 import type { Readiness } from './readiness.js';
+import type { SpanStore } from '../tracing/span-store.js';
 
 /** Dependencies of {@link createApp} (api/app.ts). */
 export interface AppDeps {
@@ -25,4 +26,9 @@ export interface AppDeps {
   kubernetes?: KubernetesClient;
   /** The readiness source; createApp builds one over the others when unset. */
   readiness?: Readiness;
+  /**
+   * The embedded stack's span store: when set, the app serves `GET /debug/traces/{trace_id}`
+   * (api/handlers/debug-traces.ts). Unset in production.
+   */
+  spanStore?: SpanStore;
 }

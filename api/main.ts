@@ -15,10 +15,16 @@ import { checkSearchAttributes } from '../temporal/search-attributes.js';
 import { createApp } from './app.js';
 import { apiRegistry } from './metrics.js';
 import { collectProcessMetrics } from '../config/process-metrics.js';
+import { tracingRequested } from '../tracing/spans.js';
+import { tracingClientInterceptors } from '../tracing/temporal.js';
 
 const logger = createLogger('api');
 
 async function main(): Promise<void> {
+  // Before the server and the Temporal client exist: the SDK patches node's http server.
+  const tracing = tracingRequested()
+    ? (await import('../tracing/sdk.js')).startTracing({ serviceName: 'durable-sandbox-api' })
+    : undefined;
   const config = loadConfig();
   if (!config.temporalAddress) {
     throw new ConfigError(
@@ -31,7 +37,11 @@ async function main(): Promise<void> {
     sqliteFile: join(config.dataDir, 'store.db'),
   });
   const connection = await Connection.connect({ address: config.temporalAddress });
-  const temporal = new Client({ connection, namespace: config.temporalNamespace });
+  const temporal = new Client({
+    connection,
+    namespace: config.temporalNamespace,
+    interceptors: { workflow: tracingClientInterceptors(tracing) },
+  });
   // Refuse to serve a namespace whose search attributes are missing: every create would fail.
   const attributes = await checkSearchAttributes(
     connection,
@@ -74,7 +84,7 @@ async function main(): Promise<void> {
     stopping = true;
     logger.info({ signal }, 'api stopping');
     server.close(() => {
-      void Promise.allSettled([connection.close(), store.close()]).then(() => {
+      void Promise.allSettled([connection.close(), store.close(), tracing?.shutdown()]).then(() => {
         logger.info('api stopped');
       });
     });

@@ -75,6 +75,8 @@ export interface Operation {
   placements: PlacementRecord[];
   /** The workflow's page in the Temporal UI; null unless TEMPORAL_UI_URL (or npm start) sets it. */
   temporalUiUrl: string | null;
+  /** W3C trace id of the create's trace (docs/observability.md); null when traces were off. */
+  traceId: string | null;
 }
 
 /**
@@ -206,6 +208,8 @@ export async function operationOf(
           description.runId,
         )
       : null,
+    // Read back from Temporal: the store row that held the trace id is missing.
+    traceId: null,
   };
 }
 
@@ -238,6 +242,7 @@ export function operationOfRecord(
             record.runId,
           )
         : null,
+    traceId: record.traceId,
   };
 }
 

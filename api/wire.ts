@@ -107,6 +107,8 @@ export interface OperationJson {
   deadline_at: string | null;
   /** The operation's workflow in the Temporal UI; null unless the API knows the UI's address. */
   temporal_ui_url: string | null;
+  /** W3C trace id (32 hex digits) of the trace the create was recorded in; null when traces are off. */
+  trace_id: string | null;
   /** A create's refused placements (docs/architecture.md, "Re-placement"); empty when none. */
   details: { placements: PlacementJson[] };
 }
@@ -154,6 +156,7 @@ export function operationToWire(operation: Operation): OperationJson {
     deadline_at: operation.deadlineAt,
     temporal_ui_url: operation.temporalUiUrl,
     details: { placements: operation.placements.map(placementToWire) },
+    trace_id: operation.traceId,
   };
 }
 

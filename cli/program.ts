@@ -22,6 +22,7 @@ import {
 } from './format.js';
 import type { Operation, Page, Sandbox, Template } from './types.js';
 import { waitForOperation } from './wait.js';
+import { formatTraceTree, type TraceSpan } from './trace-tree.js';
 
 /** The API used when neither `--api-url` nor DURABLE_SANDBOX_URL is given. */
 export const DEFAULT_API_URL = 'http://127.0.0.1:8080';
@@ -507,6 +508,43 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
           return 0;
         },
       ),
+    );
+
+  program
+    .command('trace')
+    .description("print an operation's trace as a tree (spans kept by npm start)")
+    .argument('<operation-id>')
+    .action(
+      action(async (s, id: string) => {
+        expectId(id, 'op', 'trace');
+        const operation = (
+          await s.client.call<Operation>('GET', `/v1/operations/${encodeURIComponent(id)}`)
+        ).body;
+        if (!operation.trace_id) {
+          s.error('no_trace', `${id} has no trace: traces were off when it was created`);
+          s.hint('Turn them on as docs/observability.md says.');
+          return FAILED;
+        }
+        let spans: TraceSpan[];
+        try {
+          spans = (
+            await s.client.call<{ spans: TraceSpan[] }>(
+              'GET',
+              `/debug/traces/${operation.trace_id}`,
+            )
+          ).body.spans;
+        } catch (err) {
+          if (!(err instanceof ApiCallError) || err.status !== 404) throw err;
+          s.error(
+            'no_spans',
+            `this API keeps no span of trace ${operation.trace_id} (only npm start keeps spans, ` +
+              'the latest 500 traces); look it up in your tracing backend',
+          );
+          return FAILED;
+        }
+        s.show({ trace_id: operation.trace_id, spans }, () => formatTraceTree(spans));
+        return 0;
+      }),
     );
 
   program

@@ -23,6 +23,10 @@ import { openStore } from '../store/index.js';
 import { serveWorker } from '../worker/serve.js';
 import { freePort } from '../config/free-port.js';
 import { startDevServer } from './dev-server.js';
+import { SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { SpanStore } from '../tracing/span-store.js';
+import { tracingChoice, type Tracing } from '../tracing/spans.js';
+import { tracingClientInterceptors } from '../tracing/temporal.js';
 
 const logger = createLogger('stack');
 const cleanups: Array<() => Promise<unknown>> = [];
@@ -33,6 +37,8 @@ async function main(): Promise<void> {
   const dataDir = resolve(config.dataDir);
   mkdirSync(dataDir, { recursive: true });
   lockDataDir(dataDir);
+  // First: the SDK patches node's http server, and the worker and client look for it.
+  const traces = await startStackTracing();
 
   // The API's port is the user's to choose: check it before starting anything that takes time.
   if (!(await isPortFree(config.port))) {
@@ -129,6 +135,7 @@ async function main(): Promise<void> {
   const temporal = new Client({
     connection: worker.connection,
     namespace: config.temporalNamespace,
+    interceptors: { workflow: tracingClientInterceptors(traces.tracing) },
   });
   // Operations link to their workflow page in the UI the stack started (or TEMPORAL_UI_URL's).
   const apiConfig = { ...config, temporalAddress, temporalUiUrl: config.temporalUiUrl ?? uiUrl };
@@ -141,6 +148,7 @@ async function main(): Promise<void> {
     logger,
     kubernetes,
     eagerWorkflowStart: true,
+    spanStore: traces.spanStore,
   });
   const server = await new Promise<Server>((resolveListen, reject) => {
     // Express 5 hands a listen error (e.g. EADDRINUSE) to this callback, not to 'error'.
@@ -177,6 +185,7 @@ async function main(): Promise<void> {
         ]
       : []),
     `  Store:        ${config.databaseUrl ? 'PostgreSQL (DATABASE_URL)' : join(dataDir, 'store.db')}`,
+    `  Traces:       ${traces.line}`,
     '',
     baseFloor && baseFloor.source !== 'unknown'
       ? `The rootfs floor of "base" is known (${baseFloor.rootfsMib} MiB, ${baseFloor.source}): this create is ` +
@@ -192,6 +201,39 @@ async function main(): Promise<void> {
     '',
   ];
   process.stdout.write(lines.join('\n'));
+}
+
+/**
+ * Starts the SDK for the embedded stack (docs/observability.md): with OTEL_* exporters as
+ * configured; when nothing is configured, into an in-memory span store the API serves at
+ * `/debug/traces/{trace_id}` (read by `npx durable-sandbox trace op_…`); none when
+ * OTEL_TRACES_EXPORTER=none or OTEL_SDK_DISABLED=true.
+ * @returns the SDK, the span store when spans stay in memory, and the banner's line
+ */
+async function startStackTracing(): Promise<{
+  tracing?: Tracing;
+  spanStore?: SpanStore;
+  line: string;
+}> {
+  const choice = tracingChoice();
+  if (choice === 'off') return { line: 'off (OTEL_TRACES_EXPORTER=none or OTEL_SDK_DISABLED)' };
+  const { startTracing } = await import('../tracing/sdk.js');
+  if (choice === 'exporters') {
+    const tracing = startTracing({ serviceName: 'durable-sandbox' });
+    cleanups.push(() => tracing.shutdown());
+    return { tracing, line: `exported as OTEL_TRACES_EXPORTER and OTEL_EXPORTER_OTLP_* say` };
+  }
+  const spanStore = new SpanStore();
+  const tracing = startTracing({
+    serviceName: 'durable-sandbox',
+    spanProcessors: [new SimpleSpanProcessor(spanStore)],
+  });
+  cleanups.push(() => tracing.shutdown());
+  return {
+    tracing,
+    spanStore,
+    line: "kept in memory; print one create's: npx durable-sandbox trace op_…",
+  };
 }
 
 /**

@@ -44,6 +44,7 @@ export async function insertOperation(
     sandboxId: string;
     phase: OperationPhase;
     deadlineAt: string | null;
+    traceId?: string;
   },
   now: string,
 ): Promise<void> {
@@ -63,6 +64,7 @@ export async function insertOperation(
       run_id: null,
       deadline_at: input.deadlineAt,
       placements: null,
+      trace_id: input.traceId ?? null,
       created_at: now,
       updated_at: now,
     })
@@ -211,6 +213,7 @@ function toOperationRecord(row: JoinedRow): OperationRecord {
     runId: row.run_id,
     deadlineAt: row.deadline_at,
     placements: parsePlacements(row.placements),
+    traceId: row.trace_id,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
     sandbox: row.sandbox_id !== null && sandboxRow.id !== null ? toRecord(sandboxRow) : null,

@@ -95,6 +95,8 @@ export interface OperationsTable {
   deadline_at: string | null;
   /** JSON array of PlacementRecord (refused placements, oldest first); null: none. */
   placements: string | null;
+  /** W3C trace id of the create's trace (migration 0007); null when traces were off. */
+  trace_id: string | null;
   created_at: string;
   updated_at: string;
 }

@@ -143,6 +143,7 @@ export async function openStore(options: StoreOptions): Promise<Store> {
               input.deadlineMs === undefined
                 ? null
                 : new Date(Date.parse(createdAt) + input.deadlineMs).toISOString(),
+            traceId: input.traceId,
           },
           createdAt,
         );

@@ -77,6 +77,8 @@ export interface NewSandboxInput {
   idempotency?: { key: string; requestHash: string };
   /** The create's deadline in ms from now; stored as the operation's `deadline_at`. */
   deadlineMs?: number;
+  /** The W3C trace id the create is recorded in (32 hex digits); unset when traces are off. */
+  traceId?: string;
 }
 
 /**
@@ -100,6 +102,8 @@ export interface OperationRecord {
   deadlineAt: string | null;
   /** A create's placements that nodes refused with a re-placement code, oldest first. */
   placements: PlacementRecord[];
+  /** W3C trace id of the operation's trace; null when traces were off (docs/observability.md). */
+  traceId: string | null;
   createdAt: string;
   updatedAt: string;
   sandbox: SandboxRecord | null;

@@ -9,10 +9,15 @@ import { createLogger } from '../config/logger.js';
 import { createKubernetesClient } from '../kubernetes/client.js';
 import { openStore } from '../store/index.js';
 import { SearchAttributesMissingError, serveWorker } from './serve.js';
+import { tracingRequested } from '../tracing/spans.js';
 
 const logger = createLogger('worker');
 
 async function main(): Promise<void> {
+  // Before the worker is built: it adds the tracing interceptors and sinks when the SDK runs.
+  const tracing = tracingRequested()
+    ? (await import('../tracing/sdk.js')).startTracing({ serviceName: 'durable-sandbox-worker' })
+    : undefined;
   const config = loadConfig();
   if (!config.temporalAddress) {
     throw new ConfigError(
@@ -48,6 +53,7 @@ async function main(): Promise<void> {
     await served.done; // after SIGINT/SIGTERM (the SDK's handlers) and a graceful shutdown
   } finally {
     await store.close();
+    await tracing?.shutdown();
     logger.info('worker stopped');
   }
 }

@@ -6,6 +6,12 @@ import { NativeConnection, Worker } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from '../activities/index.js';
 import { activityLogIds } from '../activities/log-attributes.js';
 import { bundleSandboxWorkflows } from './workflow-bundle.js';
+import { currentTracing } from '../tracing/spans.js';
+import {
+  tracingActivityInterceptors,
+  tracingSinks,
+  tracingWorkflowModules,
+} from '../tracing/temporal.js';
 
 /**
  * Activities one worker runs at once. Only short steps hold a slot: a readiness wait holds one
@@ -36,19 +42,29 @@ export interface SandboxWorkerOptions {
 }
 
 /**
- * Creates (does not run) the worker.
+ * Creates (does not run) the worker. With traces on (tracing/sdk.ts) it also runs the
+ * OpenTelemetry interceptors and the workflow spans' sink (tracing/temporal.ts).
  * @throws the SDK's errors when the connection or the workflow bundle is unusable
  */
 export async function createSandboxWorker(options: SandboxWorkerOptions): Promise<Worker> {
+  const tracing = currentTracing();
   return Worker.create({
     connection: options.connection,
     namespace: options.namespace,
     taskQueue: options.taskQueue,
-    // The workflow interceptors are in the bundle (worker/workflow-bundle.ts), never set here.
-    workflowBundle: options.workflowBundle ?? (await bundleSandboxWorkflows()),
+    // The workflow interceptors are in the bundle (worker/workflow-bundle.ts), never set here;
+    // with traces on, a bundle built here also holds the OpenTelemetry module (a prebuilt one
+    // must have been built with it).
+    workflowBundle:
+      options.workflowBundle ??
+      (await bundleSandboxWorkflows(undefined, tracingWorkflowModules(tracing))),
     activities: createActivities(options.deps),
-    // Every activity log line names its operation, sandbox and pod (activities/log-attributes.ts).
-    interceptors: { activity: [activityLogIds] },
+    interceptors: {
+      // The attempt's span first; every activity log line names its operation, sandbox and pod
+      // (activities/log-attributes.ts).
+      activity: [...tracingActivityInterceptors(tracing), activityLogIds],
+    },
+    sinks: tracingSinks(tracing),
     maxConcurrentActivityTaskExecutions:
       options.maxConcurrentActivities ?? MAX_CONCURRENT_ACTIVITIES,
     // Cancellation reaches a heartbeating activity (a delete's wait for its create; a wait of

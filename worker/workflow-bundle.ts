@@ -28,14 +28,17 @@ export interface WorkflowBundle {
  * Bundles the workflows with {@link WORKFLOW_INTERCEPTOR_MODULES} (a few seconds of webpack).
  * @param workflowsPath the entry point (default {@link WORKFLOWS_PATH}; tests add test-only
  *   workflows with their own entry point that re-exports the production ones)
+ * @param extraInterceptorModules more workflow interceptor modules, after ours (the
+ *   OpenTelemetry one when traces are on: tracing/temporal.ts)
  * @throws the bundler's error when the workflow code does not compile
  */
 export async function bundleSandboxWorkflows(
   workflowsPath: string = WORKFLOWS_PATH,
+  extraInterceptorModules: readonly string[] = [],
 ): Promise<WorkflowBundle> {
   const { code } = await bundleWorkflowCode({
     workflowsPath,
-    workflowInterceptorModules: WORKFLOW_INTERCEPTOR_MODULES,
+    workflowInterceptorModules: [...WORKFLOW_INTERCEPTOR_MODULES, ...extraInterceptorModules],
     // The bundler's progress lines are noise in a service's log; its errors are thrown.
     logger: { info() {}, warn() {}, error() {}, debug() {}, trace() {}, log() {} },
   });

@@ -11,6 +11,7 @@ import { operationsTable } from './0003-operations.js';
 import { rootfsFloors } from './0004-rootfs-floors.js';
 import { readinessWaits } from './0005-readiness-waits.js';
 import { operationPlacements } from './0006-operation-placements.js';
+import { operationTraceId } from './0007-operation-trace-id.js';
 
 /** Every migration by name. */
 export const MIGRATIONS: Readonly<Record<string, Migration>> = {
@@ -20,6 +21,7 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0004-rootfs-floors': rootfsFloors,
   '0005-readiness-waits': readinessWaits,
   '0006-operation-placements': operationPlacements,
+  '0007-operation-trace-id': operationTraceId,
 };
 
 const provider: MigrationProvider = {

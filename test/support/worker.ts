@@ -62,6 +62,7 @@ export async function withSandboxWorker<T>(
   } finally {
     worker.shutdown();
     await running;
+    await decider.stop();
     await informers.stop();
   }
 }

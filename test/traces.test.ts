@@ -1,0 +1,180 @@
+/**
+ * One trace per create (docs/observability.md): the HTTP request, the workflow start, the
+ * workflow, its activities and their apiserver calls nest in one trace named by the operation
+ * id, recorded through an in-memory exporter on the real SDK, dev server and simulated cluster.
+ * The worker bundles its workflows itself, as in production, so the workflow interceptor
+ * modules it loads are the product's.
+ */
+import { SpanKind, SpanStatusCode } from '@opentelemetry/api';
+import {
+  InMemorySpanExporter,
+  SimpleSpanProcessor,
+  type ReadableSpan,
+} from '@opentelemetry/sdk-trace-base';
+import request from 'supertest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { OPERATION_ID_ATTRIBUTE } from '../tracing/spans.js';
+import { OTEL_TRACE_HEADER } from '../tracing/temporal.js';
+import {
+  awaitOperation,
+  bearer,
+  createBody,
+  eventually,
+  type ApiStack,
+  type OperationBody,
+} from './support/api.js';
+import { startTracedStack, type TracedStack } from './support/traced-stack.js';
+
+const exporter = new InMemorySpanExporter();
+let traced: TracedStack;
+let api: ApiStack;
+let app: TracedStack['app'];
+
+beforeAll(async () => {
+  traced = await startTracedStack([new SimpleSpanProcessor(exporter)]);
+  ({ api, app } = traced);
+});
+
+afterAll(async () => {
+  await traced?.stop();
+});
+
+/** The spans of one trace, once the workflow's last span (its run) has been exported. */
+async function traceOf(traceId: string): Promise<ReadableSpan[]> {
+  return eventually(
+    async () => {
+      const spans = exporter.getFinishedSpans().filter((s) => s.spanContext().traceId === traceId);
+      return spans.some((s) => s.name === 'RunWorkflow:createSandbox') ? spans : undefined;
+    },
+    { timeoutMs: 60_000, what: `the workflow span of trace ${traceId}` },
+  );
+}
+
+/** The one span named `name`, failing with the names present when there is not exactly one. */
+function one(spans: ReadableSpan[], name: string, where?: (s: ReadableSpan) => boolean) {
+  const found = spans.filter((s) => s.name === name && (!where || where(s)));
+  expect(found.length, `${name} among ${spans.map((s) => s.name).join(', ')}`).toBe(1);
+  return found[0]!;
+}
+
+function childrenOf(spans: ReadableSpan[], parent: ReadableSpan): ReadableSpan[] {
+  return spans.filter((s) => s.parentSpanId === parent.spanContext().spanId);
+}
+
+/** The apiserver calls (undici client spans) an activity attempt made. */
+function apiserverCalls(spans: ReadableSpan[], attempt: ReadableSpan): ReadableSpan[] {
+  return childrenOf(spans, attempt).filter((s) => s.kind === SpanKind.CLIENT);
+}
+
+/** POST /v1/sandboxes, then the operation once done. */
+async function create(diskMib: number, headers: Record<string, string> = {}) {
+  const accepted = await request(app)
+    .post('/v1/sandboxes')
+    .set(bearer(api.tenantA))
+    .set(headers)
+    .send(createBody(diskMib));
+  expect(accepted.status, JSON.stringify(accepted.body)).toBe(202);
+  const operation = accepted.body as OperationBody & { trace_id: string | null };
+  await awaitOperation(app, api.tenantA, operation.id);
+  return operation;
+}
+
+/**
+ * Checks the nesting request -> start -> workflow -> schedule -> attempt for one activity, and
+ * that each of those spans names the operation.
+ * @returns the activity's attempt span
+ */
+function expectActivityUnderWorkflow(
+  spans: ReadableSpan[],
+  workflow: ReadableSpan,
+  activity: string,
+  operationId: string,
+): ReadableSpan {
+  const scheduled = one(
+    spans,
+    `StartActivity:${activity}`,
+    (s) => s.parentSpanId === workflow.spanContext().spanId,
+  );
+  const attempt = one(
+    spans,
+    `RunActivity:${activity}`,
+    (s) => s.parentSpanId === scheduled.spanContext().spanId,
+  );
+  for (const span of [scheduled, attempt]) {
+    expect(span.attributes[OPERATION_ID_ATTRIBUTE], span.name).toBe(operationId);
+  }
+  return attempt;
+}
+
+describe('one trace per create', () => {
+  it('nests request, start, workflow, activities and apiserver calls of a create that succeeds', async () => {
+    const operation = await create(2048);
+    expect(operation.trace_id).toMatch(/^[0-9a-f]{32}$/);
+    const spans = await traceOf(operation.trace_id!);
+
+    const requestSpan = one(spans, 'POST /v1/sandboxes');
+    expect(requestSpan.kind).toBe(SpanKind.SERVER);
+    expect(requestSpan.parentSpanId).toBeUndefined();
+    const start = one(spans, 'StartWorkflow:createSandbox');
+    expect(start.parentSpanId).toBe(requestSpan.spanContext().spanId);
+    const workflow = one(spans, 'RunWorkflow:createSandbox');
+    expect(workflow.parentSpanId).toBe(start.spanContext().spanId);
+    for (const span of [requestSpan, start, workflow]) {
+      expect(span.attributes[OPERATION_ID_ATTRIBUTE], span.name).toBe(operation.id);
+    }
+
+    const createPod = expectActivityUnderWorkflow(spans, workflow, 'createPod', operation.id);
+    const podPost = apiserverCalls(spans, createPod);
+    expect(podPost.map((s) => s.attributes['http.request.method'])).toEqual(['POST']);
+    expect(String(podPost[0]!.attributes['url.full'])).toMatch(/\/namespaces\/sandboxes\/pods$/);
+    expect(podPost[0]!.attributes[OPERATION_ID_ATTRIBUTE]).toBe(operation.id);
+    expectActivityUnderWorkflow(spans, workflow, 'awaitPodReady', operation.id);
+    expectActivityUnderWorkflow(spans, workflow, 'markSandboxRunning', operation.id);
+    expect(workflow.status.code).not.toBe(SpanStatusCode.ERROR);
+    // What Temporal saw: the start carried the trace context in the workflow's header.
+    const history = await api.stack.temporal.client.workflow.getHandle(operation.id).fetchHistory();
+    const started = history.events?.[0]?.workflowExecutionStartedEventAttributes;
+    expect(Object.keys(started?.header?.fields ?? {})).toContain(OTEL_TRACE_HEADER);
+  });
+
+  it('nests the refusal and the compensation of a create the node refuses', async () => {
+    const operation = await create(300);
+    const spans = await traceOf(operation.trace_id!);
+    const workflow = one(spans, 'RunWorkflow:createSandbox');
+    expect(workflow.status.code).toBe(SpanStatusCode.ERROR);
+    expect(workflow.parentSpanId).toBe(
+      one(spans, 'StartWorkflow:createSandbox').spanContext().spanId,
+    );
+
+    expectActivityUnderWorkflow(spans, workflow, 'createPod', operation.id);
+    const wait = expectActivityUnderWorkflow(spans, workflow, 'awaitPodReady', operation.id);
+    expect(wait.status.code).toBe(SpanStatusCode.ERROR);
+    const deletePod = expectActivityUnderWorkflow(spans, workflow, 'deletePod', operation.id);
+    const deletes = apiserverCalls(spans, deletePod);
+    expect(deletes.map((s) => s.attributes['http.request.method'])).toContain('DELETE');
+    for (const call of deletes) expect(call.attributes[OPERATION_ID_ATTRIBUTE]).toBe(operation.id);
+    // Local activities (short store writes) run in the same trace.
+    expectActivityUnderWorkflow(spans, workflow, 'retireExecution', operation.id);
+  });
+
+  it("continues the caller's trace when the request carries a W3C traceparent", async () => {
+    const callerTraceId = '4bf92f3577b34da6a3ce929d0e0e4736';
+    const callerSpanId = '00f067aa0ba902b7';
+    const operation = await create(2048, { traceparent: `00-${callerTraceId}-${callerSpanId}-01` });
+    expect(operation.trace_id).toBe(callerTraceId);
+    const spans = await traceOf(callerTraceId);
+    expect(one(spans, 'POST /v1/sandboxes').parentSpanId).toBe(callerSpanId);
+    expect(one(spans, 'RunWorkflow:createSandbox').attributes[OPERATION_ID_ATTRIBUTE]).toBe(
+      operation.id,
+    );
+  });
+
+  it('keeps the trace id with the operation, so a later read names it', async () => {
+    const operation = await create(2048);
+    const read = await request(app).get(`/v1/operations/${operation.id}`).set(bearer(api.tenantA));
+    expect(read.body.trace_id).toBe(operation.trace_id);
+    expect((await api.stack.store.getOperation(api.tenantA.id, operation.id))?.traceId).toBe(
+      operation.trace_id,
+    );
+  });
+});
