@@ -14,7 +14,6 @@
  */
 import { ActivityNotFoundError, type Client } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
-import { temporal } from '@temporalio/proto';
 import {
   cachedOutcome,
   podOutcome,
@@ -56,8 +55,11 @@ export interface ReadinessDeciderOptions {
   completionRetryDelayMs?: number;
 }
 
-const PENDING_ACTIVITY_STARTED =
-  temporal.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STATE_STARTED;
+/**
+ * `temporal.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STATE_STARTED` (@temporalio/proto,
+ * whose CommonJS exports an ES module import cannot name).
+ */
+const PENDING_ACTIVITY_STARTED = 2;
 
 /** Waits decided at once by one reconcile (Temporal calls in flight). */
 const RECONCILE_CONCURRENCY = 32;
