@@ -138,25 +138,31 @@ export interface BenchStack {
 }
 
 /**
- * Starts the embedded stack with `env` added and a catalog of `freshTemplates` fresh templates,
- * and waits for its banner (300 s, enough for a cold build of the apiserver tier's binaries
+ * Starts the embedded stack (`scripts/start.ts` of `checkoutDir`, default this checkout) with
+ * `env` added and a catalog of `freshTemplates` fresh templates (written to a file in its
+ * DATA_DIR); `NODE_OPTIONS_BENCH` is passed to node (e.g. `--cpu-prof`). Waits for its banner (300 s, enough for a cold build of the apiserver tier's binaries
  * when `CLUSTER=real`).
  * @throws Error with the stack's output when it exits or misses the 300 s
  */
 export async function startStack(
-  options: { env?: Record<string, string>; freshTemplates?: number } = {},
+  options: { env?: Record<string, string>; freshTemplates?: number; checkoutDir?: string } = {},
 ): Promise<BenchStack> {
   const fresh = new FreshTemplates(options.freshTemplates ?? 400);
   const dataDir = mkdtempSync(join(tmpdir(), 'durable-sandbox-bench-'));
+  // A file, not the variable itself: a large catalog exceeds one environment string's limit.
+  const catalogFile = join(dataDir, 'templates.json');
+  writeFileSync(catalogFile, fresh.catalog());
   const port = await freePort();
-  const stack = spawn(process.execPath, ['--import', 'tsx', 'scripts/start.ts'], {
+  const nodeArgs = (process.env.NODE_OPTIONS_BENCH ?? '').split(/\s+/).filter(Boolean);
+  const stack = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', 'scripts/start.ts'], {
+    cwd: options.checkoutDir,
     env: {
       ...process.env,
       PORT: String(port),
       DATA_DIR: dataDir,
       LOG_LEVEL: 'warn',
       LOG_FORMAT: 'json',
-      SANDBOX_TEMPLATES: fresh.catalog(),
+      SANDBOX_TEMPLATES: catalogFile,
       ...options.env,
     },
     stdio: ['ignore', 'pipe', 'inherit'],
