@@ -1,5 +1,5 @@
 # syntax=docker/dockerfile:1
-# One image for both processes (docker-compose.yml, README "Production"):
+# One image for both processes (docker-compose.yml, docs/production.md):
 #   docker run IMAGE                 the worker (default command: worker/main.ts)
 #   docker run IMAGE api/main.ts     the api
 # tini is PID 1: it forwards SIGTERM/SIGINT to node (graceful shutdown) and reaps zombies.

@@ -93,7 +93,7 @@ export function storeActivities(deps: StoreActivityDeps) {
     /**
      * Publishes a create's outcome the moment the workflow knows it, before compensation: the
      * operation row becomes failed/cancelled with its error, phase `compensating`, not done
-     * (README, "Operations"). Monotonic, so a retry or a late call changes nothing.
+     * (docs/api.md, "Operations"). Monotonic, so a retry or a late call changes nothing.
      * @returns whether it wrote
      */
     async recordOperationOutcome(input: {

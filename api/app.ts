@@ -1,5 +1,5 @@
 /**
- * The HTTP API (README, "Using it") as an Express app: routes from the route table
+ * The HTTP API (docs/api.md) as an Express app: routes from the route table
  * (api/routes.ts), bearer auth on every `/v1` and `/sync` route, JSON bodies up to 64 KiB, and
  * every error in the shape `{"error": {"code", "message", "details"}}`.
  */

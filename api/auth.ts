@@ -1,5 +1,5 @@
 /**
- * Bearer-token authentication (README, "Using it"): `Authorization: Bearer <token>`, each token
+ * Bearer-token authentication (docs/api.md): `Authorization: Bearer <token>`, each token
  * belonging to one tenant (`API_TOKENS`). Tokens are compared in constant time over SHA-256
  * digests, so neither a token's content nor its length leaks through timing.
  */

@@ -1,5 +1,5 @@
 /**
- * Accepting a create (README, "Using it"): store the sandbox (with its idempotency key) in one
+ * Accepting a create (docs/api.md): store the sandbox (with its idempotency key) in one
  * transaction, then start the `createSandbox` workflow whose id is the operation id. Shared by
  * the asynchronous and the synchronous route; they differ only in the deadline.
  */

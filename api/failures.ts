@@ -1,5 +1,5 @@
 /**
- * Reading a finished workflow's failure as an operation error (README, "Using it", and
+ * Reading a finished workflow's failure as an operation error (docs/api.md, and
  * docs/architecture.md, "Consistency between Temporal and the store"): the
  * workflow fails with an ApplicationFailure whose `type` is the error class (contract/operation.ts
  * maps it back to a code), whose message names the cause and whose first detail carries its

@@ -1,5 +1,5 @@
 /**
- * `Idempotency-Key` support (README, "Using it"): the key as sent, and a hash of the request
+ * `Idempotency-Key` support (docs/api.md): the key as sent, and a hash of the request
  * that identifies "the same body" independently of key order and whitespace.
  */
 import { createHash } from 'node:crypto';

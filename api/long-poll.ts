@@ -1,5 +1,5 @@
 /**
- * Long-poll of an operation (README, "Operations"): `GET /v1/operations/{id}?wait=30s` answers
+ * Long-poll of an operation (docs/api.md, "Operations"): `GET /v1/operations/{id}?wait=30s` answers
  * as soon as the operation's row changes, or at the timeout with its current state. The wake-up
  * is pushed by the store (store/operation-notifier.ts: in-process for the embedded stack,
  * PostgreSQL LISTEN/NOTIFY across API replicas and workers), so nothing polls: a waiting request

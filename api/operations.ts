@@ -1,5 +1,5 @@
 /**
- * Operations (README, "Operations"): an operation is a workflow whose id is the operation id,
+ * Operations (docs/api.md, "Operations"): an operation is a workflow whose id is the operation id,
  * and a row in the store that the API and the workflow write as it moves (docs/architecture.md,
  * "Consistency between Temporal and the store"). Reads come from the store, one query by
  * primary key, so an operation stays readable after Temporal's retention deleted its

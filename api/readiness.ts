@@ -1,5 +1,5 @@
 /**
- * The API's readiness (README, "Readiness"): Temporal and the store answer, the Temporal
+ * The API's readiness (docs/api.md, "Readiness"): Temporal and the store answer, the Temporal
  * namespace has the search attributes the workflows use, and the cluster can be used
  * (reachable, credentials accepted, deploy/rbac.yaml granted). One report, cached for
  * {@link READINESS_CACHE_MS} and shared by concurrent callers, so `/readyz` and creates do not

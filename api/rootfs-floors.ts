@@ -1,5 +1,5 @@
 /**
- * Rootfs floors at the API (README, "Templates"; docs/architecture.md, "Rootfs floors"): a
+ * Rootfs floors at the API (docs/configuration.md, "Templates"; docs/architecture.md, "Rootfs floors"): a
  * template's effective floor (declared in SANDBOX_TEMPLATES, else learned for its current image,
  * else unknown), and the refusal before 202 of a create whose `disk_mib` is below it.
  */

@@ -1,5 +1,5 @@
 /**
- * Request validation with zod (README, "Using it"): strict objects, so unknown fields are
+ * Request validation with zod (docs/api.md): strict objects, so unknown fields are
  * rejected, and messages that name the field (`resources.disk_mib must be a positive integer`).
  * Everything here throws {@link ApiError} `invalid_request` (400) before any workflow starts.
  */

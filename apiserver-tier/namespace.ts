@@ -1,6 +1,6 @@
 /**
  * Prepares a namespace of the real apiserver tier for the service, as a cluster operator would
- * (README "Production", deploy/rbac.yaml):
+ * (docs/production.md, deploy/rbac.yaml):
  *
  * - the Namespace, labelled for PodSecurity `enforce: baseline` (the sandbox pod sets no
  *   securityContext, so `restricted` would refuse it; `baseline` admits it and still refuses

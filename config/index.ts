@@ -1,5 +1,5 @@
 /**
- * The service's configuration, read from the environment (README, "Configuration"). Every process
+ * The service's configuration, read from the environment (docs/configuration.md). Every process
  * (api, worker, embedded stack) calls {@link loadConfig} once at start; invalid values stop the
  * process with a message that names the variable.
  */
@@ -65,7 +65,7 @@ export class ConfigError extends Error {
 }
 
 /**
- * Every environment variable {@link loadConfig} reads (README, "Configuration"), for deployment
+ * Every environment variable {@link loadConfig} reads (docs/configuration.md), for deployment
  * files and their tests (test/compose.test.ts checks docker-compose.yml against this list, and
  * that loadConfig reads exactly these).
  */
@@ -90,7 +90,7 @@ export const CONFIG_VARIABLES = [
   'ORPHAN_SWEEP_INTERVAL_MS',
 ] as const;
 
-/** The dev tenant and token used when API_TOKENS is unset (README, "Using it"). */
+/** The dev tenant and token used when API_TOKENS is unset (docs/api.md). */
 export const DEV_TENANT = 'dev';
 export const DEV_TOKEN = 'dev-token';
 

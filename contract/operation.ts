@@ -48,7 +48,7 @@ export function isCreatePhase(value: unknown): value is CreatePhase {
 }
 
 /**
- * Each operation error code (README, "Errors"): the `ApplicationFailure` type the workflow
+ * Each operation error code (docs/api.md, "Errors"): the `ApplicationFailure` type the workflow
  * fails with (one type per class, created in workflows/create-sandbox.ts), and the HTTP status
  * the synchronous create route answers with when its workflow fails with that code.
  */

@@ -20,7 +20,7 @@ export const RESOURCE_LIMITS: Readonly<SandboxResources> = {
 };
 
 /**
- * Lifecycle of a sandbox as the API reports it (README, "Sandboxes"). `lost`: it was `running`
+ * Lifecycle of a sandbox as the API reports it (docs/api.md). `lost`: it was `running`
  * and its pod is gone (failure code {@link POD_LOST}); deleting it still works.
  */
 export const SANDBOX_STATES = ['creating', 'running', 'failed', 'deleted', 'lost'] as const;

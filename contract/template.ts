@@ -1,5 +1,5 @@
 /**
- * Templates and their rootfs floors (README, "Templates"; docs/architecture.md, "Rootfs floors"):
+ * Templates and their rootfs floors (docs/configuration.md, "Templates"; docs/architecture.md, "Rootfs floors"):
  * the smallest disk, in MiB, a template's image can run with. Types only, so the workflow bundle
  * may import it.
  */

@@ -1,6 +1,6 @@
 /**
  * How the service reads every error of an apiserver call (create, get, list, delete, and the
- * watches): one table, so a reader checks the behaviour against the README ("Errors") by
+ * watches): one table, so a reader checks the behaviour against the docs/api.md ("Errors") by
  * reading it. The apiserver's error body is a `meta/v1` Status: `kind: Status`, `code` (the
  * HTTP status), `reason` (`Forbidden`, `Invalid`, `NotFound`, …), `message`, `details`.
  * Source: Kubernetes API concepts, "Responses" and "Status"; the admission messages of the

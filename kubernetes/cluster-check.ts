@@ -1,7 +1,7 @@
 /**
  * Can the service use the cluster? Reachable, credentials accepted, and the permissions of
  * deploy/rbac.yaml granted, asked with SelfSubjectAccessReviews (one per verb and resource).
- * Used by the API's `/readyz` and creates and by the worker's health check (README,
+ * Used by the API's `/readyz` and creates and by the worker's health check (docs/api.md,
  * "Readiness"). Source: Kubernetes "Authorization", "Checking API access".
  */
 import { AuthorizationV1Api } from '@kubernetes/client-node';
@@ -11,7 +11,7 @@ import type { KubernetesClient } from './client.js';
 /**
  * What the service does in the sandbox namespace: exactly the rules of deploy/rbac.yaml. The
  * pods rules are required; without the events rule creates still work but a node's refusal is
- * no longer seen (the events watch degrades: README, "How a create works"), so its absence is
+ * no longer seen (the events watch degrades: docs/architecture.md, "How a create works"), so its absence is
  * a warning, not a failure.
  */
 export const REQUIRED_PERMISSIONS: ReadonlyArray<{ resource: string; verbs: readonly string[] }> = [

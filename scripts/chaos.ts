@@ -1,5 +1,5 @@
 /**
- * `npm run chaos`: a bounded reliability run on loopback (README, "Reliability run"). It runs
+ * `npm run chaos`: a bounded reliability run on loopback (docs/reliability.md). It runs
  * the stack's parts as in production — a Temporal dev server (state in a file, so it can be
  * restarted), the simulated apiserver over HTTP, a SQLite store, the API in this process and
  * the worker as a child process (`worker/main.ts`, so it can be SIGKILLed) — and drives the
@@ -418,7 +418,7 @@ rows.push(
       plan.map(async (kind) => {
         const created = await create(kind === 'refused' ? 300 : 2048);
         // Once a refusal has taught the rootfs floor, a refused create is answered 400 before
-        // 202 (README, "Templates"): the right answer, with no operation to follow.
+        // 202 (docs/configuration.md, "Templates"): the right answer, with no operation to follow.
         if (!('id' in created)) return { kind, early: created };
         const op = created;
         let deleteOp: string | undefined;

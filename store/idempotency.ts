@@ -1,5 +1,5 @@
 /**
- * Idempotency keys (README, "Using it", `Idempotency-Key`): a tenant's key is claimed by the
+ * Idempotency keys (docs/api.md, `Idempotency-Key`): a tenant's key is claimed by the
  * first create that uses it; later requests with the key learn which create that was.
  */
 import type { Kysely } from 'kysely';

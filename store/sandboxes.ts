@@ -1,5 +1,5 @@
 /**
- * Sandbox rows: insert, read, list, and the state changes of README, "Using it", and
+ * Sandbox rows: insert, read, list, and the state changes of docs/api.md, and
  * docs/architecture.md, "Consistency between Temporal and the store".
  * Writes made for an execution are fenced (fencing.ts) and report whether they wrote.
  */

@@ -176,7 +176,7 @@ export interface MarkSandboxFailedInput {
 }
 
 /**
- * The sandbox store (README, "Using it", and docs/architecture.md, "Consistency between Temporal
+ * The sandbox store (docs/api.md, and docs/architecture.md, "Consistency between Temporal
  * and the store"). SQLite or PostgreSQL behind one set of queries.
  * Methods reject with the driver's error when the database fails; fenced writes never throw for
  * a stale caller, they return false.

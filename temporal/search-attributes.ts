@@ -1,7 +1,7 @@
 /**
  * Checks that the Temporal namespace has the custom search attributes the workflows use
  * (workflows/search-attributes.ts, names and types). Without them Temporal refuses a workflow
- * start that sets them, and an upsert of a missing one fails every workflow task (README,
+ * start that sets them, and an upsert of a missing one fails every workflow task (docs/api.md,
  * "Readiness"). Both processes run this check at start and in their readiness checks.
  */
 import { SEARCH_ATTRIBUTE_KEYS } from '../workflows/search-attributes.js';

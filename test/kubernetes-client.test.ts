@@ -1,6 +1,6 @@
 /**
  * Guards the `undici` override in package.json: @kubernetes/client-node 2.0.1 depends on
- * undici 8, which crashes at import on Node 20 (README, "Node 20 and @kubernetes/client-node").
+ * undici 8, which crashes at import on Node 20 (docs/production.md, "Node 20 and @kubernetes/client-node").
  * This imports the client
  * and opens a real watch against a scripted apiserver.
  */

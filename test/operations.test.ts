@@ -1,5 +1,5 @@
 /**
- * Operations as the store keeps them (README, "Operations"): the outcome visible the moment it
+ * Operations as the store keeps them (docs/api.md, "Operations"): the outcome visible the moment it
  * is known (async and sync), operations that outlive their Temporal execution (reads, lists and
  * the Idempotency-Key replay), the long-poll, and a start whose answer was lost.
  * Real dev server, real worker, the simulated cluster over HTTP, a SQLite store.
@@ -256,7 +256,7 @@ describe('long-poll', () => {
     await awaitOperation(api.app, api.tenantA, op.id);
   });
 
-  it('accepts a wait longer than 60 s and caps it at 60 s (README, "Long-poll")', () => {
+  it('accepts a wait longer than 60 s and caps it at 60 s (docs/api.md, "Long-poll")', () => {
     expect(MAX_WAIT_MS).toBe(60_000);
     expect(parseWait('90s')).toBe(60_000);
     expect(parseWait('1500ms')).toBe(1_500);

@@ -1,5 +1,5 @@
 /**
- * Rootfs floors end to end (README, "Templates"): a node's decisive refusal teaches the floor of
+ * Rootfs floors end to end (docs/configuration.md, "Templates"): a node's decisive refusal teaches the floor of
  * the template's image, and a later create below it is refused before 202 (no workflow, no pod);
  * declared floors; an image change forgets the learned floor; a non-decisive refusal teaches
  * nothing; two API instances over one database share the floor. A real dev server, a worker,

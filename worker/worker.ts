@@ -20,7 +20,7 @@ export const WORKFLOW_INTERCEPTOR_MODULES = [
 
 /**
  * Activities one worker runs at once: up to this many creates can wait for their pods on one
- * worker (measured: 1,000 waits on one worker, README "Benchmark").
+ * worker (measured: 1,000 waits on one worker, docs/benchmarks.md).
  */
 export const MAX_CONCURRENT_ACTIVITIES = 2_000;
 

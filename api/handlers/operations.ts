@@ -1,4 +1,4 @@
-/** Operation routes (README, "Using it"): get, list, cancel. */
+/** Operation routes (docs/api.md): get, list, cancel. */
 import { WorkflowNotFoundError } from '@temporalio/client';
 import type { RequestHandler } from 'express';
 import { tenantOf } from '../auth.js';
@@ -54,7 +54,7 @@ export function operationHandlers(deps: AppDeps) {
    */
   /**
    * Cancels a running create. 409 `already_done` once its outcome is known, even while its
-   * compensation is still running (`status` and `error` are final from the decision on, README
+   * compensation is still running (`status` and `error` are final from the decision on, docs/api.md,
    * "Operations"); 409 `not_cancellable` for a delete; 404 for an unknown operation.
    */
   const cancelOperation: RequestHandler = async (req, res) => {

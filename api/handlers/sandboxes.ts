@@ -1,5 +1,5 @@
 /**
- * Sandbox routes (README, "Using it"): the asynchronous create, get, list and delete.
+ * Sandbox routes (docs/api.md): the asynchronous create, get, list and delete.
  * The synchronous create is in handlers/sync-create.ts.
  */
 import type { RequestHandler, Response } from 'express';

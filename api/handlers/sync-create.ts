@@ -1,5 +1,5 @@
 /**
- * `POST /sync/v1/sandboxes` (README, "Using it"): the same workflow
+ * `POST /sync/v1/sandboxes` (docs/api.md): the same workflow
  * as the asynchronous create, with the readiness budget as its deadline, awaited in the request.
  * 201 Sandbox; a node's or the apiserver's refusal 400 `invalid_request` naming the reason; a
  * resource quota 429 `quota_exceeded` with `Retry-After`; the deadline 503 `pod_never_ready`

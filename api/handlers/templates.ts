@@ -1,5 +1,5 @@
 /**
- * The template catalog (README, "Templates"): each template of SANDBOX_TEMPLATES with its image
+ * The template catalog (docs/configuration.md, "Templates"): each template of SANDBOX_TEMPLATES with its image
  * and its rootfs floor (declared, learned or unknown; api/rootfs-floors.ts).
  */
 import type { RequestHandler } from 'express';

@@ -1,5 +1,5 @@
 /**
- * The default mode's CLI timing (README, "Benchmark"): wall time of
+ * The default mode's CLI timing (docs/benchmarks.md): wall time of
  * `create --disk-mib 300 --template <fresh> --wait` (a refusal by the node, exit 1), 5 runs
  * each, alternating, through the package bin (`bin/durable-sandbox.js`) and, as the baseline
  * measured in the same run, through `npm run cli --`; on a stack of its own (the simulated
@@ -22,7 +22,7 @@ async function timed(
 
 /**
  * Times the CLI's refused `create --wait`; a run that does not exit 1 is a problem.
- * @param runs how many runs each way (5 in the README's figures)
+ * @param runs how many runs each way (5 in docs/benchmarks.md's figures)
  * @returns ms summaries: `bin` and `npm_run_cli_baseline`
  */
 export async function measureCliTiming(

@@ -1,5 +1,5 @@
 /**
- * The Temporal floors `npm run bench`'s outcome benchmark measures the product against (README, "Benchmark"):
+ * The Temporal floors `npm run bench`'s outcome benchmark measures the product against (docs/benchmarks.md):
  * workflows whose activities do nothing, on the same dev server, worker process and machine.
  */
 import { ApplicationFailure, proxyActivities, upsertSearchAttributes } from '@temporalio/workflow';

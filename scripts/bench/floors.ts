@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- floors`: the refusal before 202 (README, "Templates"). After one refused
+ * `npm run bench -- floors`: the refusal before 202 (docs/configuration.md, "Templates"). After one refused
  * create has taught the floor of template `known`, POST with disk 300 -> 400 on both routes,
  * 20 sequential and 100 concurrent, side by side with the same request for templates whose
  * floor is unknown (asynchronous: 202; synchronous: 400 from the node). Goal: p50 <= 10 ms for

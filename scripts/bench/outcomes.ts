@@ -1,5 +1,5 @@
 /**
- * The default mode's outcome benchmark (README, "Benchmark"): how fast a create's outcome is
+ * The default mode's outcome benchmark (docs/benchmarks.md): how fast a create's outcome is
  * visible, side by side with the Temporal floors measured in the same run. It starts the
  * embedded stack (the simulated node refuses 150 ms after the pod is created), runs the floor
  * workflows (scripts/bench/floor-workflows.ts) on a worker of its own against the stack's dev
@@ -164,7 +164,7 @@ function progress(stage: string, stats: Summary): void {
   console.log(`  ${stage.padEnd(24)} p50 ${stats.p50} ms, p95 ${stats.p95} ms (n ${stats.n})`);
 }
 
-/** Prints the rows as a Markdown table (the README's). */
+/** Prints the rows as a Markdown table (docs/benchmarks.md's). */
 function printTable(rows: OutcomeRow[]): void {
   const line = (cells: string[]) => `| ${cells.join(' | ')} |`;
   console.log(line(['run', 'n', 'p50 ms', 'p95 ms', 'max ms', 'goal', 'met']));

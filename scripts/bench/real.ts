@@ -1,7 +1,7 @@
 /**
  * `npm run bench -- real`: the refusal latency on the simulated cluster and on the real
  * apiserver tier (CLUSTER=real: etcd, kube-apiserver, node agent), one stack after the other in
- * one run, printed side by side (README, "Benchmark"). For each: 20 sequential asynchronous
+ * one run, printed side by side (docs/benchmarks.md). For each: 20 sequential asynchronous
  * creates with disk 300 on templates whose floor is unknown, measuring the time from the
  * bench seeing the refusal event (its own events watch in the sandbox namespace, as an admin)
  * to seeing the operation `failed` (a GET every 50 ms), and POST to `failed`; then 20

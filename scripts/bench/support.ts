@@ -1,5 +1,5 @@
 /**
- * What every `npm run bench` mode shares (README, "Benchmark"): the embedded stack as a child
+ * What every `npm run bench` mode shares (docs/benchmarks.md): the embedded stack as a child
  * process, the API calls a mode makes, the refusal events watch, p50/p95/max summaries, the
  * results file in bench-results/, and the list of failed checks that sets the exit code.
  */
@@ -89,7 +89,7 @@ export function memoryMib(pid: number, field: 'VmHWM' | 'VmRSS'): number {
 
 /**
  * Templates with distinct images (all 451 MiB on the simulated node and the node agent), so
- * every refused create meets a floor still unknown and reaches the node (README, "Templates").
+ * every refused create meets a floor still unknown and reaches the node (docs/configuration.md, "Templates").
  */
 export class FreshTemplates {
   private next = 0;
