@@ -230,6 +230,28 @@ function createBody(diskMib: number, template: string): string {
   return JSON.stringify({ template, resources: { cpu: 1, memory_mib: 256, disk_mib: diskMib } });
 }
 
+/**
+ * 503 answers the bench sent again: the API refuses creates while its cached cluster check
+ * (api/readiness.ts, 2 s per answer) failed, which a loaded machine makes happen. Printed with
+ * the results; the latency of a create includes its retries.
+ */
+export const unavailableRetries = { count: 0 };
+
+/**
+ * POST /v1/sandboxes with `body`; a 503 `unavailable` is sent again (up to 10 times, 500 ms
+ * apart, counted in {@link unavailableRetries}).
+ * @returns the last answer
+ */
+export async function postCreate(base: string, body: string): Promise<Response> {
+  for (let attempt = 0; ; attempt++) {
+    const response = await api(base, '/v1/sandboxes', { method: 'POST', body });
+    if (response.status !== 503 || attempt >= 10) return response;
+    await response.arrayBuffer();
+    unavailableRetries.count++;
+    await sleep(500);
+  }
+}
+
 /** How the bench learns an operation's progress: long-poll (`?wait=30s`) or a GET every ms. */
 export type OperationPolling = { longPoll: true } | { everyMs: number };
 
@@ -276,10 +298,7 @@ export async function asyncCreate(
   polling: OperationPolling,
 ): Promise<{ ms: number; atMs: number; op: Operation }> {
   const startedAtMs = performance.now();
-  const response = await api(base, '/v1/sandboxes', {
-    method: 'POST',
-    body: createBody(create.diskMib, create.template),
-  });
+  const response = await postCreate(base, createBody(create.diskMib, create.template));
   if (response.status !== 202)
     throw new Error(`POST answered ${response.status}: ${await response.text()}`);
   const op = await awaitOperation(base, (await response.json()) as Operation, settled, polling);
@@ -364,7 +383,13 @@ export function writeResults(mode: string, results: Record<string, unknown>): st
   const at = new Date().toISOString();
   const prefix = mode === 'default' ? 'bench' : `bench-${mode}`;
   const file = join('bench-results', `${prefix}-${at.replace(/[:.]/g, '-')}.json`);
-  writeFileSync(file, `${JSON.stringify({ at, mode, ...results, problems }, null, 2)}\n`);
+  const retries = unavailableRetries.count;
+  if (retries > 0)
+    console.log(`\n${retries} create POST(s) answered 503 unavailable and were sent again`);
+  writeFileSync(
+    file,
+    `${JSON.stringify({ at, mode, ...results, unavailable_retries: retries, problems }, null, 2)}\n`,
+  );
   console.log(`\nwritten to ${file}`);
   return file;
 }

@@ -36,6 +36,7 @@ import {
   awaitOperation,
   memoryMib,
   outcomeVisible,
+  postCreate,
   problems,
   sleep,
   summary,
@@ -290,13 +291,10 @@ class Rig {
 
   /** POSTs one create (disk 2048 on `base`: above any floor). */
   async postCreate(): Promise<Create> {
-    const response = await api(this.base, '/v1/sandboxes', {
-      method: 'POST',
-      body: JSON.stringify({
-        template: 'base',
-        resources: { cpu: 1, memory_mib: 256, disk_mib: 2048 },
-      }),
-    });
+    const response = await postCreate(
+      this.base,
+      JSON.stringify({ template: 'base', resources: { cpu: 1, memory_mib: 256, disk_mib: 2048 } }),
+    );
     if (response.status !== 202)
       throw new Error(`POST answered ${response.status}: ${await response.text()}`);
     const op = (await response.json()) as Operation;
