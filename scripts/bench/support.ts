@@ -238,15 +238,18 @@ function createBody(diskMib: number, template: string): string {
 export const unavailableRetries = { count: 0 };
 
 /**
- * POST /v1/sandboxes with `body`; a 503 `unavailable` is sent again (up to 10 times, 500 ms
- * apart, counted in {@link unavailableRetries}).
+ * POST /v1/sandboxes with `body`; a 503 from the readiness check before anything is stored
+ * ("the service cannot create sandboxes") is sent again (for up to 60 s, 500 ms apart, counted
+ * in {@link unavailableRetries}). Any other answer, including a 503 after the sandbox was
+ * stored, is returned as it is.
  * @returns the last answer
  */
 export async function postCreate(base: string, body: string): Promise<Response> {
   for (let attempt = 0; ; attempt++) {
     const response = await api(base, '/v1/sandboxes', { method: 'POST', body });
-    if (response.status !== 503 || attempt >= 10) return response;
-    await response.arrayBuffer();
+    if (response.status !== 503 || attempt >= 120) return response;
+    const text = await response.clone().text();
+    if (!text.includes('the service cannot create sandboxes')) return response;
     unavailableRetries.count++;
     await sleep(500);
   }
