@@ -3,7 +3,8 @@
  * baseline (BASELINE_DIR) and the candidate (CANDIDATE_DIR, default this checkout) one after the
  * other in one run. Each checkout gets servers of its own, started here: a Temporal dev server
  * (in memory, with `--metrics-port`), the simulated cluster (its node never starts the pods, so
- * every create waits; its request log says what the apiserver saw) and a SQLite store file;
+ * every create waits; its request log says what the apiserver saw) and a store (a PostgreSQL
+ * database of its own with BENCH_POSTGRES_URL, else a SQLite file);
  * then its own `api/main.ts` and `worker/main.ts` as child processes (as `npm run api` +
  * `npm run worker` on one dev server). Every create is a `POST /v1/sandboxes`.
  *
