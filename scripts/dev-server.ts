@@ -31,6 +31,8 @@ export interface DevServerOptions {
   startTimeoutMs?: number;
   /** Where the server's own log lines go (default: discarded). */
   log?: (line: string) => void;
+  /** Port of the server's Prometheus metrics (`--metrics-port`; served at `/metrics`); unset: none. */
+  metricsPort?: number;
 }
 
 /** A running dev server. */
@@ -88,6 +90,7 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
     'warn',
     ...SEARCH_ATTRIBUTE_KEYS.flatMap((key) => ['--search-attribute', `${key.name}=Keyword`]),
   ];
+  if (options.metricsPort) args.push('--metrics-port', String(options.metricsPort));
   if (ui) args.push('--ui-port', String(uiPort));
   else args.push('--headless');
   if (options.dbFile) {

@@ -20,6 +20,11 @@ const { step, refuse } = proxyActivities<FloorActivities>({
 
 const CreatePhaseKey = defineSearchAttributeKey('CreatePhase', SearchAttributeType.KEYWORD);
 
+/** One activity that succeeds: the least a successful create can cost on Temporal. */
+export async function floorOneActivity(): Promise<void> {
+  await step();
+}
+
 /** One activity that fails: the least a refusal can cost on Temporal. */
 export async function floorOneFailingActivity(): Promise<void> {
   await refuse();

@@ -1,37 +1,79 @@
 /**
- * `npm run bench [-- <mode>]`: the benchmark's entry point (docs/benchmarks.md). Modes:
+ * `npm run bench [-- <mode>] [--quick]`: the benchmark's entry point (docs/benchmarks.md).
+ * Modes:
  *
- *   - (none): the outcome benchmark (scripts/bench/outcomes.ts; `--quick` for smaller counts)
- *     and the CLI timing (scripts/bench/cli-timing.ts) -> bench-results/bench-<time>.json;
+ *   - (none): the outcome benchmark (scripts/bench/outcomes.ts), the CLI timing
+ *     (scripts/bench/cli-timing.ts) and the stack rows of issue 18's goals for the baseline and
+ *     the candidate (scripts/bench/open-loop.ts) -> bench-results/bench-<time>.json;
  *   - `real` (or `--real`): refusal latency, simulated cluster beside the real apiserver tier
  *     (scripts/bench/real.ts) -> bench-results/bench-real-<time>.json;
  *   - `floors`: the refusal before 202 (scripts/bench/floors.ts)
  *     -> bench-results/bench-floors-<time>.json;
- *   - `waits` (or `--waits`): what waiting creates cost (scripts/bench/waits.ts)
- *     -> bench-results/bench-waits-<time>.json;
+ *   - `waits` (or `--waits`): what waiting creates cost, baseline beside candidate
+ *     (scripts/bench/waits.ts) -> bench-results/bench-waits-<time>.json;
+ *   - `goals`: `waits` and the stack rows in one run, printed as issue 18's "Done when" table
+ *     (scripts/bench/goals.ts) -> bench-results/bench-goals-<time>.json;
  *   - `notify`: what the operation notifier's pg_notify costs PostgreSQL (scripts/bench/notify.ts)
  *     -> bench-results/bench-notify-<time>.json.
  *
+ * `--quick` runs smaller counts (a trial, not the issue's figures). The baseline is the
+ * checkout at BASELINE_DIR, the candidate the one at CANDIDATE_DIR (default: this one).
  * Each mode checks its answers; the process exits 1 when a check failed or the mode threw.
  */
+import { checkoutsOfRun } from './checkouts.js';
 import { measureCliTiming } from './cli-timing.js';
 import { measureFloors } from './floors.js';
+import { printGoals, type GoalFigures } from './goals.js';
 import { measureNotify } from './notify.js';
+import { ladderCountsOf, measureStackFigures } from './open-loop.js';
 import { measureOutcomes } from './outcomes.js';
 import { compareRefusalLatency } from './real.js';
 import { finish, writeResults } from './support.js';
-import { measureWaits } from './waits.js';
+import { measureWaitFigures, waitSizesOf } from './waits.js';
+
+/** The stack rows of the goals for every checkout of the run. */
+async function stackGoals(quick: boolean) {
+  const counts = ladderCountsOf(quick);
+  const figures: Array<{ label: string; figures: GoalFigures }> = [];
+  const steps: unknown[] = [];
+  for (const checkout of checkoutsOfRun()) {
+    const measured = await measureStackFigures(checkout, counts);
+    figures.push({ label: checkout.label, figures: measured.figures });
+    steps.push({ checkout: checkout.label, steps: measured.steps });
+  }
+  return { counts, figures, steps };
+}
 
 /** Each mode: what it measures, as the results file's fields. */
-const MODES: Record<string, (args: string[]) => Promise<Record<string, unknown>>> = {
-  default: async (args) => ({
-    ...(await measureOutcomes(args.includes('--quick'))),
-    cli_create_wait_refused_ms: await measureCliTiming(),
-  }),
-  real: compareRefusalLatency,
-  floors: measureFloors,
-  waits: measureWaits,
-  notify: measureNotify,
+const MODES: Record<string, (quick: boolean) => Promise<Record<string, unknown>>> = {
+  default: async (quick) => {
+    const outcomes = await measureOutcomes(quick);
+    const cli = await measureCliTiming();
+    const stack = await stackGoals(quick);
+    printGoals(waitSizesOf(quick), stack.figures);
+    return { ...outcomes, cli_create_wait_refused_ms: cli, goals: stack };
+  },
+  real: () => compareRefusalLatency(),
+  floors: () => measureFloors(),
+  waits: async (quick) => {
+    const waits = await measureWaitFigures(quick);
+    printGoals(waits.sizes, waits.figures);
+    return waits;
+  },
+  goals: async (quick) => {
+    const startedAtMs = Date.now();
+    const waits = await measureWaitFigures(quick);
+    const stack = await stackGoals(quick);
+    const figures = waits.figures.map(({ label, figures: f }) => ({
+      label,
+      figures: { ...f, ...stack.figures.find((s) => s.label === label)?.figures },
+    }));
+    printGoals(waits.sizes, figures);
+    const minutes = Math.round((Date.now() - startedAtMs) / 6_000) / 10;
+    console.log(`\nthe run took ${minutes} min`);
+    return { waits, stack, figures, minutes };
+  },
+  notify: () => measureNotify(),
 };
 
 /** The mode named by the arguments (`real`, `--real`, ...), `default` when none is. */
@@ -40,14 +82,16 @@ function modeOf(args: string[]): string {
   if (named.length > 1) throw new Error(`one mode at a time, not ${named.join(' and ')}`);
   const unknown = args.filter((arg) => !(arg.replace(/^--/, '') in MODES) && arg !== '--quick');
   if (unknown.length > 0)
-    throw new Error(`unknown argument ${unknown.join(' ')}; modes: real, floors, waits, notify`);
+    throw new Error(
+      `unknown argument ${unknown.join(' ')}; modes: real, floors, waits, goals, notify`,
+    );
   return named[0] ?? 'default';
 }
 
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
   const mode = modeOf(args);
-  writeResults(mode, await MODES[mode]!(args));
+  writeResults(mode, await MODES[mode]!(args.includes('--quick')));
   finish();
 }
 

@@ -94,7 +94,7 @@ export interface OutcomeRow {
 }
 
 /** Starts `fn` at `perSecond` for `seconds` (open loop: a slow answer never delays the next). */
-async function openLoop(
+export async function openLoop(
   perSecond: number,
   seconds: number,
   fn: () => Promise<number>,
@@ -110,11 +110,17 @@ async function openLoop(
   return { runs, wallMs: performance.now() - startedAtMs };
 }
 
-/** The floor worker and client on the stack's dev server. */
-async function startFloors(temporalAddress: string) {
-  const taskQueue = `bench-floor-${process.pid}`;
+let runtimeInstalled = false;
+
+/**
+ * The floor worker and client on the stack's dev server (scripts/bench/floor-workflows.ts).
+ * @returns `run(workflowType)`: ms from the start call to the result (failed or not), and `stop`
+ */
+export async function startFloors(temporalAddress: string) {
+  const taskQueue = `bench-floor-${process.pid}-${Date.now()}`;
   // The floors fail on purpose: keep the SDK's warnings about it out of the table's way.
-  Runtime.install({ logger: new DefaultLogger('ERROR') });
+  if (!runtimeInstalled) Runtime.install({ logger: new DefaultLogger('ERROR') });
+  runtimeInstalled = true;
   const nativeConnection = await NativeConnection.connect({ address: temporalAddress });
   const activities: FloorActivities = {
     async step() {},

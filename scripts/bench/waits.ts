@@ -1,307 +1,597 @@
 /**
- * `npm run bench -- waits`: what waiting creates cost the apiserver and the worker
- * (docs/benchmarks.md). In this process: a Temporal dev server, the simulated cluster (its request log
- * counts what the apiserver saw; its node never starts the pods: a never-ready template) and
- * a SQLite store. The worker under test is `worker/main.ts` as a child process (so its RSS is
- * its own), run twice in the same run: this checkout (one informer pair per worker) and, as
- * the baseline, the worker of the checkout at BASELINE_DIR when set (e.g. a checkout of a
- * commit before the informers, with per-create watches; its store schema must match this
- * one's, since both workers share the store), each on its own task queue. For 1, 100 and 1,000 waiting creates (baseline: 1 and 100) it reports:
- * open watches, apiserver requests per minute over a window after all waits started (total,
- * and per waiting create), the worker's RSS, and the refusal latency (refusal event recorded
- * → workflow failed) for 1 and 100 refusals at once. `BENCH_WAITS` (default `1,100,1000`) and
- * `BENCH_WINDOW_MS` (default 60000) shrink a smoke run. Every refused create's workflow must
- * fail (else a problem, exit 1).
+ * `npm run bench -- waits`: what waiting creates cost (docs/benchmarks.md, "waits"), for the
+ * baseline (BASELINE_DIR) and the candidate (CANDIDATE_DIR, default this checkout) one after the
+ * other in one run. Each checkout gets servers of its own, started here: a Temporal dev server
+ * (in memory, with `--metrics-port`), the simulated cluster (its node never starts the pods, so
+ * every create waits; its request log says what the apiserver saw) and a store (a PostgreSQL
+ * database of its own with BENCH_POSTGRES_URL, else a SQLite file);
+ * then its own `api/main.ts` and `worker/main.ts` as child processes (as `npm run api` +
+ * `npm run worker` on one dev server). Every create is a `POST /v1/sandboxes`.
+ *
+ * For 1, `many`, `crowd` and `max` waiting creates it measures, at rest over `windowMs`: the
+ * worker's Temporal requests from the SDK's own metrics (`temporal_request_total` on the
+ * worker's `/metrics`, long polls excluded) and the dev server's (`service_requests`), the
+ * activity slots in use (`temporal_worker_task_slots_used`), the worker's RSS and the
+ * apiserver's requests. Then: one refusal (`repeats` times, event recorded -> long-poll GET
+ * shows failed), `atOnce` refusals at once (at `many`), a create's POST -> its pod's POST at
+ * the apiserver (none waiting, and at `crowd`), and a worker SIGKILL at `many` (refusals while
+ * no worker runs and after the restart, pods made ready, cancels: each must end as it should,
+ * the rest must still wait). The baseline runs sizes up to `baselineMax` only (its waits hold an
+ * activity slot each, 2,000 per worker). Every refused create must fail (else a problem).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { randomUUID } from 'node:crypto';
+import type { ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
-import { join, resolve } from 'node:path';
-import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
+import { join } from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import pg from 'pg';
 import { freePort } from '../../config/free-port.js';
-import { createKubernetesClient } from '../../kubernetes/client.js';
-import { createPod } from '../../kubernetes/pods.js';
-import { SandboxInformers } from '../../kubernetes/sandbox-informers.js';
+import { podNameFor } from '../../kubernetes/pod-spec.js';
 import { SimulatedCluster } from '../../simulated-cluster/index.js';
-import { openStore, type Store } from '../../store/index.js';
-import { operationSearchAttributes } from '../../workflows/search-attributes.js';
-import type { CreateSandboxInput } from '../../contract/index.js';
-import { startDevServer } from '../dev-server.js';
-import { memoryMib, problems, sleep, summary, until, type Summary } from './support.js';
+import { startDevServer, type DevServer } from '../dev-server.js';
+import { checkoutsOfRun, runInCheckout, stopChild, type Checkout } from './checkouts.js';
+import type { GoalFigures, GoalSizes } from './goals.js';
+import { scrape, sumBy, sumOf } from './prometheus.js';
+import {
+  api,
+  awaitOperation,
+  memoryMib,
+  outcomeVisible,
+  postCreate,
+  problems,
+  sleep,
+  summary,
+  until,
+  type Operation,
+  type OperationPolling,
+  type Summary,
+} from './support.js';
 
 const NAMESPACE = 'sandboxes';
+const TASK_QUEUE = 'sandbox-create';
 const REFUSAL =
   'Failed to create pod sandbox: rpc error: code = Unknown desc = [space-err=InvalidArgument] ' +
   'rootfs_size_mb=300 is smaller than cloned rootfs size 451 MiB';
-const WINDOW_MS = Number(process.env.BENCH_WINDOW_MS ?? 60_000);
+/** The waiting creates' deadline: far beyond any run, so no wait ends by it. */
+const DEADLINE_MS = 4 * 3_600_000;
+/**
+ * How the bench reads operations: long-poll when the API and the worker share PostgreSQL (a
+ * worker's write wakes the API's long-polls through `pg_notify`); on a SQLite file shared by two
+ * processes nothing wakes the API's long-polls, so a GET every 100 ms.
+ */
+const POLLING: OperationPolling = process.env.BENCH_POSTGRES_URL
+  ? { longPoll: true }
+  : { everyMs: 100 };
 
-interface Context {
-  cluster: SimulatedCluster;
-  client: Client;
-  store: Store;
-  dataDir: string;
-  temporalAddress: string;
+/**
+ * With BENCH_POSTGRES_URL (a role that may create databases), a database of its own for one
+ * checkout; undefined otherwise (a SQLite file in DATA_DIR).
+ * @returns the database's URL and the function that drops it
+ */
+async function ownDatabase(
+  label: string,
+): Promise<{ url: string; drop: () => Promise<void> } | undefined> {
+  const admin = process.env.BENCH_POSTGRES_URL;
+  if (!admin) return undefined;
+  const name = `bench_waits_${label}_${process.pid}`;
+  const run = async (sql: string) => {
+    const client = new pg.Client({ connectionString: admin });
+    await client.connect();
+    try {
+      await client.query(sql);
+    } finally {
+      await client.end();
+    }
+  };
+  await run(`drop database if exists ${name}`);
+  await run(`create database ${name}`);
+  const url = new URL(admin);
+  url.pathname = `/${name}`;
+  return { url: url.toString(), drop: () => run(`drop database if exists ${name} with (force)`) };
 }
 
-interface Row {
-  worker: 'informers' | 'baseline';
+/** The counts of a waits run. */
+export interface WaitSizes extends GoalSizes {
+  /** Runs of each one-at-a-time figure. */
+  repeats: number;
+  /** The at-rest window, ms. */
+  windowMs: number;
+  /** The largest size the baseline is run at. */
+  baselineMax: number;
+}
+
+/** The issue's sizes (about 40 min for both checkouts on a quiet 2-core machine). */
+export const FULL_WAITS: WaitSizes = {
+  many: 1_000,
+  crowd: 3_000,
+  max: 10_000,
+  atOnce: 100,
+  repeats: 5,
+  windowMs: 60_000,
+  baselineMax: 1_000,
+};
+
+/** `--quick`: a trial run (a few minutes); its figures are not the issue's. */
+export const QUICK_WAITS: WaitSizes = {
+  many: 100,
+  crowd: 300,
+  max: 500,
+  atOnce: 20,
+  repeats: 3,
+  windowMs: 15_000,
+  baselineMax: 300,
+};
+
+/** The sizes of this run: `--quick` or the full ones, each overridable by its env variable. */
+export function waitSizesOf(quick: boolean): WaitSizes {
+  const base = quick ? QUICK_WAITS : FULL_WAITS;
+  const env = (name: string, fallback: number) => {
+    const raw = process.env[name];
+    return raw === undefined || raw === '' ? fallback : Number(raw);
+  };
+  return {
+    many: env('BENCH_WAITS_MANY', base.many),
+    crowd: env('BENCH_WAITS_CROWD', base.crowd),
+    max: env('BENCH_WAITS_MAX', base.max),
+    atOnce: env('BENCH_AT_ONCE', base.atOnce),
+    repeats: env('BENCH_REPEATS', base.repeats),
+    windowMs: env('BENCH_WINDOW_MS', base.windowMs),
+    baselineMax: env('BENCH_BASELINE_MAX_WAITS', base.baselineMax),
+  };
+}
+
+/** What one size measured at rest. */
+export interface RestRow {
+  checkout: string;
   waiting: number;
-  watches_open: number;
-  requests_per_min: number;
-  requests_per_waiting_create_per_min: number;
+  /** Whether every create of this size had its pod created (else the figures are partial). */
+  settled: boolean;
+  sdk_requests_per_min: number;
+  sdk_requests_per_waiting_create_per_min: number;
+  sdk_requests_by_operation: Record<string, number>;
+  server_requests_per_min: number;
+  activity_slots_used: number;
+  activity_slots_used_by_task_queue: Record<string, number>;
   worker_rss_mib: number;
-  refusal_latency_1_at_once_ms?: Summary;
-  refusal_latency_100_at_once_ms?: Summary;
+  apiserver_requests_per_min: number;
+  watches_open: number;
 }
 
-/** Starts `worker/main.ts` of `checkout` on `taskQueue`; resolves with the child. */
-async function startWorker(
-  ctx: Context,
-  checkout: string,
-  taskQueue: string,
-): Promise<ChildProcess> {
-  const kubeconfig = join(ctx.dataDir, 'kubeconfig');
-  ctx.cluster.writeKubeconfig(kubeconfig);
-  const child = spawn(process.execPath, ['--import', 'tsx', 'worker/main.ts'], {
-    cwd: checkout,
-    env: {
-      ...process.env,
-      TEMPORAL_ADDRESS: ctx.temporalAddress,
-      TEMPORAL_TASK_QUEUE: taskQueue,
-      KUBECONFIG: kubeconfig,
+/** A create the bench started: its operation and sandbox. */
+interface Create {
+  operationId: string;
+  sandboxId: string;
+}
+
+/** One checkout's servers and processes. */
+class Rig {
+  private worker?: ChildProcess;
+  private apiProcess?: ChildProcess;
+  readonly waiting: Create[] = [];
+  private constructor(
+    readonly checkout: Checkout,
+    readonly devServer: DevServer,
+    readonly devServerMetricsPort: number,
+    readonly cluster: SimulatedCluster,
+    readonly dataDir: string,
+    readonly client: Client,
+    private readonly connection: Connection,
+    readonly apiPort: number,
+    private workerMetricsPort: number,
+    private readonly database: { url: string; drop: () => Promise<void> } | undefined,
+  ) {}
+
+  static async start(checkout: Checkout): Promise<Rig> {
+    const dataDir = mkdtempSync(join(tmpdir(), `durable-sandbox-bench-waits-${checkout.label}-`));
+    const devServerMetricsPort = await freePort();
+    const devServer = await startDevServer({ ui: false, metricsPort: devServerMetricsPort });
+    const cluster = await SimulatedCluster.start({ startupDelayMs: 100 });
+    cluster.faults.neverReady(true);
+    cluster.writeKubeconfig(join(dataDir, 'kubeconfig'), NAMESPACE);
+    const connection = await Connection.connect({ address: devServer.address });
+    const rig = new Rig(
+      checkout,
+      devServer,
+      devServerMetricsPort,
+      cluster,
+      dataDir,
+      new Client({ connection }),
+      connection,
+      await freePort(),
+      await freePort(),
+      await ownDatabase(checkout.label),
+    );
+    rig.startWorker();
+    rig.apiProcess = runInCheckout(checkout, 'api/main.ts', {
+      ...rig.env(),
+      PORT: String(rig.apiPort),
+      CREATE_DEADLINE_MS: String(DEADLINE_MS),
+    });
+    await until(
+      async () => {
+        const response = await fetch(`${rig.base}/readyz`).catch(() => undefined);
+        return response?.status === 200;
+      },
+      180_000,
+      `${checkout.label}: the API ready`,
+    );
+    await until(
+      () =>
+        rig.workerMetrics().then(
+          () => true,
+          () => false,
+        ),
+      180_000,
+      'worker up',
+    );
+    return rig;
+  }
+
+  get base(): string {
+    return `http://127.0.0.1:${this.apiPort}`;
+  }
+
+  get workerPid(): number {
+    return this.worker?.pid ?? -1;
+  }
+
+  private env(): Record<string, string> {
+    return {
+      TEMPORAL_ADDRESS: this.devServer.address,
+      TEMPORAL_TASK_QUEUE: TASK_QUEUE,
+      KUBECONFIG: join(this.dataDir, 'kubeconfig'),
       SANDBOX_NAMESPACE: NAMESPACE,
-      DATA_DIR: ctx.dataDir,
-      METRICS_PORT: String(await freePort()),
+      DATA_DIR: this.dataDir,
       ORPHAN_SWEEP_INTERVAL_MS: '0',
       LOG_LEVEL: 'error',
       LOG_FORMAT: 'json',
-    },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  return child;
-}
-
-async function startCreates(ctx: Context, taskQueue: string, count: number) {
-  const creates: Array<{ handle: WorkflowHandle; input: CreateSandboxInput }> = [];
-  for (let i = 0; i < count; i++) {
-    const suffix = randomUUID().replace(/-/g, '').slice(0, 20);
-    const input: CreateSandboxInput = {
-      operationId: `op_${suffix}`,
-      sandboxId: `sbx_${suffix}`,
-      tenantId: 'bench',
-      template: 'base',
-      image: 'example/base:1',
-      resources: { cpu: 1, memoryMib: 256, diskMib: 2048 },
-      generation: 1,
-      attempt: 1,
-      deadlineMs: 3_600_000,
+      ...(this.database ? { DATABASE_URL: this.database.url } : {}),
     };
-    await ctx.store.createSandbox({
-      id: input.sandboxId,
-      tenant: input.tenantId,
-      template: input.template,
-      resources: input.resources,
-      operationId: input.operationId,
-    });
-    const handle = await ctx.client.workflow.start('createSandbox', {
-      workflowId: input.operationId,
-      taskQueue,
-      args: [input],
-      typedSearchAttributes: operationSearchAttributes(input, 'create'),
-    });
-    creates.push({ handle, input });
   }
-  return creates;
-}
 
-async function podNameOf(ctx: Context, sandboxId: string): Promise<string | undefined> {
-  return (await ctx.store.getSandboxById(sandboxId))?.pod?.name ?? undefined;
-}
+  /** Starts the worker on a fresh metrics port. */
+  startWorker(): void {
+    this.worker = runInCheckout(this.checkout, 'worker/main.ts', {
+      ...this.env(),
+      METRICS_PORT: String(this.workerMetricsPort),
+    });
+  }
 
-/** One worker flavour: 1, 100 (and 1,000) waiting creates, then refusals. */
-async function measure(
-  ctx: Context,
-  flavour: Row['worker'],
-  checkout: string,
-  sizes: number[],
-): Promise<Row[]> {
-  const rows: Row[] = [];
-  const taskQueue = `bench-waits-${flavour}-${randomUUID().slice(0, 8)}`;
-  const worker = await startWorker(ctx, checkout, taskQueue);
-  try {
-    let waiting: Array<{ handle: WorkflowHandle; input: CreateSandboxInput }> = [];
-    for (const size of sizes) {
-      waiting = waiting.concat(await startCreates(ctx, taskQueue, size - waiting.length));
-      // Every wait has its pod recorded (the wait starts right after).
-      await until(
-        async () => {
-          for (const { input } of waiting.slice(-20)) {
-            if (!(await podNameOf(ctx, input.sandboxId))) return false;
-          }
-          return true;
-        },
-        600_000,
-        `${size} pods recorded`,
-      );
-      await sleep(5_000); // the waits subscribe / open their watches
-      const from = ctx.cluster.requests.length;
-      const watchesAtStart = ctx.cluster.openWatches();
-      await sleep(WINDOW_MS);
-      const requests = ctx.cluster.requests.length - from;
-      const perMin = (requests * 60_000) / WINDOW_MS;
-      const row: Row = {
-        worker: flavour,
-        waiting: size,
-        watches_open: Math.max(watchesAtStart, ctx.cluster.openWatches()),
-        requests_per_min: Math.round(perMin * 10) / 10,
-        requests_per_waiting_create_per_min: Math.round((perMin / size) * 100) / 100,
-        worker_rss_mib: memoryMib(worker.pid as number, 'VmRSS'),
-      };
-      rows.push(row);
-      console.log(JSON.stringify(row));
-    }
-    // Refusal latency: one refusal, then 100 at once (as many as remain), among the waits.
-    for (const batch of [1, 100] as const) {
-      const targets =
-        batch === 1 ? waiting.slice(-1) : waiting.slice(0, Math.min(100, waiting.length - 1));
-      if (targets.length === 0) break;
-      const names = await Promise.all(targets.map(({ input }) => podNameOf(ctx, input.sandboxId)));
-      const recordedAtMs = performance.now();
-      for (const name of names)
-        ctx.cluster.node.recordSandboxFailure(NAMESPACE, name ?? '', REFUSAL);
-      const latencies = await Promise.all(
-        targets.map(({ handle }) =>
-          handle.result().then(
-            () => NaN,
-            () => performance.now() - recordedAtMs,
-          ),
+  async waitForWorker(): Promise<void> {
+    await until(
+      () =>
+        this.workerMetrics().then(
+          () => true,
+          () => false,
         ),
-      );
-      const unfailed = latencies.filter((ms) => !Number.isFinite(ms)).length;
-      if (unfailed > 0)
-        problems.push(`${flavour}: ${unfailed} of ${batch} refused creates did not fail`);
-      const row = rows.find((r) => r.waiting === Math.max(...sizes)) as Row;
-      const key = `refusal_latency_${batch}_at_once_ms` as const;
-      row[key] = summary(latencies);
-      console.log(`${flavour}: ${key} ${JSON.stringify(row[key])}`);
-    }
-    for (const { handle } of waiting) await handle.cancel().catch(() => undefined);
-  } finally {
-    worker.kill('SIGTERM');
-    await new Promise((resolveExit) => worker.once('exit', resolveExit));
-  }
-  return rows;
-}
-
-/** Forces a full GC (no --expose-gc needed) and returns the heap in use, in bytes. */
-function heapUsedAfterGc(): number {
-  setFlagsFromString('--expose-gc');
-  (runInNewContext('gc') as () => void)();
-  return process.memoryUsage().heapUsed;
-}
-
-/**
- * The events cache's memory with `count` refused pods: `count` sandbox pods, each with one
- * kubelet refusal event (Unavailable, so no wait would end), listed by one informer pair in
- * this process; heap after GC with the caches filled minus before. In MiB.
- */
-async function eventsCacheMib(count: number): Promise<{ events: number; heap_mib: number }> {
-  const cluster = await SimulatedCluster.start({ startupDelayMs: 100 });
-  cluster.faults.neverReady(true);
-  const client = createKubernetesClient({
-    kubeconfigYaml: cluster.kubeconfigYaml(),
-    namespace: NAMESPACE,
-  });
-  for (let i = 0; i < count; i++) {
-    const pod = await createPod(client, {
-      sandboxId: `sbx_cache${i}`,
-      generation: 1,
-      template: 'base',
-      image: 'example/base:1',
-      resources: { cpu: 1, memoryMib: 256, diskMib: 2048 },
-    });
-    cluster.node.recordSandboxFailure(
-      NAMESPACE,
-      pod.name,
-      REFUSAL.replace('InvalidArgument', 'Unavailable'),
+      180_000,
+      'worker up',
     );
   }
-  const podsOnly = new SandboxInformers({ client, retryDelayMs: 1_000, watchTimeoutSeconds: 25 });
-  const before = heapUsedAfterGc();
-  podsOnly.start();
-  await until(
-    () => podsOnly.eventsCacheSize === count && podsOnly.cachedPod('sbx-cache0-g1') !== undefined,
-    60_000,
-    'caches filled',
+
+  /** SIGKILLs the worker (no graceful shutdown: its activities are simply gone). */
+  async killWorker(): Promise<void> {
+    if (this.worker) await stopChild(this.worker, 'SIGKILL');
+    this.workerMetricsPort = await freePort();
+  }
+
+  workerMetrics() {
+    return scrape(`http://127.0.0.1:${this.workerMetricsPort}/metrics`);
+  }
+
+  serverMetrics() {
+    return scrape(`http://127.0.0.1:${this.devServerMetricsPort}/metrics`);
+  }
+
+  /** Pods the apiserver created so far (POST pods answered 201). */
+  podsCreated(): number {
+    return this.cluster.requests.filter(
+      (r) => r.method === 'POST' && r.path.endsWith('/pods') && r.status === 201,
+    ).length;
+  }
+
+  /** POSTs one create (disk 2048 on `base`: above any floor). */
+  async postCreate(): Promise<Create> {
+    const response = await postCreate(
+      this.base,
+      JSON.stringify({ template: 'base', resources: { cpu: 1, memory_mib: 256, disk_mib: 2048 } }),
+    );
+    if (response.status !== 202)
+      throw new Error(`POST answered ${response.status}: ${await response.text()}`);
+    const op = (await response.json()) as Operation;
+    return { operationId: op.id, sandboxId: op.sandbox_id };
+  }
+
+  /**
+   * Starts creates until `count` wait (8 POSTs at a time) and waits until each has its pod.
+   * @returns whether every pod was created within 120 s + 60 ms per create
+   */
+  async fill(count: number): Promise<boolean> {
+    const target = this.podsCreated() + Math.max(0, count - this.waiting.length);
+    const missing = count - this.waiting.length;
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: Math.min(8, Math.max(0, missing)) }, async () => {
+        while (next++ < missing) this.waiting.push(await this.postCreate());
+      }),
+    );
+    const settled = await until(
+      () => this.podsCreated() >= target,
+      120_000 + 60 * count,
+      `${count} pods created`,
+    ).then(
+      () => true,
+      () => false,
+    );
+    // The waits start right after their pod is recorded; let them subscribe.
+    await sleep(Math.min(30_000, 3_000 + 3 * count));
+    return settled;
+  }
+
+  /** Reads an operation until its outcome is visible (long-poll). */
+  async outcome(create: Create): Promise<Operation> {
+    const op = (await (
+      await api(this.base, `/v1/operations/${create.operationId}`)
+    ).json()) as Operation;
+    return awaitOperation(this.base, op, outcomeVisible, POLLING);
+  }
+
+  /**
+   * Records the node's refusal of each create's pod now; resolves with ms from then to the
+   * operation showing `failed` (NaN and a problem when it ended otherwise).
+   */
+  async refuse(creates: Create[]): Promise<number[]> {
+    const recordedAtMs = performance.now();
+    for (const create of creates)
+      this.cluster.node.recordSandboxFailure(NAMESPACE, podNameFor(create.sandboxId, 1), REFUSAL);
+    return Promise.all(creates.map((create) => this.timeToOutcome(create, recordedAtMs, 'failed')));
+  }
+
+  async timeToOutcome(create: Create, sinceMs: number, status: string): Promise<number> {
+    try {
+      const op = await this.outcome(create);
+      if (op.status !== status) {
+        problems.push(
+          `${this.checkout.label}: ${op.id} ended ${op.status} ${JSON.stringify(op.error)}, expected ${status}`,
+        );
+        return NaN;
+      }
+      return performance.now() - sinceMs;
+    } catch (err) {
+      problems.push(`${this.checkout.label}: ${create.operationId}: ${(err as Error).message}`);
+      return NaN;
+    }
+  }
+
+  /** Takes `count` creates off the waiting list (the newest). */
+  take(count: number): Create[] {
+    return this.waiting.splice(Math.max(0, this.waiting.length - count), count);
+  }
+
+  async stop(): Promise<void> {
+    if (this.apiProcess) await stopChild(this.apiProcess, 'SIGTERM');
+    if (this.worker) await stopChild(this.worker, 'SIGTERM');
+    await this.connection.close();
+    await this.cluster.close();
+    await this.devServer.stop();
+    await this.database?.drop();
+    rmSync(this.dataDir, { recursive: true, force: true });
+  }
+}
+
+/** Long polls of the SDK (not requests a waiting create causes). */
+const isLongPoll = (operation: string) => /^Poll/.test(operation);
+
+/** The at-rest figures over the window. */
+async function atRest(rig: Rig, waiting: number, settled: boolean, windowMs: number) {
+  const sdkBefore = await rig.workerMetrics();
+  const serverBefore = await rig.serverMetrics();
+  const apiserverBefore = rig.cluster.requests.length;
+  const watches = rig.cluster.openWatches();
+  await sleep(windowMs);
+  const sdkAfter = await rig.workerMetrics();
+  const serverAfter = await rig.serverMetrics();
+  const perMin = (delta: number) => Math.round(((delta * 60_000) / windowMs) * 10) / 10;
+  const sdkDelta = (s: typeof sdkAfter) =>
+    sumOf(s, 'temporal_request_total', { operation: (op) => !isLongPoll(op) });
+  const byOpBefore = sumBy(sdkBefore, 'temporal_request_total', 'operation');
+  const byOp: Record<string, number> = {};
+  for (const [op, value] of Object.entries(
+    sumBy(sdkAfter, 'temporal_request_total', 'operation'),
+  )) {
+    const delta = perMin(value - (byOpBefore[op] ?? 0));
+    if (delta > 0) byOp[op] = delta;
+  }
+  const serverDelta = (s: typeof serverAfter) =>
+    sumOf(s, 'service_requests', { operation: (op) => !isLongPoll(op) });
+  const slotsByQueue = sumBy(
+    sdkAfter.filter((s) => s.labels.worker_type === 'ActivityWorker'),
+    'temporal_worker_task_slots_used',
+    'task_queue',
   );
-  const after = heapUsedAfterGc();
-  const events = podsOnly.eventsCacheSize;
-  await podsOnly.stop();
-  await cluster.close();
-  return { events, heap_mib: Math.round(((after - before) / 1024 / 1024) * 10) / 10 };
+  const sdkPerMin = perMin(sdkDelta(sdkAfter) - sdkDelta(sdkBefore));
+  const row: RestRow = {
+    checkout: rig.checkout.label,
+    waiting,
+    settled,
+    sdk_requests_per_min: sdkPerMin,
+    sdk_requests_per_waiting_create_per_min: Math.round((sdkPerMin / waiting) * 100) / 100,
+    sdk_requests_by_operation: byOp,
+    server_requests_per_min: perMin(serverDelta(serverAfter) - serverDelta(serverBefore)),
+    activity_slots_used: slotsByQueue[TASK_QUEUE] ?? 0,
+    activity_slots_used_by_task_queue: slotsByQueue,
+    worker_rss_mib: memoryMib(rig.workerPid, 'VmRSS'),
+    apiserver_requests_per_min: perMin(rig.cluster.requests.length - apiserverBefore),
+    watches_open: Math.max(watches, rig.cluster.openWatches()),
+  };
+  console.log(`  ${JSON.stringify(row)}`);
+  return row;
+}
+
+/** One refusal at a time, `repeats` times, topping the waits back up to `size` after each. */
+async function oneRefusal(rig: Rig, size: number, repeats: number): Promise<Summary> {
+  const runs: number[] = [];
+  for (let i = 0; i < repeats; i++) {
+    runs.push(...(await rig.refuse(rig.take(1))));
+    await rig.fill(size);
+  }
+  const result = summary(runs);
+  console.log(
+    `  ${rig.checkout.label}: one refusal with ${size} waiting ${JSON.stringify(result)}`,
+  );
+  return result;
+}
+
+/** A create's POST -> its pod's POST at the apiserver, `repeats` times; each joins the waits. */
+async function postToPod(rig: Rig, repeats: number, label: string): Promise<Summary> {
+  const runs: number[] = [];
+  for (let i = 0; i < repeats; i++) {
+    const before = rig.podsCreated();
+    const postedAtMs = Date.now();
+    const create = await rig.postCreate();
+    rig.waiting.push(create);
+    try {
+      await until(() => rig.podsCreated() > before, 120_000, 'the pod created');
+      const podPost = rig.cluster.requests.filter(
+        (r) => r.method === 'POST' && r.path.endsWith('/pods') && r.status === 201,
+      )[before];
+      runs.push((podPost?.at ?? NaN) - postedAtMs);
+    } catch {
+      runs.push(NaN);
+      problems.push(`${rig.checkout.label}: no pod within 120 s of a create's POST (${label})`);
+    }
+    await sleep(500);
+  }
+  const result = summary(runs);
+  console.log(`  ${rig.checkout.label}: POST -> pod created, ${label} ${JSON.stringify(result)}`);
+  return result;
 }
 
 /**
- * Runs the waits benchmark; the baseline is skipped with a message when BASELINE_DIR is unset
- * or holds no `worker/main.ts`.
- * @returns the window (ms), the rows and the informer caches' heap; failed checks go to
+ * SIGKILL the worker with `size` waiting: refusals recorded while no worker runs and after the
+ * new one started, pods made ready, cancels (DELETE of the sandbox); each must end as it
+ * should (failed, succeeded, cancelled). The others must still be waiting.
+ */
+async function workerKill(rig: Rig, size: number, atOnce: number) {
+  const quarter = Math.max(1, Math.floor(atOnce / 4));
+  const refusedWhileDown = rig.take(quarter);
+  const refusedAfter = rig.take(quarter);
+  const readyAfter = rig.take(quarter);
+  const cancelledAfter = rig.take(quarter);
+  await rig.killWorker();
+  console.log(`  ${rig.checkout.label}: worker SIGKILLed with ${size} waiting`);
+  for (const create of refusedWhileDown)
+    rig.cluster.node.recordSandboxFailure(NAMESPACE, podNameFor(create.sandboxId, 1), REFUSAL);
+  await sleep(2_000);
+  rig.startWorker();
+  await rig.waitForWorker();
+  const restartedAtMs = performance.now();
+  for (const create of refusedAfter)
+    rig.cluster.node.recordSandboxFailure(NAMESPACE, podNameFor(create.sandboxId, 1), REFUSAL);
+  for (const create of readyAfter)
+    rig.cluster.node.makeReady(NAMESPACE, podNameFor(create.sandboxId, 1));
+  await Promise.all(
+    cancelledAfter.map((create) =>
+      api(rig.base, `/v1/sandboxes/${create.sandboxId}`, { method: 'DELETE' }).then((r) =>
+        r.text(),
+      ),
+    ),
+  );
+  const ends = await Promise.all([
+    ...[...refusedWhileDown, ...refusedAfter].map((c) =>
+      rig.timeToOutcome(c, restartedAtMs, 'failed'),
+    ),
+    ...readyAfter.map((c) => rig.timeToOutcome(c, restartedAtMs, 'succeeded')),
+    ...cancelledAfter.map((c) => rig.timeToOutcome(c, restartedAtMs, 'cancelled')),
+  ]);
+  // The rest still wait: none failed or ended by the kill (a sample of 50, newest first).
+  const sample = rig.waiting.slice(-50);
+  const stillRunning = await Promise.all(
+    sample.map(async (c) => {
+      const op = (await (
+        await api(rig.base, `/v1/operations/${c.operationId}`)
+      ).json()) as Operation;
+      return op.status === 'running';
+    }),
+  );
+  const right = ends.filter(Number.isFinite).length + stillRunning.filter(Boolean).length;
+  const expected = ends.length + sample.length;
+  const slowest = Math.max(...ends.filter(Number.isFinite), 0);
+  console.log(
+    `  ${rig.checkout.label}: after the kill ${right}/${expected} ended right (or still wait), slowest ${Math.round(slowest)} ms`,
+  );
+  return { killEndedRight: right, killExpected: expected, killSlowestMs: slowest };
+}
+
+/** One checkout: every waits figure of the goal table, and the at-rest rows. */
+async function measureCheckout(
+  checkout: Checkout,
+  sizes: WaitSizes,
+): Promise<{ figures: GoalFigures; rows: RestRow[] }> {
+  const figures: GoalFigures = { killDeadlineMs: DEADLINE_MS };
+  const rows: RestRow[] = [];
+  const cap = checkout.label === 'baseline' ? sizes.baselineMax : Infinity;
+  console.log(`\n${checkout.label} (${checkout.dir}):`);
+  const rig = await Rig.start(checkout);
+  try {
+    // Warm-up: one create refused, so no figure pays a cold start.
+    await rig.fill(1);
+    await rig.refuse(rig.take(1));
+    figures.postToPodNoneWaiting = await postToPod(rig, sizes.repeats, 'none waiting');
+    // Those creates wait now; keep one, refuse the others (they end, and free their waits).
+    await rig.refuse(rig.take(rig.waiting.length - 1));
+    const one = await atRest(rig, 1, await rig.fill(1), sizes.windowMs);
+    rows.push(one);
+    figures.rssWith1Mib = one.worker_rss_mib;
+    figures.oneRefusalWith1 = await oneRefusal(rig, 1, sizes.repeats);
+
+    if (sizes.many <= cap) {
+      const many = await atRest(rig, sizes.many, await rig.fill(sizes.many), sizes.windowMs);
+      rows.push(many);
+      figures.rssWithManyMib = many.worker_rss_mib;
+      figures.requestsPerWaitPerMin = many.sdk_requests_per_waiting_create_per_min;
+      figures.slotsPerWait = many.activity_slots_used / sizes.many;
+      figures.oneRefusalWithMany = await oneRefusal(rig, sizes.many, sizes.repeats);
+      figures.atOnceWithMany = summary(await rig.refuse(rig.take(sizes.atOnce)));
+      console.log(
+        `  ${checkout.label}: ${sizes.atOnce} refusals at once with ${sizes.many} waiting ${JSON.stringify(figures.atOnceWithMany)}`,
+      );
+      await rig.fill(sizes.many);
+      Object.assign(figures, await workerKill(rig, sizes.many, sizes.atOnce));
+    }
+    if (sizes.crowd > 0 && sizes.crowd <= cap) {
+      const settled = await rig.fill(sizes.crowd);
+      rows.push(await atRest(rig, sizes.crowd, settled, sizes.windowMs));
+      figures.postToPodWithCrowd = await postToPod(rig, sizes.repeats, `${sizes.crowd} waiting`);
+    }
+    if (sizes.max > 0 && sizes.max <= cap) {
+      const settled = await rig.fill(sizes.max);
+      rows.push(await atRest(rig, sizes.max, settled, sizes.windowMs));
+      figures.maxRan = settled;
+      if (settled) figures.oneRefusalWithMax = await oneRefusal(rig, sizes.max, sizes.repeats);
+    }
+  } finally {
+    await rig.stop();
+  }
+  return { figures, rows };
+}
+
+/**
+ * Runs the waits figures for every checkout of the run (baseline first).
+ * @returns the sizes, the at-rest rows and each checkout's figures; failed checks go to
  *   `problems`
  */
-export async function measureWaits(): Promise<Record<string, unknown>> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'durable-sandbox-bench-waits-'));
-  const devServer = await startDevServer({ ui: false });
-  const cluster = await SimulatedCluster.start({ startupDelayMs: 100 });
-  cluster.faults.neverReady(true);
-  const store = await openStore({ sqliteFile: join(dataDir, 'store.db') });
-  const connection = await Connection.connect({ address: devServer.address });
-  const ctx: Context = {
-    cluster,
-    client: new Client({ connection }),
-    store,
-    dataDir,
-    temporalAddress: devServer.address,
-  };
-  // Warm-up: one pod through the client, so the first measurement is not a cold start.
-  await createPod(
-    createKubernetesClient({ kubeconfigYaml: cluster.kubeconfigYaml(), namespace: NAMESPACE }),
-    {
-      sandboxId: 'sbx_warmup',
-      generation: 1,
-      template: 'base',
-      image: 'example/base:1',
-      resources: { cpu: 1, memoryMib: 256, diskMib: 2048 },
-    },
-  );
-  const results: Row[] = [];
-  let cache: { events: number; heap_mib: number } | undefined;
-  try {
-    const sizes = (process.env.BENCH_WAITS ?? '1,100,1000').split(',').map(Number);
-    results.push(...(await measure(ctx, 'informers', resolve('.'), sizes)));
-    const baselineDir = process.env.BASELINE_DIR ?? '';
-    if (baselineDir && existsSync(join(baselineDir, 'worker/main.ts'))) {
-      const baselineSizes = sizes.filter((size) => size <= 100);
-      results.push(...(await measure(ctx, 'baseline', baselineDir, baselineSizes)));
-    } else {
-      console.log(
-        `baseline skipped: BASELINE_DIR (${baselineDir || 'unset'}) names no checkout with worker/main.ts`,
-      );
-    }
-    // Both caches (1,000 pods and their 1,000 refusal events), in this process.
-    cache = await eventsCacheMib(1_000);
-    console.log(
-      `informer caches with 1,000 pods and 1,000 refusal events: ${JSON.stringify(cache)}`,
-    );
-  } finally {
-    await connection.close();
-    await store.close();
-    await cluster.close();
-    await devServer.stop();
-    rmSync(dataDir, { recursive: true, force: true });
+export async function measureWaitFigures(quick: boolean) {
+  const sizes = waitSizesOf(quick);
+  console.log(`waits sizes: ${JSON.stringify(sizes)}`);
+  const rows: RestRow[] = [];
+  const figures: Array<{ label: string; figures: GoalFigures }> = [];
+  for (const checkout of checkoutsOfRun()) {
+    const measured = await measureCheckout(checkout, sizes);
+    rows.push(...measured.rows);
+    figures.push({ label: checkout.label, figures: measured.figures });
   }
-  console.log('\nwaits (side by side):');
-  for (const row of results) console.log(`  ${JSON.stringify(row)}`);
-  return { window_ms: WINDOW_MS, results, informer_caches_1000: cache };
+  console.log('\nat rest (side by side):');
+  for (const row of rows) console.log(`  ${JSON.stringify(row)}`);
+  return { sizes, rows, figures };
 }

@@ -1,0 +1,66 @@
+/**
+ * The two checkouts a side-by-side bench run measures (docs/benchmarks.md): the baseline at
+ * BASELINE_DIR (e.g. a worktree of `main` before a change, with its own node_modules) and the
+ * candidate at CANDIDATE_DIR (default: this checkout). Each runs its own `worker/main.ts`,
+ * `api/main.ts` or `scripts/start.ts` as a child process from its own directory, so each runs
+ * its own code against servers the bench starts.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+
+/** A checkout under test. */
+export interface Checkout {
+  /** `baseline` or `candidate`, as the printed table names it. */
+  label: 'baseline' | 'candidate';
+  /** Absolute path of the checkout. */
+  dir: string;
+}
+
+/**
+ * The checkouts of this run: the candidate, and the baseline first when BASELINE_DIR names a
+ * checkout with `worker/main.ts` (else it is left out with a message).
+ * @throws Error when CANDIDATE_DIR names no checkout with `worker/main.ts`
+ */
+export function checkoutsOfRun(): Checkout[] {
+  const candidate = resolve(process.env.CANDIDATE_DIR ?? '.');
+  if (!existsSync(join(candidate, 'worker/main.ts')))
+    throw new Error(`CANDIDATE_DIR ${candidate} holds no worker/main.ts`);
+  const baselineDir = process.env.BASELINE_DIR ?? '';
+  const checkouts: Checkout[] = [];
+  if (baselineDir && existsSync(join(baselineDir, 'worker/main.ts'))) {
+    checkouts.push({ label: 'baseline', dir: resolve(baselineDir) });
+  } else {
+    console.log(
+      `baseline skipped: BASELINE_DIR (${baselineDir || 'unset'}) names no checkout with worker/main.ts`,
+    );
+  }
+  checkouts.push({ label: 'candidate', dir: candidate });
+  return checkouts;
+}
+
+/**
+ * Runs `entry` (a TypeScript file of the checkout, e.g. `worker/main.ts`) with tsx from the
+ * checkout's directory, `env` added to the bench's environment; stderr is inherited, stdout
+ * dropped. `NODE_OPTIONS_BENCH` (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`) is passed to node.
+ */
+export function runInCheckout(
+  checkout: Checkout,
+  entry: string,
+  env: Record<string, string>,
+): ChildProcess {
+  const nodeArgs = (process.env.NODE_OPTIONS_BENCH ?? '').split(/\s+/).filter(Boolean);
+  return spawn(process.execPath, [...nodeArgs, '--import', 'tsx', entry], {
+    cwd: checkout.dir,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+}
+
+/** Sends `signal` and resolves when the child has exited (at once if it already had). */
+export async function stopChild(child: ChildProcess, signal: NodeJS.Signals): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((resolveExit) => child.once('exit', resolveExit));
+  child.kill(signal);
+  await exited;
+}
