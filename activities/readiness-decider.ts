@@ -12,7 +12,9 @@
  * Several workers may decide the same wait at once: the first completion wins and the others
  * are answered NotFound, which is dropped; completing twice is harmless.
  */
-import { ActivityNotFoundError, type AsyncCompletionClient } from '@temporalio/client';
+import { ActivityNotFoundError, type Client } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
+import { temporal } from '@temporalio/proto';
 import {
   cachedOutcome,
   podOutcome,
@@ -29,14 +31,23 @@ import { readinessFailure, readinessFailureLog } from './create-failure.js';
 export interface ReadinessDeciderOptions {
   informers: SandboxInformers;
   store: Store;
-  /** Temporal's async completion client (`client.activity`), for the worker's namespace. */
-  completion: Pick<AsyncCompletionClient, 'complete' | 'fail'>;
+  /**
+   * A Temporal client of the worker's namespace: `activity` completes the waits, `workflow`
+   * describes a create whose wait was never recorded.
+   */
+  client: Pick<Client, 'activity' | 'workflow'>;
   logger?: InformerLogger;
   /**
    * How often every recorded wait is decided against the caches, in ms (default 60 000): a net
    * under the per-change path (a store read that failed, a completion that gave up).
    */
   reconcileIntervalMs?: number;
+  /**
+   * How often the creates waiting with no recorded wait are looked for, in ms (default 10 000),
+   * and how old their wait attempt must be to count as lost, in ms (default 15 000).
+   */
+  unrecordedCheckIntervalMs?: number;
+  unrecordedAfterMs?: number;
   /** How long the pods cache may lack a wait's pod before it is read once by name, in ms (default 5 000). */
   podReadDelayMs?: number;
   /** Completion attempts per decision before the next reconcile takes over (default 8). */
@@ -44,6 +55,9 @@ export interface ReadinessDeciderOptions {
   /** First delay between completion attempts, in ms (default 500; doubling, cap 10 000). */
   completionRetryDelayMs?: number;
 }
+
+const PENDING_ACTIVITY_STARTED =
+  temporal.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STATE_STARTED;
 
 /** Waits decided at once by one reconcile (Temporal calls in flight). */
 const RECONCILE_CONCURRENCY = 32;
@@ -56,6 +70,8 @@ export class ReadinessDecider {
   private stopped = true;
   private unobserve: () => void = () => undefined;
   private reconcileTimer: NodeJS.Timeout | undefined;
+  private unrecordedTimer: NodeJS.Timeout | undefined;
+  private checkingUnrecorded = false;
   private reconciling: Promise<void> | undefined;
   private reconcileAgain = false;
   /** Decisions in flight, by task token: one per wait attempt at a time. */
@@ -97,6 +113,11 @@ export class ReadinessDecider {
       this.options.reconcileIntervalMs ?? 60_000,
     );
     this.reconcileTimer.unref();
+    this.unrecordedTimer = setInterval(
+      () => void this.retryUnrecorded(),
+      this.options.unrecordedCheckIntervalMs ?? 10_000,
+    );
+    this.unrecordedTimer.unref();
     if (informers.synced) void this.reconcile();
   }
 
@@ -105,6 +126,7 @@ export class ReadinessDecider {
     this.stopped = true;
     this.unobserve();
     if (this.reconcileTimer) clearInterval(this.reconcileTimer);
+    if (this.unrecordedTimer) clearInterval(this.unrecordedTimer);
     for (const timer of this.readTimers) clearTimeout(timer);
     this.readTimers.clear();
     await Promise.allSettled([this.reconciling, ...this.deciding.values()]);
@@ -167,6 +189,68 @@ export class ReadinessDecider {
   }
 
   /**
+   * A worker that dies between taking a wait's task and recording it leaves an attempt nobody
+   * can decide (no row, no heartbeat timeout). For each create waiting with no recorded wait,
+   * the workflow is described; a started wait attempt older than `unrecordedAfterMs` that never
+   * heartbeat (a heartbeating one is a wait of the release before, in a live process) is failed
+   * by workflow id and activity id with a retryable `WaitNotRecorded` failure, so Temporal
+   * schedules a new attempt, which records itself. Runs one at a time.
+   */
+  async retryUnrecorded(): Promise<void> {
+    if (this.stopped || this.checkingUnrecorded) return;
+    this.checkingUnrecorded = true;
+    const { client, logger, store } = this.options;
+    const afterMs = this.options.unrecordedAfterMs ?? 15_000;
+    try {
+      const lost = await store.listUnrecordedWaits({
+        updatedBefore: new Date(Date.now() - afterMs).toISOString(),
+        limit: 100,
+      });
+      for (const { operationId, workflowId } of lost) {
+        if (this.stopped) return;
+        const description = await client.workflow.getHandle(workflowId).describe();
+        if (description.status.name !== 'RUNNING') continue;
+        const attempt = description.raw.pendingActivities?.find(
+          (activity) =>
+            activity.activityType?.name === 'awaitPodReady' &&
+            activity.state === PENDING_ACTIVITY_STARTED &&
+            !activity.lastHeartbeatTime &&
+            Number(activity.lastStartedTime?.seconds ?? 0) * 1000 < Date.now() - afterMs,
+        );
+        if (!attempt?.activityId) continue;
+        // Recorded meanwhile (a slow worker, not a dead one): leave it.
+        const stillLost = await store.listUnrecordedWaits({
+          updatedBefore: new Date(Date.now() - afterMs).toISOString(),
+          limit: 100,
+        });
+        if (!stillLost.some((wait) => wait.operationId === operationId)) continue;
+        await client.activity
+          .fail(
+            { workflowId, runId: description.runId, activityId: attempt.activityId },
+            ApplicationFailure.retryable(
+              'the worker that took this wait stopped before recording it; waiting again',
+              'WaitNotRecorded',
+            ),
+          )
+          .catch((err: unknown) => {
+            if (!(err instanceof ActivityNotFoundError)) throw err;
+          });
+        logger?.warn(
+          { operation_id: operationId, attempt: attempt.attempt },
+          'a wait was never recorded (its worker died); Temporal retries it',
+        );
+      }
+    } catch (err) {
+      logger?.warn(
+        { err: (err as Error).message },
+        'the waits without a record could not be checked; the next check retries',
+      );
+    } finally {
+      this.checkingUnrecorded = false;
+    }
+  }
+
+  /**
    * A change of the pod `uid` that may be decisive: decides its wait, if one is recorded and
    * `outcomeOf` (given the wait, whose placement policy it may read) decides it.
    */
@@ -222,7 +306,8 @@ export class ReadinessDecider {
     wait: Omit<ReadinessWait, 'createdAt'>,
     outcome: ReadinessOutcome,
   ): Promise<void> {
-    const { completion, logger, store } = this.options;
+    const { client, logger, store } = this.options;
+    const completion = client.activity;
     const token = Buffer.from(wait.taskToken, 'base64');
     const fields = {
       operation_id: wait.operationId,

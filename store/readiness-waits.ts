@@ -103,3 +103,35 @@ function toWait(row: ReadinessWaitsTable): ReadinessWait {
     createdAt: row.created_at,
   };
 }
+
+/**
+ * The creates waiting for an IP (status `running`, phase `waiting_for_ip`) since before
+ * `updatedBefore` (ISO-8601) with no wait recorded: their wait activity may have been started
+ * by a worker that died before it recorded the wait. At most `limit`, oldest first.
+ */
+export async function selectUnrecordedWaits(
+  db: Kysely<Database>,
+  updatedBefore: string,
+  limit: number,
+): Promise<Array<{ operationId: string; workflowId: string }>> {
+  const rows = await db
+    .selectFrom('operations')
+    .select(['id', 'workflow_id'])
+    .where('status', '=', 'running')
+    .where('phase', '=', 'waiting_for_ip')
+    .where('updated_at', '<', updatedBefore)
+    .where((eb) =>
+      eb.not(
+        eb.exists(
+          eb
+            .selectFrom('readiness_waits')
+            .select('readiness_waits.pod_uid')
+            .whereRef('readiness_waits.operation_id', '=', 'operations.id'),
+        ),
+      ),
+    )
+    .orderBy('updated_at')
+    .limit(limit)
+    .execute();
+  return rows.map((row) => ({ operationId: row.id, workflowId: row.workflow_id }));
+}

@@ -14,6 +14,7 @@ import {
   deleteReadinessWaitsOf,
   selectReadinessWait,
   selectReadinessWaits,
+  selectUnrecordedWaits,
   upsertReadinessWait,
 } from './readiness-waits.js';
 import { selectRootfsFloors, upsertRootfsFloor } from './rootfs-floors.js';
@@ -371,6 +372,10 @@ export async function openStore(options: StoreOptions): Promise<Store> {
 
     clearReadinessWait(podUid, taskToken) {
       return deleteReadinessWait(db, podUid, taskToken);
+    },
+
+    listUnrecordedWaits(input) {
+      return selectUnrecordedWaits(db, input.updatedBefore, input.limit);
     },
 
     async ping() {

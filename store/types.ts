@@ -362,6 +362,14 @@ export interface Store {
    * @returns whether a row was removed
    */
   clearReadinessWait(podUid: string, taskToken: string): Promise<boolean>;
+  /**
+   * The creates in phase `waiting_for_ip` since before `updatedBefore` (ISO-8601) that have no
+   * recorded wait (its worker may have died before recording it), oldest first, at most `limit`.
+   */
+  listUnrecordedWaits(input: {
+    updatedBefore: string;
+    limit: number;
+  }): Promise<Array<{ operationId: string; workflowId: string }>>;
   /** Resolves when the database answers a trivial query; rejects with the driver's error. */
   ping(): Promise<void>;
   /** Closes the connection (pool); the store is unusable afterwards. */

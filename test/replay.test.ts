@@ -3,7 +3,8 @@
  * workflow code. A workflow edit that changes the commands of an existing history fails here.
  *
  * The fixtures in test/fixtures/ were recorded from real runs on the dev server; re-record them
- * (only on purpose, e.g. after a versioned change) with `RECORD_HISTORY=1 npx vitest run test/replay.test.ts`.
+ * (only on purpose, e.g. after a versioned change) with `RECORD_HISTORY=1 npx vitest run test/replay.test.ts`,
+ * or one of them with `RECORD_HISTORY=<file name>`.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -16,6 +17,9 @@ import { startTestStack, type TestStack } from './support/stack.js';
 const FIXTURES = {
   invalidRequest: 'create-sandbox-invalid-request.history.json',
   running: 'create-sandbox-running.history.json',
+  // Recorded with the asynchronous readiness wait (patch `async-readiness-wait`).
+  asyncInvalidRequest: 'create-sandbox-async-invalid-request.history.json',
+  asyncRunning: 'create-sandbox-async-running.history.json',
 } as const;
 
 function fixturePath(name: string): string {
@@ -38,7 +42,7 @@ describe('createSandbox replay (determinism)', () => {
   }
 
   it.each(Object.entries(FIXTURES))('replays the committed %s history', async (_label, file) => {
-    if (process.env.RECORD_HISTORY === '1') {
+    if (process.env.RECORD_HISTORY === '1' || process.env.RECORD_HISTORY === file) {
       writeFileSync(fixturePath(file), await recordHistory(file.includes('invalid') ? 300 : 2048));
     }
     const history = historyFromJSON(JSON.parse(readFileSync(fixturePath(file), 'utf8')));

@@ -644,6 +644,65 @@ describe.each(storeBackends())('store on $name', (backend) => {
     });
   });
 
+  describe('readiness waits', () => {
+    const wait = (n: number, overrides: Record<string, string> = {}) => ({
+      podUid: `uid-${n}`,
+      podName: `sbx-${n}-g1`,
+      taskToken: `token-${n}-a`,
+      operationId: `op_${String(n).padStart(4, '0')}`,
+      sandboxId: `sbx_${String(n).padStart(4, '0')}`,
+      workflowId: `op_${String(n).padStart(4, '0')}`,
+      runId: `run-${n}`,
+      activityId: '2',
+      ...overrides,
+    });
+
+    it('records, finds and lists waits; a later attempt replaces the row; clearing needs its token', async () => {
+      await store.recordReadinessWait(wait(1));
+      await store.recordReadinessWait(wait(2));
+      expect(await store.findReadinessWait('uid-1')).toMatchObject(wait(1));
+      expect((await store.listReadinessWaits()).map((w) => w.podUid)).toEqual(['uid-1', 'uid-2']);
+      // A retried attempt records a new token for the same pod.
+      await store.recordReadinessWait(wait(1, { taskToken: 'token-1-b' }));
+      expect((await store.findReadinessWait('uid-1'))?.taskToken).toBe('token-1-b');
+      expect(await store.clearReadinessWait('uid-1', 'token-1-a')).toBe(false);
+      expect(await store.clearReadinessWait('uid-1', 'token-1-b')).toBe(true);
+      expect(await store.findReadinessWait('uid-1')).toBeUndefined();
+      expect(await store.listReadinessWaits(1)).toHaveLength(1);
+    });
+
+    it("clears the operation's wait when it is marked running, decided or retired", async () => {
+      for (const n of [201, 202, 203]) {
+        await created(sandboxInput(n));
+        await store.recordReadinessWait(wait(n));
+      }
+      await store.recordPod({
+        ...firstExecution('sbx_0201'),
+        podName: 'sbx-201-g1',
+        podUid: 'uid-201',
+        operationId: 'op_0201',
+      });
+      await store.markSandboxRunning({
+        ...firstExecution('sbx_0201'),
+        podIp: '10.0.0.1',
+        operationId: 'op_0201',
+      });
+      await store.recordOperationOutcome({
+        operationId: 'op_0202',
+        status: 'cancelled',
+        error: { code: 'cancelled', message: 'cancelled', details: {} },
+      });
+      expect((await store.listReadinessWaits()).map((w) => w.podUid)).toEqual(['uid-203']);
+      await store.retireExecution({
+        ...firstExecution('sbx_0203'),
+        operationId: 'op_0203',
+        reason: 'pod_failed',
+        failure: { code: 'pod_failed', message: 'gone' },
+      });
+      expect(await store.listReadinessWaits()).toEqual([]);
+    });
+  });
+
   describe('operations', () => {
     const outcome = {
       status: 'failed' as const,

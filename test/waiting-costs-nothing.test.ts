@@ -150,6 +150,28 @@ describe('waiting costs nothing', () => {
     expect(await stack.store.listReadinessWaits()).toEqual([]);
   }, 240_000);
 
+  it('a wait whose worker died before recording it is failed as WaitNotRecorded, retried, and decided', async () => {
+    stack = await startTestStack({ cluster: { startupDelayMs: 100 } });
+    stack.cluster.faults.neverReady(true);
+    const { handle, input } = await startCreate(stack, { diskMib: 2048 });
+    const podName = await waitingAsync(handle, input.sandboxId);
+    // As if its worker had died between taking the task and recording the wait: no row.
+    const [lost] = await stack.store.listReadinessWaits();
+    expect(await stack.store.clearReadinessWait(lost?.podUid ?? '', lost?.taskToken ?? '')).toBe(
+      true,
+    );
+    // A new attempt records itself (another task token) within the check's bound.
+    await until(async () => {
+      const [again] = await stack!.store.listReadinessWaits();
+      return again !== undefined && again.taskToken !== lost?.taskToken;
+    }, 90_000);
+    const [pending] = (await handle.describe()).raw.pendingActivities ?? [];
+    expect(pending?.attempt).toBe(2);
+    expect(pending?.lastFailure?.applicationFailureInfo?.type).toBe('WaitNotRecorded');
+    stack.cluster.node.makeReady(NAMESPACE, podName);
+    expect((await handle.result()).pod.ip).toMatch(/^10\./);
+  }, 180_000);
+
   it('a cancel during the wait reaches compensation (the pod delete) within 2 s', async () => {
     stack = await startTestStack({ cluster: { startupDelayMs: 100 } });
     stack.cluster.faults.neverReady(true);

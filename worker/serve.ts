@@ -113,7 +113,7 @@ export async function serveWorker(options: ServeWorkerOptions): Promise<ServedWo
   const decider = new ReadinessDecider({
     informers,
     store: options.store,
-    completion: new Client({ connection, namespace: config.temporalNamespace }).activity,
+    client: new Client({ connection, namespace: config.temporalNamespace }),
     logger: options.logger,
   });
   decider.start();

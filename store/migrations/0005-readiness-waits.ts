@@ -26,9 +26,16 @@ export const readinessWaits: Migration = {
       .on('readiness_waits')
       .column('operation_id')
       .execute();
+    // The decider finds the creates waiting without a recorded wait (their worker died first).
+    await db.schema
+      .createIndex('operations_status_phase_updated_at')
+      .on('operations')
+      .columns(['status', 'phase', 'updated_at'])
+      .execute();
   },
 
   async down(db: Kysely<unknown>): Promise<void> {
+    await db.schema.dropIndex('operations_status_phase_updated_at').execute();
     await db.schema.dropTable('readiness_waits').execute();
   },
 };

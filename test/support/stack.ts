@@ -139,7 +139,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
       const decider = new ReadinessDecider({
         informers,
         store: activityStore,
-        completion: temporal.client.activity,
+        client: temporal.client,
         logger,
       });
       decider.start();

@@ -39,7 +39,7 @@ export async function withSandboxWorker<T>(
   const decider = new ReadinessDecider({
     informers,
     store: options.store,
-    completion: new Client({ connection: options.temporal.nativeConnection, namespace }).activity,
+    client: new Client({ connection: options.temporal.nativeConnection, namespace }),
   });
   decider.start();
   informers.start();
