@@ -42,6 +42,7 @@ COPY --from=build /app/config config
 COPY --from=build /app/contract contract
 COPY --from=build /app/kubernetes kubernetes
 COPY --from=build /app/temporal temporal
+COPY --from=build /app/tracing tracing
 COPY --from=build /app/store store
 COPY --from=build /app/worker worker
 COPY --from=build /app/workflows workflows
