@@ -34,7 +34,7 @@ import { freePort } from '../config/free-port.js';
 import { loadConfig } from '../config/index.js';
 import { createKubernetesClient } from '../kubernetes/client.js';
 import { POD_LABELS } from '../kubernetes/pod-spec.js';
-import { SimulatedCluster } from '../simulated-cluster/index.js';
+import { SimulatedCluster } from '../environments/simulated-cluster/index.js';
 import { openStore } from '../store/index.js';
 import { startDevServer, type DevServer } from './dev-server.js';
 

@@ -16,9 +16,12 @@ import { collectProcessMetrics } from '../config/process-metrics.js';
 import { ConfigError, DEV_TOKEN, loadConfig, type Config } from '../config/index.js';
 import { DEFAULT_API_URL } from '../cli/program.js';
 import { createLogger } from '../config/logger.js';
-import { startEmbeddedRealCluster, type EmbeddedRealCluster } from '../apiserver-tier/embedded.js';
+import {
+  startEmbeddedRealCluster,
+  type EmbeddedRealCluster,
+} from '../environments/apiserver-tier/embedded.js';
 import { createKubernetesClient } from '../kubernetes/client.js';
-import { SimulatedCluster } from '../simulated-cluster/index.js';
+import { SimulatedCluster } from '../environments/simulated-cluster/index.js';
 import { openStore } from '../store/index.js';
 import { serveWorker } from '../worker/serve.js';
 import { freePort } from '../config/free-port.js';

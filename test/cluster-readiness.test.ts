@@ -13,7 +13,7 @@ import { createApp } from '../api/app.js';
 import { operationErrorOf } from '../api/failures.js';
 import { createKubernetesClient, type KubernetesClient } from '../kubernetes/client.js';
 import { REQUIRED_PERMISSIONS } from '../kubernetes/cluster-check.js';
-import { SimulatedCluster } from '../simulated-cluster/index.js';
+import { SimulatedCluster } from '../environments/simulated-cluster/index.js';
 import { uniqueTaskQueue } from './support/temporal.js';
 import { bearer, createBody, startApiStack, type ApiStack } from './support/api.js';
 import { startCreate, settle } from './support/creates.js';

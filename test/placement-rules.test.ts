@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { sandboxPod, podNameFor } from '../kubernetes/pod-spec.js';
 import { classifyRefusal, nodeRefusal, type EventLike } from '../kubernetes/refusal.js';
-import { nodeAffinityAllows, nodeLabels } from '../simulated-cluster/scheduling.js';
+import { nodeAffinityAllows, nodeLabels } from '../environments/simulated-cluster/scheduling.js';
 
 const MARKED = (code: string) =>
   `Failed to create pod sandbox: rpc error: code = Unknown desc = [space-err=${code}] no sandbox capacity left`;

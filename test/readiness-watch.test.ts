@@ -9,7 +9,10 @@ import { createKubernetesClient, type KubernetesClient } from '../kubernetes/cli
 import { createPod, type PodRef } from '../kubernetes/pods.js';
 import { awaitPodReady, podOutcome, type ReadinessOutcome } from '../kubernetes/readiness-watch.js';
 import { SandboxInformers, type SandboxInformersOptions } from '../kubernetes/sandbox-informers.js';
-import { SimulatedCluster, type SimulatedClusterOptions } from '../simulated-cluster/index.js';
+import {
+  SimulatedCluster,
+  type SimulatedClusterOptions,
+} from '../environments/simulated-cluster/index.js';
 import { until } from './support/until.js';
 
 const NAMESPACE = 'sandboxes';

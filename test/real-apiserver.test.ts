@@ -20,7 +20,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createKubernetesClient, httpStatusOf } from '../kubernetes/client.js';
 import { sandboxPod } from '../kubernetes/pod-spec.js';
 import { deletePod } from '../kubernetes/pods.js';
-import { SimulatedCluster } from '../simulated-cluster/index.js';
+import { SimulatedCluster } from '../environments/simulated-cluster/index.js';
 import { eventually } from './support/api.js';
 import { startRealTier, type RealTier } from './support/real-tier.js';
 

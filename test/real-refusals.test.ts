@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from '../api/app.js';
 import { operationErrorOf } from '../api/failures.js';
 import { createKubernetesClient } from '../kubernetes/client.js';
-import { USER_ROLE_BINDING } from '../apiserver-tier/namespace.js';
+import { USER_ROLE_BINDING } from '../environments/apiserver-tier/namespace.js';
 import {
   awaitOperation,
   bearer,

@@ -16,7 +16,10 @@ import {
   type V1Status,
 } from '@kubernetes/client-node';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { SimulatedCluster, type SimulatedClusterOptions } from '../simulated-cluster/index.js';
+import {
+  SimulatedCluster,
+  type SimulatedClusterOptions,
+} from '../environments/simulated-cluster/index.js';
 
 const NS = 'sandboxes';
 const EVENTS = `/api/v1/namespaces/${NS}/events`;

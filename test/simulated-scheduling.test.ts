@@ -6,8 +6,8 @@
  */
 import { CoreV1Api, KubeConfig, type V1Pod } from '@kubernetes/client-node';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { SimulatedCluster } from '../simulated-cluster/index.js';
-import { nodeAffinityAllows, pickNode } from '../simulated-cluster/scheduling.js';
+import { SimulatedCluster } from '../environments/simulated-cluster/index.js';
+import { nodeAffinityAllows, pickNode } from '../environments/simulated-cluster/scheduling.js';
 
 const NS = 'sandboxes';
 const NODES = ['node-a', 'node-b', 'node-c'];

@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from '../api/app.js';
 import { loadConfig } from '../config/index.js';
 import { createKubernetesClient, type KubernetesClient } from '../kubernetes/client.js';
-import { SimulatedCluster } from '../simulated-cluster/index.js';
+import { SimulatedCluster } from '../environments/simulated-cluster/index.js';
 import { openStore, type Store, type StoreOptions } from '../store/index.js';
 import {
   checkoutRelease,

@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import { freePort } from '../../config/free-port.js';
-import { startGuarded, type GuardedProcess } from '../../apiserver-tier/process.js';
+import { startGuarded, type GuardedProcess } from '../apiserver-tier/process.js';
 
 const run = promisify(execFile);
 

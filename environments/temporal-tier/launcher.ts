@@ -24,7 +24,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { Connection } from '@temporalio/client';
 import { parse, stringify } from 'yaml';
-import { startGuarded, type GuardedProcess } from '../../apiserver-tier/process.js';
+import { startGuarded, type GuardedProcess } from '../apiserver-tier/process.js';
 import { findGo } from '../../scripts/binary-lookup.js';
 import { locateTemporalCli } from '../../scripts/temporal-cli.js';
 import { SEARCH_ATTRIBUTE_KEYS } from '../../workflows/search-attributes.js';

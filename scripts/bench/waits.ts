@@ -27,7 +27,7 @@ import { Client, Connection } from '@temporalio/client';
 import pg from 'pg';
 import { freePort } from '../../config/free-port.js';
 import { podNameFor } from '../../kubernetes/pod-spec.js';
-import { SimulatedCluster } from '../../simulated-cluster/index.js';
+import { SimulatedCluster } from '../../environments/simulated-cluster/index.js';
 import { startDevServer, type DevServer } from '../dev-server.js';
 import { checkoutsOfRun, runInCheckout, stopChild, type Checkout } from './checkouts.js';
 import type { GoalFigures, GoalSizes } from './goals.js';

@@ -6,10 +6,13 @@
  */
 import { randomBytes } from 'node:crypto';
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
-import { startApiserverTier, type ApiserverTier } from '../../apiserver-tier/launcher.js';
-import type { NamespaceOptions } from '../../apiserver-tier/namespace.js';
-import { NodeAgent, type NodeAgentOptions } from '../../node-agent/agent.js';
-import { PodScheduler } from '../../node-agent/scheduler.js';
+import {
+  startApiserverTier,
+  type ApiserverTier,
+} from '../../environments/apiserver-tier/launcher.js';
+import type { NamespaceOptions } from '../../environments/apiserver-tier/namespace.js';
+import { NodeAgent, type NodeAgentOptions } from '../../environments/node-agent/agent.js';
+import { PodScheduler } from '../../environments/node-agent/scheduler.js';
 
 /** What a real-tier suite gets. */
 export interface RealTier {

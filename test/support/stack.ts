@@ -11,7 +11,10 @@ import { pino, type Logger } from 'pino';
 import { createMetrics } from '../../activities/metrics.js';
 import { ReadinessDecider } from '../../activities/readiness-decider.js';
 import { createKubernetesClient, type KubernetesClient } from '../../kubernetes/client.js';
-import { SimulatedCluster, type SimulatedClusterOptions } from '../../simulated-cluster/index.js';
+import {
+  SimulatedCluster,
+  type SimulatedClusterOptions,
+} from '../../environments/simulated-cluster/index.js';
 import { openStore, type Store, type StoreOptions } from '../../store/index.js';
 import { createSandboxWorker } from '../../worker/worker.js';
 import { SandboxInformers } from '../../kubernetes/sandbox-informers.js';

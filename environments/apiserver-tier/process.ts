@@ -5,7 +5,7 @@
  * kube-apiserver outlives the tests or `npm start`.
  */
 import { spawn } from 'node:child_process';
-import { GUARD_SCRIPT } from '../scripts/dev-server.js';
+import { GUARD_SCRIPT } from '../../scripts/dev-server.js';
 
 /** A running guarded process. */
 export interface GuardedProcess {

@@ -25,7 +25,7 @@ import {
   type V1Pod,
   type V1PodList,
 } from '@kubernetes/client-node';
-import { httpStatusOf } from '../kubernetes/client.js';
+import { httpStatusOf } from '../../kubernetes/client.js';
 import {
   podIpFor,
   refusalBackoffMs,

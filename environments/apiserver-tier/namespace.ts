@@ -39,7 +39,7 @@ export const USER_ROLE_BINDING = 'durable-sandbox-user';
 
 /** The objects of deploy/rbac.yaml, moved to `namespace`. */
 export function rbacObjects(namespace: string, eventsWatch = true): KubernetesObject[] {
-  const path = new URL('../deploy/rbac.yaml', import.meta.url);
+  const path = new URL('../../deploy/rbac.yaml', import.meta.url);
   const objects = loadAllYaml(readFileSync(path, 'utf8')) as Array<Record<string, unknown>>;
   return objects.map((object) => {
     const moved = structuredClone(object) as Record<string, unknown> & KubernetesObject;
