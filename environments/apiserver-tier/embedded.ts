@@ -7,8 +7,7 @@
  */
 import { join } from 'node:path';
 import { writeKubeconfigFile } from '../simulated-cluster/kubeconfig.js';
-import { NodeAgent } from '../node-agent/agent.js';
-import { PodScheduler } from '../node-agent/scheduler.js';
+import { startTierNodes, type TierNodes } from '../node-agent/tier-nodes.js';
 import { startApiserverTier } from './launcher.js';
 
 /** Options of {@link startEmbeddedRealCluster}. */
@@ -48,32 +47,21 @@ export async function startEmbeddedRealCluster(
   options: EmbeddedRealClusterOptions,
 ): Promise<EmbeddedRealCluster> {
   const tier = await startApiserverTier({ namespace: options.namespace, log: options.log });
-  let agent: NodeAgent | undefined;
-  let scheduler: PodScheduler | undefined;
-  const stopAll = async () => {
-    await scheduler?.stop();
-    await agent?.stop();
-    await tier.stop();
-  };
-  const onError = (err: unknown, what: string) =>
-    options.log(`node agent: ${what}: ${String(err)}`);
+  let nodes: TierNodes;
   try {
-    agent = await NodeAgent.start({
-      kubelet: tier.kubeConfig('node'),
-      nodeName: tier.nodeName,
+    nodes = await startTierNodes(tier, {
       startupDelayMs: options.nodeDelayMs,
       rootfsMib: options.rootfsMib,
-      onError,
-    });
-    scheduler = await PodScheduler.start({
-      scheduler: tier.kubeConfig('scheduler'),
-      nodeNames: tier.nodeNames,
-      onError,
+      onError: (err, what) => options.log(`node agent: ${what}: ${String(err)}`),
     });
   } catch (err) {
-    await stopAll();
+    await tier.stop();
     throw err;
   }
+  const stopAll = async () => {
+    await nodes.stop();
+    await tier.stop();
+  };
   const kubeconfigPath = join(options.dataDir, 'kubeconfig');
   const adminKubeconfigPath = join(options.dataDir, 'kubeconfig-admin');
   writeKubeconfigFile(kubeconfigPath, tier.kubeconfigYaml('durable-sandbox', options.namespace));

@@ -19,9 +19,9 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '../../config/free-port.js';
 import { startApiserverTier, type ApiserverTier } from '../apiserver-tier/launcher.js';
+import { startTierNodes } from '../node-agent/tier-nodes.js';
 import { startGuarded, type GuardedProcess } from '../apiserver-tier/process.js';
-import { NodeAgent } from '../node-agent/agent.js';
-import { PodScheduler } from '../node-agent/scheduler.js';
+import type { NodeAgent } from '../node-agent/agent.js';
 import { writeKubeconfigFile } from '../simulated-cluster/kubeconfig.js';
 import { startPostgresInstance, type PostgresInstance } from '../postgresql/instance.js';
 import { startTemporalTier, type TemporalTier } from '../temporal-tier/launcher.js';
@@ -123,20 +123,13 @@ export async function startTopology(options: TopologyOptions = {}): Promise<Topo
 
     const apiserver = await startApiserverTier({ namespace: 'sandboxes', log });
     cleanups.push(() => apiserver.stop());
-    const agent = await NodeAgent.start({
-      kubelet: apiserver.kubeConfig(`node:${apiserver.nodeName}`),
-      nodeName: apiserver.nodeName,
+    // The tier has no kubelet and no kube-scheduler: the node agent and the scheduler
+    // stand-in take their places (node-agent/tier-nodes.ts).
+    const nodes = await startTierNodes(apiserver, {
       startupDelayMs: options.nodeDelayMs ?? 300,
-      onError: (err, what) => log(`node agent: ${what}: ${String(err)}`),
+      onError: (err, what) => log(`node: ${what}: ${String(err)}`),
     });
-    cleanups.push(() => agent.stop());
-    // The tier has no kube-scheduler: the scheduler stand-in binds pods (node-agent/scheduler.ts).
-    const scheduler = await PodScheduler.start({
-      scheduler: apiserver.kubeConfig('scheduler'),
-      nodeNames: apiserver.nodeNames,
-      onError: (err, what) => log(`scheduler: ${what}: ${String(err)}`),
-    });
-    cleanups.push(() => scheduler.stop());
+    cleanups.push(() => nodes.stop());
     const serviceKubeconfig = apiserver.kubeconfigYaml('durable-sandbox', 'sandboxes');
     const kubeconfigPath = join(dir, 'kubeconfig');
     const adminKubeconfigPath = join(dir, 'kubeconfig-admin');
@@ -203,7 +196,7 @@ export async function startTopology(options: TopologyOptions = {}): Promise<Topo
       storeUrl,
       temporal,
       apiserver,
-      agent,
+      agent: nodes.agents.get(apiserver.nodeName) as NodeAgent,
       worker2ApiserverLink,
       apis: services.slice(0, 2),
       workers: services.slice(2),

@@ -11,8 +11,12 @@ import {
   type ApiserverTier,
 } from '../../environments/apiserver-tier/launcher.js';
 import type { NamespaceOptions } from '../../environments/apiserver-tier/namespace.js';
-import { NodeAgent, type NodeAgentOptions } from '../../environments/node-agent/agent.js';
-import { PodScheduler } from '../../environments/node-agent/scheduler.js';
+import type { NodeAgent } from '../../environments/node-agent/agent.js';
+import {
+  startTierNodes,
+  type TierNodes,
+  type TierNodesOptions,
+} from '../../environments/node-agent/tier-nodes.js';
 
 /** What a real-tier suite gets. */
 export interface RealTier {
@@ -42,7 +46,7 @@ export interface RealTier {
  * node `agent-node-1`) and the scheduler. Call `stop()` in afterAll.
  */
 export async function startRealTier(
-  agentOptions: Partial<Omit<NodeAgentOptions, 'kubelet' | 'nodeName' | 'nodeIndex'>> = {},
+  agentOptions: TierNodesOptions = {},
   tierOptions: { nodeNames?: string[] } = {},
 ): Promise<RealTier> {
   const tier = await startApiserverTier({
@@ -52,36 +56,18 @@ export async function startRealTier(
   });
   const agentErrors: RealTier['agentErrors'] = [];
   const onError = (err: unknown, what: string) => agentErrors.push({ what, err });
-  const agents = new Map<string, NodeAgent>();
-  let scheduler: PodScheduler | undefined;
-  const stopAll = async () => {
-    await scheduler?.stop();
-    for (const running of agents.values()) await running.stop();
-    await tier.stop();
-  };
+  let nodes: TierNodes;
   try {
-    for (const [nodeIndex, nodeName] of tier.nodeNames.entries()) {
-      agents.set(
-        nodeName,
-        await NodeAgent.start({
-          kubelet: tier.kubeConfig(`node:${nodeName}`),
-          nodeName,
-          nodeIndex,
-          startupDelayMs: 100,
-          ...agentOptions,
-          onError,
-        }),
-      );
-    }
-    scheduler = await PodScheduler.start({
-      scheduler: tier.kubeConfig('scheduler'),
-      nodeNames: tier.nodeNames,
-      onError,
-    });
+    nodes = await startTierNodes(tier, { startupDelayMs: 100, ...agentOptions, onError });
   } catch (err) {
-    await stopAll();
+    await tier.stop();
     throw err;
   }
+  const stopAll = async () => {
+    await nodes.stop();
+    await tier.stop();
+  };
+  const { agents } = nodes;
   const agent = agents.get(tier.nodeName) as NodeAgent;
   const admin = tier.kubeConfig('admin');
   return {
