@@ -50,6 +50,26 @@ export function podNameFor(sandboxId: string, generation: number, placement = 1)
   return placement > 1 ? `${base}-p${placement}` : base;
 }
 
+/**
+ * The placement a pod name of {@link podNameFor} stands for, for a sandbox generation: 1 for
+ * `…-g<generation>`, n for `…-g<generation>-p<n>` (n >= 2).
+ * @returns undefined when the name is not one of this sandbox generation's pod names
+ */
+export function placementOfPodName(
+  podName: string,
+  sandboxId: string,
+  generation: number,
+): number | undefined {
+  const base = podNameFor(sandboxId, generation);
+  if (podName === base) return 1;
+  const suffix = /^-p([1-9][0-9]*)$/.exec(podName.slice(base.length));
+  if (!podName.startsWith(base) || !suffix) return undefined;
+  const placement = Number(suffix[1]);
+  return placement >= 2 && podNameFor(sandboxId, generation, placement) === podName
+    ? placement
+    : undefined;
+}
+
 /** Builds the pod manifest for one sandbox generation. */
 export function sandboxPod(input: SandboxPodInput): V1Pod {
   const { cpu, memoryMib, diskMib } = input.resources;

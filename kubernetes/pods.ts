@@ -100,6 +100,8 @@ export interface SandboxPod extends PodRef {
   sandboxId: string;
   /** From the generation annotation; NaN when missing or malformed. */
   generation: number;
+  /** From the placement annotation (absent: 1, as placement 1 has none); NaN when malformed. */
+  placement: number;
   /** `metadata.creationTimestamp`. */
   createdAt?: Date;
   /** Whether the pod is already being deleted (`metadata.deletionTimestamp` set). */
@@ -128,6 +130,7 @@ export async function listSandboxPods(client: KubernetesClient): Promise<Sandbox
         resourceVersion: pod.metadata?.resourceVersion,
         sandboxId,
         generation: Number(pod.metadata?.annotations?.[POD_ANNOTATIONS.generation] ?? NaN),
+        placement: Number(pod.metadata?.annotations?.[POD_ANNOTATIONS.placement] ?? 1),
         createdAt: created ? new Date(created) : undefined,
         terminating: Boolean(pod.metadata?.deletionTimestamp),
       },

@@ -42,6 +42,31 @@ async function sandboxWithPod(stored = true) {
   return { id, pod, execution };
 }
 
+/**
+ * A re-placed create's pods (docs/architecture.md, "Re-placement"): placement 1's and placement
+ * `placements`'s pods of a stored sandbox, with the store recording placement `recorded`'s pod as
+ * the sandbox's (createPod records each placement's pod as it makes it).
+ */
+async function replacedSandbox(options: { recorded: 1 | 2; running: boolean }) {
+  const first = await sandboxWithPod();
+  const second = await createPod(stack.kubernetes, {
+    sandboxId: first.id,
+    generation: 1,
+    template: 'base',
+    image: 'example/base:1',
+    resources: { cpu: 1, memoryMib: 256, diskMib: 2048 },
+    placement: 2,
+    avoidNodes: ['sim-node-1'],
+  });
+  for (const pod of options.recorded === 2 ? [first.pod, second] : [first.pod]) {
+    await stack.store.recordPod({ ...first.execution, podName: pod.name, podUid: pod.uid });
+  }
+  if (options.running) {
+    await stack.store.markSandboxRunning({ ...first.execution, podIp: '10.0.0.9' });
+  }
+  return { id: first.id, placement1: first.pod, placement2: second };
+}
+
 async function podNames(): Promise<string[]> {
   const pods = await stack.kubernetes.core.listNamespacedPod({ namespace: stack.namespace });
   return pods.items.map((pod) => pod.metadata?.name ?? '');
@@ -127,6 +152,42 @@ describe('orphan pod sweeper', () => {
     await client.workflow
       .getHandle((await stack.store.getSandboxById(open.id))!.operationId)
       .terminate();
+  });
+
+  it('deletes, by uid, the pod of an earlier placement that a re-placed create left behind', async () => {
+    // Placement 1's delete was missed (say the worker died around it); placement 2 runs.
+    const running = await replacedSandbox({ recorded: 2, running: true });
+    // Placement 2 is waiting for its IP, placement 1's pod still there.
+    const waiting = await replacedSandbox({ recorded: 2, running: false });
+    // Placement 2's pod made but not recorded yet: its create may be about to record it.
+    const recording = await replacedSandbox({ recorded: 1, running: false });
+    const deletesBefore = stack.cluster.requests.filter((r) => r.method === 'DELETE').length;
+
+    const sweep = await sweepOrphanPods({ ...stack, graceMs: 0 });
+    expect(sweep.deleted.sort()).toEqual([running.placement1.name, waiting.placement1.name].sort());
+    expect(sweep.lost).not.toContain(running.id);
+    const deletes = stack.cluster.requests
+      .filter((r) => r.method === 'DELETE')
+      .slice(deletesBefore);
+    expect(deletes.map((r) => [r.path.split('/').pop(), r.deleteOptions])).toEqual(
+      expect.arrayContaining(
+        [running.placement1, waiting.placement1].map((pod) => [
+          pod.name,
+          expect.objectContaining({ preconditions: { uid: pod.uid } }),
+        ]),
+      ),
+    );
+    expect(deletes).toHaveLength(2);
+    const left = await podNames();
+    expect(left).toEqual(
+      expect.arrayContaining([
+        running.placement2.name,
+        waiting.placement2.name,
+        recording.placement1.name,
+        recording.placement2.name,
+      ]),
+    );
+    expect((await stack.store.getSandboxById(running.id))?.state).toBe('running');
   });
 
   it('marks a running sandbox whose pod is gone lost, with when and why', async () => {

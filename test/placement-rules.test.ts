@@ -4,7 +4,8 @@
  * annotation, required node affinity).
  */
 import { describe, expect, it } from 'vitest';
-import { sandboxPod, podNameFor } from '../kubernetes/pod-spec.js';
+import fc from 'fast-check';
+import { placementOfPodName, sandboxPod, podNameFor } from '../kubernetes/pod-spec.js';
 import { classifyRefusal, nodeRefusal, type EventLike } from '../kubernetes/refusal.js';
 import { nodeAffinityAllows, nodeLabels } from '../environments/simulated-cluster/scheduling.js';
 
@@ -98,5 +99,23 @@ describe('the pod of a placement', () => {
     });
     expect(nodeAffinityAllows(pod.spec, nodeLabels('node-a'))).toBe(false);
     expect(nodeAffinityAllows(pod.spec, nodeLabels('node-c'))).toBe(true);
+  });
+
+  it('reads the placement back from a pod name, and only from its own generation', () => {
+    fc.assert(
+      fc.property(
+        fc.stringMatching(/^sbx_[a-z0-9]{1,12}$/),
+        fc.integer({ min: 1, max: 20 }),
+        fc.integer({ min: 1, max: 10 }),
+        (sandboxId, generation, placement) => {
+          const name = podNameFor(sandboxId, generation, placement);
+          expect(placementOfPodName(name, sandboxId, generation)).toBe(placement);
+          expect(placementOfPodName(name, sandboxId, generation + 1)).toBeUndefined();
+        },
+      ),
+    );
+    for (const name of ['sbx-abc-g1-p', 'sbx-abc-g1-p1', 'sbx-abc-g1-p01', 'sbx-abc-g12', 'x']) {
+      expect(placementOfPodName(name, 'sbx_abc', 1), name).toBeUndefined();
+    }
   });
 });

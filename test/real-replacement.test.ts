@@ -5,63 +5,38 @@
  */
 import request from 'supertest';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import {
-  awaitOperation,
-  bearer,
-  createBody,
-  eventually,
-  startApiStack,
-  type ApiStack,
-  type OperationBody,
-} from './support/api.js';
+import { awaitOperation, bearer, eventually } from './support/api.js';
 import { startRealTier, type RealTier } from './support/real-tier.js';
+import {
+  FULL,
+  REPLACEMENT_ROOTFS_MIB,
+  startReplacementSuite,
+  type ReplacedOperation,
+  type ReplacementSuite,
+} from './support/replacement.js';
 
 const NODES = ['agent-node-1', 'agent-node-2', 'agent-node-3'];
-const FULL = 'no sandbox capacity left on the node';
-const TEMPLATES = {
-  spread: { image: 'ghcr.io/durable-sandbox/base:1', replace_on: ['ResourceExhausted'] },
-  plain: { image: 'ghcr.io/durable-sandbox/base:1' },
-};
 
 let real: RealTier;
-let api: ApiStack;
+let suite: ReplacementSuite;
+let api: ReplacementSuite['api'];
 let namespace: string;
 beforeAll(async () => {
-  real = await startRealTier({ rootfsMib: { spread: 451, plain: 451 } }, { nodeNames: NODES });
+  real = await startRealTier({ rootfsMib: REPLACEMENT_ROOTFS_MIB }, { nodeNames: NODES });
   namespace = await real.freshNamespace('replace');
-  api = await startApiStack({
-    stack: { apiserver: real.serviceTarget(namespace), learnRootfsFloors: false },
-    env: { SANDBOX_TEMPLATES: JSON.stringify(TEMPLATES) },
-  });
+  suite = await startReplacementSuite({ apiserver: real.serviceTarget(namespace) });
+  api = suite.api;
 }, 20 * 60_000);
 afterAll(async () => {
-  await api?.stop();
+  await suite?.stop();
   await real?.stop();
 });
 afterEach(() => {
   for (const agent of real.agents.values()) agent.refuseWith(null);
 });
 
-type ReplacedOperation = OperationBody & {
-  details: { placements: Array<{ node: string; code: string; pod_name: string }> };
-};
-
-async function createAsync(template: string, app = api.app): Promise<OperationBody> {
-  const response = await request(app)
-    .post('/v1/sandboxes')
-    .set(bearer(api.tenantA))
-    .send(createBody(2048, { template }));
-  expect(response.status, response.text).toBe(202);
-  return response.body as OperationBody;
-}
-
-async function podsOf(sandboxId: string) {
-  const list = await real.adminCore.listNamespacedPod({
-    namespace,
-    labelSelector: `durable-sandbox.dev/sandbox-id=${sandboxId}`,
-  });
-  return list.items;
-}
+const createAsync = (template: string, app = api.app) => suite.createAsync(template, app);
+const podsOf = (sandboxId: string) => suite.podsOf(sandboxId);
 
 function refuse(node: string, code: string, message = FULL): void {
   real.agents.get(node)?.refuseWith(code, message);

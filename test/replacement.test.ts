@@ -5,83 +5,51 @@
  */
 import request from 'supertest';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { workerRegistry } from '../activities/metrics.js';
+import { awaitOperation, bearer, createBody, eventually } from './support/api.js';
 import {
-  awaitOperation,
-  bearer,
-  createBody,
-  eventually,
-  startApiStack,
-  type ApiStack,
-  type OperationBody,
-} from './support/api.js';
+  FULL,
+  REPLACEMENT_ROOTFS_MIB,
+  startReplacementSuite,
+  type ReplacedOperation,
+  type ReplacementSuite,
+} from './support/replacement.js';
+import { activitySummaries } from './support/temporal.js';
 
 const NODES = ['node-a', 'node-b', 'node-c'];
-const TEMPLATES = {
-  // Re-places on ResourceExhausted only: a node answering Unavailable is waited for.
-  spread: { image: 'ghcr.io/durable-sandbox/base:1', replace_on: ['ResourceExhausted'] },
-  // More placements than nodes: the fourth finds no node left.
-  wide: {
-    image: 'ghcr.io/durable-sandbox/base:1',
-    replace_on: ['ResourceExhausted', 'Unavailable'],
-    max_placements: 5,
-  },
-  plain: { image: 'ghcr.io/durable-sandbox/base:1' },
-};
-const FULL = 'no sandbox capacity left on the node';
 
-let api: ApiStack;
+let suite: ReplacementSuite;
+let api: ReplacementSuite['api'];
 beforeAll(async () => {
-  api = await startApiStack({
-    stack: {
-      cluster: {
-        nodeNames: NODES,
-        startupDelayMs: 100,
-        rootfsMib: { spread: 451, wide: 451, plain: 451 },
-      },
-      learnRootfsFloors: false,
-    },
-    env: { SANDBOX_TEMPLATES: JSON.stringify(TEMPLATES) },
+  suite = await startReplacementSuite({
+    cluster: { nodeNames: NODES, startupDelayMs: 100, rootfsMib: REPLACEMENT_ROOTFS_MIB },
   });
+  api = suite.api;
 });
 afterAll(async () => {
-  await api?.stop();
+  await suite?.stop();
 });
 afterEach(() => {
   for (const node of NODES) api.stack.cluster.faults.refuseOnNode(node, null);
 });
 
-interface Placement {
-  placement: number;
-  node: string;
-  code: string;
-  reason: string;
-  at: string;
-  pod_name: string;
-}
-type ReplacedOperation = OperationBody & { details: { placements: Placement[] } };
-
-async function createAsync(template: string, app = api.app): Promise<OperationBody> {
-  const response = await request(app)
-    .post('/v1/sandboxes')
-    .set(bearer(api.tenantA))
-    .send(createBody(2048, { template }));
-  expect(response.status, response.text).toBe(202);
-  return response.body as OperationBody;
-}
-
-async function podsOf(sandboxId: string) {
-  const list = await api.stack.kubernetes.core.listNamespacedPod({
-    namespace: 'sandboxes',
-    labelSelector: `durable-sandbox.dev/sandbox-id=${sandboxId}`,
-  });
-  return list.items;
-}
+const createAsync = (template: string, app = api.app) => suite.createAsync(template, app);
+const podsOf = (sandboxId: string) => suite.podsOf(sandboxId);
 
 /** The DELETEs of a pod the simulated apiserver served, with the DeleteOptions sent. */
 function podDeletes(podName: string) {
   return api.stack.cluster.requests.filter(
     (r) => r.method === 'DELETE' && r.path === `/api/v1/namespaces/sandboxes/pods/${podName}`,
   );
+}
+
+/** `durable_sandbox_replacements_total{template, code}` of the worker's registry now. */
+async function replacementsCounted(template: string, code: string): Promise<number> {
+  const metric = workerRegistry.getSingleMetric('durable_sandbox_replacements_total');
+  const { values } = metric ? await metric.get() : { values: [] };
+  return values
+    .filter((v) => v.labels.template === template && v.labels.code === code)
+    .reduce((sum, v) => sum + v.value, 0);
 }
 
 function podCreates() {
@@ -126,6 +94,8 @@ describe('re-placement on the simulated cluster', () => {
   it('two refusing nodes, then a third that starts it', async () => {
     api.stack.cluster.faults.refuseOnNode('node-a', 'ResourceExhausted', FULL);
     api.stack.cluster.faults.refuseOnNode('node-b', 'Unavailable', 'sandbox runtime is down');
+    const exhaustedBefore = await replacementsCounted('wide', 'ResourceExhausted');
+    const unavailableBefore = await replacementsCounted('wide', 'Unavailable');
     const op = await createAsync('wide');
     const done = (await awaitOperation(api.app, api.tenantA, op.id)) as ReplacedOperation;
     expect(done.status, JSON.stringify(done.error)).toBe('succeeded');
@@ -133,6 +103,9 @@ describe('re-placement on the simulated cluster', () => {
       [1, 'node-a', 'ResourceExhausted'],
       [2, 'node-b', 'Unavailable'],
     ]);
+    // One re-placement counted per refused placement, by template and code.
+    expect((await replacementsCounted('wide', 'ResourceExhausted')) - exhaustedBefore).toBe(1);
+    expect((await replacementsCounted('wide', 'Unavailable')) - unavailableBefore).toBe(1);
     const pods = await podsOf(op.sandbox_id);
     expect(pods.map((p) => p.spec?.nodeName)).toEqual(['node-c']);
     expect(pods[0]?.metadata?.name).toMatch(/-g1-p3$/);
@@ -181,6 +154,14 @@ describe('re-placement on the simulated cluster', () => {
     // Unavailable is not in spread's replace_on: the second placement waits on node-b.
     api.stack.cluster.faults.refuseOnNode('node-b', 'Unavailable', 'sandbox runtime is down');
     const op = await createAsync('spread');
+    // The operation shows the refused placement while the second one runs.
+    const running = (await awaitOperation(api.app, api.tenantA, op.id, {
+      until: (o) => ((o as ReplacedOperation).details?.placements ?? []).length > 0,
+    })) as ReplacedOperation;
+    expect(running.status).toBe('running');
+    expect(running.details.placements.map((p) => [p.placement, p.node, p.code])).toEqual([
+      [1, 'node-a', 'ResourceExhausted'],
+    ]);
     const second = await eventually(
       async () => {
         const pods = await podsOf(op.sandbox_id);
@@ -201,9 +182,38 @@ describe('re-placement on the simulated cluster', () => {
     );
   });
 
+  it('an InvalidArgument refusal during the second placement ends the create invalid_request', async () => {
+    api.stack.cluster.faults.refuseOnNode('node-a', 'ResourceExhausted', FULL);
+    api.stack.cluster.faults.refuseOnNode('node-b', 'InvalidArgument', 'the image is malformed');
+    const createsBefore = podCreates();
+    const op = await createAsync('wide');
+    const done = (await awaitOperation(api.app, api.tenantA, op.id)) as ReplacedOperation;
+    expect(done).toMatchObject({ status: 'failed', done: true });
+    expect(done.error?.code).toBe('invalid_request');
+    expect(done.error?.message).toContain('the image is malformed');
+    expect(done.details.placements.map((p) => p.node)).toEqual(['node-a']);
+    // No third placement (two pod creates), and no pod left.
+    expect(podCreates() - createsBefore).toBe(2);
+    expect(await podsOf(op.sandbox_id)).toEqual([]);
+  });
+
+  it('the deadline during the second placement ends the create pod_never_ready, no pod left', async () => {
+    api.stack.cluster.faults.refuseOnNode('node-a', 'ResourceExhausted', FULL);
+    // Unavailable is not in spread's replace_on: the second placement waits on node-b.
+    api.stack.cluster.faults.refuseOnNode('node-b', 'Unavailable', 'sandbox runtime is down');
+    const app = api.appWith({ CREATE_DEADLINE_MS: '5000' });
+    const op = await createAsync('spread', app);
+    const done = (await awaitOperation(app, api.tenantA, op.id)) as ReplacedOperation;
+    expect(done.error?.code).toBe('pod_never_ready');
+    expect(done.error?.message).toMatch(/-g1-p2 had no IP within the create deadline of 5 s/);
+    expect(done.details.placements.map((p) => p.node)).toEqual(['node-a']);
+    expect(await podsOf(op.sandbox_id)).toEqual([]);
+  });
+
   it('a template without replace_on still waits for its deadline', async () => {
     api.stack.cluster.faults.refuseOnNode('node-a', 'ResourceExhausted', FULL);
     const createsBefore = podCreates();
+    const countedBefore = await replacementsCounted('plain', 'ResourceExhausted');
     const app = api.appWith({ CREATE_DEADLINE_MS: '4000' });
     const started = Date.now();
     const op = await createAsync('plain', app);
@@ -212,5 +222,35 @@ describe('re-placement on the simulated cluster', () => {
     expect(Date.now() - started).toBeGreaterThanOrEqual(3_500);
     expect(done.details.placements).toEqual([]);
     expect(podCreates() - createsBefore).toBe(1);
+    expect(await replacementsCounted('plain', 'ResourceExhausted')).toBe(countedBefore);
+  });
+
+  it("the Temporal UI shows each placement's steps: its pod, the nodes it avoids, the delete by uid", async () => {
+    api.stack.cluster.faults.refuseOnNode('node-a', 'ResourceExhausted', FULL);
+    const op = await createAsync('spread');
+    const done = (await awaitOperation(api.app, api.tenantA, op.id)) as ReplacedOperation;
+    expect(done.status, JSON.stringify(done.error)).toBe('succeeded');
+    const base = `${op.sandbox_id.replace(/_/g, '-')}-g1`;
+    const firstUid = (await api.stack.store.getOperation(api.tenantA.id, op.id))?.placements[0]
+      ?.podUid;
+    const pod = `create pod of ${op.sandbox_id} (template spread, disk 2048 MiB, generation 1`;
+    // The summaries the UI reads: the history's userMetadata of each scheduled activity.
+    expect(await activitySummaries(api.stack.temporal.client, op.id)).toEqual([
+      { type: 'createPod', summary: `${pod})` },
+      {
+        type: 'awaitPodReady',
+        summary: `wait for pod ${base}'s IP or the node's refusal (re-place on ResourceExhausted)`,
+      },
+      { type: 'deletePod', summary: `delete pod ${base} (uid ${firstUid})` },
+      { type: 'createPod', summary: `${pod}, placement 2, not on node-a)` },
+      {
+        type: 'awaitPodReady',
+        summary: `wait for pod ${base}-p2's IP or the node's refusal (re-place on ResourceExhausted; ends if no node is left)`,
+      },
+      {
+        type: 'markSandboxRunning',
+        summary: expect.stringMatching(/^mark sbx_\S+ running at \S+/),
+      },
+    ]);
   });
 });

@@ -3,7 +3,6 @@
  * the workflow's static summary and details (describe), each activity's summary (the history's
  * user metadata), the failure, and the operation's link to its UI page.
  */
-import { defaultPayloadConverter } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -15,6 +14,7 @@ import {
   type ApiStack,
   type OperationBody,
 } from './support/api.js';
+import { activitySummaries as activitySummariesOf } from './support/temporal.js';
 
 const UI = 'http://ui.example:8233';
 const EventType = temporal.api.enums.v1.EventType;
@@ -40,18 +40,8 @@ async function refusedCreate(): Promise<OperationBody> {
   return awaitOperation(api.app, api.tenantA, (accepted.body as OperationBody).id);
 }
 
-/** Every scheduled activity of the workflow: its type and the summary the UI shows. */
-async function activitySummaries(workflowId: string) {
-  const history = await api.stack.temporal.client.workflow.getHandle(workflowId).fetchHistory();
-  return (history.events ?? [])
-    .filter((event) => event.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED)
-    .map((event) => ({
-      type: event.activityTaskScheduledEventAttributes?.activityType?.name,
-      summary: event.userMetadata?.summary
-        ? defaultPayloadConverter.fromPayload<string>(event.userMetadata.summary)
-        : undefined,
-    }));
-}
+const activitySummaries = (workflowId: string) =>
+  activitySummariesOf(api.stack.temporal.client, workflowId);
 
 describe('Temporal UI', () => {
   it('a create workflow carries a static summary and details naming sandbox, template and disk', async () => {

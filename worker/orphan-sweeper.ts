@@ -3,8 +3,9 @@
  * deletes its pod, but a pod whose creation the apiserver commits only after the create gave up
  * (a request stuck in a slow apiserver past the step's timeout) appears when nobody will delete
  * it. Every ORPHAN_SWEEP_INTERVAL_MS the worker lists the pods it manages and deletes those
- * whose sandbox the store knows as `failed` or `deleted`, or at a newer generation, or stuck
- * `creating` while its create workflow is closed. The same sweep marks a `running` sandbox whose
+ * whose sandbox the store knows as `failed` or `deleted`, or at a newer generation, or at an
+ * earlier placement than the pod the store records (re-placement), or stuck `creating` while
+ * its create workflow is closed. The same sweep marks a `running` sandbox whose
  * pod is gone (or being deleted) `lost`, with when and why, instead of listing it as running
  * with a dead IP.
  *
@@ -16,6 +17,7 @@ import type { Logger } from 'pino';
 import { classifyApiserverError } from '../kubernetes/apiserver-errors.js';
 import type { KubernetesClient } from '../kubernetes/client.js';
 import { deletePod, listSandboxPods, type SandboxPod } from '../kubernetes/pods.js';
+import { placementOfPodName } from '../kubernetes/pod-spec.js';
 import type { SandboxRecord, Store } from '../store/index.js';
 
 /** Pods younger than this (ms) are never swept: their create may still be recording them. */
@@ -56,10 +58,30 @@ export async function orphanReason(
   if (!sandbox) return undefined;
   if (sandbox.state === 'failed' || sandbox.state === 'deleted') return `sandbox ${sandbox.state}`;
   if (pod.generation < sandbox.generation) return `sandbox at generation ${sandbox.generation}`;
+  const replacedBy = laterPlacement(pod, sandbox);
+  if (replacedBy) return `placement ${pod.placement} was replaced by ${replacedBy}`;
   if (sandbox.state === 'creating' && workflowOpen && !(await workflowOpen(sandbox.operationId))) {
     return `sandbox creating but its create workflow ${sandbox.operationId} is closed`;
   }
   return undefined;
+}
+
+/**
+ * The later placement that replaced `pod`, when the store records a pod of the same generation
+ * whose placement is later than `pod`'s (docs/architecture.md, "Re-placement": the create moved
+ * past `pod`'s placement, so nothing will use it; its own delete was missed, e.g. the worker died
+ * around it). A later placement than the recorded one is left alone: its create may be about to
+ * record it.
+ * @returns e.g. `placement 2 (pod sbx-…-g1-p2)`, or undefined
+ */
+function laterPlacement(pod: SandboxPod, sandbox: SandboxRecord): string | undefined {
+  const recorded = sandbox.pod;
+  if (pod.generation !== sandbox.generation || !recorded.name || recorded.uid === pod.uid) {
+    return undefined;
+  }
+  const current = placementOfPodName(recorded.name, sandbox.id, sandbox.generation);
+  if (current === undefined || !(pod.placement < current)) return undefined;
+  return `placement ${current} (pod ${recorded.name})`;
 }
 
 /**

@@ -14,7 +14,9 @@
  *   - `goals`: `waits` and the stack rows in one run, printed as issue 18's "Done when" table
  *     (scripts/bench/goals.ts) -> bench-results/bench-goals-<time>.json;
  *   - `notify`: what the operation notifier's pg_notify costs PostgreSQL (scripts/bench/notify.ts)
- *     -> bench-results/bench-notify-<time>.json.
+ *     -> bench-results/bench-notify-<time>.json;
+ *   - `replace`: time to running after one re-placement beside a create that needed none
+ *     (scripts/bench/replace.ts) -> bench-results/bench-replace-<time>.json.
  *
  * `--quick` runs smaller counts (a trial, not the issue's figures). The baseline is the
  * checkout at BASELINE_DIR, the candidate the one at CANDIDATE_DIR (default: this one).
@@ -28,6 +30,7 @@ import { measureNotify } from './notify.js';
 import { ladderCountsOf, measureStackFigures } from './open-loop.js';
 import { measureOutcomes } from './outcomes.js';
 import { compareRefusalLatency } from './real.js';
+import { measureReplacement } from './replace.js';
 import { finish, writeResults } from './support.js';
 import { measureWaitFigures, waitSizesOf } from './waits.js';
 
@@ -74,6 +77,7 @@ const MODES: Record<string, (quick: boolean) => Promise<Record<string, unknown>>
     return { waits, stack, figures, minutes };
   },
   notify: () => measureNotify(),
+  replace: (quick) => measureReplacement(quick),
 };
 
 /** The mode named by the arguments (`real`, `--real`, ...), `default` when none is. */
@@ -83,7 +87,7 @@ function modeOf(args: string[]): string {
   const unknown = args.filter((arg) => !(arg.replace(/^--/, '') in MODES) && arg !== '--quick');
   if (unknown.length > 0)
     throw new Error(
-      `unknown argument ${unknown.join(' ')}; modes: real, floors, waits, goals, notify`,
+      `unknown argument ${unknown.join(' ')}; modes: real, floors, waits, goals, notify, replace`,
     );
   return named[0] ?? 'default';
 }

@@ -4,6 +4,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
+import { defaultPayloadConverter } from '@temporalio/common';
+import { temporal } from '@temporalio/proto';
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import type { Logger } from 'pino';
 import { inject } from 'vitest';
@@ -35,6 +37,28 @@ export async function connectToTestServer(): Promise<TemporalTestContext> {
       await connection.close();
     },
   };
+}
+
+/**
+ * Every scheduled activity of a workflow, in history order: its type and the summary the
+ * Temporal UI shows for it (the ActivityTaskScheduled event's `userMetadata.summary`).
+ */
+export async function activitySummaries(
+  client: Client,
+  workflowId: string,
+): Promise<Array<{ type?: string | null; summary?: string }>> {
+  const history = await client.workflow.getHandle(workflowId).fetchHistory();
+  return (history.events ?? [])
+    .filter(
+      (event) =>
+        event.eventType === temporal.api.enums.v1.EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED,
+    )
+    .map((event) => ({
+      type: event.activityTaskScheduledEventAttributes?.activityType?.name,
+      summary: event.userMetadata?.summary
+        ? defaultPayloadConverter.fromPayload<string>(event.userMetadata.summary)
+        : undefined,
+    }));
 }
 
 /** A task queue name no other suite or test uses. */
