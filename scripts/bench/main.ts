@@ -14,7 +14,10 @@
  *   - `goals`: `waits` and the stack rows in one run, printed as issue 18's "Done when" table
  *     (scripts/bench/goals.ts) -> bench-results/bench-goals-<time>.json;
  *   - `notify`: what the operation notifier's pg_notify costs PostgreSQL (scripts/bench/notify.ts)
- *     -> bench-results/bench-notify-<time>.json.
+ *     -> bench-results/bench-notify-<time>.json;
+ *   - `topology`: the outcome benchmark on the embedded stack and on the production topology,
+ *     and `notify` on the topology's PostgreSQL (scripts/bench/topology.ts)
+ *     -> bench-results/bench-topology-<time>.json.
  *
  * `--quick` runs smaller counts (a trial, not the issue's figures). The baseline is the
  * checkout at BASELINE_DIR, the candidate the one at CANDIDATE_DIR (default: this one).
@@ -28,6 +31,7 @@ import { measureNotify } from './notify.js';
 import { ladderCountsOf, measureStackFigures } from './open-loop.js';
 import { measureOutcomes } from './outcomes.js';
 import { compareRefusalLatency } from './real.js';
+import { measureTopologyThroughput } from './topology.js';
 import { finish, writeResults } from './support.js';
 import { measureWaitFigures, waitSizesOf } from './waits.js';
 
@@ -74,6 +78,7 @@ const MODES: Record<string, (quick: boolean) => Promise<Record<string, unknown>>
     return { waits, stack, figures, minutes };
   },
   notify: () => measureNotify(),
+  topology: (quick) => measureTopologyThroughput(quick),
 };
 
 /** The mode named by the arguments (`real`, `--real`, ...), `default` when none is. */
@@ -83,7 +88,7 @@ function modeOf(args: string[]): string {
   const unknown = args.filter((arg) => !(arg.replace(/^--/, '') in MODES) && arg !== '--quick');
   if (unknown.length > 0)
     throw new Error(
-      `unknown argument ${unknown.join(' ')}; modes: real, floors, waits, goals, notify`,
+      `unknown argument ${unknown.join(' ')}; modes: real, floors, waits, goals, notify, topology`,
     );
   return named[0] ?? 'default';
 }
