@@ -40,6 +40,10 @@ async function startTopologyStack(
   const startedAtMs = Date.now();
   const topology = await startTopology({
     nodeDelayMs: 150,
+    // Every template of the catalog is on the node, 451 MiB like `base`.
+    rootfsMib: Object.fromEntries(
+      Object.keys(JSON.parse(fresh.catalog())).map((name) => [name, 451]),
+    ),
     env: { LOG_LEVEL: 'warn', LOG_FORMAT: 'json', SANDBOX_TEMPLATES: catalogFile },
   }).catch((err: unknown) => {
     rmSync(dataDir, { recursive: true, force: true });
