@@ -5,6 +5,7 @@ import { Context, log } from '@temporalio/activity';
 import { ApplicationFailure, CompleteAsyncError } from '@temporalio/common';
 import {
   classifyApiserverError,
+  PERMISSION_BOUND_MS,
   UNAUTHORIZED_BOUND_MS,
   type ApiserverError,
 } from '../kubernetes/apiserver-errors.js';
@@ -55,6 +56,18 @@ export interface PodActivityDeps {
   heartbeatIntervalMs?: number;
   /** Create and watch metrics (activities/metrics.ts); optional. */
   metrics?: CreateMetrics;
+  /**
+   * How long `createPod` retries a refusal of the service's account before it ends the create
+   * `unavailable`, in ms, from the step's first schedule: 401 (default UNAUTHORIZED_BOUND_MS)
+   * and RBAC 403 (default PERMISSION_BOUND_MS; kubernetes/apiserver-errors.ts says why).
+   */
+  refusalBoundsMs?: Partial<RefusalBoundsMs>;
+}
+
+/** The bounds of {@link PodActivityDeps.refusalBoundsMs}, in ms. */
+export interface RefusalBoundsMs {
+  unauthorized: number;
+  permission: number;
 }
 
 /** Input of `createPod`. Sizes in MiB. */
@@ -98,8 +111,8 @@ export function podActivities(deps: PodActivityDeps) {
      * @throws ApplicationFailure `PodNameTaken` (non-retryable) when another pod owns the name
      * @throws ApplicationFailure (non-retryable) typed by the apiserver's answer
      *   (kubernetes/apiserver-errors.ts): `InvalidRequest` for a permanent refusal, `QuotaExceeded`
-     *   for a quota, `Unavailable` for RBAC, a kubeconfig that cannot work, or a 401 that lasted
-     *   past UNAUTHORIZED_BOUND_MS; details {@link CreateFailureDetails} with `podCreated: false`
+     *   for a quota, `Unavailable` for a kubeconfig that cannot work, or an RBAC 403 or a 401
+     *   that lasted past its bound ({@link PodActivityDeps.refusalBoundsMs}); details {@link CreateFailureDetails} with `podCreated: false`
      *   when no earlier attempt can have made the pod
      * @throws the client's error for transient answers (Temporal retries the step)
      */
@@ -119,7 +132,10 @@ export function podActivities(deps: PodActivityDeps) {
         if (err instanceof PodNameTakenError) {
           throw ApplicationFailure.nonRetryable(err.message, 'PodNameTaken');
         }
-        throw createPodFailure(err);
+        throw createPodFailure(err, {
+          unauthorized: deps.refusalBoundsMs?.unauthorized ?? UNAUTHORIZED_BOUND_MS,
+          permission: deps.refusalBoundsMs?.permission ?? PERMISSION_BOUND_MS,
+        });
       }
       await deps.store.recordPod({
         sandboxId: input.sandboxId,
@@ -272,31 +288,39 @@ function settleOutcome(outcome: ReadinessOutcome, pod: PodRef): AwaitPodReadyRes
 const CREATE_ERROR_CODE: Record<ApiserverError['kind'], OperationErrorCode | undefined> = {
   refused: 'invalid_request',
   quota: 'quota_exceeded',
-  permission: 'unavailable',
+  permission: undefined, // until its bound, then `unavailable`
   configuration: 'unavailable',
-  unauthorized: undefined, // until UNAUTHORIZED_BOUND_MS, then `unavailable`
+  unauthorized: undefined, // until its bound, then `unavailable`
   transient: undefined,
 };
 
 /**
  * What `createPod` throws for an error of the apiserver call (kubernetes/apiserver-errors.ts):
  * the error itself when retrying may help, else a non-retryable ApplicationFailure typed by the
- * error table whose message quotes the apiserver ("the apiserver refused the pod: …").
+ * error table whose message quotes the apiserver ("the apiserver refused the pod: …"). A 401 or
+ * an RBAC 403 is retried until it has lasted `boundsMs` of its class since the step was first
+ * scheduled (a freshly started kube-apiserver answers RBAC 403 until its caches have synced).
  */
-function createPodFailure(err: unknown): unknown {
+function createPodFailure(err: unknown, boundsMs: RefusalBoundsMs): unknown {
   const info = Context.current().info;
   const answer = classifyApiserverError(err);
-  const unauthorizedForMs = Date.now() - info.scheduledTimestampMs;
+  const retriedForMs = Date.now() - info.scheduledTimestampMs;
+  const boundMs =
+    answer.kind === 'unauthorized' || answer.kind === 'permission'
+      ? boundsMs[answer.kind]
+      : undefined;
   const code =
     CREATE_ERROR_CODE[answer.kind] ??
-    (answer.kind === 'unauthorized' && unauthorizedForMs >= UNAUTHORIZED_BOUND_MS
-      ? 'unavailable'
-      : undefined);
+    (boundMs !== undefined && retriedForMs >= boundMs ? 'unavailable' : undefined);
   if (!code) {
-    log.warn('pod create failed; retrying', { status: answer.status, reason: answer.message });
+    log.warn('pod create failed; retrying', {
+      error_class: answer.kind,
+      status: answer.status,
+      reason: answer.message,
+    });
     return err;
   }
-  const message = createRefusalMessage(answer);
+  const message = createRefusalMessage(answer, boundsMs);
   log.warn('pod create refused', { status: answer.status, reason: answer.message, code });
   const details: CreateFailureDetails = {
     code,
@@ -308,21 +332,21 @@ function createPodFailure(err: unknown): unknown {
 }
 
 /** The message of a create the apiserver (or the client's configuration) ended. */
-function createRefusalMessage(answer: ApiserverError): string {
+function createRefusalMessage(answer: ApiserverError, boundsMs: RefusalBoundsMs): string {
   switch (answer.kind) {
     case 'quota':
       return `the apiserver refused the pod: a resource quota is exhausted: ${answer.message}`;
     case 'permission':
       return (
-        `the service account may not create pods (deploy/rbac.yaml is not applied?): ` +
-        answer.message
+        `the service account may not create pods (deploy/rbac.yaml is not applied?), refused ` +
+        `for over ${boundsMs.permission / 1000} s: ${answer.message}`
       );
     case 'configuration':
       return `the kubeconfig cannot work: ${answer.message}`;
     case 'unauthorized':
       return (
         `the apiserver has refused the service's credentials for over ` +
-        `${UNAUTHORIZED_BOUND_MS / 1000} s: ${answer.message}`
+        `${boundsMs.unauthorized / 1000} s: ${answer.message}`
       );
     default:
       return `the apiserver refused the pod: ${answer.message}`;

@@ -4,7 +4,8 @@
  * reading it. The apiserver's error body is a `meta/v1` Status: `kind: Status`, `code` (the
  * HTTP status), `reason` (`Forbidden`, `Invalid`, `NotFound`, …), `message`, `details`.
  * Source: Kubernetes API concepts, "Responses" and "Status"; the admission messages of the
- * LimitRanger and ResourceQuota admission plugins; the RBAC authorizer's refusal wording.
+ * LimitRanger and ResourceQuota admission plugins; the RBAC authorizer's refusal wording;
+ * kube-apiserver v1.34's start-up (below, {@link PERMISSION_BOUND_MS}).
  */
 import { httpStatusOf } from './client.js';
 
@@ -15,12 +16,16 @@ import { httpStatusOf } from './client.js';
  * - `quota`: a ResourceQuota refused it (403 whose message says `exceeded quota`): capacity,
  *   not a bad request; it may pass later.
  * - `permission`: RBAC refused the service's account (403 `User "…" cannot <verb> resource
- *   "…"`): a configuration error of the installation (deploy/rbac.yaml).
+ *   "…"`): either a configuration error of the installation (deploy/rbac.yaml), or a
+ *   kube-apiserver that has just started and whose RBAC caches are still filling; retried with
+ *   back-off until {@link PERMISSION_BOUND_MS}, then a configuration error.
  * - `unauthorized`: 401, the credentials were not accepted; retried with back-off (tokens
  *   rotate, clocks skew) until {@link UNAUTHORIZED_BOUND_MS}.
  * - `configuration`: the client cannot send the request at all (an `http://` server without
  *   `insecure-skip-tls-verify`, a kubeconfig without a usable cluster); retrying cannot help.
- * - `transient`: 408, 409, 429, 5xx, and network errors (refused, reset, timed out): retried.
+ * - `transient`: 408, 409, 429, 5xx, network errors (refused, reset, timed out), and the 403
+ *   `not yet ready to handle request` of an admission plugin whose caches are not synced yet:
+ *   retried.
  */
 export type ApiserverErrorClass =
   'refused' | 'quota' | 'permission' | 'unauthorized' | 'configuration' | 'transient';
@@ -32,6 +37,12 @@ export const APISERVER_ERROR_POLICY = {
   /** 5xx not listed above are transient too. */
   transientFrom: 500,
   unauthorized: 401,
+  /**
+   * A 403 whose Status message matches this comes from an admission plugin that has not synced
+   * its caches yet (NamespaceLifecycle, PodNodeSelector, the webhooks: `admission.NewForbidden`
+   * with "not yet ready to handle request", k8s.io/apiserver v0.34): transient.
+   */
+  notReady: /not yet ready to handle request/,
   /** A 403 whose Status message matches this is a quota, not a refusal of the request. */
   quota: /exceeded quota/,
   /** A 403 whose Status message matches this is RBAC, not admission. */
@@ -50,6 +61,18 @@ export const APISERVER_ERROR_POLICY = {
 
 /** How long a 401 may last before a create gives up on it, in ms. */
 export const UNAUTHORIZED_BOUND_MS = 60_000;
+
+/**
+ * How long an RBAC 403 may last before a create gives up on it, in ms. kube-apiserver serves
+ * requests before its RBAC informers have synced (its `/readyz` check `informer-sync` fails
+ * meanwhile); until they have, the RBAC authorizer finds no binding and answers "no opinion",
+ * so the request gets the same 403 `User "…" cannot <verb> resource "…"` as a grant that is
+ * really missing (plugin/pkg/auth/authorizer/rbac/rbac.go and responsewriters.Forbidden in
+ * kubernetes v1.34; kubernetes/kubernetes#121635 shows the window lasting minutes on a cluster
+ * with 50,000 RoleBindings). The two cannot be told apart from one answer, so the refusal is
+ * retried like a 401 and reported as the missing grant once it has lasted this long.
+ */
+export const PERMISSION_BOUND_MS = 60_000;
 
 /** An apiserver error, classified. */
 export interface ApiserverError {
@@ -107,6 +130,7 @@ export function classifyApiserverError(err: unknown): ApiserverError {
     return { kind: 'transient', ...answered };
   }
   if (status === policy.unauthorized) return { kind: 'unauthorized', ...answered };
+  if (status === 403 && policy.notReady.test(message)) return { kind: 'transient', ...answered };
   if (status === 403 && policy.quota.test(message)) return { kind: 'quota', ...answered };
   if (status === 403 && policy.permission.test(message)) {
     return { kind: 'permission', ...answered };

@@ -1,8 +1,8 @@
 /**
  * One client-node `ListWatch` kept running (docs/architecture.md, "The readiness watch"):
  * `ListWatch` stops for good on any error but a 410 or an idle cut, so this restarts it by
- * kubernetes/watch-policy.ts's table (jittered back-off, Retry-After, the 401 bound, 403
- * refused), adds full jitter to its own re-open delay (its `delayFn` option), and tells the
+ * kubernetes/watch-policy.ts's table (jittered back-off, Retry-After, the 401 and 403 bounds,
+ * other 4xx refused), adds full jitter to its own re-open delay (its `delayFn` option), and tells the
  * owner when the apiserver refuses it and when it is served again.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -24,10 +24,11 @@ export class KeptInformer<T extends KubernetesObject> {
   readonly listWatch: ListWatch<T>;
   private stopped = false;
   private failures = 0;
-  private unauthorizedSinceMs: number | undefined;
+  /** Since when the apiserver has answered 401 or 403 (the bounded refusals), epoch ms. */
+  private refusedSinceMs: number | undefined;
   private streamUpSinceMs: number | undefined;
   private retryTimer: NodeJS.Timeout | undefined;
-  /** Set while the apiserver refuses this informer (403, other 4xx, 401 past the bound). */
+  /** Set while the apiserver refuses this informer (other 4xx, 401 or 403 past its bound). */
   refusal: string | undefined;
 
   constructor(
@@ -86,7 +87,7 @@ export class KeptInformer<T extends KubernetesObject> {
     this.options.observer?.onWatchStream?.(this.resource, open);
     if (open) {
       this.streamUpSinceMs = this.now();
-      this.unauthorizedSinceMs = undefined;
+      this.refusedSinceMs = undefined;
       if (this.refusal !== undefined) {
         this.refusal = undefined;
         this.options.logger?.info?.(
@@ -127,30 +128,33 @@ export class KeptInformer<T extends KubernetesObject> {
         break;
       case 'unauthorized': {
         const now = this.now();
-        this.unauthorizedSinceMs ??= now;
+        this.refusedSinceMs ??= now;
         const boundMs = this.options.unauthorizedBoundMs ?? WATCH_ERROR_POLICY.unauthorizedBoundMs;
-        if (now - this.unauthorizedSinceMs >= boundMs && this.refusal === undefined) {
+        if (now - this.refusedSinceMs >= boundMs && this.refusal === undefined) {
           this.refuse(
             `the apiserver has refused the worker's credentials (HTTP 401) for ` +
-              `${Math.round((now - this.unauthorizedSinceMs) / 1000)} s on ${this.resource}`,
+              `${Math.round((now - this.refusedSinceMs) / 1000)} s on ${this.resource}`,
             decision.status,
           );
         }
         delayMs = backoff();
         break;
       }
-      case 'forbidden':
-      case 'refused':
-        if (this.refusal === undefined) {
-          this.refuse(
-            `the worker may not list and watch ${this.resource} in namespace ` +
-              `${this.options.client.namespace} (HTTP ${decision.status}: ${decision.message}); ` +
-              `grant list and watch on ${this.resource} (deploy/rbac.yaml)`,
-            decision.status,
-          );
+      case 'forbidden': {
+        // A restarted apiserver answers 403 until its RBAC caches have synced: retried first.
+        const now = this.now();
+        this.refusedSinceMs ??= now;
+        const boundMs = this.options.forbiddenBoundMs ?? WATCH_ERROR_POLICY.forbiddenBoundMs;
+        if (now - this.refusedSinceMs < boundMs) {
+          delayMs = backoff();
+          break;
         }
-        // Keep trying at the cap: a later grant heals the worker without a restart.
-        this.failures = Math.max(this.failures, 30);
+        this.refuseForGood(decision.status, decision.message);
+        delayMs = backoff();
+        break;
+      }
+      case 'refused':
+        this.refuseForGood(decision.status, decision.message);
         delayMs = backoff();
         break;
     }
@@ -164,6 +168,20 @@ export class KeptInformer<T extends KubernetesObject> {
       if (!this.stopped) this.start();
     }, delayMs);
     this.retryTimer.unref();
+  }
+
+  /** Refused past any bound: the owner is told once, and the retries go to the back-off cap. */
+  private refuseForGood(status: number, apiserverMessage: string): void {
+    if (this.refusal === undefined) {
+      this.refuse(
+        `the worker may not list and watch ${this.resource} in namespace ` +
+          `${this.options.client.namespace} (HTTP ${status}: ${apiserverMessage}); ` +
+          `grant list and watch on ${this.resource} (deploy/rbac.yaml)`,
+        status,
+      );
+    }
+    // Keep trying at the cap: a later grant heals the worker without a restart.
+    this.failures = Math.max(this.failures, 30);
   }
 
   private refuse(message: string, status: number): void {

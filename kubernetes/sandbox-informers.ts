@@ -55,6 +55,11 @@ export interface SandboxInformersOptions {
   backoffCapMs?: number;
   /** How long a 401 may last before the waits end, in ms (default 60 000). */
   unauthorizedBoundMs?: number;
+  /**
+   * How long a 403 may last before the waits end (pods) or the events degrade, in ms (default
+   * 60 000: a restarted kube-apiserver answers 403 until its RBAC caches have synced).
+   */
+  forbiddenBoundMs?: number;
   /** How long an event of a pod the pods cache does not hold is kept, in ms (default 120 000). */
   unknownPodEventGraceMs?: number;
   logger?: InformerLogger;
@@ -71,7 +76,7 @@ export interface PodSubscriber {
   onPod(type: 'ADDED' | 'MODIFIED' | 'DELETED', pod: V1Pod): void;
   /** A `FailedCreatePodSandBox` event of the pod was recorded or updated. */
   onEvent(event: CoreV1Event): void;
-  /** The pods informer is refused (403, or 401 past its bound): the wait cannot see an IP. */
+  /** The pods informer is refused (403 or 401 past its bound): the wait cannot see an IP. */
   onPodsRefused(message: string): void;
 }
 

@@ -23,11 +23,14 @@ export const WATCH_ERROR_POLICY = {
   /** 401: credentials may rotate or clocks skew; retried with back-off for this long, then loud. */
   unauthorizedBoundMs: 60_000,
   /**
-   * 403 (RBAC): the pods informer cannot see an IP without `list`/`watch` on pods, so the waits
-   * end at once naming the permission; the events informer degrades once per worker. Both
-   * keep retrying at the back-off cap, so a later grant heals the worker.
+   * 403 (RBAC): retried with back-off for this long, since a kube-apiserver that has just
+   * started answers 403 until its RBAC informers have synced (kubernetes/apiserver-errors.ts,
+   * PERMISSION_BOUND_MS). Past it, the pods informer cannot see an IP without `list`/`watch`
+   * on pods, so the waits end naming the permission; the events informer degrades once per
+   * worker. Both keep retrying at the back-off cap, so a later grant heals the worker.
    */
   forbidden: 403,
+  forbiddenBoundMs: 60_000,
   /** Back-off: first delay (WATCH_RETRY_DELAY_MS), doubling, capped. */
   capMs: 30_000,
   /** A stream that stayed up this long resets the back-off. */
@@ -42,7 +45,7 @@ export type InformerErrorDecision =
   | { action: 'backoff'; cause: string; status?: number; retryAfterMs?: number }
   /** 401: back off and retry until the bound, then give up loudly (the waits end). */
   | { action: 'unauthorized'; cause: string; status: 401 }
-  /** 403: pods — the waits end naming the permission; events — degrade once. */
+  /** 403: retried until its bound, then pods — the waits end naming the permission; events — degrade once. */
   | { action: 'forbidden'; cause: string; status: 403; message: string }
   /** Any other 4xx: a request the apiserver will never accept (treated like 403). */
   | { action: 'refused'; cause: string; status: number; message: string };

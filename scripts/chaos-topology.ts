@@ -8,13 +8,8 @@
  * `postgres-outage`).
  */
 import { startTopology } from '../environments/topology/index.js';
-import {
-  ALL_SCENARIOS,
-  FaultMatrix,
-  isPerfect,
-  renderFaultTable,
-  type FaultRow,
-} from '../environments/topology/fault-matrix.js';
+import { ALL_SCENARIOS, FaultMatrix } from '../environments/topology/fault-matrix.js';
+import { isPerfect, renderFaultTable, type FaultRow } from '../environments/fault-report.js';
 
 /** Runs the matrix; resolves with the exit code. */
 export async function runTopologyMatrix(options: {

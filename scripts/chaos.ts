@@ -34,6 +34,15 @@ import { freePort } from '../config/free-port.js';
 import { loadConfig } from '../config/index.js';
 import { createKubernetesClient } from '../kubernetes/client.js';
 import { POD_LABELS } from '../kubernetes/pod-spec.js';
+import {
+  auditScenario,
+  faultRow,
+  isPerfect,
+  renderFaultTable,
+  type FaultRow,
+  type ScenarioAudit,
+  type ScenarioResult,
+} from '../environments/fault-report.js';
 import { SimulatedCluster } from '../environments/simulated-cluster/index.js';
 import { openStore } from '../store/index.js';
 import { startDevServer, type DevServer } from './dev-server.js';
@@ -62,18 +71,6 @@ interface Operation {
   phase: string;
   sandbox_id: string;
   error: { code: string; message: string } | null;
-}
-
-/** One row of the table. */
-interface Row {
-  scenario: string;
-  runs: number;
-  correct: number;
-  stuck: number;
-  leaked: number;
-  unretired: number;
-  unexpected5xx: number;
-  seconds: number;
 }
 
 const dataDir = mkdtempSync(join(tmpdir(), 'durable-sandbox-chaos-'));
@@ -217,65 +214,49 @@ async function waitForPhase(id: string, phase: string, boundMs = 30_000): Promis
 
 // --- checks -------------------------------------------------------------------------------
 
-/**
- * Pods leaked (a pod of one of `sandboxIds` whose sandbox is not `running`), executions not
- * retired, and sandboxes still `creating` (stuck), read from the cluster and the store.
- */
-async function audit(
-  sandboxIds: string[],
-): Promise<{ leaked: number; unretired: number; creating: number }> {
-  const ids = new Set(sandboxIds);
+/** The audit of `sandboxIds` (environments/fault-report.ts) from the cluster and the store. */
+async function audit(sandboxIds: string[]): Promise<ScenarioAudit> {
   const pods = await kubernetes.core.listNamespacedPod({ namespace: 'sandboxes' });
   const db = new Database(join(dataDir, 'store.db'), { readonly: true });
   try {
     const stateOf = db.prepare('select state from sandboxes where id = ?');
-    let leaked = 0;
-    for (const pod of pods.items) {
-      const id = pod.metadata?.labels?.[POD_LABELS.sandboxId];
-      if (!id || !ids.has(id)) continue;
-      const row = stateOf.get(id) as { state: string } | undefined;
-      if (row?.state !== 'running') leaked += 1;
-    }
     const activeOf = db.prepare(
       "select count(*) as n from executions where sandbox_id = ? and state = 'active'",
     );
-    let unretired = 0;
-    let creating = 0;
-    for (const id of ids) {
+    const states = new Map<string, string>();
+    const activeExecutions = new Set<string>();
+    for (const id of new Set(sandboxIds)) {
       const row = stateOf.get(id) as { state: string } | undefined;
-      if (!row) continue;
-      if (row.state === 'creating') creating += 1;
-      if (['failed', 'deleted', 'lost'].includes(row.state)) {
-        unretired += (activeOf.get(id) as { n: number }).n > 0 ? 1 : 0;
-      }
+      if (row) states.set(id, row.state);
+      if ((activeOf.get(id) as { n: number }).n > 0) activeExecutions.add(id);
     }
-    return { leaked, unretired, creating };
+    return auditScenario(sandboxIds, {
+      podSandboxIds: pods.items.map((pod) => pod.metadata?.labels?.[POD_LABELS.sandboxId]),
+      states,
+      activeExecutions,
+    });
   } finally {
     db.close();
   }
 }
 
-/** Runs a scenario: `body` returns runs, correct outcomes, not-done count and sandbox ids. */
+/** Runs a scenario: `body` reports its creates; the row adds the audit and the 5xx answers. */
 async function scenario(
   name: string,
-  body: () => Promise<{ runs: number; correct: number; notDone: number; sandboxIds: string[] }>,
-): Promise<Row | undefined> {
+  body: () => Promise<ScenarioResult>,
+): Promise<FaultRow | undefined> {
   if (ONLY && !name.startsWith(ONLY)) return undefined;
   const started = Date.now();
   const before5xx = unexpected5xx;
   const result = await body();
   await sleep(500); // let the last compensations' deletes land
-  const { leaked, unretired, creating } = await audit(result.sandboxIds);
-  const row: Row = {
-    scenario: name,
-    runs: result.runs,
-    correct: result.correct,
-    stuck: result.notDone + creating,
-    leaked,
-    unretired,
-    unexpected5xx: unexpected5xx - before5xx,
-    seconds: Math.round((Date.now() - started) / 1000),
-  };
+  const row = faultRow(
+    name,
+    result,
+    await audit(result.sandboxIds),
+    { unexpected5xx: unexpected5xx - before5xx },
+    started,
+  );
   process.stderr.write(`${name}: ${JSON.stringify(row)}\n`);
   return row;
 }
@@ -307,7 +288,7 @@ const refusedUnavailable = (op: Operation | { status: number; code: string }) =>
 
 // --- scenarios ----------------------------------------------------------------------------
 
-const rows: Array<Row | undefined> = [];
+const rows: Array<FaultRow | undefined> = [];
 await startWorker();
 // The worker is serving once a create succeeds.
 await settle([((await create(2048)) as Operation).id], 240_000);
@@ -548,37 +529,9 @@ await cluster.close();
 await devServer.stop();
 rmSync(dataDir, { recursive: true, force: true });
 
-const table = rows.filter((row): row is Row => row !== undefined);
-const header = [
-  'scenario (time)',
-  'runs',
-  'correct outcomes',
-  'stuck',
-  'pods leaked',
-  'executions not retired',
-  '5xx answers',
-];
-const lines = table.map((row) => [
-  `${row.scenario} (${row.seconds} s)`,
-  String(row.runs),
-  `${row.correct} (${((100 * row.correct) / Math.max(1, row.runs)).toFixed(1)} %)`,
-  String(row.stuck),
-  String(row.leaked),
-  String(row.unretired),
-  String(row.unexpected5xx),
-]);
-const widths = header.map((title, i) =>
-  Math.max(title.length, ...lines.map((line) => line[i]!.length)),
-);
-const render = (cells: string[]) =>
-  `| ${cells.map((cell, i) => cell.padEnd(widths[i]!)).join(' | ')} |`;
-console.log(render(header));
-console.log(`| ${widths.map((width) => '-'.repeat(width)).join(' | ')} |`);
-for (const line of lines) console.log(render(line));
-const perfect = table.every(
-  (row) =>
-    row.correct === row.runs && row.stuck + row.leaked + row.unretired + row.unexpected5xx === 0,
-);
+const table = rows.filter((row): row is FaultRow => row !== undefined);
+console.log(renderFaultTable(table));
+const perfect = table.every(isPerfect);
 if (!perfect) {
   console.log(
     '\nnot every figure is as it should be; the worker last printed:\n' + workerOutput.slice(-2000),

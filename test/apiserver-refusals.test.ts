@@ -1,8 +1,10 @@
 /**
  * Every apiserver answer to a pod create, through the API, a worker with the real activities, a
  * real dev server and the simulated apiserver over HTTP: permanent refusals end the create at
- * once as `invalid_request` quoting the apiserver, a quota as `quota_exceeded`, RBAC as
- * `unavailable` naming the permission, and 401/5xx are ridden out (kubernetes/apiserver-errors.ts).
+ * once as `invalid_request` quoting the apiserver, a quota as `quota_exceeded`, an RBAC 403
+ * that lasts past its bound as `unavailable` naming the permission, and 401/5xx and a passing RBAC
+ * 403 (a restarted kube-apiserver whose RBAC caches are syncing) are ridden out
+ * (kubernetes/apiserver-errors.ts).
  */
 import request from 'supertest';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -17,8 +19,15 @@ import {
 } from './support/api.js';
 
 let api: ApiStack;
+const PERMISSION_BOUND_MS = 5_000;
 beforeAll(async () => {
-  api = await startApiStack({ stack: { cluster: { startupDelayMs: 100 } } });
+  // A lasting RBAC 403 gives up after 5 s here instead of the service's 60 s.
+  api = await startApiStack({
+    stack: {
+      cluster: { startupDelayMs: 100 },
+      refusalBoundsMs: { permission: PERMISSION_BOUND_MS },
+    },
+  });
 });
 afterAll(async () => {
   await api?.stop();
@@ -98,13 +107,27 @@ describe('a pod create the apiserver refuses', () => {
     expect(sync.body.error.code).toBe('quota_exceeded');
   });
 
-  it('ends as unavailable naming the missing permission when RBAC refuses the create', async () => {
+  it('ends as unavailable naming the missing permission when RBAC refuses the create past its bound', async () => {
     api.stack.cluster.faults.deny('create', 'pods', true);
     const since = Date.now();
     const op = await createAndWait();
     expect(op.error?.code).toBe('unavailable');
-    expect(op.error?.message).toMatch(/may not create pods.*cannot create resource "pods"/);
-    expect(podCreates(since)).toHaveLength(1);
+    expect(op.error?.message).toMatch(
+      /^the service account may not create pods \(deploy\/rbac\.yaml is not applied\?\), refused for over 5 s: pods is forbidden: User "simulated" cannot create resource "pods"/,
+    );
+    // Retried with back-off while the bound lasted, then given up: the last refusal came after it.
+    const creates = podCreates(since);
+    expect(creates.length).toBeGreaterThan(1);
+    expect(creates.every((r) => r.status === 403)).toBe(true);
+    expect(creates.at(-1)!.at - creates[0]!.at).toBeGreaterThanOrEqual(PERMISSION_BOUND_MS - 1_000);
+  });
+
+  it('rides out the RBAC 403 of a restarted apiserver whose caches are syncing: 403 twice, then created', async () => {
+    api.stack.cluster.faults.failNextRequests('POST', 'pods', 2, 403);
+    const since = Date.now();
+    const op = await createAndWait();
+    expect(op.status, JSON.stringify(op.error)).toBe('succeeded');
+    expect(podCreates(since).map((r) => r.status)).toEqual([403, 403, 201]);
   });
 
   it('rides out 401 and 500 answers: the create succeeds once the apiserver accepts it', async () => {
@@ -128,6 +151,10 @@ describe('the classification table', () => {
       'permission',
     );
     expect(classifyApiserverError(answer(403, 'maximum memory usage')).kind).toBe('refused');
+    expect(
+      classifyApiserverError(answer(403, 'pods "x" is forbidden: not yet ready to handle request'))
+        .kind,
+    ).toBe('transient');
     expect(classifyApiserverError(answer(400, 'bad')).kind).toBe('refused');
     expect(classifyApiserverError(answer(401, 'Unauthorized')).kind).toBe('unauthorized');
     for (const code of [409, 429, 500, 503]) {

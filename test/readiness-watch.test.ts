@@ -278,13 +278,14 @@ describe('informers: watch failures', () => {
     expect(await outcome).toMatchObject({ outcome: 'refused' });
   });
 
-  it('events informer refused with 403: one warning per worker, waits rely on the pod', async () => {
+  it('events informer refused with 403 past its bound: one warning per worker, waits rely on the pod', async () => {
     cluster.faults.failNextWatches('events', 1_000, 403);
-    startInformers({ backoffCapMs: 200 });
+    startInformers({ backoffCapMs: 200, forbiddenBoundMs: 300 });
     const first = await newPod(2048);
     const second = await newPod(2048);
     expect(await wait(first)).toMatchObject({ outcome: 'ready' });
     expect(await wait(second)).toMatchObject({ outcome: 'ready' });
+    await until(() => (informers as SandboxInformers).eventsDegraded);
     await until(() => reads('events').filter((r) => r.watch).length >= 3);
     const warnings = logged.filter((entry) => entry.level === 'warn');
     expect(warnings).toHaveLength(1);
@@ -292,11 +293,11 @@ describe('informers: watch failures', () => {
     expect((informers as SandboxInformers).eventsDegraded).toBe(true);
   });
 
-  it('pods informer refused with 403: the wait ends at once naming the permission', async () => {
+  it('pods informer refused with 403 past its bound: the wait ends naming the permission', async () => {
     cluster.faults.neverReady(true);
     const pod = await newPod(2048);
     cluster.faults.failNextRequests('GET', 'pods', 1_000, 403);
-    startInformers();
+    startInformers({ forbiddenBoundMs: 500, backoffCapMs: 100 });
     const started = Date.now();
     const outcome = await wait(pod);
     expect(outcome).toMatchObject({
@@ -305,6 +306,23 @@ describe('informers: watch failures', () => {
     });
     expect((outcome as { reason: string }).reason).toContain('cannot list resource "pods"');
     expect(Date.now() - started).toBeLessThan(10_000);
+  });
+
+  it('403 for a while (a restarted apiserver syncing its RBAC caches), then served: the wait sees the IP', async () => {
+    cluster.faults.neverReady(true);
+    const pod = await newPod(2048);
+    // The list is refused twice, then the watch twice, as a fresh kube-apiserver refuses them.
+    cluster.faults.failNextRequests('GET', 'pods', 2, 403);
+    cluster.faults.failNextWatches('pods', 2, 403);
+    startInformers({ backoffCapMs: 200 });
+    const outcome = wait(pod);
+    await synced();
+    cluster.node.makeReady(NAMESPACE, pod.name);
+    expect(await outcome).toMatchObject({ outcome: 'ready' });
+    expect(reads('pods').map((r) => r.status)).toEqual(
+      expect.arrayContaining([403, 403, 403, 403, 200]),
+    );
+    expect(logged.filter((entry) => entry.level === 'error')).toEqual([]);
   });
 
   it('401 for a while, then served: the wait still sees the IP and the refusal', async () => {

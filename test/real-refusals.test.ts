@@ -129,7 +129,7 @@ describe('apiserver refusals on a real kube-apiserver', () => {
     expect(operationErrorOf(result.error)).toMatchObject({
       code: 'unavailable',
       message: expect.stringMatching(
-        /^the service account may not create pods \(deploy\/rbac\.yaml is not applied\?\): pods is forbidden: User "durable-sandbox" cannot create resource "pods" in API group "" in the namespace "norbac-\w+"$/,
+        /^the service account may not create pods \(deploy\/rbac\.yaml is not applied\?\), refused for over 0 s: pods is forbidden: User "durable-sandbox" cannot create resource "pods" in API group "" in the namespace "norbac-\w+"$/,
       ),
     });
   });
@@ -143,7 +143,15 @@ async function createIn(ns: string, diskMib = 2048) {
     namespace: ns,
   });
   return withSandboxWorker(
-    { temporal: api.stack.temporal, store: api.stack.store, kubernetes, taskQueue },
+    {
+      temporal: api.stack.temporal,
+      store: api.stack.store,
+      kubernetes,
+      taskQueue,
+      // RBAC 403 final at once here (the service retries it 60 s): a retried attempt could have
+      // made the pod, so compensation would run, and without any grant it cannot.
+      refusalBoundsMs: { permission: 0 },
+    },
     async () => {
       const { handle } = await startCreate({ ...api.stack, taskQueue }, { diskMib });
       return settle(handle.result());

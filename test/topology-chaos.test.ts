@@ -3,8 +3,10 @@
  * topology, in CI: PostgreSQL of its own, the Temporal server tier (temporal-server v1.29.1 on
  * PostgreSQL, built once like the apiserver tier), the real apiserver tier with the node agent,
  * two API replicas behind the load balancer and two workers, each a process. One run each of a
- * worker SIGKILL mid-wait, a PostgreSQL restart and a Temporal server restart; every row must be
- * perfect, as the cluster, the store and the API report it. The full matrix is
+ * worker SIGKILL mid-wait, a PostgreSQL restart, a Temporal server restart and a kube-apiserver
+ * restart (which answers RBAC 403 until its caches have synced, and refuses the node agent's
+ * status updates while it is down); every row must be perfect, as the cluster, the store and
+ * the API report it. The full matrix is
  * `npm run chaos -- --topology` (docs/production.md).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -38,6 +40,7 @@ describe('the fault matrix on the production topology', () => {
     ['worker-kill', 'a worker SIGKILLed while its create waits for the IP'],
     ['postgres-restart', 'PostgreSQL restarted while creates wait'],
     ['temporal-restart', 'the Temporal server restarted while creates wait'],
+    ['apiserver-restart', 'kube-apiserver restarted (same etcd) while creates wait'],
   ])(
     '%s: %s; every create succeeds, nothing stuck, leaked or unretired, no 5xx',
     async (scenario) => {

@@ -17,6 +17,7 @@
  * Tests script it like the simulated node (`refuseWith`, `neverReady`).
  */
 import { randomBytes } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import {
   CoreV1Api,
   ListWatch,
@@ -37,6 +38,13 @@ import {
 } from '../simulated-cluster/node-rules.js';
 import { KubeletEventRecorder } from './event-recorder.js';
 import { registerNode, type NodeRegistration } from './node-registration.js';
+
+/**
+ * How long the agent waits before it sends a failed pod status update or deletion again, in
+ * ms (kubelet's status manager retries on its next sync, every 10 s; shorter here so a test's
+ * wait through an apiserver restart stays short).
+ */
+export const STATUS_RETRY_MS = 1_000;
 
 /** How to run a node agent. Durations in ms; defaults are the simulated node's. */
 export interface NodeAgentOptions {
@@ -240,21 +248,29 @@ export class NodeAgent {
     }, delayMs);
   }
 
+  /**
+   * Sets the pod Running with its IP. A conflict re-reads the pod at once; any other failure
+   * but 404 (the apiserver restarting, refusing for a moment, throttling) is retried after
+   * {@link STATUS_RETRY_MS}, as kubelet's status manager retries a failed status update on its
+   * next sync (pkg/kubelet/status/status_manager.go, every 10 s there), until it lands or the
+   * pod is gone or deleted.
+   */
   private async makeReady(run: PodRun, pod: V1Pod): Promise<void> {
     const ip = podIpFor(this.nextIp++, this.options.nodeIndex ?? 0);
-    for (let attempt = 0; attempt < 5 && this.isCurrent(run); attempt++) {
-      const current =
-        attempt === 0
-          ? pod
-          : await this.kubeletCore.readNamespacedPod({ name: run.name, namespace: run.namespace });
-      if (current.metadata?.uid !== run.uid || current.metadata?.deletionTimestamp) return;
-      const status = runningPodStatus(
-        current.spec?.containers ?? [],
-        ip,
-        new Date().toISOString().replace(/\.\d{3}Z$/, 'Z'),
-        () => `containerd://${randomBytes(32).toString('hex')}`,
-      );
+    let current: V1Pod | undefined = pod;
+    while (this.isCurrent(run)) {
       try {
+        current ??= await this.kubeletCore.readNamespacedPod({
+          name: run.name,
+          namespace: run.namespace,
+        });
+        if (current.metadata?.uid !== run.uid || current.metadata?.deletionTimestamp) return;
+        const status = runningPodStatus(
+          current.spec?.containers ?? [],
+          ip,
+          new Date().toISOString().replace(/\.\d{3}Z$/, 'Z'),
+          () => `containerd://${randomBytes(32).toString('hex')}`,
+        );
         await this.kubeletCore.replaceNamespacedPodStatus({
           name: run.name,
           namespace: run.namespace,
@@ -263,11 +279,12 @@ export class NodeAgent {
         this.runs.delete(run.uid);
         return;
       } catch (err) {
-        if (httpStatusOf(err) === 404) return;
-        if (httpStatusOf(err) !== 409) {
-          this.onError(err, `setting pod ${run.name} running`);
-          return;
-        }
+        current = undefined; // read it again before the next attempt
+        const status = httpStatusOf(err);
+        if (status === 404) return;
+        if (status === 409) continue;
+        this.onError(err, `setting pod ${run.name} running (retrying)`);
+        await sleep(STATUS_RETRY_MS);
       }
     }
   }
@@ -286,8 +303,12 @@ export class NodeAgent {
       });
     } catch (err) {
       if (httpStatusOf(err) !== 404 && httpStatusOf(err) !== 409) {
-        this.onError(err, `finishing the deletion of pod ${name}`);
-        this.finishing.delete(uid);
+        this.onError(err, `finishing the deletion of pod ${name} (retrying)`);
+        // Retried like a status update: a restarting apiserver must not leave the pod behind.
+        setTimeout(() => {
+          this.finishing.delete(uid);
+          if (!this.stopped) void this.finishDeletion(namespace, name, uid);
+        }, STATUS_RETRY_MS).unref();
       }
     }
   }

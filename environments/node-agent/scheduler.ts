@@ -34,6 +34,8 @@ export interface PodSchedulerOptions {
 
 /** Pods the scheduler looks at: not bound, not finished (as kube-scheduler's own informer). */
 const UNSCHEDULED = 'spec.nodeName=,status.phase!=Succeeded,status.phase!=Failed';
+/** How long before a failed binding is tried again, in ms (kube-scheduler's first pod back-off, 1 s). */
+const BIND_RETRY_MS = 1_000;
 
 /** A running scheduler. Start with `PodScheduler.start()`, stop with `stop()`. */
 export class PodScheduler {
@@ -105,7 +107,13 @@ export class PodScheduler {
     } catch (err) {
       // 409: already bound; 404: deleted meanwhile.
       const status = httpStatusOf(err);
-      if (status !== 409 && status !== 404) this.onError(err, `binding pod ${name}`);
+      if (status === 409 || status === 404) return;
+      // Anything else (a restarting or briefly refusing apiserver) is tried again after 1 s, as
+      // kube-scheduler puts a pod whose binding failed back in its back-off queue (1 s first).
+      this.onError(err, `binding pod ${name} (retrying)`);
+      setTimeout(() => {
+        if (!this.stopped) void this.schedule(pod);
+      }, BIND_RETRY_MS).unref();
     }
   }
 

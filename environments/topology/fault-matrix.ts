@@ -2,7 +2,8 @@
  * The fault matrix on the production topology (environments/topology; docs/production.md,
  * "Fault matrix"), shared by `npm run chaos -- --topology` and test/topology-chaos.test.ts.
  * Every scenario drives the service over HTTP through the load balancer, as a client would,
- * then audits what the cluster, the store and Temporal hold:
+ * then audits what the cluster and the store hold (tallied and printed by
+ * environments/fault-report.ts, as `npm run chaos` is):
  *
  * - runs / correct outcomes: the creates started and how many ended as the scenario expects;
  * - stuck: not done within the bound, or done with the sandbox still `creating`;
@@ -16,21 +17,14 @@ import { CoreV1Api } from '@kubernetes/client-node';
 import pg from 'pg';
 import { DEV_TOKEN } from '../../config/index.js';
 import { POD_LABELS } from '../../kubernetes/pod-spec.js';
+import {
+  auditScenario,
+  faultRow,
+  type FaultRow,
+  type ScenarioAudit,
+  type ScenarioResult,
+} from '../fault-report.js';
 import type { Topology } from './index.js';
-
-/** One row of the matrix. */
-export interface FaultRow {
-  scenario: string;
-  runs: number;
-  correct: number;
-  stuck: number;
-  leaked: number;
-  unretired: number;
-  unexpected5xx: number;
-  /** 503 `unavailable` answers with `Retry-After` seen while the fault lasted. */
-  expected503: number;
-  seconds: number;
-}
 
 /** The scenarios, by name; `count` is the runs of the repeated ones. */
 export type FaultScenario =
@@ -102,17 +96,16 @@ export class FaultMatrix {
     const result = await this.body(scenario, count);
     await sleep(1_000); // the last compensations' deletes land
     const audit = await this.audit(result.sandboxIds);
-    return {
-      scenario: `${LABELS[scenario]} ×${count}`,
-      runs: result.runs,
-      correct: result.correct,
-      stuck: result.notDone + audit.creating,
-      leaked: audit.leaked,
-      unretired: audit.unretired,
-      unexpected5xx: this.unexpected5xx - before.unexpected,
-      expected503: this.expected503 - before.expected,
-      seconds: Math.round((Date.now() - startedAtMs) / 1000),
-    };
+    return faultRow(
+      `${LABELS[scenario]} ×${count}`,
+      result,
+      audit,
+      {
+        unexpected5xx: this.unexpected5xx - before.unexpected,
+        expected503: this.expected503 - before.expected,
+      },
+      startedAtMs,
+    );
   }
 
   private async body(scenario: FaultScenario, count: number): Promise<ScenarioResult> {
@@ -337,55 +330,35 @@ export class FaultMatrix {
     return { status: response.status, json };
   }
 
-  /** Pods leaked, executions not retired and sandboxes still `creating`, from the cluster and the store. */
-  private async audit(sandboxIds: string[]) {
-    const ids = new Set(sandboxIds);
+  /** The audit of `sandboxIds` (environments/fault-report.ts) from the cluster and the store. */
+  private async audit(sandboxIds: string[]): Promise<ScenarioAudit> {
     const pods = await this.core.listNamespacedPod({ namespace: 'sandboxes' });
     const db = new pg.Client({ connectionString: this.topology.storeUrl });
     await db.connect();
     try {
       const states = new Map<string, string>();
       const active = new Set<string>();
-      if (ids.size > 0) {
-        const list = [...ids];
-        for (const row of (
-          await db.query<{ id: string; state: string }>(
-            'select id, state from sandboxes where id = any($1)',
-            [list],
-          )
-        ).rows)
-          states.set(row.id, row.state);
-        for (const row of (
-          await db.query<{ sandbox_id: string }>(
-            "select distinct sandbox_id from executions where sandbox_id = any($1) and state = 'active'",
-            [list],
-          )
-        ).rows)
-          active.add(row.sandbox_id);
+      if (sandboxIds.length > 0) {
+        const byId = await db.query<{ id: string; state: string }>(
+          'select id, state from sandboxes where id = any($1)',
+          [sandboxIds],
+        );
+        for (const row of byId.rows) states.set(row.id, row.state);
+        const executions = await db.query<{ sandbox_id: string }>(
+          "select distinct sandbox_id from executions where sandbox_id = any($1) and state = 'active'",
+          [sandboxIds],
+        );
+        for (const row of executions.rows) active.add(row.sandbox_id);
       }
-      let leaked = 0;
-      for (const pod of pods.items) {
-        const id = pod.metadata?.labels?.[POD_LABELS.sandboxId];
-        if (id && ids.has(id) && states.get(id) !== 'running') leaked += 1;
-      }
-      let unretired = 0;
-      let creating = 0;
-      for (const [id, state] of states) {
-        if (state === 'creating') creating += 1;
-        if (['failed', 'deleted', 'lost'].includes(state) && active.has(id)) unretired += 1;
-      }
-      return { leaked, unretired, creating };
+      return auditScenario(sandboxIds, {
+        podSandboxIds: pods.items.map((pod) => pod.metadata?.labels?.[POD_LABELS.sandboxId]),
+        states,
+        activeExecutions: active,
+      });
     } finally {
       await db.end();
     }
   }
-}
-
-interface ScenarioResult {
-  runs: number;
-  correct: number;
-  notDone: number;
-  sandboxIds: string[];
 }
 
 const LABELS: Record<FaultScenario, string> = {
@@ -397,47 +370,6 @@ const LABELS: Record<FaultScenario, string> = {
   'apiserver-restart': 'kube-apiserver restart mid-wait (same etcd)',
   'worker-cut-from-apiserver': 'worker cut from kube-apiserver (10 s), Temporal reachable',
 };
-
-/** The rows as a Markdown table (the docs' shape). */
-export function renderFaultTable(rows: FaultRow[]): string {
-  const header = [
-    'scenario (time)',
-    'runs',
-    'correct outcomes',
-    'stuck',
-    'pods leaked',
-    'executions not retired',
-    'unexpected 5xx',
-    '503 + Retry-After',
-  ];
-  const lines = rows.map((row) => [
-    `${row.scenario} (${row.seconds} s)`,
-    String(row.runs),
-    `${row.correct} (${((100 * row.correct) / Math.max(1, row.runs)).toFixed(1)} %)`,
-    String(row.stuck),
-    String(row.leaked),
-    String(row.unretired),
-    String(row.unexpected5xx),
-    String(row.expected503),
-  ]);
-  const widths = header.map((title, i) =>
-    Math.max(title.length, ...lines.map((line) => line[i]!.length)),
-  );
-  const render = (cells: string[]) =>
-    `| ${cells.map((cell, i) => cell.padEnd(widths[i]!)).join(' | ')} |`;
-  return [
-    render(header),
-    `| ${widths.map((width) => '-'.repeat(width)).join(' | ')} |`,
-    ...lines.map(render),
-  ].join('\n');
-}
-
-/** Whether a row is perfect: every run correct, nothing stuck, leaked, unretired or 5xx. */
-export function isPerfect(row: FaultRow): boolean {
-  return (
-    row.correct === row.runs && row.stuck + row.leaked + row.unretired + row.unexpected5xx === 0
-  );
-}
 
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));

@@ -40,6 +40,11 @@ export interface TopologyOptions {
   port?: number;
   /** How long the node agent takes to give a pod its IP, in ms (default 300). */
   nodeDelayMs?: number;
+  /**
+   * The rootfs size of each template's image on the node, in MiB (default `{ base: 451 }`); the
+   * node agent refuses a template it does not list as not present on the node.
+   */
+  rootfsMib?: Record<string, number>;
   /** Extra environment of the API and worker processes (e.g. API_TOKENS, LOG_LEVEL). */
   env?: Record<string, string>;
   /** Receives every process's output lines, prefixed with its name. */
@@ -127,6 +132,7 @@ export async function startTopology(options: TopologyOptions = {}): Promise<Topo
     // stand-in take their places (node-agent/tier-nodes.ts).
     const nodes = await startTierNodes(apiserver, {
       startupDelayMs: options.nodeDelayMs ?? 300,
+      rootfsMib: options.rootfsMib,
       onError: (err, what) => log(`node: ${what}: ${String(err)}`),
     });
     cleanups.push(() => nodes.stop());

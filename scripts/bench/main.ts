@@ -16,7 +16,10 @@
  *   - `notify`: what the operation notifier's pg_notify costs PostgreSQL (scripts/bench/notify.ts)
  *     -> bench-results/bench-notify-<time>.json;
  *   - `replace`: time to running after one re-placement beside a create that needed none
- *     (scripts/bench/replace.ts) -> bench-results/bench-replace-<time>.json.
+ *     (scripts/bench/replace.ts) -> bench-results/bench-replace-<time>.json;
+ *   - `topology`: the outcome benchmark on the embedded stack and on the production topology,
+ *     and `notify` on the topology's PostgreSQL (scripts/bench/topology.ts)
+ *     -> bench-results/bench-topology-<time>.json.
  *
  * `--quick` runs smaller counts (a trial, not the issue's figures). The baseline is the
  * checkout at BASELINE_DIR, the candidate the one at CANDIDATE_DIR (default: this one).
@@ -31,6 +34,7 @@ import { ladderCountsOf, measureStackFigures } from './open-loop.js';
 import { measureOutcomes } from './outcomes.js';
 import { compareRefusalLatency } from './real.js';
 import { measureReplacement } from './replace.js';
+import { measureTopologyThroughput } from './topology.js';
 import { finish, writeResults } from './support.js';
 import { measureWaitFigures, waitSizesOf } from './waits.js';
 
@@ -78,6 +82,7 @@ const MODES: Record<string, (quick: boolean) => Promise<Record<string, unknown>>
   },
   notify: () => measureNotify(),
   replace: (quick) => measureReplacement(quick),
+  topology: (quick) => measureTopologyThroughput(quick),
 };
 
 /** The mode named by the arguments (`real`, `--real`, ...), `default` when none is. */
@@ -87,7 +92,7 @@ function modeOf(args: string[]): string {
   const unknown = args.filter((arg) => !(arg.replace(/^--/, '') in MODES) && arg !== '--quick');
   if (unknown.length > 0)
     throw new Error(
-      `unknown argument ${unknown.join(' ')}; modes: real, floors, waits, goals, notify, replace`,
+      `unknown argument ${unknown.join(' ')}; modes: real, floors, waits, goals, notify, replace, topology`,
     );
   return named[0] ?? 'default';
 }

@@ -44,6 +44,7 @@ import {
   summary,
   TOKEN,
   until,
+  type BenchStack,
   type RefusalWatch,
   type Summary,
   watchRefusals,
@@ -191,19 +192,31 @@ function sinceRefusal(refusals: RefusalWatch, podName: string | undefined, atMs:
 }
 
 /**
+ * Starts what the benchmark runs on, with a catalog of `freshTemplates` fresh templates and a
+ * node that answers 150 ms after a pod is created: the embedded stack by default
+ * (scripts/bench/support.ts `startStack`), or the production topology
+ * (scripts/bench/topology.ts).
+ */
+export type OutcomeTarget = (freshTemplates: number) => Promise<BenchStack>;
+
+/** The embedded stack; its simulated node refuses 150 ms after the pod is created, as in the issue's measurements. */
+const embeddedStack: OutcomeTarget = (freshTemplates) =>
+  startStack({ env: { SIMULATED_NODE_DELAY_MS: '150' }, freshTemplates });
+
+/**
  * Runs the outcome benchmark on a stack of its own and prints its table.
  * @param quick the smaller counts of `--quick`
+ * @param start what to run on (default: the embedded stack)
  * @returns the table's rows, success throughput (creates/s), GET rate (requests/s), peak RSS
  *   (MiB), for the results file; failed checks go to `problems`
  */
-export async function measureOutcomes(quick: boolean): Promise<Record<string, unknown>> {
+export async function measureOutcomes(
+  quick: boolean,
+  start: OutcomeTarget = embeddedStack,
+): Promise<Record<string, unknown>> {
   const counts = quick ? QUICK : FULL;
   const refusalsNeeded = 1 + 2 * counts.oneAtATime + counts.some + counts.many;
-  const stack = await startStack({
-    // The node refuses 150 ms after the pod is created, as in the issue's measurements.
-    env: { SIMULATED_NODE_DELAY_MS: '150' },
-    freshTemplates: refusalsNeeded + counts.openLoopPerS * counts.openLoopS,
-  });
+  const stack = await start(refusalsNeeded + counts.openLoopPerS * counts.openLoopS);
   const { base } = stack;
   let floors: Awaited<ReturnType<typeof startFloors>> | undefined;
   let refusals: RefusalWatch | undefined;

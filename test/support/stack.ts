@@ -10,6 +10,7 @@ import type { Worker } from '@temporalio/worker';
 import { pino, type Logger } from 'pino';
 import { createMetrics } from '../../activities/metrics.js';
 import { ReadinessDecider } from '../../activities/readiness-decider.js';
+import type { RefusalBoundsMs } from '../../activities/pods.js';
 import { createKubernetesClient, type KubernetesClient } from '../../kubernetes/client.js';
 import {
   SimulatedCluster,
@@ -55,6 +56,11 @@ export interface TestStackOptions {
   learnRootfsFloors?: boolean;
   /** The workers' activity slots (default: the worker's, MAX_CONCURRENT_ACTIVITIES). */
   maxConcurrentActivities?: number;
+  /**
+   * How long the worker retries a 401 or an RBAC 403 before it gives up, in ms, for createPod
+   * and the informers alike (default: the service's, 60 000 each).
+   */
+  refusalBoundsMs?: Partial<RefusalBoundsMs>;
 }
 
 /** What a suite gets. */
@@ -134,6 +140,8 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
         watchTimeoutSeconds: options.watchTimeoutSeconds ?? 25,
         logger,
         observer: createMetrics().watchObserver,
+        unauthorizedBoundMs: options.refusalBoundsMs?.unauthorized,
+        forbiddenBoundMs: options.refusalBoundsMs?.permission,
       });
       const activityStore = withoutLearning(
         options.activityStore ? options.activityStore(store) : store,
@@ -158,6 +166,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
           informers,
           decider,
           metrics: createMetrics(),
+          refusalBoundsMs: options.refusalBoundsMs,
         },
         shutdownGraceTimeMs: 2_000,
         maxConcurrentActivities: options.maxConcurrentActivities,

@@ -6,6 +6,7 @@
 import { Client } from '@temporalio/client';
 import { createMetrics } from '../../activities/metrics.js';
 import { ReadinessDecider } from '../../activities/readiness-decider.js';
+import type { RefusalBoundsMs } from '../../activities/pods.js';
 import type { KubernetesClient } from '../../kubernetes/client.js';
 import { SandboxInformers } from '../../kubernetes/sandbox-informers.js';
 import type { Store } from '../../store/index.js';
@@ -20,6 +21,8 @@ export interface SandboxWorkerOptions {
   taskQueue: string;
   /** Temporal namespace (default `default`). */
   namespace?: string;
+  /** How long a 401 or an RBAC 403 is retried, in ms (default: the service's, 60 000 each). */
+  refusalBoundsMs?: Partial<RefusalBoundsMs>;
 }
 
 /**
@@ -34,6 +37,8 @@ export async function withSandboxWorker<T>(
     client: options.kubernetes,
     retryDelayMs: 100,
     watchTimeoutSeconds: 25,
+    unauthorizedBoundMs: options.refusalBoundsMs?.unauthorized,
+    forbiddenBoundMs: options.refusalBoundsMs?.permission,
   });
   const namespace = options.namespace ?? 'default';
   const decider = new ReadinessDecider({
@@ -54,6 +59,7 @@ export async function withSandboxWorker<T>(
       informers,
       decider,
       metrics: createMetrics(),
+      refusalBoundsMs: options.refusalBoundsMs,
     },
   });
   const running = worker.run();
