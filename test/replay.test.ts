@@ -26,8 +26,6 @@ const FIXTURES = {
   // Recorded with the asynchronous readiness wait (patch `async-readiness-wait`).
   asyncInvalidRequest: 'create-sandbox-async-invalid-request.history.json',
   asyncRunning: 'create-sandbox-async-running.history.json',
-  // Recorded with compensation's deletePod as a local activity (patch `local-compensation-delete`).
-  localDeleteInvalidRequest: 'create-sandbox-local-delete-invalid-request.history.json',
 } as const;
 
 function fixturePath(name: string): string {

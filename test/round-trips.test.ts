@@ -74,15 +74,15 @@ async function eagerDispatches(count: number): Promise<number> {
 
 describe('round trips per create', () => {
   // One test, in order: the server's counter is per task queue and cumulative.
-  it('a refusal: 3 workflow tasks, 2 activity tasks handed out eagerly, 3 local activities; a success: 4 workflow tasks, 3 activity tasks handed out eagerly', async () => {
+  it('a refusal: 4 workflow tasks, 3 activity tasks handed out eagerly, 2 local activities; a success: 4 workflow tasks, 3 activity tasks handed out eagerly', async () => {
     const refusal = await historyCost(300);
     expect(refusal).toEqual({
-      workflowTasks: 3,
-      activityTasks: ['createPod', 'awaitPodReady'],
-      // recordOperationOutcome, deletePod, retireExecution
-      localActivities: 3,
+      workflowTasks: 4,
+      activityTasks: ['createPod', 'awaitPodReady', 'deletePod'],
+      // recordOperationOutcome, retireExecution
+      localActivities: 2,
     });
-    expect(await eagerDispatches(2)).toBe(2);
+    expect(await eagerDispatches(3)).toBe(3);
 
     const success = await historyCost(2048);
     expect(success).toEqual({
@@ -90,6 +90,6 @@ describe('round trips per create', () => {
       activityTasks: ['createPod', 'awaitPodReady', 'markSandboxRunning'],
       localActivities: 0,
     });
-    expect(await eagerDispatches(5)).toBe(5);
+    expect(await eagerDispatches(6)).toBe(6);
   });
 });

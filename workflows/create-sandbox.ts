@@ -108,31 +108,6 @@ const compensationStep = proxyActivities<CreateActivities>({
 });
 
 /**
- * The patch of "Round trips per create" (docs/architecture.md): compensation's `deletePod`
- * runs as a local activity, in the workflow task that decided the outcome, beside the outcome
- * and the retirement, instead of as an activity task and one more workflow task. Histories
- * recorded before it keep the activity.
- */
-export const LOCAL_COMPENSATION_DELETE_PATCH = 'local-compensation-delete';
-
-/**
- * The step that deletes a create's pod in compensation. A local activity once patched: one
- * apiserver DELETE (uid precondition, 404 counts as done), idempotent, so a worker lost while
- * it runs costs only a re-run by the workflow task's next worker; retried until it succeeds
- * with the same back-off as {@link compensationStep} (all retries within 30 s of each other stay
- * in the workflow task: under the SDK's local retry threshold of 1 minute).
- */
-function compensationDeleteStep() {
-  return patched(LOCAL_COMPENSATION_DELETE_PATCH) ? localCompensationStep : compensationStep;
-}
-
-/** {@link compensationStep}'s timeout and retries, as a local activity. */
-const localCompensationStep = proxyLocalActivities<CreateActivities>({
-  startToCloseTimeout: '30 seconds',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds' },
-});
-
-/**
  * Store writes of compensation and of the outcome (short, idempotent, on the worker's own
  * database): local activities, so each runs inside the workflow task that schedules it, with no
  * task-queue round trip and no activity task of its own (Temporal, "Local Activities").
@@ -255,7 +230,7 @@ async function runSteps(
   // Pushed before the call: if createPod is cut short, the pod is found by its name.
   progress.compensations.push({
     label: 'delete pod',
-    run: () => compensationDeleteStep().deletePod({ ...execution, pod: progress.pod }),
+    run: () => compensationStep.deletePod({ ...execution, pod: progress.pod }),
   });
   const pod = await settledStep
     .createPod({
@@ -314,7 +289,7 @@ async function runPlacements(
     const made: { pod?: PodRef } = {};
     progress.compensations.push({
       label: `delete pod (placement ${placement})`,
-      run: () => compensationDeleteStep().deletePod({ ...execution, placement, pod: made.pod }),
+      run: () => compensationStep.deletePod({ ...execution, placement, pod: made.pod }),
     });
     const pod = await settledStep
       .createPod({
