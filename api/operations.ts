@@ -8,9 +8,11 @@
  * When a projection write fails, the workflow step that makes it fails and Temporal retries it
  * (the workflow does not move on without it), except the early outcome (phase `compensating`),
  * which gives up after a few tries so compensation is never held back; `retireExecution` then
- * writes the outcome with `finished`. A row that still says `running` for longer than
- * {@link RESYNC_AFTER_MS} is re-synced on read: the workflow is described, and if it has closed
- * its status and failure (read back from Temporal as below) are written to the row.
+ * writes the outcome with `finished`. A row that still says `running` {@link RESYNC_AFTER_MS}
+ * after its workflow should have written it ({@link resyncDue}: its last write, or a waiting
+ * create's deadline) is re-synced on read, at most once per {@link RESYNC_AFTER_MS} per
+ * process: the workflow is described, and if it has closed its status and failure (read back
+ * from Temporal as below) are written to the row.
  *
  * Read back from Temporal (the re-sync, and operations that have no row): the status comes from
  * `describe()`, the phase and tenant from the typed search attributes, the type, sandbox and
@@ -38,8 +40,53 @@ export const WORKFLOW_TYPE_OF = {
 } as const satisfies Record<OperationType, string>;
 export type { OperationType };
 
-/** How long a running operation's row may go unwritten before a read re-syncs it (30 s). */
+/**
+ * How long a running operation's row may stay unwritten past the moment its workflow writes it
+ * at the latest before a read re-syncs it (30 s): the row's last write for most phases, the
+ * create's deadline for phase `waiting_for_ip` (a wait writes nothing until it ends, and the
+ * deadline ends it).
+ */
 export const RESYNC_AFTER_MS = 30_000;
+
+/**
+ * Whether a read should re-sync the row with Temporal: it is still running, and its workflow
+ * should have written it {@link RESYNC_AFTER_MS} ago. A waiting create (phase
+ * `waiting_for_ip` with a deadline) is not overdue before its deadline: its workflow writes
+ * nothing while it waits, and a notification wakes readers when it does. So the reads of a
+ * waiting create come from the store alone; only a row its workflow left behind (the workflow
+ * terminated, or closed while its last write failed) is described.
+ * @param nowMs epoch ms
+ */
+export function resyncDue(
+  record: Pick<OperationRecord, 'done' | 'phase' | 'updatedAt' | 'deadlineAt'>,
+  nowMs: number,
+): boolean {
+  if (record.done) return false;
+  const writesByMs =
+    record.phase === 'waiting_for_ip' && record.deadlineAt
+      ? Math.max(Date.parse(record.deadlineAt), Date.parse(record.updatedAt))
+      : Date.parse(record.updatedAt);
+  return nowMs - writesByMs > RESYNC_AFTER_MS;
+}
+
+/**
+ * When each overdue operation was last described by this process (epoch ms), so one that stays
+ * overdue (compensation retrying against an unreachable apiserver) costs at most one describe
+ * per {@link RESYNC_AFTER_MS} however often it is read; bounded, oldest first out.
+ */
+const lastResyncAtMs = new Map<string, number>();
+const RESYNC_MEMORY = 10_000;
+
+function resyncAllowed(id: string, nowMs: number): boolean {
+  const lastMs = lastResyncAtMs.get(id);
+  if (lastMs !== undefined && nowMs - lastMs < RESYNC_AFTER_MS) return false;
+  lastResyncAtMs.delete(id);
+  lastResyncAtMs.set(id, nowMs);
+  if (lastResyncAtMs.size > RESYNC_MEMORY) {
+    lastResyncAtMs.delete(lastResyncAtMs.keys().next().value as string);
+  }
+  return true;
+}
 
 /** What the API writes into a workflow's memo when it starts it. */
 export interface OperationMemo {
@@ -286,7 +333,8 @@ export async function readOperation(
     const described = await describeOperation(deps, tenant, id);
     return described && operationOf(deps, tenant, described);
   }
-  if (!record.done && Date.now() - Date.parse(record.updatedAt) > RESYNC_AFTER_MS) {
+  const nowMs = Date.now();
+  if (resyncDue(record, nowMs) && resyncAllowed(record.id, nowMs)) {
     record = await resync(deps, tenant, record);
   }
   return operationOfRecord(deps, record);

@@ -89,6 +89,11 @@ export interface Config {
   metricsPort: number;
   /** How often the worker sweeps orphan pods, in ms; 0 turns the sweeper off. */
   orphanSweepIntervalMs: number;
+  /**
+   * Workflows one worker keeps cached (the SDK's `maxCachedWorkflows`); 0 keeps none
+   * (docs/architecture.md, "Workflow cache").
+   */
+  maxCachedWorkflows: number;
 }
 
 /** Thrown by {@link loadConfig}; the message starts with the variable's name. */
@@ -126,8 +131,18 @@ export const CONFIG_VARIABLES = [
   'LOG_LEVEL',
   'METRICS_PORT',
   'ORPHAN_SWEEP_INTERVAL_MS',
+  'MAX_CACHED_WORKFLOWS',
   ...OIDC_VARIABLES,
 ] as const;
+
+/**
+ * Workflows one worker keeps cached unless MAX_CACHED_WORKFLOWS says otherwise: a waiting
+ * create's workflow stays cached until its wait ends (up to the 30-minute deadline) unless the
+ * cache is full, when the least recently used one is evicted and replayed from its history at
+ * its next workflow task. From the measured memory per cached workflow (docs/architecture.md,
+ * "Workflow cache").
+ */
+export const DEFAULT_MAX_CACHED_WORKFLOWS = 1_000;
 
 /** The dev tenant and token used when API_TOKENS is unset (docs/api.md). */
 export const DEV_TENANT = 'dev';
@@ -320,5 +335,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       env.ORPHAN_SWEEP_INTERVAL_MS?.trim() === '0'
         ? 0
         : positiveInt(env, 'ORPHAN_SWEEP_INTERVAL_MS', 60_000),
+    maxCachedWorkflows:
+      env.MAX_CACHED_WORKFLOWS?.trim() === '0'
+        ? 0
+        : positiveInt(env, 'MAX_CACHED_WORKFLOWS', DEFAULT_MAX_CACHED_WORKFLOWS),
   };
 }

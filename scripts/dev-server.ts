@@ -86,6 +86,10 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
     String(port),
     '--dynamic-config-value',
     'frontend.enableServerVersionCheck=false',
+    // Activity tasks handed to the worker in the answer to the workflow task that scheduled
+    // them (docs/architecture.md, "Round trips per create"); the server's default is off.
+    '--dynamic-config-value',
+    'system.enableActivityEagerExecution=true',
     '--log-level',
     'warn',
     ...SEARCH_ATTRIBUTE_KEYS.flatMap((key) => ['--search-attribute', `${key.name}=Keyword`]),

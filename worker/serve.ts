@@ -129,6 +129,7 @@ export async function serveWorker(options: ServeWorkerOptions): Promise<ServedWo
       decider,
       metrics,
     },
+    maxCachedWorkflows: config.maxCachedWorkflows,
   });
   const stopSweeper =
     config.orphanSweepIntervalMs > 0

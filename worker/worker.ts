@@ -6,6 +6,7 @@ import { NativeConnection, Worker } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from '../activities/index.js';
 import { activityLogIds } from '../activities/log-attributes.js';
 import { bundleSandboxWorkflows } from './workflow-bundle.js';
+import { DEFAULT_MAX_CACHED_WORKFLOWS } from '../config/index.js';
 import { currentTracing } from '../tracing/spans.js';
 import {
   tracingActivityInterceptors,
@@ -39,6 +40,11 @@ export interface SandboxWorkerOptions {
   shutdownGraceTimeMs?: number;
   /** Activity slots (default {@link MAX_CONCURRENT_ACTIVITIES}); tests set few. */
   maxConcurrentActivities?: number;
+  /**
+   * Workflows kept in the worker's cache (`MAX_CACHED_WORKFLOWS`, default
+   * {@link DEFAULT_MAX_CACHED_WORKFLOWS}; docs/architecture.md, "Workflow cache"). 0: none.
+   */
+  maxCachedWorkflows?: number;
 }
 
 /**
@@ -67,6 +73,7 @@ export async function createSandboxWorker(options: SandboxWorkerOptions): Promis
     sinks: tracingSinks(tracing),
     maxConcurrentActivityTaskExecutions:
       options.maxConcurrentActivities ?? MAX_CONCURRENT_ACTIVITIES,
+    maxCachedWorkflows: options.maxCachedWorkflows ?? DEFAULT_MAX_CACHED_WORKFLOWS,
     // Cancellation reaches a heartbeating activity (a delete's wait for its create; a wait of
     // the release before) only with a heartbeat answer: keep that answer quick.
     maxHeartbeatThrottleInterval: '2 seconds',

@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { bundleSandboxWorkflows } from '../../worker/workflow-bundle.js';
 import type { TestProject } from 'vitest/node';
 import { startDevServer, type DevServer } from '../../scripts/dev-server.js';
+import { freePort } from '../../config/free-port.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -16,6 +17,8 @@ declare module 'vitest' {
     temporalAddress: string;
     /** Path of the workflow bundle (production workflows plus test-only ones). */
     workflowBundlePath: string;
+    /** `http://host:port/metrics` of the shared dev server's Prometheus metrics. */
+    temporalMetricsUrl: string;
   }
 }
 
@@ -23,8 +26,9 @@ let server: DevServer | undefined;
 let bundleDir: string | undefined;
 
 export async function setup(project: TestProject): Promise<void> {
+  const metricsPort = await freePort('127.0.0.1');
   const [started, bundle] = await Promise.all([
-    startDevServer({ ui: false }),
+    startDevServer({ ui: false, metricsPort }),
     // The production builder, with an entry point that adds test-only workflows.
     bundleSandboxWorkflows(fileURLToPath(new URL('./workflows.ts', import.meta.url))),
   ]);
@@ -34,6 +38,7 @@ export async function setup(project: TestProject): Promise<void> {
   writeFileSync(bundlePath, bundle.code);
   project.provide('temporalAddress', server.address);
   project.provide('workflowBundlePath', bundlePath);
+  project.provide('temporalMetricsUrl', `http://127.0.0.1:${metricsPort}/metrics`);
 }
 
 export async function teardown(): Promise<void> {
