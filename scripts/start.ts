@@ -13,7 +13,7 @@ import { createApp } from '../api/app.js';
 import { rootfsFloorsOf } from '../api/rootfs-floors.js';
 import { apiRegistry } from '../api/metrics.js';
 import { collectProcessMetrics } from '../config/process-metrics.js';
-import { ConfigError, DEV_TOKEN, loadConfig, type Config } from '../config/index.js';
+import { ConfigError, loadConfig, type Config } from '../config/index.js';
 import { DEFAULT_API_URL } from '../cli/program.js';
 import { createLogger } from '../config/logger.js';
 import {
@@ -25,6 +25,7 @@ import { SimulatedCluster } from '../environments/simulated-cluster/index.js';
 import { openStore } from '../store/index.js';
 import { serveWorker } from '../worker/serve.js';
 import { freePort } from '../config/free-port.js';
+import { credentialHint } from './credential-hint.js';
 import { startDevServer } from './dev-server.js';
 import { SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { SpanStore } from '../tracing/span-store.js';
@@ -172,12 +173,13 @@ async function main(): Promise<void> {
   );
 
   const apiUrl = `http://127.0.0.1:${config.port}`;
-  const token = config.devToken ? DEV_TOKEN : '<a token from API_TOKENS>';
+  const credential = credentialHint(config);
+  const token = credential.bearer;
   const baseFloor = (await rootfsFloorsOf({ store, config }, ['base'])).get('base');
   const lines = [
     '',
     'durable-sandbox is running.',
-    `  API:          ${apiUrl}   (token: ${token}${config.devToken ? ', tenant dev' : ''})`,
+    `  API:          ${apiUrl}   (${credential.line})`,
     `  Temporal UI:  ${uiUrl ?? `(external Temporal at ${temporalAddress})`}`,
     `  Temporal:     ${temporalAddress}, task queue ${config.taskQueue}`,
     `  Kubernetes:   ${kubernetesLine(config.kubeconfig, kubeconfigPath, config.sandboxNamespace, realCluster)}`,
