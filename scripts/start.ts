@@ -32,6 +32,9 @@ import { SpanStore } from '../tracing/span-store.js';
 import { tracingChoice, type Tracing } from '../tracing/spans.js';
 import { tracingClientInterceptors } from '../tracing/temporal.js';
 
+/** What happened to the pods of before when the embedded stack restarts on its own cluster. */
+const CLUSTER_RESET = 'the embedded stack restarted with an empty simulated cluster';
+
 const logger = createLogger('stack');
 const cleanups: Array<() => Promise<unknown>> = [];
 let stopping: Promise<void> | undefined;
@@ -110,7 +113,7 @@ async function main(): Promise<void> {
   if (!config.kubeconfig) {
     // The simulated cluster starts empty: a sandbox still `running` from before lost its pod.
     const lost = await store.markRunningSandboxesLost({
-      reason: 'its pod is gone: the embedded stack restarted with an empty simulated cluster',
+      reason: `its pod is gone: ${CLUSTER_RESET}`,
     });
     if (lost.length > 0) {
       logger.warn({ sandbox_ids: lost }, 'running sandboxes lost their pods in the restart');
@@ -131,6 +134,10 @@ async function main(): Promise<void> {
     metricsPort,
     metricsHost: '127.0.0.1',
     processMetrics: false,
+    // A create that was waiting when the stack stopped finds its pod gone: say why.
+    ...(config.kubeconfig
+      ? {}
+      : { missingPodExplanation: `${CLUSTER_RESET} (nothing deleted it)` }),
   });
   cleanups.push(() => worker.stop());
 
