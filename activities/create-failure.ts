@@ -4,13 +4,14 @@
  * Pure (no logging, no activity context), so the wait activity and the pending-wait decider
  * (activities/readiness-decider.ts) build the very same failure.
  */
-import { ApplicationFailure } from '@temporalio/common';
+import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
 import type { PodRef } from '../kubernetes/pods.js';
 import type { ReadinessOutcome } from '../kubernetes/readiness-watch.js';
 import { parseRootfsFloor } from '../kubernetes/refusal.js';
 import {
   OPERATION_ERRORS,
   PLACEMENT_FAILURE_TYPES,
+  isExpectedFailure,
   type CreateFailureDetails,
   type NodeRefusalDetails,
 } from '../contract/index.js';
@@ -20,11 +21,14 @@ import {
  * gives `details.code`, so the type and the code cannot disagree.
  */
 export function createFailure(message: string, details: CreateFailureDetails): ApplicationFailure {
-  return ApplicationFailure.nonRetryable(
+  return ApplicationFailure.create({
     message,
-    OPERATION_ERRORS[details.code].failureType,
-    details,
-  );
+    type: OPERATION_ERRORS[details.code].failureType,
+    nonRetryable: true,
+    details: [details],
+    // An expected outcome (the caller's error): the SDK logs it at debug and counts no failure.
+    ...(isExpectedFailure(details.code) ? { category: ApplicationFailureCategory.BENIGN } : {}),
+  });
 }
 
 /**
@@ -89,18 +93,22 @@ export function readinessFailure(
   });
 }
 
-/** The log line of a wait's outcome without an IP: level, message and fields. */
+/**
+ * The log line of a wait's outcome without an IP: level, message and fields. A node's refusal
+ * as invalid is the caller's error, the service working as intended: one `info` line with the
+ * reason and the node (the activity's or decider's ids join it).
+ */
 export function readinessFailureLog(outcome: Exclude<ReadinessOutcome, { outcome: 'ready' }>): {
-  level: 'warn' | 'error';
+  level: 'info' | 'warn' | 'error';
   message: string;
   fields: Record<string, unknown>;
 } {
   switch (outcome.outcome) {
     case 'refused':
       return {
-        level: 'warn',
+        level: 'info',
         message: 'node refused the pod as invalid',
-        fields: { reason: outcome.reason, event: outcome.eventName },
+        fields: { reason: outcome.reason, node_name: outcome.nodeName, event: outcome.eventName },
       };
     case 'nodeRefused':
       return {

@@ -28,11 +28,12 @@ import { createFailure, readinessFailure, readinessFailureLog } from './create-f
 import { whileHeartbeating } from './heartbeat.js';
 import type { ReadinessDecider } from './readiness-decider.js';
 import type { CreateMetrics } from './metrics.js';
-import type {
-  CreateFailureDetails,
-  OperationErrorCode,
-  SandboxResources,
-  WaitPlacement,
+import {
+  isExpectedFailure,
+  type CreateFailureDetails,
+  type OperationErrorCode,
+  type SandboxResources,
+  type WaitPlacement,
 } from '../contract/index.js';
 
 /** Dependencies of the pod activities. */
@@ -321,7 +322,12 @@ function createPodFailure(err: unknown, boundsMs: RefusalBoundsMs): unknown {
     return err;
   }
   const message = createRefusalMessage(answer, boundsMs);
-  log.warn('pod create refused', { status: answer.status, reason: answer.message, code });
+  // A refusal of the request itself (e.g. a LimitRange) is the caller's error: info, not warn.
+  log[isExpectedFailure(code) ? 'info' : 'warn']('pod create refused', {
+    status: answer.status,
+    reason: answer.message,
+    code,
+  });
   const details: CreateFailureDetails = {
     code,
     reason: answer.message,

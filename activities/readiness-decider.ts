@@ -285,7 +285,7 @@ export class ReadinessDecider {
         ? podOutcome('MODIFIED', current, wait.podUid, wait.placement)
         : {
             outcome: 'podFailed',
-            reason: `pod ${wait.podName} no longer exists; it was deleted before it had an IP`,
+            reason: this.options.informers.missingPodReason(wait.podName),
           };
     } catch {
       return; // the informers will report the pod; the next reconcile reads again

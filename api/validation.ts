@@ -10,6 +10,8 @@ import {
   PAGE_SIZE,
   RESOURCE_LIMITS,
   SANDBOX_STATES,
+  coresOf,
+  parseCpuQuantity,
   type SandboxResources,
 } from '../contract/index.js';
 import { ApiError } from './errors.js';
@@ -21,14 +23,39 @@ export interface CreateRequest {
   resources: SandboxResources;
 }
 
+/** A size in MiB: a JSON integer from 1 to `max` (a quantity string such as "1Gi" is refused). */
 function positiveInteger(max: number) {
   const message = 'must be a positive integer';
   return z
-    .number({ error: (issue) => (issue.input === undefined ? 'is required' : message) })
+    .number({
+      error: (issue) =>
+        issue.input === undefined
+          ? 'is required'
+          : typeof issue.input === 'string'
+            ? `${message} of MiB, a JSON number (1024, not "1Gi")`
+            : message,
+    })
     .int({ error: message })
     .min(1, { error: message })
     .max(max, { error: `must be at most ${max}` });
 }
+
+/**
+ * `resources.cpu`: a Kubernetes CPU quantity, a JSON number of cores or a string (`0.5`, `"2"`,
+ * `"500m"`), 1m to {@link RESOURCE_LIMITS}.cpu cores (contract/cpu.ts); output in cores.
+ */
+const cpuQuantity = z.unknown().transform((value, ctx) => {
+  if (value === undefined) {
+    ctx.addIssue({ code: 'custom', message: 'is required' });
+    return z.NEVER;
+  }
+  const parsed = parseCpuQuantity(value, RESOURCE_LIMITS.cpu);
+  if ('problem' in parsed) {
+    ctx.addIssue({ code: 'custom', message: parsed.problem });
+    return z.NEVER;
+  }
+  return coresOf(parsed.millicores);
+});
 
 /** The create body's schema over a template catalog. */
 export function createRequestSchema(templates: Record<string, TemplateConfig>) {
@@ -44,7 +71,7 @@ export function createRequestSchema(templates: Record<string, TemplateConfig>) {
         }),
       resources: z.strictObject(
         {
-          cpu: positiveInteger(RESOURCE_LIMITS.cpu),
+          cpu: cpuQuantity,
           memory_mib: positiveInteger(RESOURCE_LIMITS.memoryMib),
           disk_mib: positiveInteger(RESOURCE_LIMITS.diskMib),
         },

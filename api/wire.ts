@@ -20,7 +20,11 @@ import type { SandboxRecord } from '../store/index.js';
 import type { OperationPage } from './operation-list.js';
 import type { Operation, OperationType } from './operations.js';
 
-/** Resources as the API spells them: `cpu` in cores, `memory_mib` and `disk_mib` in MiB. */
+/**
+ * Resources as the API answers them: `cpu` in cores (a number, at most three decimals: `0.5`
+ * for a request of `"500m"`), `memory_mib` and `disk_mib` in MiB. A request may spell `cpu` as
+ * a Kubernetes quantity string; api/validation.ts reads it into cores.
+ */
 export interface WireResources {
   cpu: number;
   memory_mib: number;

@@ -9,7 +9,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import { SANDBOX_STATES } from '../contract/index.js';
+import { CPU_FORMS, RESOURCE_LIMITS, SANDBOX_STATES, parseCpuQuantity } from '../contract/index.js';
 import type { Ora } from 'ora';
 import { ApiCallError, ApiClient, Interrupted } from './api-client.js';
 import {
@@ -97,6 +97,13 @@ function positiveInteger(value: string): number {
     throw new InvalidArgumentError('must be a positive integer');
   }
   return Number(value);
+}
+
+/** `--cpu`: a Kubernetes CPU quantity (`0.5`, `2`, `500m`), sent as typed (contract/cpu.ts). */
+function cpuQuantity(value: string): string {
+  const parsed = parseCpuQuantity(value, RESOURCE_LIMITS.cpu);
+  if ('problem' in parsed) throw new InvalidArgumentError(parsed.problem);
+  return value;
 }
 
 /**
@@ -333,7 +340,7 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
     .description('create a sandbox (asynchronously unless --sync)')
     .option('--template <name>', 'template of the catalog', 'base')
     .requiredOption('--disk-mib <n>', 'disk size in MiB', positiveInteger)
-    .option('--cpu <n>', 'cores', positiveInteger, 1)
+    .option('--cpu <quantity>', `cores: ${CPU_FORMS}`, cpuQuantity, '1')
     .option('--memory-mib <n>', 'memory in MiB', positiveInteger, 1024)
     .option('--wait', 'wait until the create finishes, showing its phase', false)
     .option('--sync', 'use the synchronous route (answers when the sandbox runs or failed)', false)
@@ -345,7 +352,7 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
           options: {
             template: string;
             diskMib: number;
-            cpu: number;
+            cpu: string;
             memoryMib: number;
             wait: boolean;
             sync: boolean;

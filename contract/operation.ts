@@ -53,7 +53,12 @@ export function isCreatePhase(value: unknown): value is CreatePhase {
  * the synchronous create route answers with when its workflow fails with that code.
  */
 export const OPERATION_ERRORS = {
-  invalid_request: { failureType: 'InvalidRequest', httpStatus: 400 },
+  /**
+   * The request cannot work (a node or the apiserver refused it, e.g. a disk below the
+   * template's root filesystem): the caller's error, and the service working as intended, so
+   * `expected` (see {@link isExpectedFailure}).
+   */
+  invalid_request: { failureType: 'InvalidRequest', httpStatus: 400, expected: true },
   /** A ResourceQuota of the sandbox namespace refused the pod: capacity; retry later. */
   quota_exceeded: { failureType: 'QuotaExceeded', httpStatus: 429 },
   /**
@@ -71,10 +76,29 @@ export const OPERATION_ERRORS = {
   pod_failed: { failureType: 'PodFailed', httpStatus: 500 },
   cancelled: { failureType: 'Cancelled', httpStatus: 500 },
   internal: { failureType: 'Internal', httpStatus: 500 },
-} as const satisfies Record<string, { failureType: string; httpStatus: number }>;
+} as const satisfies Record<
+  string,
+  { failureType: string; httpStatus: number; expected?: boolean }
+>;
 
 /** An operation error code. */
 export type OperationErrorCode = keyof typeof OPERATION_ERRORS;
+
+/**
+ * Whether a failure with this code is an expected outcome (the caller's error): its failure is
+ * a Temporal BENIGN ApplicationFailure (the SDK logs it at debug, no failure metrics), and the
+ * worker logs it in one info line instead of warnings (docs/observability.md, "Logs").
+ */
+export function isExpectedFailure(code: OperationErrorCode): boolean {
+  const row = OPERATION_ERRORS[code];
+  return 'expected' in row && row.expected;
+}
+
+/**
+ * The workflow log attribute that marks the lines after an expected failure (its value: the
+ * operation error code); set by workflows/expected-failure-logs.ts, read by worker/runtime.ts.
+ */
+export const EXPECTED_FAILURE_LOG_ATTRIBUTE = 'expected_failure';
 
 /** The operation error code of an `ApplicationFailure` type; `internal` when unknown. */
 export function errorCodeOfFailureType(type: string | undefined | null): OperationErrorCode {

@@ -5,7 +5,10 @@
  * boundary spells these in snake_case (api/wire.ts).
  */
 
-/** Requested resources: `cpu` in cores, `memoryMib` and `diskMib` in MiB; positive integers. */
+/**
+ * Requested resources: `cpu` in cores, positive, in steps of one millicore (at most three
+ * decimals: contract/cpu.ts); `memoryMib` and `diskMib` in MiB, positive integers.
+ */
 export interface SandboxResources {
   cpu: number;
   memoryMib: number;

@@ -6,7 +6,7 @@
  * own pod.
  */
 import type { V1Pod } from '@kubernetes/client-node';
-import type { SandboxResources } from '../contract/index.js';
+import { cpuQuantity, type SandboxResources } from '../contract/index.js';
 
 /** Label and annotation keys the service sets and reads. */
 export const POD_LABELS = {
@@ -70,13 +70,17 @@ export function placementOfPodName(
     : undefined;
 }
 
-/** Builds the pod manifest for one sandbox generation. */
+/**
+ * Builds the pod manifest for one sandbox generation. Requests equal limits: cpu as the
+ * canonical Kubernetes quantity (`"2"`, `"500m"`: contract/cpu.ts), memory and ephemeral
+ * storage in `Mi`.
+ */
 export function sandboxPod(input: SandboxPodInput): V1Pod {
   const { cpu, memoryMib, diskMib } = input.resources;
   const placement = input.placement ?? 1;
   const avoidNodes = input.avoidNodes ?? [];
   const limits = {
-    cpu: String(cpu),
+    cpu: cpuQuantity(cpu),
     memory: `${memoryMib}Mi`,
     'ephemeral-storage': `${diskMib}Mi`,
   };

@@ -119,7 +119,7 @@ export function awaitPodReady(options: ReadinessWaitOptions): Promise<ReadinessO
           else {
             decide({
               outcome: 'podFailed',
-              reason: `pod ${pod.name} no longer exists; it was deleted before it had an IP`,
+              reason: informers.missingPodReason(pod.name),
             });
           }
         },

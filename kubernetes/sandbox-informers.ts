@@ -68,7 +68,16 @@ export interface SandboxInformersOptions {
   random?: () => number;
   /** Clock, epoch ms (default Date.now). */
   now?: () => number;
+  /**
+   * Why a waited-for pod that no longer exists is gone, for {@link SandboxInformers.missingPodReason}
+   * (default: it was deleted before it had an IP). The embedded stack says its simulated
+   * cluster restarted empty.
+   */
+  missingPodExplanation?: string;
 }
+
+/** Default of {@link SandboxInformersOptions.missingPodExplanation}. */
+export const MISSING_POD_EXPLANATION = 'it was deleted before it had an IP';
 
 /** What a wait is told about its pod. */
 export interface PodSubscriber {
@@ -187,6 +196,14 @@ export class SandboxInformers {
   /** How many events the events cache holds (for tests and the benchmark). */
   get eventsCacheSize(): number {
     return this.events.listWatch.list().length;
+  }
+
+  /**
+   * The reason of a wait whose pod {@link readPod} found gone:
+   * `pod <name> no longer exists; <missingPodExplanation>`.
+   */
+  missingPodReason(name: string): string {
+    return `pod ${name} no longer exists; ${this.options.missingPodExplanation ?? MISSING_POD_EXPLANATION}`;
   }
 
   /**

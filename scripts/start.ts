@@ -13,7 +13,7 @@ import { createApp } from '../api/app.js';
 import { rootfsFloorsOf } from '../api/rootfs-floors.js';
 import { apiRegistry } from '../api/metrics.js';
 import { collectProcessMetrics } from '../config/process-metrics.js';
-import { ConfigError, DEV_TOKEN, loadConfig, type Config } from '../config/index.js';
+import { ConfigError, loadConfig, type Config } from '../config/index.js';
 import { DEFAULT_API_URL } from '../cli/program.js';
 import { createLogger } from '../config/logger.js';
 import {
@@ -25,11 +25,15 @@ import { SimulatedCluster } from '../environments/simulated-cluster/index.js';
 import { openStore } from '../store/index.js';
 import { serveWorker } from '../worker/serve.js';
 import { freePort } from '../config/free-port.js';
+import { credentialHint } from './credential-hint.js';
 import { startDevServer } from './dev-server.js';
 import { SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { SpanStore } from '../tracing/span-store.js';
 import { tracingChoice, type Tracing } from '../tracing/spans.js';
 import { tracingClientInterceptors } from '../tracing/temporal.js';
+
+/** What happened to the pods of before when the embedded stack restarts on its own cluster. */
+const CLUSTER_RESET = 'the embedded stack restarted with an empty simulated cluster';
 
 const logger = createLogger('stack');
 const cleanups: Array<() => Promise<unknown>> = [];
@@ -109,7 +113,7 @@ async function main(): Promise<void> {
   if (!config.kubeconfig) {
     // The simulated cluster starts empty: a sandbox still `running` from before lost its pod.
     const lost = await store.markRunningSandboxesLost({
-      reason: 'its pod is gone: the embedded stack restarted with an empty simulated cluster',
+      reason: `its pod is gone: ${CLUSTER_RESET}`,
     });
     if (lost.length > 0) {
       logger.warn({ sandbox_ids: lost }, 'running sandboxes lost their pods in the restart');
@@ -130,6 +134,10 @@ async function main(): Promise<void> {
     metricsPort,
     metricsHost: '127.0.0.1',
     processMetrics: false,
+    // A create that was waiting when the stack stopped finds its pod gone: say why.
+    ...(config.kubeconfig
+      ? {}
+      : { missingPodExplanation: `${CLUSTER_RESET} (nothing deleted it)` }),
   });
   cleanups.push(() => worker.stop());
 
@@ -172,12 +180,13 @@ async function main(): Promise<void> {
   );
 
   const apiUrl = `http://127.0.0.1:${config.port}`;
-  const token = config.devToken ? DEV_TOKEN : '<a token from API_TOKENS>';
+  const credential = credentialHint(config);
+  const token = credential.bearer;
   const baseFloor = (await rootfsFloorsOf({ store, config }, ['base'])).get('base');
   const lines = [
     '',
     'durable-sandbox is running.',
-    `  API:          ${apiUrl}   (token: ${token}${config.devToken ? ', tenant dev' : ''})`,
+    `  API:          ${apiUrl}   (${credential.line})`,
     `  Temporal UI:  ${uiUrl ?? `(external Temporal at ${temporalAddress})`}`,
     `  Temporal:     ${temporalAddress}, task queue ${config.taskQueue}`,
     `  Kubernetes:   ${kubernetesLine(config.kubeconfig, kubeconfigPath, config.sandboxNamespace, realCluster)}`,

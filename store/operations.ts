@@ -160,6 +160,7 @@ const SANDBOX_COLUMNS = [
   'tenant',
   'template',
   'cpu',
+  'cpu_millicores',
   'memory_mib',
   'disk_mib',
   'state',

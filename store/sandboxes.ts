@@ -7,7 +7,14 @@ import type { Kysely, Selectable } from 'kysely';
 import { isCurrentExecution } from './fencing.js';
 import { decodePageToken, encodePageToken } from './page-token.js';
 import type { Database, SandboxesTable } from './schema.js';
-import { PAGE_SIZE, type ExecutionRef, type SandboxState } from '../contract/index.js';
+import {
+  MILLICORES_PER_CORE,
+  PAGE_SIZE,
+  coresOf,
+  millicoresOf,
+  type ExecutionRef,
+  type SandboxState,
+} from '../contract/index.js';
 import type { NewSandboxInput, SandboxPage, SandboxRecord } from './types.js';
 
 /**
@@ -24,7 +31,8 @@ export async function insertSandbox(
     id: input.id,
     tenant: input.tenant,
     template: input.template,
-    cpu: input.resources.cpu,
+    cpu: Math.ceil(millicoresOf(input.resources.cpu) / MILLICORES_PER_CORE),
+    cpu_millicores: millicoresOf(input.resources.cpu),
     memory_mib: input.resources.memoryMib,
     disk_mib: input.resources.diskMib,
     state: 'creating',
@@ -309,7 +317,11 @@ export function toRecord(row: Selectable<SandboxesTable>): SandboxRecord {
     id: row.id,
     tenant: row.tenant,
     template: row.template,
-    resources: { cpu: row.cpu, memoryMib: row.memory_mib, diskMib: row.disk_mib },
+    resources: {
+      cpu: coresOf(row.cpu_millicores ?? row.cpu * MILLICORES_PER_CORE),
+      memoryMib: row.memory_mib,
+      diskMib: row.disk_mib,
+    },
     state: row.state as SandboxState,
     generation: row.generation,
     operationId: row.operation_id,

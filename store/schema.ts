@@ -10,8 +10,14 @@ export interface SandboxesTable {
   id: string;
   tenant: string;
   template: string;
-  /** Requested resources; cpu in cores, sizes in MiB. */
+  /**
+   * Requested CPU in whole cores, rounded up: what the release before reads (migration 0008).
+   * This release reads `cpu_millicores`.
+   */
   cpu: number;
+  /** Requested CPU in millicores; null on a row written by the release before (read `cpu`). */
+  cpu_millicores: number | null;
+  /** Requested sizes in MiB. */
   memory_mib: number;
   disk_mib: number;
   /** 'creating' | 'running' | 'failed' | 'deleted' */

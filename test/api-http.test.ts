@@ -196,14 +196,49 @@ describe('validation', () => {
   const cases: Array<[string, unknown, string]> = [
     ['a negative disk', createBody(-1), 'resources.disk_mib must be a positive integer'],
     [
-      'a fractional cpu',
-      { ...createBody(2048), resources: { cpu: 1.5, memory_mib: 1, disk_mib: 1 } },
-      'resources.cpu must be a positive integer',
+      'a cpu finer than a millicore',
+      { ...createBody(2048), resources: { cpu: 0.0005, memory_mib: 1, disk_mib: 1 } },
+      'resources.cpu must be a whole number of millicores (1m is 0.001 cores)',
+    ],
+    [
+      'a cpu quantity finer than a millicore',
+      { ...createBody(2048), resources: { cpu: '1500u', memory_mib: 1, disk_mib: 1 } },
+      'resources.cpu must be a whole number of millicores',
+    ],
+    [
+      'a cpu that is not a quantity',
+      { ...createBody(2048), resources: { cpu: '2 cores', memory_mib: 1, disk_mib: 1 } },
+      'resources.cpu must be a Kubernetes CPU quantity: cores (0.5, 2) or millicores ("500m")',
+    ],
+    [
+      'a zero cpu',
+      { ...createBody(2048), resources: { cpu: '0m', memory_mib: 1, disk_mib: 1 } },
+      'resources.cpu must be more than 0',
+    ],
+    [
+      'a negative cpu',
+      { ...createBody(2048), resources: { cpu: -0.5, memory_mib: 1, disk_mib: 1 } },
+      'resources.cpu must be more than 0',
+    ],
+    [
+      'a cpu over the limit',
+      { ...createBody(2048), resources: { cpu: '64001m', memory_mib: 1, disk_mib: 1 } },
+      'resources.cpu must be at most 64',
+    ],
+    [
+      'a missing cpu',
+      { template: 'base', resources: { memory_mib: 1, disk_mib: 1 } },
+      'resources.cpu is required',
     ],
     [
       'a string size',
       { template: 'base', resources: { cpu: 1, memory_mib: '1024', disk_mib: 1 } },
       'resources.memory_mib must be a positive integer',
+    ],
+    [
+      'a memory quantity where MiB are asked',
+      { template: 'base', resources: { cpu: 1, memory_mib: '1Gi', disk_mib: 1 } },
+      'resources.memory_mib must be a positive integer of MiB, a JSON number (1024, not "1Gi")',
     ],
     [
       'a missing size',

@@ -105,6 +105,40 @@ describe('asynchronous create', () => {
     expect(sandbox.body.state).toBe('running');
   });
 
+  it('accepts cpu as a Kubernetes quantity, keeps it exactly and renders it canonically in the pod', async () => {
+    const cases: Array<[sent: number | string, cores: number, quantity: string]> = [
+      ['500m', 0.5, '500m'],
+      [0.25, 0.25, '250m'],
+      ['1.5', 1.5, '1500m'],
+      ['2', 2, '2'],
+      ['1e-3', 0.001, '1m'],
+    ];
+    for (const [sent, cores, quantity] of cases) {
+      const response = await request(api.app)
+        .post('/v1/sandboxes')
+        .set(bearer(api.tenantA))
+        .send({ template: 'base', resources: { cpu: sent, memory_mib: 256, disk_mib: 2048 } });
+      expect(response.status, response.text).toBe(202);
+      const done = await awaitOperation(api.app, api.tenantA, (response.body as OperationBody).id);
+      expect(done.status, JSON.stringify(done.error)).toBe('succeeded');
+      const created = done.result?.sandbox as
+        { resources: { cpu: number }; pod: { name: string } } | undefined;
+      expect(created?.resources.cpu, `cpu ${sent}`).toBe(cores);
+      const sandbox = await request(api.app)
+        .get(`/v1/sandboxes/${done.sandbox_id}`)
+        .set(bearer(api.tenantA));
+      expect(sandbox.body.resources.cpu, `cpu ${sent} read back`).toBe(cores);
+      const pod = await api.stack.kubernetes.core.readNamespacedPod({
+        name: created?.pod.name ?? '',
+        namespace: api.stack.namespace,
+      });
+      expect(pod.spec?.containers[0]?.resources, `cpu ${sent} in the pod`).toMatchObject({
+        requests: { cpu: quantity },
+        limits: { cpu: quantity },
+      });
+    }
+  });
+
   it('ends pod_never_ready at the deadline when the node refuses with Unavailable', async () => {
     const short = api.appWith({ CREATE_DEADLINE_MS: '3000', SYNC_READINESS_BUDGET_MS: '3000' });
     api.stack.cluster.faults.refuseWith('Unavailable', 'runtime is not ready');

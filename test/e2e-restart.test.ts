@@ -75,6 +75,10 @@ it('ends a create that was waiting when the stack stopped as pod_failed after a 
     status: 'failed',
     error: { code: 'pod_failed', message: expect.stringContaining('no longer exists') },
   });
+  // It says what happened: the simulated cluster restarted empty; nothing deleted the pod.
+  expect(current?.error?.message).toMatch(
+    /^pod \S+ no longer exists; the embedded stack restarted with an empty simulated cluster \(nothing deleted it\)$/,
+  );
 
   // A sandbox running when the stack stops has no pod after the restart: it is listed as lost.
   const running = await fetch(`${third.apiUrl}/v1/sandboxes`, {

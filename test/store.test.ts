@@ -585,11 +585,15 @@ describe.each(storeBackends())('store on $name', (backend) => {
         );
       try {
         const migration = MIGRATIONS['0002-sandbox-state-lost']!;
+        // Undone in reverse order: the later migration that adds a sandboxes column first.
+        const cpuMillicores = MIGRATIONS['0008-sandbox-cpu-millicores']!;
+        await cpuMillicores.down!(db as never);
         await migration.down!(db as never);
         await expect(
           sql`update sandboxes set state = 'lost' where id = 'sbx_0001'`.execute(db),
         ).rejects.toThrow();
         await migration.up(db as never);
+        await cpuMillicores.up(db as never);
         expect(await count('sandboxes')).toBe(2);
         expect(await count('executions')).toBe(2);
       } finally {
@@ -597,6 +601,61 @@ describe.each(storeBackends())('store on $name', (backend) => {
       }
       expect(await store.markRunningSandboxesLost({ reason: 'gone' })).toEqual(['sbx_0001']);
       expect((await store.getSandboxById('sbx_0002'))?.state).toBe('creating');
+    });
+  });
+
+  describe('cpu in millicores', () => {
+    it('keeps a fractional cpu exactly, and writes whole cores rounded up beside it', async () => {
+      await created(sandboxInput(1, { resources: { ...RESOURCES, cpu: 0.25 } }));
+      await created(sandboxInput(2, { resources: { ...RESOURCES, cpu: 1.001 } }));
+      expect((await store.getSandboxById('sbx_0001'))?.resources.cpu).toBe(0.25);
+      expect((await store.getSandboxById('sbx_0002'))?.resources.cpu).toBe(1.001);
+      const { db } = openDatabase(target.options);
+      try {
+        const rows = await db
+          .selectFrom('sandboxes')
+          .select(['id', 'cpu', 'cpu_millicores'])
+          .orderBy('id')
+          .execute();
+        expect(rows).toEqual([
+          { id: 'sbx_0001', cpu: 1, cpu_millicores: 250 },
+          { id: 'sbx_0002', cpu: 2, cpu_millicores: 1001 },
+        ]);
+      } finally {
+        await db.destroy();
+      }
+    });
+
+    it('the cpu migration fills millicores from whole cores; a row of the release before reads as its cores', async () => {
+      const { db } = openDatabase(target.options);
+      try {
+        const migration = MIGRATIONS['0008-sandbox-cpu-millicores']!;
+        await migration.down!(db as never);
+        // A row as the release before writes it: whole cores, no millicores column.
+        await sql`insert into sandboxes (id, tenant, template, cpu, memory_mib, disk_mib, state,
+          generation, operation_id, created_at, updated_at) values ('sbx_0001', 'acme', 'base', 3,
+          256, 2048, 'creating', 1, 'op_0001', '2025-01-01T00:00:00.000Z',
+          '2025-01-01T00:00:00.000Z')`.execute(db);
+        await migration.up(db as never);
+        // Written by a process of the release before during a rolling upgrade: millicores null.
+        await sql`insert into sandboxes (id, tenant, template, cpu, memory_mib, disk_mib, state,
+          generation, operation_id, created_at, updated_at) values ('sbx_0002', 'acme', 'base', 2,
+          256, 2048, 'creating', 1, 'op_0002', '2025-01-01T00:00:00.000Z',
+          '2025-01-01T00:00:00.000Z')`.execute(db);
+        const filled = await db
+          .selectFrom('sandboxes')
+          .select(['id', 'cpu_millicores'])
+          .orderBy('id')
+          .execute();
+        expect(filled).toEqual([
+          { id: 'sbx_0001', cpu_millicores: 3000 },
+          { id: 'sbx_0002', cpu_millicores: null },
+        ]);
+      } finally {
+        await db.destroy();
+      }
+      expect((await store.getSandboxById('sbx_0001'))?.resources.cpu).toBe(3);
+      expect((await store.getSandboxById('sbx_0002'))?.resources.cpu).toBe(2);
     });
   });
 

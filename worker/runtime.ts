@@ -6,6 +6,7 @@
  */
 import { DefaultLogger, Runtime, type LogLevel } from '@temporalio/worker';
 import type { Logger } from 'pino';
+import { EXPECTED_FAILURE_LOG_ATTRIBUTE } from '../contract/index.js';
 
 const PINO_LEVELS: Record<LogLevel, 'trace' | 'debug' | 'info' | 'warn' | 'error'> = {
   TRACE: 'trace',
@@ -60,18 +61,22 @@ const SEVERITY: LogLevel[] = ['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR'];
 
 /**
  * A DefaultLogger sink that writes SDK log entries to pino: our code's lines (`sdkComponent`
- * `workflow` or `activity`) from `info` up, the SDK's own from `sdkLevel` up. The meta (the
+ * `workflow` or `activity`) from `info` up, the SDK's own from `sdkLevel` up; a line marked as
+ * an expected failure's (workflows/expected-failure-logs.ts) at debug. The meta (the
  * activity's or workflow's attributes and the call's fields) becomes the line's fields.
  */
 export function sdkLogForwarder(logger: Logger, sdkLevel: LogLevel) {
   return (entry: { level: LogLevel; message: string; meta?: Record<string, unknown> }): void => {
     const ours = OUR_COMPONENTS.has(String(entry.meta?.sdkComponent));
     const least = SEVERITY.indexOf(ours ? 'INFO' : sdkLevel);
-    if (SEVERITY.indexOf(entry.level) < least) return;
+    // An expected failure's closing line (workflows/expected-failure-logs.ts) is not a warning.
+    const level =
+      entry.meta?.[EXPECTED_FAILURE_LOG_ATTRIBUTE] !== undefined ? 'DEBUG' : entry.level;
+    if (SEVERITY.indexOf(level) < least) return;
     const fields = withSerializableErrors(entry.meta);
     delete fields.taskToken; // opaque and long; activityId and workflowId name the task
     if (!ours) fields.source = 'temporal-sdk';
-    logger[PINO_LEVELS[entry.level]](fields, entry.message);
+    logger[PINO_LEVELS[level]](fields, entry.message);
   };
 }
 

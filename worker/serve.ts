@@ -46,6 +46,8 @@ export interface ServeWorkerOptions {
    * true); the embedded stack gives them to the API's endpoint instead.
    */
   processMetrics?: boolean;
+  /** Why a waited-for pod that no longer exists is gone (SandboxInformers' option). */
+  missingPodExplanation?: string;
 }
 
 /** A running worker. */
@@ -107,6 +109,7 @@ export async function serveWorker(options: ServeWorkerOptions): Promise<ServedWo
     watchTimeoutSeconds: config.watchTimeoutSeconds,
     logger: options.logger,
     observer: metrics.watchObserver,
+    missingPodExplanation: options.missingPodExplanation,
   });
   // Decides the recorded readiness waits, this worker's and any other's (docs/architecture.md,
   // "Waiting costs nothing"); stops with the informers.

@@ -13,10 +13,12 @@ export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', imp
 
 /**
  * Workflow interceptor modules, bundled with the workflows: activity summaries for the Temporal
- * UI (workflows/activity-summaries.ts).
+ * UI (workflows/activity-summaries.ts), and the mark on an expected failure's closing log line
+ * (workflows/expected-failure-logs.ts).
  */
 export const WORKFLOW_INTERCEPTOR_MODULES = [
   fileURLToPath(new URL('../workflows/activity-summaries.ts', import.meta.url)),
+  fileURLToPath(new URL('../workflows/expected-failure-logs.ts', import.meta.url)),
 ];
 
 /** A bundle as `Worker.create({ workflowBundle })` takes it: the code itself. */

@@ -12,6 +12,7 @@ import { rootfsFloors } from './0004-rootfs-floors.js';
 import { readinessWaits } from './0005-readiness-waits.js';
 import { operationPlacements } from './0006-operation-placements.js';
 import { operationTraceId } from './0007-operation-trace-id.js';
+import { sandboxCpuMillicores } from './0008-sandbox-cpu-millicores.js';
 
 /** Every migration by name. */
 export const MIGRATIONS: Readonly<Record<string, Migration>> = {
@@ -22,6 +23,7 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0005-readiness-waits': readinessWaits,
   '0006-operation-placements': operationPlacements,
   '0007-operation-trace-id': operationTraceId,
+  '0008-sandbox-cpu-millicores': sandboxCpuMillicores,
 };
 
 const provider: MigrationProvider = {
