@@ -67,12 +67,16 @@ export const notFoundHandler: RequestHandler = (req, _res, next) => {
 /**
  * Answers 405 `method_not_allowed` with `Allow` for a path the API serves with other methods
  * (RFC 9110, 15.5.6: a 405 must list the allowed methods); OPTIONS answers 204 with `Allow`.
+ * The body's message and `details.allowed` name the same methods as `Allow`, OPTIONS included.
  * @param allowed the path's methods in upper case, e.g. `['GET', 'DELETE']` (HEAD is added to
  *   GET, as Express answers it)
  */
 export function methodNotAllowedHandler(allowed: readonly string[]): RequestHandler {
-  const methods = [...new Set(allowed.flatMap((m) => (m === 'GET' ? ['GET', 'HEAD'] : [m])))];
-  const allow = [...methods, 'OPTIONS'].join(', ');
+  // One list for the header and the body.
+  const methods = [
+    ...new Set([...allowed.flatMap((m) => (m === 'GET' ? ['GET', 'HEAD'] : [m])), 'OPTIONS']),
+  ];
+  const allow = methods.join(', ');
   return function methodNotAllowed(req, res, next) {
     res.set('Allow', allow);
     if (req.method === 'OPTIONS') {
@@ -82,7 +86,7 @@ export function methodNotAllowedHandler(allowed: readonly string[]): RequestHand
     next(
       new ApiError(
         'method_not_allowed',
-        `${req.method} is not allowed on ${req.path}; allowed: ${methods.join(', ')}`,
+        `${req.method} is not allowed on ${req.path}; allowed: ${allow}`,
         { allowed: methods },
       ),
     );

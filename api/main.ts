@@ -1,6 +1,7 @@
 /**
  * `npm run api`: the API process for production (an external Temporal frontend and database).
- * Needs TEMPORAL_ADDRESS; listens on PORT; opens the store from DATABASE_URL or
+ * Needs TEMPORAL_ADDRESS, and API_TOKENS or OIDC_ISSUER (or ALLOW_DEV_TOKEN=true, for
+ * development: the dev token); listens on PORT; opens the store from DATABASE_URL or
  * `<DATA_DIR>/store.db`. SIGINT/SIGTERM stop accepting connections, let running requests end
  * and close the connections.
  */
@@ -30,6 +31,15 @@ async function main(): Promise<void> {
     throw new ConfigError(
       'TEMPORAL_ADDRESS',
       'is required by `npm run api` (npm start runs its own)',
+    );
+  }
+  // A production API never falls back to a token everyone knows (docs/security.md).
+  if (config.devToken && !config.allowDevToken) {
+    throw new ConfigError(
+      'API_TOKENS',
+      'is required by `npm run api` when OIDC_ISSUER is unset: set API_TOKENS=tenant:token,… ' +
+        'or OIDC_* (docs/security.md); for development only, ALLOW_DEV_TOKEN=true accepts the ' +
+        `dev token (${DEV_TOKEN})`,
     );
   }
   const store = await openStore({
@@ -70,7 +80,10 @@ async function main(): Promise<void> {
   });
   logger.info({ port: config.port, temporal: config.temporalAddress }, 'api listening');
   if (config.devToken)
-    logger.warn({ token: DEV_TOKEN }, 'API_TOKENS is unset: using the dev token');
+    logger.warn(
+      { token: DEV_TOKEN },
+      'ALLOW_DEV_TOKEN=true and API_TOKENS is unset: using the dev token',
+    );
   if (config.oidc) {
     logger.info(
       { issuer: config.oidc.issuer, jwks_url: config.oidc.jwksUrl.href },

@@ -106,20 +106,30 @@ export interface FieldProblem {
   message: string;
 }
 
+/** The message of a field the schema does not have. */
+const UNKNOWN_FIELD = 'is not a known field';
+
 function problemsOf(error: z.ZodError, root: string): FieldProblem[] {
   return error.issues.flatMap((issue) => {
     const path = issue.path.map(String).join('.');
     if (issue.code === 'unrecognized_keys') {
       return issue.keys.map((key) => ({
         field: path ? `${path}.${key}` : key,
-        message: 'is not a known field',
+        message: UNKNOWN_FIELD,
       }));
     }
     return [{ field: path || root, message: issue.message }];
   });
 }
 
-function invalid(problems: FieldProblem[], root: string): ApiError {
+/**
+ * The error of a bad request: the message names the first problem, an unknown field before any
+ * other (`resources.memory` sent for `resources.memory_mib` is the mistake, not the missing
+ * `memory_mib` zod also reports); `details.problems` lists them all in that order.
+ */
+function invalid(found: FieldProblem[], root: string): ApiError {
+  const unknown = (problem: FieldProblem) => problem.message === UNKNOWN_FIELD;
+  const problems = [...found.filter(unknown), ...found.filter((p) => !unknown(p))];
   const [first] = problems;
   const message = first ? `${first.field} ${first.message}` : `${root} is invalid`;
   return new ApiError('invalid_request', message, { problems });

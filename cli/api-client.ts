@@ -5,6 +5,9 @@
 
 /** Thrown for an error answer (code and message from the API's error body) or no answer. */
 export class ApiCallError extends Error {
+  /** What a person can do about it, when the command that called knows better than the code. */
+  hint?: string;
+
   constructor(
     readonly code: string,
     message: string,

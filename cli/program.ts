@@ -89,6 +89,26 @@ const ERROR_HINTS: Record<string, string> = {
   unavailable: 'the service cannot work right now; its /readyz names what is wrong',
 };
 
+/**
+ * The hint of a synchronous create that ran out of its budget (`pod_never_ready` from
+ * `/sync/v1/sandboxes`): the same request again meets the same budget.
+ */
+const SYNC_NEVER_READY_HINT =
+  'the create failed and its pod was deleted; for a pod that needs longer, create without ' +
+  `--sync (\`${RUN} create … --wait\`: the asynchronous route, deadline CREATE_DEADLINE_MS), ` +
+  'or start the API with a longer SYNC_READINESS_BUDGET_MS';
+
+/**
+ * The hint of an `unavailable` error with no answer at all (status 0): nothing listens at the
+ * URL the CLI used, which /readyz cannot explain.
+ */
+function unreachableHint(apiUrl: string): string {
+  return (
+    `is the API running at ${apiUrl}? Start it (npm start), or point the CLI at it: ` +
+    'DURABLE_SANDBOX_URL=http://host:port (or --api-url)'
+  );
+}
+
 /** A usage error found after parsing (e.g. an id of the wrong kind); exits 2. */
 class UsageError extends Error {}
 
@@ -343,7 +363,14 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
     .option('--cpu <quantity>', `cores: ${CPU_FORMS}`, cpuQuantity, '1')
     .option('--memory-mib <n>', 'memory in MiB', positiveInteger, 1024)
     .option('--wait', 'wait until the create finishes, showing its phase', false)
-    .option('--sync', 'use the synchronous route (answers when the sandbox runs or failed)', false)
+    .addOption(
+      new Option(
+        '--sync',
+        'use the synchronous route (answers when the sandbox runs or failed; already waits)',
+      )
+        .default(false)
+        .conflicts('wait'),
+    )
     .option('--idempotency-key <key>', 'send Idempotency-Key')
     .action(
       action(
@@ -379,6 +406,9 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
               const operationId =
                 err instanceof ApiCallError ? err.details.operation_id : undefined;
               if (typeof operationId === 'string') s.hint(`operation: ${operationId}`);
+              if (err instanceof ApiCallError && err.code === 'pod_never_ready') {
+                err.hint = SYNC_NEVER_READY_HINT;
+              }
               throw err;
             }
           }
@@ -456,10 +486,19 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
     .action(
       action(async (s, id: string, options: { wait: boolean }) => {
         expectId(id, 'sbx', 'delete');
-        const response = await s.client.call<Operation>(
-          'DELETE',
-          `/v1/sandboxes/${encodeURIComponent(id)}`,
-        );
+        let response;
+        try {
+          response = await s.client.call<Operation>(
+            'DELETE',
+            `/v1/sandboxes/${encodeURIComponent(id)}`,
+          );
+        } catch (err) {
+          // A delete is idempotent for a cleanup script: the sandbox is gone either way.
+          if (!(err instanceof ApiCallError) || err.code !== 'already_done') throw err;
+          if (s.json) s.show({ sandbox_id: id, state: 'deleted', already_deleted: true }, String);
+          else s.hint(`${id} is already deleted: nothing to do`);
+          return 0;
+        }
         return s.accepted(response.body, options.wait);
       }),
     );
@@ -596,8 +635,11 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
     }
     if (err instanceof ApiCallError) {
       io.stderr.write(`error: ${err.code}: ${err.message}\n`);
-      // Only for the API's own answers: an unreachable API is not what /readyz would explain.
-      const hint = err.status === 0 ? undefined : ERROR_HINTS[err.code];
+      // An unreachable API is not what /readyz would explain: say where the CLI looked.
+      const hint =
+        err.status === 0
+          ? unreachableHint(program.opts<GlobalOptions>().apiUrl)
+          : (err.hint ?? ERROR_HINTS[err.code]);
       if (hint) io.stderr.write(`hint: ${hint}\n`);
       return FAILED;
     }

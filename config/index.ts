@@ -6,6 +6,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { OIDC_VARIABLES, OidcConfigProblem, parseOidc, type OidcConfig } from './oidc.js';
+import { isLogLevel, LOG_LEVELS } from './logger.js';
 
 export type { OidcConfig } from './oidc.js';
 import {
@@ -57,6 +58,12 @@ export interface Config {
   apiTokens: Map<string, string>;
   /** True when API_TOKENS and OIDC_ISSUER were unset and the dev token is in use. */
   devToken: boolean;
+  /**
+   * ALLOW_DEV_TOKEN=true: `npm run api` may start with the dev token (development only); without
+   * it, `npm run api` refuses to start with neither API_TOKENS nor OIDC_ISSUER. `npm start`
+   * always may.
+   */
+  allowDevToken: boolean;
   /** JWT bearer verification (docs/security.md); unset when OIDC_ISSUER is. */
   oidc?: OidcConfig;
   /** Unset: the embedded stack starts a dev server. */
@@ -115,6 +122,7 @@ export class ConfigError extends Error {
 export const CONFIG_VARIABLES = [
   'PORT',
   'API_TOKENS',
+  'ALLOW_DEV_TOKEN',
   'TEMPORAL_ADDRESS',
   'TEMPORAL_NAMESPACE',
   'TEMPORAL_TASK_QUEUE',
@@ -288,6 +296,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw err;
   }
   const { tokens, dev } = parseTokens(env.API_TOKENS, oidc !== undefined);
+  const allowDevToken = (env.ALLOW_DEV_TOKEN ?? '').trim();
+  if (!['', 'true', 'false'].includes(allowDevToken)) {
+    throw new ConfigError('ALLOW_DEV_TOKEN', `must be "true" or "false", got "${allowDevToken}"`);
+  }
   const databaseUrl = nonEmpty(env, 'DATABASE_URL');
   if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
     throw new ConfigError('DATABASE_URL', 'must be a postgres:// or postgresql:// URL');
@@ -311,10 +323,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       `"${sandboxNamespace}" is not a valid namespace name`,
     );
   }
+  const logLevel = nonEmpty(env, 'LOG_LEVEL', 'info') as string;
+  if (!isLogLevel(logLevel)) {
+    throw new ConfigError(
+      'LOG_LEVEL',
+      `must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`,
+    );
+  }
   return {
     port: positiveInt(env, 'PORT', 8080, 65535),
     apiTokens: tokens,
     devToken: dev,
+    allowDevToken: allowDevToken === 'true',
     oidc,
     temporalAddress,
     temporalNamespace: nonEmpty(env, 'TEMPORAL_NAMESPACE', 'default') as string,
@@ -329,7 +349,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     watchRetryDelayMs: positiveInt(env, 'WATCH_RETRY_DELAY_MS', 1_000),
     watchTimeoutSeconds: positiveInt(env, 'WATCH_TIMEOUT_SECONDS', 25, 29),
     templates: parseTemplates(env.SANDBOX_TEMPLATES),
-    logLevel: nonEmpty(env, 'LOG_LEVEL', 'info') as string,
+    logLevel,
     metricsPort: positiveInt(env, 'METRICS_PORT', 9464, 65535),
     orphanSweepIntervalMs:
       env.ORPHAN_SWEEP_INTERVAL_MS?.trim() === '0'

@@ -12,9 +12,12 @@ import { requestLogFields } from './request-context.js';
  */
 export function createLogger(
   name: string,
-  level = process.env.LOG_LEVEL ?? 'info',
+  requested = process.env.LOG_LEVEL ?? 'info',
   destination?: DestinationStream,
 ): Logger {
+  // An unknown LOG_LEVEL would make pino throw before anything could say so: log at info, and
+  // let loadConfig refuse it with a message naming the variable (config/index.ts).
+  const level = isLogLevel(requested) ? requested : 'info';
   const pretty = !destination && process.stdout.isTTY && process.env.LOG_FORMAT !== 'json';
   const options = {
     name,
@@ -25,4 +28,12 @@ export function createLogger(
       : {}),
   };
   return destination ? pino(options, destination) : pino(options);
+}
+
+/** pino's level names (`fatal` … `trace`) and `silent`, which LOG_LEVEL may name. */
+export const LOG_LEVELS = [...Object.keys(pino.levels.values), 'silent'] as const;
+
+/** Whether `level` is one of {@link LOG_LEVELS}. */
+export function isLogLevel(level: string): boolean {
+  return (LOG_LEVELS as readonly string[]).includes(level);
 }

@@ -21,7 +21,12 @@ export async function runTopologyMatrix(options: {
   process.stderr.write('starting the production topology...\n');
   const topology = await startTopology({
     nodeDelayMs: 1_500,
-    env: { LOG_LEVEL: 'warn', WATCH_RETRY_DELAY_MS: '200', SYNC_READINESS_BUDGET_MS: '120000' },
+    env: {
+      LOG_LEVEL: 'warn',
+      WATCH_RETRY_DELAY_MS: '200',
+      SYNC_READINESS_BUDGET_MS: '120000',
+      ALLOW_DEV_TOKEN: 'true', // the matrix calls with the dev token
+    },
   });
   const stop = () => void topology.stop().finally(() => process.exit(130));
   process.once('SIGINT', stop);

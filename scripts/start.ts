@@ -45,7 +45,9 @@ async function main(): Promise<void> {
   mkdirSync(dataDir, { recursive: true });
   lockDataDir(dataDir);
   // First: the SDK patches node's http server, and the worker and client look for it.
-  const traces = await startStackTracing();
+  const traces = await startStackTracing(
+    `${cliPrefix(`http://127.0.0.1:${config.port}`)}npx durable-sandbox`,
+  );
 
   // The API's port is the user's to choose: check it before starting anything that takes time.
   if (!(await isPortFree(config.port))) {
@@ -105,6 +107,7 @@ async function main(): Promise<void> {
     namespace: config.sandboxNamespace,
   });
 
+  const apiUrl = `http://127.0.0.1:${config.port}`;
   const store = await openStore({
     databaseUrl: config.databaseUrl,
     sqliteFile: join(dataDir, 'store.db'),
@@ -119,7 +122,8 @@ async function main(): Promise<void> {
       logger.warn({ sandbox_ids: lost }, 'running sandboxes lost their pods in the restart');
       notes.push(
         `${lost.length} sandbox(es) running before the restart lost their pods and are now lost ` +
-          `(list: npm run cli -- list --state lost; delete: npm run cli -- delete sbx_…)`,
+          `(list: ${cliPrefix(apiUrl)}npx durable-sandbox list --state lost; ` +
+          `delete: ${cliPrefix(apiUrl)}npx durable-sandbox delete sbx_…)`,
       );
     }
   }
@@ -179,7 +183,6 @@ async function main(): Promise<void> {
       }),
   );
 
-  const apiUrl = `http://127.0.0.1:${config.port}`;
   const credential = credentialHint(config);
   const token = credential.bearer;
   const baseFloor = (await rootfsFloorsOf({ store, config }, ['base'])).get('base');
@@ -220,9 +223,10 @@ async function main(): Promise<void> {
  * configured; when nothing is configured, into an in-memory span store the API serves at
  * `/debug/traces/{trace_id}` (read by `npx durable-sandbox trace op_…`); none when
  * OTEL_TRACES_EXPORTER=none or OTEL_SDK_DISABLED=true.
+ * @param cli how the banner spells the CLI for this stack's API (`DURABLE_SANDBOX_URL=… npx …`)
  * @returns the SDK, the span store when spans stay in memory, and the banner's line
  */
-async function startStackTracing(): Promise<{
+async function startStackTracing(cli: string): Promise<{
   tracing?: Tracing;
   spanStore?: SpanStore;
   line: string;
@@ -244,7 +248,7 @@ async function startStackTracing(): Promise<{
   return {
     tracing,
     spanStore,
-    line: "kept in memory; print one create's: npx durable-sandbox trace op_…",
+    line: `kept in memory; print one create's: ${cli} trace op_…`,
   };
 }
 

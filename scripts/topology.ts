@@ -55,6 +55,8 @@ try {
       .filter((name) => process.env[name])
       .map((name) => [name, process.env[name]!]),
   );
+  // A development topology: without API_TOKENS, its API replicas take the dev token.
+  if (!process.env.API_TOKENS) passThrough.ALLOW_DEV_TOKEN = 'true';
   topology = await startTopology({
     databaseUrl: process.env.DATABASE_URL || undefined,
     port: (await isPortFree(wanted)) ? wanted : 0,

@@ -86,8 +86,10 @@ describe('errors', () => {
     expect(put.headers.allow).toBe('POST, GET, HEAD, OPTIONS');
     expectErrorBody(put.body, 'method_not_allowed');
     expect(put.body.error.message).toBe(
-      'PUT is not allowed on /v1/sandboxes; allowed: POST, GET, HEAD',
+      'PUT is not allowed on /v1/sandboxes; allowed: POST, GET, HEAD, OPTIONS',
     );
+    // One source: the body lists what the header lists.
+    expect(put.body.error.details.allowed.join(', ')).toBe(put.headers.allow);
     const patch = await request(api.app).patch('/v1/sandboxes/sbx_x').set(bearer(api.tenantA));
     expect(patch.status).toBe(405);
     expect(patch.headers.allow).toBe('GET, HEAD, DELETE, OPTIONS');
@@ -193,7 +195,7 @@ describe('errors', () => {
 });
 
 describe('validation', () => {
-  const cases: Array<[string, unknown, string]> = [
+  const cases: Array<[string, unknown, string | RegExp]> = [
     ['a negative disk', createBody(-1), 'resources.disk_mib must be a positive integer'],
     [
       'a cpu finer than a millicore',
@@ -258,6 +260,12 @@ describe('validation', () => {
       { template: 'base', resources: { cpu: 1, memory_mib: 1, disk_mib: 1, gpu: 1 } },
       'resources.gpu is not a known field',
     ],
+    [
+      'an unknown field in place of a required one (memory for memory_mib)',
+      { template: 'base', resources: { cpu: 1, memory: 1024, disk_mib: 2048 } },
+      // The real mistake leads the message; the missing field follows in details.problems.
+      /^resources\.memory is not a known field/,
+    ],
     ['an array body', [createBody(2048)], 'body must be a JSON object'],
     [
       'resources as a string',
@@ -274,7 +282,8 @@ describe('validation', () => {
           .send(body as object);
         expect(response.status, `${path}: ${response.text}`).toBe(400);
         expectErrorBody(response.body, 'invalid_request');
-        expect(response.body.error.message).toContain(message);
+        if (message instanceof RegExp) expect(response.body.error.message).toMatch(message);
+        else expect(response.body.error.message).toContain(message);
       }
     });
   }

@@ -150,7 +150,13 @@ describe('asynchronous create', () => {
       ]);
       expect(sync.status, sync.text).toBe(503);
       expect(sync.body.error.code).toBe('pod_never_ready');
-      expect(Number(sync.headers['retry-after'])).toBeGreaterThan(0);
+      // The budget that ran out, what became of the create, and what to do instead.
+      expect(sync.body.error.message).toMatch(
+        /^pod \S+ had no IP within the synchronous readiness budget of 3 s \(SYNC_READINESS_BUDGET_MS\): the create failed and its pod is deleted\. .*POST \/v1\/sandboxes/,
+      );
+      expect(sync.body.error.message).not.toContain('create deadline');
+      // The same request again meets the same budget: no Retry-After to invite it.
+      expect(sync.headers['retry-after']).toBeUndefined();
       expect(sync.headers['operation-id']).toMatch(/^op_/);
       expect(Date.now() - started).toBeGreaterThanOrEqual(3_000);
 
@@ -161,6 +167,7 @@ describe('asynchronous create', () => {
       );
       expect(done.status).toBe('failed');
       expect(done.error?.code).toBe('pod_never_ready');
+      expect(done.error?.message).toMatch(/had no IP within the create deadline of 3 s/);
     } finally {
       api.stack.cluster.faults.refuseWith(null);
     }

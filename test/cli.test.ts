@@ -280,6 +280,35 @@ describe('cli', () => {
     expect(deleted.stderr).not.toContain('\u001b[');
     const sandbox = await cli('--json', 'get', sandboxId);
     expect(JSON.parse(sandbox.stdout)).toMatchObject({ id: sandboxId, state: 'deleted' });
+    // A cleanup script deletes again: it succeeds, with a note instead of already_done.
+    const again = await cli('delete', sandboxId, '--wait');
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stderr).toBe(`${sandboxId} is already deleted: nothing to do\n`);
+  });
+
+  it('create --wait --sync is a usage error (exit 2): --sync already waits', async () => {
+    const both = await cli('create', '--disk-mib', '2048', '--wait', '--sync');
+    expect(both.code).toBe(2);
+    expect(both.stderr).toMatch(/^error: option '--sync' cannot be used with option '--wait'/);
+  });
+
+  it('create --sync that runs out of its budget says pod_never_ready with a hint', async () => {
+    const short = await api.listen(api.appWith({ SYNC_READINESS_BUDGET_MS: '2000' }));
+    api.stack.cluster.faults.refuseWith('Unavailable', 'runtime is not ready');
+    try {
+      const stderr = new Capture();
+      const code = await run(['create', '--disk-mib', '2048', '--sync'], {
+        stdout: new Capture(),
+        stderr,
+        env: { DURABLE_SANDBOX_URL: short.url, DURABLE_SANDBOX_TOKEN: api.tenantA.token },
+      });
+      expect(code).toBe(1);
+      expect(stderr.text).toMatch(/^error: pod_never_ready: .*SYNC_READINESS_BUDGET_MS/m);
+      expect(stderr.text).toMatch(/^hint: .*create without --sync .*SYNC_READINESS_BUDGET_MS$/m);
+    } finally {
+      api.stack.cluster.faults.refuseWith(null);
+      await short.close();
+    }
   });
 
   it('prints the API error for a bad token, an unknown id, an unreachable API and bad usage', async () => {
@@ -291,6 +320,10 @@ describe('cli', () => {
     const unreachable = await cli('--api-url', 'http://127.0.0.1:1', 'list');
     expect(unreachable.code).toBe(1);
     expect(unreachable.stderr).toMatch(/^error: unavailable: cannot reach/);
+    // docs/cli.md: an unavailable error adds a hint; for no answer at all, where the CLI looked.
+    expect(unreachable.stderr).toMatch(
+      /^hint: is the API running at http:\/\/127\.0\.0\.1:1\? .*DURABLE_SANDBOX_URL/m,
+    );
     const usage = await cli('create');
     expect(usage.code).toBe(2);
     expect(usage.stderr).toContain('--disk-mib');

@@ -8,6 +8,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { CONFIG_VARIABLES } from '../config/index.js';
+import { OPERATION_ERRORS } from '../contract/index.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const read = (file: string) => readFileSync(join(ROOT, file), 'utf8');
@@ -64,11 +65,105 @@ describe('links of the README and docs/', () => {
   });
 });
 
+describe('sections named in text', () => {
+  // `README ("Metrics and logs")`, `api.md, "Errors"`, `[architecture.md](…) ("Compensation")`
+  const REFERENCE =
+    /(README(?:\.md)?|(?:docs\/)?[a-z-]+\.md)\]?(?:\([^)\s]*\))?,? \(?"([^"\n]{3,80})"/g;
+  it.each(MARKDOWN)('%s: every section it names by title exists in that page', (file) => {
+    const text = read(file).replace(/^ {4}.*$/gm, '');
+    const missing = [...text.matchAll(REFERENCE)]
+      .map(([, page, title]) => {
+        const linked = page!.startsWith('README')
+          ? 'README.md'
+          : page!.startsWith('docs/')
+            ? page!
+            : join(dirname(file), page!);
+        return { linked, title: title! };
+      })
+      .filter(({ linked }) => existsSync(join(ROOT, linked)))
+      .filter(({ linked, title }) => !anchorsOf(linked).has(anchorOf(title)))
+      .map(({ linked, title }) => `${linked}: "${title}"`);
+    expect(missing).toEqual([]);
+  });
+});
+
+/** Source folders of the service and its scripts (not test/, not scripts/bench: its variables are docs/benchmarks.md's). */
+const SOURCE_DIRS = [
+  'activities',
+  'api',
+  'bin',
+  'cli',
+  'config',
+  'contract',
+  'environments',
+  'kubernetes',
+  'scripts',
+  'store',
+  'temporal',
+  'tracing',
+  'worker',
+  'workflows',
+];
+/** Variables of the operating system, not of this service. */
+const SYSTEM_VARIABLES = new Set(['PATH', 'XDG_CACHE_HOME']);
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(join(ROOT, dir), { withFileTypes: true }).flatMap((entry) => {
+    const path = `${dir}/${entry.name}`;
+    if (entry.isDirectory()) return path === 'scripts/bench' ? [] : sourceFiles(path);
+    return /\.(ts|js)$/.test(entry.name) ? [path] : [];
+  });
+}
+
+/** Every environment variable the code reads: `env.NAME`, `env['NAME']`, and `envVar: 'NAME'`. */
+function variablesReadInCode(): string[] {
+  const names = new Set<string>(CONFIG_VARIABLES);
+  for (const file of SOURCE_DIRS.flatMap(sourceFiles)) {
+    const text = read(file);
+    for (const match of text.matchAll(/\benv(?:\.|\[['"])([A-Z][A-Z0-9_]+)/g)) names.add(match[1]!);
+    for (const match of text.matchAll(/\benvVar: '([A-Z][A-Z0-9_]+)'/g)) names.add(match[1]!);
+  }
+  return [...names].filter((name) => !SYSTEM_VARIABLES.has(name)).sort();
+}
+
 describe('docs/configuration.md', () => {
+  const rows = new Set(
+    [...read('docs/configuration.md').matchAll(/^\| ([^|]+)\|/gm)].flatMap((match) =>
+      [...match[1]!.matchAll(/`([A-Z][A-Z0-9_]+)`/g)].map((name) => name[1]),
+    ),
+  );
+
   it('has a row for every variable config/index.ts reads', () => {
-    const rows = new Set(
-      [...read('docs/configuration.md').matchAll(/^\| `([A-Z_]+)`/gm)].map((match) => match[1]),
-    );
     expect(CONFIG_VARIABLES.filter((name) => !rows.has(name))).toEqual([]);
+  });
+
+  it('has a row for every environment variable the code reads (process.env anywhere)', () => {
+    const read = variablesReadInCode();
+    expect(read).toEqual(expect.arrayContaining(['LOG_FORMAT', 'TEMPORAL_CLI']));
+    expect(read.filter((name) => !rows.has(name))).toEqual([]);
+  });
+});
+
+describe('docs/cli.md', () => {
+  it("lists every command of the CLI's program (its --help)", async () => {
+    const { run } = await import('../cli/program.js');
+    let help = '';
+    const out = { write: (chunk: string) => ((help += chunk), true) };
+    await run(['--help'], { stdout: out as never, stderr: out as never, env: {} });
+    const commands = [...help.matchAll(/^ {2}([a-z][a-z-]+)(?= |$)/gm)]
+      .map((match) => match[1]!)
+      .filter((name) => name !== 'help');
+    expect(commands).toEqual(expect.arrayContaining(['create', 'trace', 'templates']));
+    const page = read('docs/cli.md');
+    expect(commands.filter((name) => !page.includes(`durable-sandbox ${name}`))).toEqual([]);
+  });
+});
+
+describe('README', () => {
+  it('names every error code of contract/ (OPERATION_ERRORS)', () => {
+    const readme = read('README.md');
+    expect(Object.keys(OPERATION_ERRORS).filter((code) => !readme.includes(`\`${code}\``))).toEqual(
+      [],
+    );
   });
 });

@@ -96,6 +96,12 @@ it('ends a create that was waiting when the stack stopped as pod_failed after a 
   const fourth = await startStackProcess({ DATA_DIR: dataDir });
   started.push(fourth);
   expect(fourth.output()).toContain('lost their pods and are now lost');
+  // Every CLI command the banner suggests reaches this stack's API (its PORT is not 8080).
+  const prefix = `DURABLE_SANDBOX_URL=${fourth.apiUrl} `;
+  expect(fourth.output()).toContain(`list: ${prefix}npx durable-sandbox list --state lost`);
+  const commands = [...fourth.output().matchAll(/(\S+ )?(npx durable-sandbox|npm run cli)\b/g)];
+  expect(commands.length).toBeGreaterThan(0);
+  expect(commands.filter((match) => match[1] !== prefix).map((match) => match[0])).toEqual([]);
   const auth = { authorization: 'Bearer dev-token' };
   const sandbox = (await (
     await fetch(`${fourth.apiUrl}/v1/sandboxes/${runningOp.sandbox_id}`, { headers: auth })

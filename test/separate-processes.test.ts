@@ -67,6 +67,7 @@ beforeAll(async () => {
     KUBECONFIG: kubeconfig,
     DATA_DIR: stack.dataDir, // both processes: <DATA_DIR>/store.db
     WATCH_RETRY_DELAY_MS: '100',
+    ALLOW_DEV_TOKEN: 'true', // the dev token, as a development setup
     // One template per test: a refusal teaches its template's floor, and the API would then
     // refuse the next too-small create before 202.
     SANDBOX_TEMPLATES: JSON.stringify({

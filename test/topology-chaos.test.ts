@@ -19,7 +19,7 @@ let matrix: FaultMatrix;
 beforeAll(async () => {
   topology = await startTopology({
     nodeDelayMs: 1_500,
-    env: { LOG_LEVEL: 'warn', WATCH_RETRY_DELAY_MS: '200' },
+    env: { LOG_LEVEL: 'warn', WATCH_RETRY_DELAY_MS: '200', ALLOW_DEV_TOKEN: 'true' },
     log: process.env.TEST_LOGS ? (line) => process.stderr.write(`${line}\n`) : undefined,
   });
   matrix = new FaultMatrix(topology);

@@ -2,8 +2,8 @@
  * `POST /sync/v1/sandboxes` (docs/api.md): the same workflow
  * as the asynchronous create, with the readiness budget as its deadline, awaited in the request.
  * 201 Sandbox; a node's or the apiserver's refusal 400 `invalid_request` naming the reason; a
- * resource quota 429 `quota_exceeded` with `Retry-After`; the deadline 503 `pod_never_ready`
- * with `Retry-After`; every node tried refused it (re-placement) 503 `no_node_available` with
+ * resource quota 429 `quota_exceeded` with `Retry-After`; the budget 503 `pod_never_ready`
+ * (no `Retry-After`: a retry meets the same budget; the message says what to do instead); every node tried refused it (re-placement) 503 `no_node_available` with
  * `Retry-After`; a cluster the service cannot use 503 `unavailable`; anything else 500. `Operation-Id`
  * names the workflow.
  *
@@ -22,24 +22,55 @@ import { readOperationWhenChanged } from '../long-poll.js';
 import { operationErrorOf, type OperationError } from '../failures.js';
 import { detailsToWire, sandboxToWire } from '../wire.js';
 
-/** Seconds a caller should wait before retrying a create that ran out of budget. */
-export const NEVER_READY_RETRY_AFTER_S = 5;
-
 /** Seconds a caller should wait before retrying a create a resource quota refused. */
 export const QUOTA_RETRY_AFTER_S = 30;
 
 /** Seconds a caller should wait before retrying a create no node could take. */
 export const NO_NODE_RETRY_AFTER_S = 10;
 
-/** `Retry-After` (seconds) of the codes a caller may retry as they are. */
+/**
+ * `Retry-After` (seconds) of the codes a caller may retry as they are. Not `pod_never_ready`:
+ * the same request again meets the same budget (see {@link syncNeverReadyMessage}).
+ */
 const RETRY_AFTER_S: Partial<Record<OperationError['code'], number>> = {
-  pod_never_ready: NEVER_READY_RETRY_AFTER_S,
   no_node_available: NO_NODE_RETRY_AFTER_S,
   quota_exceeded: QUOTA_RETRY_AFTER_S,
 };
 
+/**
+ * The message of a synchronous create whose pod had no IP within SYNC_READINESS_BUDGET_MS: what
+ * ran out (the route's budget, not the asynchronous CREATE_DEADLINE_MS the workflow's message
+ * names), what happens to the create (it failed; compensation deletes its pod, as at any
+ * deadline: workflows/create-sandbox.ts) and what to do instead.
+ * @param error the operation's `pod_never_ready` error (details carry `podName` when a pod was made)
+ * @param config the budget and the asynchronous deadline, ms
+ */
+export function syncNeverReadyMessage(
+  error: OperationError,
+  config: { syncReadinessBudgetMs: number; createDeadlineMs: number },
+): string {
+  const pod = error.details.podName;
+  const what = typeof pod === 'string' ? `pod ${pod} had no IP` : 'the pod was not created';
+  return (
+    `${what} within the synchronous readiness budget of ` +
+    `${humanMs(config.syncReadinessBudgetMs)} (SYNC_READINESS_BUDGET_MS): the create failed and ` +
+    'its pod is deleted. For a pod that needs longer, create with POST /v1/sandboxes (deadline ' +
+    `${humanMs(config.createDeadlineMs)}, CREATE_DEADLINE_MS) and follow the operation, or ` +
+    'raise SYNC_READINESS_BUDGET_MS'
+  );
+}
+
+/** A duration for a message: `5 s`, `30 min`. */
+function humanMs(ms: number): string {
+  return ms >= 120_000 && ms % 60_000 === 0 ? `${ms / 60_000} min` : `${Math.round(ms / 1000)} s`;
+}
+
 /** The HTTP answer of a failed synchronous create. */
-function syncError(error: OperationError, operationId: string): ApiError {
+function syncError(deps: AppDeps, failed: OperationError, operationId: string): ApiError {
+  const error =
+    failed.code === 'pod_never_ready'
+      ? { ...failed, message: syncNeverReadyMessage(failed, deps.config) }
+      : failed;
   const details = { ...detailsToWire(error.details), operation_id: operationId };
   // The status comes from the error code (contract/operation.ts OPERATION_ERRORS).
   const retryAfterS = RETRY_AFTER_S[error.code];
@@ -103,7 +134,7 @@ export function syncCreateHandlers(deps: AppDeps) {
           ? await failureOnceClosed(deps, accepted.operationId)
           : outcome.error
         : outcome;
-    if (error) throw syncError(error, accepted.operationId);
+    if (error) throw syncError(deps, error, accepted.operationId);
     const sandbox = await deps.store.getSandbox(tenant, accepted.sandboxId);
     if (!sandbox) throw new Error(`sandbox ${accepted.sandboxId} vanished after its create`);
     res.status(201).location(`/v1/sandboxes/${sandbox.id}`).json(sandboxToWire(sandbox));
