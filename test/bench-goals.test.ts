@@ -3,7 +3,12 @@
  * its reading of Prometheus text (scripts/bench/prometheus.ts): pure functions, no servers.
  */
 import { describe, expect, it } from 'vitest';
-import { goalTable, type GoalFigures } from '../scripts/bench/goals.js';
+import {
+  GOAL_ROW_IDS,
+  goalTable,
+  unmeasuredRows,
+  type GoalFigures,
+} from '../scripts/bench/goals.js';
 import { parseSamples, sumBy, sumOf } from '../scripts/bench/prometheus.js';
 
 const SIZES = { many: 1000, crowd: 3000, max: 10000, atOnce: 100 };
@@ -33,28 +38,101 @@ describe('the goal table', () => {
     expect(verdict({ refusalsAtOnceNoneWaiting: s(500, 2001), floorAtOnce }, figure)).toBe('MISS');
   });
 
+  it('needs p95 <= 2 s over all 100 refusals at once with 1,000 waiting', () => {
+    const figure = '100 refusals at once with 1000 waiting';
+    const all = { n: 100, p50: 500, p95: 2000, max: 2500 };
+    expect(verdict({ atOnceWithMany: all }, figure)).toBe('PASS');
+    expect(verdict({ atOnceWithMany: { ...all, p95: 2001 } }, figure)).toBe('MISS');
+    // 3 of them never ended as they should: not a pass, whatever the others' p95.
+    expect(verdict({ atOnceWithMany: { ...all, n: 97 } }, figure)).toBe('MISS');
+  });
+
   it('misses 30 requests per waiting create per minute, passes 1', () => {
     const figure = 'Temporal requests per waiting create';
     expect(verdict({ requestsPerWaitPerMin: 30 }, figure)).toBe('MISS');
     expect(verdict({ requestsPerWaitPerMin: 1 }, figure)).toBe('PASS');
   });
 
-  it('passes the open loop at half the floor rate, misses below it', () => {
+  it('misses one slot per waiting create, passes none', () => {
+    const figure = 'activity slots of the create task queue';
+    expect(verdict({ slotsPerWait: 1 }, figure)).toBe('MISS');
+    expect(verdict({ slotsPerWait: 0 }, figure)).toBe('PASS');
+  });
+
+  it('passes a create among 3,000 waiting at 1.5x the time with none waiting', () => {
+    const figure = 'a create started while 3000 wait';
+    const none = s(400);
+    expect(verdict({ postToPodNoneWaiting: none, postToPodWithCrowd: s(600) }, figure)).toBe(
+      'PASS',
+    );
+    expect(verdict({ postToPodNoneWaiting: none, postToPodWithCrowd: s(601) }, figure)).toBe(
+      'MISS',
+    );
+  });
+
+  it('passes worker RSS at 1.3x of 1 waiting, misses above it', () => {
+    const figure = 'worker RSS at 1000 waiting';
+    expect(verdict({ rssWith1Mib: 450, rssWithManyMib: 585 }, figure)).toBe('PASS');
+    expect(verdict({ rssWith1Mib: 450, rssWithManyMib: 586 }, figure)).toBe('MISS');
+  });
+
+  it('passes 10,000 waiting when all reached their wait and one refusal is within 2x', () => {
+    const figure = '10000 waiting on this machine';
+    const base = { oneRefusalWith1: s(200), reached: { max: 10_000 } };
+    expect(verdict({ ...base, oneRefusalWithMax: s(400) }, figure)).toBe('PASS');
+    expect(verdict({ ...base, oneRefusalWithMax: s(401) }, figure)).toBe('MISS');
+    expect(verdict({ ...base, reached: { max: 9_000 } }, figure)).toBe('MISS');
+  });
+
+  it('misses a row measured at a size not every create reached', () => {
+    const figure = 'worker RSS at 1000 waiting';
+    const rss = { rssWith1Mib: 450, rssWithManyMib: 460 };
+    expect(verdict({ ...rss, reached: { many: 999 } }, figure)).toBe('MISS');
+    expect(verdict({ ...rss, reached: { many: 1000 } }, figure)).toBe('PASS');
+  });
+
+  it('passes the open loop at half the floor rate, misses below it or with no floor', () => {
     const figure = 'open loop, mixed creates';
     expect(verdict({ openLoopRatePerS: 8, openLoopFloorRatePerS: 16 }, figure)).toBe('PASS');
     expect(verdict({ openLoopRatePerS: 6, openLoopFloorRatePerS: 16 }, figure)).toBe('MISS');
+    expect(verdict({ openLoopRatePerS: 0, openLoopFloorRatePerS: 0 }, figure)).toBe('MISS');
   });
 
-  it('misses a worker kill after which one wait ended wrong', () => {
+  it('misses a worker kill after which one wait ended wrong or none was decided', () => {
     const figure = 'worker SIGKILL with 1000 waiting';
-    const kill = { killExpected: 75, killSlowestMs: 5_000, killDeadlineMs: 14_400_000 };
-    expect(verdict({ ...kill, killEndedRight: 75 }, figure)).toBe('PASS');
-    expect(verdict({ ...kill, killEndedRight: 74 }, figure)).toBe('MISS');
+    const kill = { killExpected: 1000, killDecided: s(5_000), killDeadlineMs: 14_400_000 };
+    expect(verdict({ ...kill, killEndedRight: 1000 }, figure)).toBe('PASS');
+    expect(verdict({ ...kill, killEndedRight: 999 }, figure)).toBe('MISS');
+    const none = { n: 0, p50: NaN, p95: NaN, max: NaN };
+    expect(verdict({ ...kill, killDecided: none, killEndedRight: 1000 }, figure)).toBe('MISS');
   });
 
-  it('prints "not run" for a figure that was not measured', () => {
-    const row = goalTable(SIZES, [{ label: 'baseline', figures: {} }]).at(-1)!;
-    expect(row).toContain('not run');
+  it('prints "not run" with its reason, and that is not an error', () => {
+    const figures = { notRun: { max: 'the baseline holds one slot per wait' } };
+    const row = goalTable(SIZES, [{ label: 'baseline', figures }]).find((l) =>
+      l.startsWith('| 10000 waiting'),
+    )!;
+    expect(row).toContain('not run: the baseline holds one slot per wait');
+    expect(unmeasuredRows(SIZES, [{ label: 'baseline', figures }], ['max'])).toEqual([]);
+  });
+
+  it('makes a row it could not measure an error, never a pass', () => {
+    const nan = { n: 0, p50: NaN, p95: NaN, max: NaN };
+    const figures: GoalFigures = { oneRefusalWith1: s(200), oneRefusalWithMany: nan };
+    const row = goalTable(SIZES, [{ label: 'candidate', figures }]).find((l) =>
+      l.startsWith('| one refusal'),
+    )!;
+    expect(row).toContain('ERROR');
+    expect(row).not.toContain('PASS');
+    const missing = unmeasuredRows(SIZES, [{ label: 'candidate', figures }]);
+    expect(missing).toHaveLength(GOAL_ROW_IDS.length);
+    expect(missing[1]).toContain('candidate: row "one refusal');
+  });
+
+  it('prints only the rows a mode measures', () => {
+    const lines = goalTable(SIZES, [{ label: 'candidate', figures: {} }], ['openLoop']);
+    expect(lines).toHaveLength(3);
+    expect(lines[2]).toContain('open loop');
   });
 });
 

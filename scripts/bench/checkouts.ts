@@ -42,7 +42,7 @@ export function checkoutsOfRun(): Checkout[] {
 /**
  * Runs `entry` (a TypeScript file of the checkout, e.g. `worker/main.ts`) with tsx from the
  * checkout's directory, `env` added to the bench's environment; stderr is inherited, stdout
- * dropped. `NODE_OPTIONS_BENCH` (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`) is passed to node.
+ * dropped, and an exit not asked for by {@link stopChild} is printed. `NODE_OPTIONS_BENCH` (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`) is passed to node.
  */
 export function runInCheckout(
   checkout: Checkout,
@@ -50,17 +50,27 @@ export function runInCheckout(
   env: Record<string, string>,
 ): ChildProcess {
   const nodeArgs = (process.env.NODE_OPTIONS_BENCH ?? '').split(/\s+/).filter(Boolean);
-  return spawn(process.execPath, [...nodeArgs, '--import', 'tsx', entry], {
+  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', entry], {
     cwd: checkout.dir,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
+  // An exit the bench did not ask for explains the errors after it: say so when it happens.
+  child.once('exit', (code, signal) => {
+    if (!stopping.has(child))
+      console.log(`  ${checkout.label}: ${entry} (pid ${child.pid}) exited: ${code ?? signal}`);
+  });
+  return child;
 }
+
+/** The children the bench is stopping (their exit is expected). */
+const stopping = new WeakSet<ChildProcess>();
 
 /** Sends `signal` and resolves when the child has exited (at once if it already had). */
 export async function stopChild(child: ChildProcess, signal: NodeJS.Signals): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
   const exited = new Promise((resolveExit) => child.once('exit', resolveExit));
+  stopping.add(child);
   child.kill(signal);
   await exited;
 }

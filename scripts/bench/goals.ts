@@ -2,8 +2,10 @@
  * The goals of issue 18 ("Waiting costs nothing") as a table: each row is a figure the bench
  * measures, its goal, and a function that reads one checkout's figures into a printed value and
  * PASS/MISS. The modes fill {@link GoalFigures} per checkout (scripts/bench/waits.ts: the waits
- * rows; scripts/bench/open-loop.ts and outcomes: the rows on the embedded stack) and
- * {@link printGoals} prints baseline and candidate side by side (docs/benchmarks.md).
+ * rows; scripts/bench/open-loop.ts: the rows on the embedded stack) and {@link printGoals}
+ * prints baseline and candidate side by side (docs/benchmarks.md). A row is measured (a value
+ * and PASS/MISS), "not run" with the reason the mode gave for it, or unmeasured: an error
+ * ({@link unmeasuredRows}), never a pass.
  */
 import type { Summary } from './support.js';
 
@@ -15,8 +17,37 @@ export interface GoalSizes {
   atOnce: number;
 }
 
-/** One checkout's figures; a missing one prints "not run". All times in ms. */
+/** The rows of the table, top to bottom, by id. */
+export const GOAL_ROW_IDS = [
+  'refusalsAtOnceNoneWaiting',
+  'oneRefusalWithMany',
+  'atOnceWithMany',
+  'requestsPerWait',
+  'slotsPerWait',
+  'postToPodWithCrowd',
+  'rssWithMany',
+  'max',
+  'openLoop',
+  'kill',
+] as const;
+
+/** A row's id. */
+export type GoalRowId = (typeof GOAL_ROW_IDS)[number];
+
+/** The rows measured on the embedded stack (scripts/bench/open-loop.ts). */
+export const STACK_ROW_IDS: readonly GoalRowId[] = ['refusalsAtOnceNoneWaiting', 'openLoop'];
+
+/** The rows measured with waiting creates (scripts/bench/waits.ts). */
+export const WAITS_ROW_IDS: readonly GoalRowId[] = GOAL_ROW_IDS.filter(
+  (id) => !STACK_ROW_IDS.includes(id),
+);
+
+/** One checkout's figures; a missing one is "not run" (with a reason) or unmeasured. All times in ms. */
 export interface GoalFigures {
+  /** Rows this checkout was not run for on purpose, and why (printed as "not run: <why>"). */
+  notRun?: Partial<Record<GoalRowId, string>>;
+  /** How many creates reached their wait (pod created) when the size was measured. */
+  reached?: Partial<Record<'many' | 'crowd' | 'max', number>>;
   /** `atOnce` refusals at once, none waiting: refusal event -> operation `failed` visible. */
   refusalsAtOnceNoneWaiting?: Summary;
   /** The one-failing-activity floor, `atOnce` at once, on the same stack. */
@@ -33,175 +64,273 @@ export interface GoalFigures {
   /** A create's POST -> its pod POST at the apiserver, none waiting and `crowd` waiting. */
   postToPodNoneWaiting?: Summary;
   postToPodWithCrowd?: Summary;
-  /** Worker RSS (MiB) at rest with 1 and with `many` waiting. */
+  /** Worker RSS (MiB, /proc/<pid>/status VmRSS) at rest with 1 and with `many` waiting. */
   rssWith1Mib?: number;
   rssWithManyMib?: number;
-  /** `max` waiting: whether all were started and waiting; one refusal among them. */
-  maxRan?: boolean;
+  /** One refusal with 1 waiting on the rig that then fills to `crowd` and `max` (row `max`). */
+  oneRefusalWith1BesideMax?: Summary;
+  /** One refusal among `max` waiting (measured only when all `max` reached their wait). */
   oneRefusalWithMax?: Summary;
   /** Open loop of mixed creates: the highest rate (creates/s) held with p95 <= 2 s, and the floor's. */
   openLoopRatePerS?: number;
   openLoopFloorRatePerS?: number;
+  /** p95 (ms) of the held 60 s steps, product and floor (undefined when none held). */
+  openLoopP95Ms?: number;
+  openLoopFloorP95Ms?: number;
+  /** Seconds each held rate was held. */
+  openLoopSeconds?: number;
   /** Worker SIGKILL with `many` waiting: waits that ended as they should, of how many. */
   killEndedRight?: number;
   killExpected?: number;
-  /** The slowest of them, ms after the new worker started (the deadline is far later). */
-  killSlowestMs?: number;
+  /** ms from the new worker's start to each decided wait's outcome being visible. */
+  killDecided?: Summary;
   /** The waiting creates' deadline, ms. */
   killDeadlineMs?: number;
 }
 
-/** A printed cell: the value and whether the goal is met (undefined: no goal judged). */
-interface Cell {
+/** A printed cell: the value and whether the goal is met. */
+export interface Cell {
   text: string;
-  met?: boolean;
+  met: boolean;
 }
 
 /** One row of the table: the figure, its goal, how a checkout's figures read. */
 interface GoalRow {
+  id: GoalRowId;
   figure: (sizes: GoalSizes) => string;
   goal: string;
+  /** The cell, or undefined when a figure it needs is missing or not finite. */
   cell: (f: GoalFigures, sizes: GoalSizes) => Cell | undefined;
 }
 
 const ms = (v: number) => (v >= 10_000 ? `${(v / 1000).toFixed(1)} s` : `${Math.round(v)} ms`);
 const p50p95 = (s: Summary) => `p50 ${ms(s.p50)} / p95 ${ms(s.p95)} (n ${s.n})`;
 const ratio = (a: number, b: number) => (b > 0 ? a / b : NaN);
+const x = (a: number, b: number) => `${ratio(a, b).toFixed(2)}x`;
 
-/** The issue's "Done when" table, top to bottom. */
+/** A summary with at least one finite run. */
+export const measured = (s: Summary | undefined): s is Summary =>
+  s !== undefined && s.n > 0 && Number.isFinite(s.p50) && Number.isFinite(s.p95);
+const finite = (v: number | undefined): v is number => v !== undefined && Number.isFinite(v);
+
+/**
+ * A row measured at a size that not every create reached: MISS, saying how many did (the
+ * figure then is for a smaller crowd than the row names). Undefined when all reached.
+ */
+function shortOf(
+  f: GoalFigures,
+  sizes: GoalSizes,
+  size: 'many' | 'crowd' | 'max',
+): Cell | undefined {
+  const reached = f.reached?.[size];
+  if (reached === undefined || reached >= sizes[size]) return undefined;
+  return {
+    text: `only ${reached} of ${sizes[size]} creates reached their wait within the fill's bound`,
+    met: false,
+  };
+}
+
+/** The issue's "Done when" table, top to bottom (the order of {@link GOAL_ROW_IDS}). */
 export const GOAL_ROWS: GoalRow[] = [
   {
+    id: 'refusalsAtOnceNoneWaiting',
     figure: (z) => `${z.atOnce} refusals at once, none waiting, event -> failed visible`,
     goal: 'p95 <= 2 s; p50 <= 3x the one-failing-activity floor at the same concurrency',
     cell: (f) =>
-      f.refusalsAtOnceNoneWaiting &&
-      f.floorAtOnce && {
-        text: `${p50p95(f.refusalsAtOnceNoneWaiting)}; floor p50 ${ms(f.floorAtOnce.p50)}`,
-        met:
-          f.refusalsAtOnceNoneWaiting.p95 <= 2_000 &&
-          f.refusalsAtOnceNoneWaiting.p50 <= 3 * f.floorAtOnce.p50,
-      },
+      measured(f.refusalsAtOnceNoneWaiting) && measured(f.floorAtOnce)
+        ? {
+            text: `${p50p95(f.refusalsAtOnceNoneWaiting)}; floor p50 ${ms(f.floorAtOnce.p50)}`,
+            met:
+              f.refusalsAtOnceNoneWaiting.p95 <= 2_000 &&
+              f.refusalsAtOnceNoneWaiting.p50 <= 3 * f.floorAtOnce.p50,
+          }
+        : undefined,
   },
   {
+    id: 'oneRefusalWithMany',
     figure: (z) => `one refusal, event -> GET shows failed, with ${z.many} waiting`,
     goal: '<= 1.5x the same with 1 waiting',
-    cell: (f) =>
-      f.oneRefusalWithMany &&
-      f.oneRefusalWith1 && {
-        text: `p50 ${ms(f.oneRefusalWithMany.p50)} vs ${ms(f.oneRefusalWith1.p50)} with 1 (${ratio(f.oneRefusalWithMany.p50, f.oneRefusalWith1.p50).toFixed(2)}x)`,
-        met: f.oneRefusalWithMany.p50 <= 1.5 * f.oneRefusalWith1.p50,
-      },
+    cell: (f, z) =>
+      measured(f.oneRefusalWithMany) && measured(f.oneRefusalWith1)
+        ? (shortOf(f, z, 'many') ?? {
+            text: `p50 ${ms(f.oneRefusalWithMany.p50)} vs ${ms(f.oneRefusalWith1.p50)} with 1 (${x(f.oneRefusalWithMany.p50, f.oneRefusalWith1.p50)})`,
+            met: f.oneRefusalWithMany.p50 <= 1.5 * f.oneRefusalWith1.p50,
+          })
+        : undefined,
   },
   {
+    id: 'atOnceWithMany',
     figure: (z) => `${z.atOnce} refusals at once with ${z.many} waiting`,
     goal: 'p95 <= 2 s',
-    cell: (f) =>
-      f.atOnceWithMany && { text: p50p95(f.atOnceWithMany), met: f.atOnceWithMany.p95 <= 2_000 },
+    cell: (f, z) =>
+      measured(f.atOnceWithMany)
+        ? (shortOf(f, z, 'many') ?? {
+            text: p50p95(f.atOnceWithMany),
+            met: f.atOnceWithMany.n === z.atOnce && f.atOnceWithMany.p95 <= 2_000,
+          })
+        : undefined,
   },
   {
+    id: 'requestsPerWait',
     figure: (z) => `Temporal requests per waiting create per minute at rest (${z.many} waiting)`,
     goal: '<= 1',
-    cell: (f) =>
-      f.requestsPerWaitPerMin === undefined
-        ? undefined
-        : { text: f.requestsPerWaitPerMin.toFixed(2), met: f.requestsPerWaitPerMin <= 1 },
+    cell: (f, z) =>
+      finite(f.requestsPerWaitPerMin)
+        ? (shortOf(f, z, 'many') ?? {
+            text: f.requestsPerWaitPerMin.toFixed(2),
+            met: f.requestsPerWaitPerMin <= 1,
+          })
+        : undefined,
   },
   {
-    figure: () => 'activity slots of the create task queue held per waiting create',
+    id: 'slotsPerWait',
+    figure: (z) => `activity slots of the create task queue held per waiting create (${z.many})`,
     goal: '0, or a separate budget that short steps never wait for',
-    cell: (f) =>
-      f.slotsPerWait === undefined
-        ? undefined
-        : { text: f.slotsPerWait.toFixed(3), met: f.slotsPerWait < 0.01 },
+    cell: (f, z) =>
+      finite(f.slotsPerWait)
+        ? (shortOf(f, z, 'many') ?? {
+            text: f.slotsPerWait.toFixed(3),
+            met: f.slotsPerWait < 0.01,
+          })
+        : undefined,
   },
   {
+    id: 'postToPodWithCrowd',
     figure: (z) => `a create started while ${z.crowd} wait: POST -> pod created`,
     goal: '<= 1.5x with none waiting',
-    cell: (f) =>
-      f.postToPodWithCrowd &&
-      f.postToPodNoneWaiting && {
-        text: `p50 ${ms(f.postToPodWithCrowd.p50)} vs ${ms(f.postToPodNoneWaiting.p50)} none waiting (${ratio(f.postToPodWithCrowd.p50, f.postToPodNoneWaiting.p50).toFixed(2)}x)`,
-        met:
-          f.postToPodWithCrowd.n > 0 &&
-          f.postToPodWithCrowd.p50 <= 1.5 * f.postToPodNoneWaiting.p50,
-      },
+    cell: (f, z) =>
+      measured(f.postToPodWithCrowd) && measured(f.postToPodNoneWaiting)
+        ? (shortOf(f, z, 'crowd') ?? {
+            text: `p50 ${ms(f.postToPodWithCrowd.p50)} vs ${ms(f.postToPodNoneWaiting.p50)} none waiting (${x(f.postToPodWithCrowd.p50, f.postToPodNoneWaiting.p50)})`,
+            met: f.postToPodWithCrowd.p50 <= 1.5 * f.postToPodNoneWaiting.p50,
+          })
+        : undefined,
   },
   {
-    figure: (z) => `worker RSS at ${z.many} waiting`,
+    id: 'rssWithMany',
+    figure: (z) => `worker RSS at ${z.many} waiting vs 1 waiting`,
     goal: '<= 1.3x of 1 waiting',
-    cell: (f) =>
-      f.rssWithManyMib === undefined || f.rssWith1Mib === undefined
-        ? undefined
-        : {
-            text: `${f.rssWithManyMib} MiB vs ${f.rssWith1Mib} MiB (${ratio(f.rssWithManyMib, f.rssWith1Mib).toFixed(2)}x)`,
+    cell: (f, z) =>
+      finite(f.rssWithManyMib) && finite(f.rssWith1Mib) && f.rssWith1Mib > 0
+        ? (shortOf(f, z, 'many') ?? {
+            text: `${f.rssWithManyMib} MiB vs ${f.rssWith1Mib} MiB (${x(f.rssWithManyMib, f.rssWith1Mib)})`,
             met: f.rssWithManyMib <= 1.3 * f.rssWith1Mib,
-          },
+          })
+        : undefined,
   },
   {
+    id: 'max',
     figure: (z) => `${z.max} waiting on this machine`,
     goal: 'runs; one refusal <= 2x the 1-waiting figure',
-    cell: (f) =>
-      f.maxRan === undefined
-        ? undefined
-        : !f.maxRan || !f.oneRefusalWithMax || !f.oneRefusalWith1
-          ? { text: 'did not run: not every create reached its wait', met: false }
-          : {
-              text: `runs; one refusal p50 ${ms(f.oneRefusalWithMax.p50)} (${ratio(f.oneRefusalWithMax.p50, f.oneRefusalWith1.p50).toFixed(2)}x)`,
-              met: f.oneRefusalWithMax.p50 <= 2 * f.oneRefusalWith1.p50,
-            },
+    cell: (f, z) => {
+      const short = shortOf(f, z, 'max');
+      if (short) return { text: `does not run: ${short.text}`, met: false };
+      const one = f.oneRefusalWith1BesideMax ?? f.oneRefusalWith1;
+      if (!measured(f.oneRefusalWithMax) || !measured(one)) return undefined;
+      return {
+        text: `runs; one refusal p50 ${ms(f.oneRefusalWithMax.p50)} vs ${ms(one.p50)} with 1 (${x(f.oneRefusalWithMax.p50, one.p50)})`,
+        met: f.oneRefusalWithMax.p50 <= 2 * one.p50,
+      };
+    },
   },
   {
+    id: 'openLoop',
     figure: () => 'open loop, mixed creates: highest rate held with p95 <= 2 s',
     goal: ">= 0.5x the one-activity floor's rate in the same run",
-    cell: (f) =>
-      f.openLoopRatePerS === undefined || f.openLoopFloorRatePerS === undefined
-        ? undefined
-        : {
-            text: `${f.openLoopRatePerS}/s vs floor ${f.openLoopFloorRatePerS}/s`,
-            met: f.openLoopRatePerS >= 0.5 * f.openLoopFloorRatePerS,
-          },
+    cell: (f) => {
+      if (!finite(f.openLoopRatePerS) || !finite(f.openLoopFloorRatePerS)) return undefined;
+      const p95 = (v: number | undefined) => (finite(v) ? `, p95 ${ms(v)}` : '');
+      return {
+        text:
+          `${f.openLoopRatePerS}/s${p95(f.openLoopP95Ms)} vs floor ${f.openLoopFloorRatePerS}/s` +
+          `${p95(f.openLoopFloorP95Ms)}, each held ${f.openLoopSeconds ?? '?'} s (${x(f.openLoopRatePerS, f.openLoopFloorRatePerS)})`,
+        met: f.openLoopFloorRatePerS > 0 && f.openLoopRatePerS >= 0.5 * f.openLoopFloorRatePerS,
+      };
+    },
   },
   {
+    id: 'kill',
     figure: (z) => `worker SIGKILL with ${z.many} waiting`,
     goal: 'every wait ends as it should; none waits for its deadline',
-    cell: (f) =>
-      f.killExpected === undefined || f.killEndedRight === undefined
-        ? undefined
-        : {
-            text: `${f.killEndedRight}/${f.killExpected} ended right, slowest ${ms(f.killSlowestMs ?? NaN)} after the restart (deadline ${ms(f.killDeadlineMs ?? NaN)})`,
-            met:
-              f.killEndedRight === f.killExpected &&
-              (f.killSlowestMs ?? Infinity) < (f.killDeadlineMs ?? 0) / 2,
-          },
+    cell: (f, z) => {
+      if (!finite(f.killExpected) || !finite(f.killEndedRight) || f.killExpected === 0)
+        return undefined;
+      const decided = measured(f.killDecided)
+        ? `; decided p50 ${ms(f.killDecided.p50)} / max ${ms(f.killDecided.max)} after the new worker started`
+        : '; none decided';
+      return (
+        shortOf(f, z, 'many') ?? {
+          text: `${f.killEndedRight}/${f.killExpected} ended right${decided} (deadline ${ms(f.killDeadlineMs ?? NaN)})`,
+          met:
+            f.killEndedRight === f.killExpected &&
+            measured(f.killDecided) &&
+            f.killDecided.max < (f.killDeadlineMs ?? 0) / 2,
+        }
+      );
+    },
   },
 ];
 
-/** The table as Markdown lines: one column pair (value, PASS/MISS) per checkout. */
+/** One checkout's cell for a row: measured, "not run" with its reason, or unmeasured. */
+export function cellOf(
+  row: GoalRow,
+  f: GoalFigures,
+  sizes: GoalSizes,
+): Cell | { notRun: string } | undefined {
+  const why = f.notRun?.[row.id];
+  if (why !== undefined) return { notRun: why };
+  return row.cell(f, sizes);
+}
+
+/**
+ * The table as Markdown lines: one column pair (value, PASS/MISS) per checkout, for the rows
+ * `ids` (default: all). An unmeasured cell reads "NOT MEASURED (error)".
+ */
 export function goalTable(
   sizes: GoalSizes,
   figures: Array<{ label: string; figures: GoalFigures }>,
+  ids: readonly GoalRowId[] = GOAL_ROW_IDS,
 ): string[] {
   const line = (cells: string[]) => `| ${cells.join(' | ')} |`;
   const lines = [
     line(['figure', 'goal', ...figures.flatMap(({ label }) => [label, ''])]),
     line(['---', '---', ...figures.flatMap(() => ['---', '---'])]),
   ];
-  for (const row of GOAL_ROWS) {
+  for (const row of GOAL_ROWS.filter((r) => ids.includes(r.id))) {
     const cells = figures.flatMap(({ figures: f }) => {
-      const cell = row.cell(f, sizes);
-      if (!cell) return ['not run', ''];
-      return [cell.text, cell.met === undefined ? '' : cell.met ? 'PASS' : 'MISS'];
+      const cell = cellOf(row, f, sizes);
+      if (cell === undefined) return ['NOT MEASURED (error)', 'ERROR'];
+      if ('notRun' in cell) return [`not run: ${cell.notRun}`, ''];
+      return [cell.text, cell.met ? 'PASS' : 'MISS'];
     });
     lines.push(line([row.figure(sizes), row.goal, ...cells]));
   }
   return lines;
 }
 
-/** Prints {@link goalTable}. */
+/**
+ * The rows a checkout should have measured but did not (no figure, or no finite one, and no
+ * "not run" reason), as messages for the run's problems.
+ */
+export function unmeasuredRows(
+  sizes: GoalSizes,
+  figures: Array<{ label: string; figures: GoalFigures }>,
+  ids: readonly GoalRowId[] = GOAL_ROW_IDS,
+): string[] {
+  const missing: string[] = [];
+  for (const { label, figures: f } of figures)
+    for (const row of GOAL_ROWS.filter((r) => ids.includes(r.id)))
+      if (cellOf(row, f, sizes) === undefined)
+        missing.push(`${label}: row "${row.figure(sizes)}" could not be measured`);
+  return missing;
+}
+
+/** Prints {@link goalTable} for the rows `ids` (default: all). */
 export function printGoals(
   sizes: GoalSizes,
   figures: Array<{ label: string; figures: GoalFigures }>,
+  ids: readonly GoalRowId[] = GOAL_ROW_IDS,
 ): void {
   console.log('\nissue 18, "Done when" (side by side):\n');
-  for (const line of goalTable(sizes, figures)) console.log(line);
+  for (const line of goalTable(sizes, figures, ids)) console.log(line);
 }

@@ -25,28 +25,62 @@
  * checkout at BASELINE_DIR, the candidate the one at CANDIDATE_DIR (default: this one).
  * Each mode checks its answers; the process exits 1 when a check failed or the mode threw.
  */
-import { checkoutsOfRun } from './checkouts.js';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { checkoutsOfRun, type Checkout } from './checkouts.js';
 import { measureCliTiming } from './cli-timing.js';
 import { measureFloors } from './floors.js';
-import { printGoals, type GoalFigures } from './goals.js';
+import { estimateRun, printEstimate } from './estimate.js';
+import {
+  printGoals,
+  STACK_ROW_IDS,
+  unmeasuredRows,
+  WAITS_ROW_IDS,
+  type GoalFigures,
+} from './goals.js';
 import { measureNotify } from './notify.js';
 import { ladderCountsOf, measureStackFigures } from './open-loop.js';
 import { measureOutcomes } from './outcomes.js';
 import { compareRefusalLatency } from './real.js';
 import { measureReplacement } from './replace.js';
 import { measureTopologyThroughput } from './topology.js';
-import { finish, writeResults } from './support.js';
+import { finish, problems, writeResults } from './support.js';
 import { measureWaitFigures, waitSizesOf } from './waits.js';
 
-/** The stack rows of the goals for every checkout of the run. */
-async function stackGoals(quick: boolean) {
+/** One checkout's figures, as the table takes them. */
+type Labelled = { label: string; figures: GoalFigures };
+
+/**
+ * The stack rows of the goals for `checkouts` (default: every checkout of the run, baseline
+ * first); `onFigures` is called after each. A checkout whose turn comes after `endAtMs` is not
+ * run (its rows say so).
+ */
+async function stackGoals(
+  quick: boolean,
+  onFigures: (labelled: Labelled) => void = () => undefined,
+  checkouts: Checkout[] = checkoutsOfRun(),
+  endAtMs = Infinity,
+) {
   const counts = ladderCountsOf(quick);
-  const figures: Array<{ label: string; figures: GoalFigures }> = [];
+  const figures: Labelled[] = [];
   const steps: unknown[] = [];
-  for (const checkout of checkoutsOfRun()) {
-    const measured = await measureStackFigures(checkout, counts);
-    figures.push({ label: checkout.label, figures: measured.figures });
-    steps.push({ checkout: checkout.label, steps: measured.steps });
+  for (const checkout of checkouts) {
+    if (Date.now() > endAtMs) {
+      const why = "the run's end (BENCH_END_BY) came before this checkout's stack";
+      const notRun = Object.fromEntries(STACK_ROW_IDS.map((id) => [id, why]));
+      figures.push({ label: checkout.label, figures: { notRun } });
+      onFigures(figures.at(-1)!);
+      continue;
+    }
+    try {
+      const measured = await measureStackFigures(checkout, counts);
+      figures.push({ label: checkout.label, figures: measured.figures });
+      steps.push({ checkout: checkout.label, steps: measured.steps });
+    } catch (err) {
+      // Its rows stay unmeasured (an error in the table); the other checkout still runs.
+      problems.push(`${checkout.label}: stack rows: ${(err as Error).message}`);
+      figures.push({ label: checkout.label, figures: {} });
+    }
+    onFigures(figures.at(-1)!);
   }
   return { counts, figures, steps };
 }
@@ -57,25 +91,57 @@ const MODES: Record<string, (quick: boolean) => Promise<Record<string, unknown>>
     const outcomes = await measureOutcomes(quick);
     const cli = await measureCliTiming();
     const stack = await stackGoals(quick);
-    printGoals(waitSizesOf(quick), stack.figures);
+    printGoals(waitSizesOf(quick), stack.figures, STACK_ROW_IDS);
+    problems.push(...unmeasuredRows(waitSizesOf(quick), stack.figures, STACK_ROW_IDS));
     return { ...outcomes, cli_create_wait_refused_ms: cli, goals: stack };
   },
   real: () => compareRefusalLatency(),
   floors: () => measureFloors(),
   waits: async (quick) => {
     const waits = await measureWaitFigures(quick);
-    printGoals(waits.sizes, waits.figures);
+    printGoals(waits.sizes, waits.figures, WAITS_ROW_IDS);
+    problems.push(...unmeasuredRows(waits.sizes, waits.figures, WAITS_ROW_IDS));
     return waits;
   },
   goals: async (quick) => {
     const startedAtMs = Date.now();
-    const waits = await measureWaitFigures(quick);
-    const stack = await stackGoals(quick);
-    const figures = waits.figures.map(({ label, figures: f }) => ({
-      label,
-      figures: { ...f, ...stack.figures.find((s) => s.label === label)?.figures },
-    }));
-    printGoals(waits.sizes, figures);
+    const checkouts = checkoutsOfRun();
+    const labels = checkouts.map((c) => c.label);
+    const sizes = waitSizesOf(quick);
+    printEstimate(estimateRun(sizes, ladderCountsOf(quick), labels), quick);
+    if (Number.isFinite(sizes.endAtMs))
+      console.log(`the run ends by ${new Date(sizes.endAtMs).toISOString()} (BENCH_END_BY)`);
+    // The table so far after each part, so a run cut short still shows what it measured.
+    const figures: Labelled[] = labels.map((label) => ({ label, figures: {} }));
+    const merge = ({ label, figures: f }: Labelled) => {
+      const entry = figures.find((e) => e.label === label)!;
+      entry.figures = {
+        ...entry.figures,
+        ...f,
+        notRun: { ...entry.figures.notRun, ...f.notRun },
+        reached: { ...entry.figures.reached, ...f.reached },
+      };
+      printGoals(sizes, figures);
+      writeFileSync(
+        'bench-results/bench-goals-partial.json',
+        `${JSON.stringify({ at: new Date().toISOString(), sizes, figures, problems }, null, 2)}\n`,
+      );
+    };
+    mkdirSync('bench-results', { recursive: true });
+    // The candidate's rows first, the baseline's beside them, and the largest fills last: a
+    // run that meets BENCH_END_BY loses those first.
+    const candidate = checkouts.slice(-1);
+    const baseline = checkouts.slice(0, -1);
+    const waits = [await measureWaitFigures(quick, merge, candidate, sizes, 'small')];
+    const stack = [await stackGoals(quick, merge, candidate, sizes.endAtMs)];
+    if (baseline.length > 0) {
+      waits.push(await measureWaitFigures(quick, merge, baseline, sizes, 'small'));
+      stack.push(await stackGoals(quick, merge, baseline, sizes.endAtMs));
+    }
+    waits.push(await measureWaitFigures(quick, merge, checkouts, sizes, 'large'));
+    console.log(`\nall figures (${Math.round((Date.now() - startedAtMs) / 60_000)} min):`);
+    printGoals(sizes, figures);
+    problems.push(...unmeasuredRows(sizes, figures));
     const minutes = Math.round((Date.now() - startedAtMs) / 6_000) / 10;
     console.log(`\nthe run took ${minutes} min`);
     return { waits, stack, figures, minutes };

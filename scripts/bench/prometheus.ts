@@ -61,11 +61,18 @@ export function sumBy(samples: Sample[], name: string, by: string): Record<strin
 }
 
 /**
- * Fetches and parses `url` (5 s timeout).
- * @throws the fetch error, or Error when the answer is not 200
+ * Fetches and parses `url`: up to 3 tries of 15 s each (a loaded worker answers `/metrics`
+ * slowly; its SDK metrics are gathered on the same event loop as its activities).
+ * @throws the last fetch error, or Error when the answer is not 200
  */
 export async function scrape(url: string): Promise<Sample[]> {
-  const response = await fetch(url, { signal: AbortSignal.timeout(5_000) });
-  if (response.status !== 200) throw new Error(`${url} answered ${response.status}`);
-  return parseSamples(await response.text());
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const response = await fetch(url, { signal: AbortSignal.timeout(15_000) });
+      if (response.status !== 200) throw new Error(`${url} answered ${response.status}`);
+      return parseSamples(await response.text());
+    } catch (err) {
+      if (attempt >= 3) throw err;
+    }
+  }
 }

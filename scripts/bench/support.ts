@@ -140,9 +140,10 @@ export interface BenchStack {
 /**
  * Starts the embedded stack (`scripts/start.ts` of `checkoutDir`, default this checkout) with
  * `env` added and a catalog of `freshTemplates` fresh templates (written to a file in its
- * DATA_DIR); `NODE_OPTIONS_BENCH` is passed to node (e.g. `--cpu-prof`). Waits for its banner (300 s, enough for a cold build of the apiserver tier's binaries
- * when `CLUSTER=real`).
- * @throws Error with the stack's output when it exits or misses the 300 s
+ * DATA_DIR); `NODE_OPTIONS_BENCH` is passed to node (e.g. `--cpu-prof`). Waits for its banner
+ * (600 s: enough for a cold build of the apiserver tier's binaries when `CLUSTER=real`, or a
+ * start on a loaded machine).
+ * @throws Error with the stack's output when it exits or misses the 600 s
  */
 export async function startStack(
   options: { env?: Record<string, string>; freshTemplates?: number; checkoutDir?: string } = {},
@@ -177,12 +178,12 @@ export async function startStack(
     rmSync(dataDir, { recursive: true, force: true });
   };
   try {
-    const readyByAtMs = Date.now() + 300_000;
+    const readyByAtMs = Date.now() + 600_000;
     while (!output.includes('durable-sandbox is running')) {
       if (stack.exitCode !== null)
         throw new Error(`the stack exited (${stack.exitCode}):\n${output}`);
       if (Date.now() > readyByAtMs)
-        throw new Error(`the stack did not start within 300 s:\n${output}`);
+        throw new Error(`the stack did not start within 600 s:\n${output}`);
       await sleep(200);
     }
   } catch (err) {
@@ -402,4 +403,9 @@ export function finish(): void {
   if (problems.length === 0) return;
   console.error(`\n${problems.length} check(s) failed:\n- ${problems.slice(0, 20).join('\n- ')}`);
   process.exitCode = 1;
+}
+
+/** The time of day (UTC, HH:MM:SS) for the bench's progress lines. */
+export function stamp(): string {
+  return new Date().toISOString().slice(11, 19);
 }

@@ -30,7 +30,7 @@ import { podNameFor } from '../../kubernetes/pod-spec.js';
 import { SimulatedCluster } from '../../environments/simulated-cluster/index.js';
 import { startDevServer, type DevServer } from '../dev-server.js';
 import { checkoutsOfRun, runInCheckout, stopChild, type Checkout } from './checkouts.js';
-import type { GoalFigures, GoalSizes } from './goals.js';
+import type { GoalFigures, GoalRowId, GoalSizes } from './goals.js';
 import { scrape, sumBy, sumOf } from './prometheus.js';
 import {
   api,
@@ -40,6 +40,7 @@ import {
   postCreate,
   problems,
   sleep,
+  stamp,
   summary,
   until,
   type Operation,
@@ -98,17 +99,23 @@ export interface WaitSizes extends GoalSizes {
   windowMs: number;
   /** The largest size the baseline is run at. */
   baselineMax: number;
+  /**
+   * When the run must end (epoch ms; BENCH_END_BY): the fills for `crowd` and `max` stop then,
+   * and their rows say "not run" with how far they got. Infinity: no end.
+   */
+  endAtMs: number;
 }
 
-/** The issue's sizes (about 40 min for both checkouts on a quiet 2-core machine). */
+/** The issue's sizes (docs/benchmarks.md, "Sizes and how long a run takes"). */
 export const FULL_WAITS: WaitSizes = {
   many: 1_000,
   crowd: 3_000,
   max: 10_000,
   atOnce: 100,
   repeats: 5,
-  windowMs: 60_000,
+  windowMs: 30_000,
   baselineMax: 1_000,
+  endAtMs: Infinity,
 };
 
 /** `--quick`: a trial run (a few minutes); its figures are not the issue's. */
@@ -120,13 +127,21 @@ export const QUICK_WAITS: WaitSizes = {
   repeats: 3,
   windowMs: 15_000,
   baselineMax: 300,
+  endAtMs: Infinity,
 };
 
-/** The sizes of this run: `--quick` or the full ones, each overridable by its env variable. */
-export function waitSizesOf(quick: boolean): WaitSizes {
+/**
+ * The sizes of this run: `--quick` or the full ones, each overridable by its env variable
+ * (BENCH_WAITS_MANY, ...; BENCH_END_BY for `endAtMs`, read at `now`).
+ */
+export function waitSizesOf(
+  quick: boolean,
+  vars: NodeJS.ProcessEnv = process.env,
+  now = Date.now(),
+): WaitSizes {
   const base = quick ? QUICK_WAITS : FULL_WAITS;
   const env = (name: string, fallback: number) => {
-    const raw = process.env[name];
+    const raw = vars[name];
     return raw === undefined || raw === '' ? fallback : Number(raw);
   };
   return {
@@ -137,7 +152,28 @@ export function waitSizesOf(quick: boolean): WaitSizes {
     repeats: env('BENCH_REPEATS', base.repeats),
     windowMs: env('BENCH_WINDOW_MS', base.windowMs),
     baselineMax: env('BENCH_BASELINE_MAX_WAITS', base.baselineMax),
+    endAtMs: endOf(vars.BENCH_END_BY, now),
   };
+}
+
+/**
+ * The instant BENCH_END_BY names, epoch ms: `HH:MM` (UTC, the next such time after `now`) or
+ * an ISO 8601 date-time; Infinity when unset.
+ * @throws Error when it is neither
+ */
+export function endOf(value: string | undefined, now = Date.now()): number {
+  if (value === undefined || value.trim() === '') return Infinity;
+  const clock = /^(\d{1,2}):(\d{2})$/.exec(value.trim());
+  if (clock) {
+    const at = new Date(now);
+    at.setUTCHours(Number(clock[1]), Number(clock[2]), 0, 0);
+    if (at.getTime() <= now) at.setUTCDate(at.getUTCDate() + 1);
+    return at.getTime();
+  }
+  const at = Date.parse(value);
+  if (Number.isNaN(at))
+    throw new Error(`BENCH_END_BY=${value} is neither HH:MM (UTC) nor ISO 8601`);
+  return at;
 }
 
 /** What one size measured at rest. */
@@ -145,7 +181,8 @@ export interface RestRow {
   checkout: string;
   waiting: number;
   /** Whether every create of this size had its pod created (else the figures are partial). */
-  settled: boolean;
+  /** How many of `waiting` had their pod created (all, unless the fill's bound passed). */
+  reached: number;
   sdk_requests_per_min: number;
   sdk_requests_per_waiting_create_per_min: number;
   sdk_requests_by_operation: Record<string, number>;
@@ -184,7 +221,11 @@ class Rig {
   static async start(checkout: Checkout): Promise<Rig> {
     const dataDir = mkdtempSync(join(tmpdir(), `durable-sandbox-bench-waits-${checkout.label}-`));
     const devServerMetricsPort = await freePort();
-    const devServer = await startDevServer({ ui: false, metricsPort: devServerMetricsPort });
+    const devServer = await startDevServer({
+      ui: false,
+      metricsPort: devServerMetricsPort,
+      startTimeoutMs: 600_000,
+    });
     const cluster = await SimulatedCluster.start({ startupDelayMs: 100 });
     cluster.faults.neverReady(true);
     cluster.writeKubeconfig(join(dataDir, 'kubeconfig'), NAMESPACE);
@@ -201,30 +242,32 @@ class Rig {
       await freePort(),
       await ownDatabase(checkout.label),
     );
-    rig.startWorker();
-    rig.apiProcess = runInCheckout(checkout, 'api/main.ts', {
-      ...rig.env(),
-      PORT: String(rig.apiPort),
+    try {
+      await rig.startProcesses();
+    } catch (err) {
+      await rig.stop();
+      throw err;
+    }
+    return rig;
+  }
+
+  /** Starts the worker and the API, and waits until both answer. */
+  private async startProcesses(): Promise<void> {
+    this.startWorker();
+    this.apiProcess = runInCheckout(this.checkout, 'api/main.ts', {
+      ...this.env(),
+      PORT: String(this.apiPort),
       CREATE_DEADLINE_MS: String(DEADLINE_MS),
     });
     await until(
       async () => {
-        const response = await fetch(`${rig.base}/readyz`).catch(() => undefined);
+        const response = await fetch(`${this.base}/readyz`).catch(() => undefined);
         return response?.status === 200;
       },
-      180_000,
-      `${checkout.label}: the API ready`,
+      600_000,
+      `${this.checkout.label}: the API ready`,
     );
-    await until(
-      () =>
-        rig.workerMetrics().then(
-          () => true,
-          () => false,
-        ),
-      180_000,
-      'worker up',
-    );
-    return rig;
+    await this.waitForWorker();
   }
 
   get base(): string {
@@ -264,7 +307,7 @@ class Rig {
           () => true,
           () => false,
         ),
-      180_000,
+      600_000,
       'worker up',
     );
   }
@@ -303,29 +346,51 @@ class Rig {
   }
 
   /**
-   * Starts creates until `count` wait (8 POSTs at a time) and waits until each has its pod.
-   * @returns whether every pod was created within 120 s + 60 ms per create
+   * Starts creates until `count` wait (16 POSTs at a time) and waits until each has its pod.
+   * Stops when no pod was created for 120 s (the rest never reached their wait), or at
+   * `endAtMs` (the run's end, {@link runEndAtMs}: then `cut`).
+   * @returns how many of the `count` wait (pod created), and whether the run's end cut it short
    */
-  async fill(count: number): Promise<boolean> {
-    const target = this.podsCreated() + Math.max(0, count - this.waiting.length);
-    const missing = count - this.waiting.length;
+  async fill(count: number, endAtMs = Infinity): Promise<{ reached: number; cut: boolean }> {
+    const startedAtMs = Date.now();
+    const before = this.podsCreated();
+    const waitingBefore = this.waiting.length;
+    const missing = Math.max(0, count - waitingBefore);
+    let cut = false;
     let next = 0;
     await Promise.all(
-      Array.from({ length: Math.min(8, Math.max(0, missing)) }, async () => {
-        while (next++ < missing) this.waiting.push(await this.postCreate());
+      Array.from({ length: Math.min(16, missing) }, async () => {
+        while (next < missing) {
+          if (Date.now() > endAtMs) {
+            cut = true;
+            return;
+          }
+          next++;
+          this.waiting.push(await this.postCreate());
+        }
       }),
     );
-    const settled = await until(
-      () => this.podsCreated() >= target,
-      120_000 + 60 * count,
-      `${count} pods created`,
-    ).then(
-      () => true,
-      () => false,
-    );
-    // The waits start right after their pod is recorded; let them subscribe.
-    await sleep(Math.min(30_000, 3_000 + 3 * count));
-    return settled;
+    const target = before + (this.waiting.length - waitingBefore);
+    let seen = this.podsCreated();
+    let progressAtMs = Date.now();
+    while (this.podsCreated() < target) {
+      if (this.podsCreated() !== seen) [seen, progressAtMs] = [this.podsCreated(), Date.now()];
+      if (Date.now() - progressAtMs > 120_000) break;
+      if (Date.now() > endAtMs) {
+        cut = true;
+        break;
+      }
+      await sleep(200);
+    }
+    const reached = waitingBefore + Math.min(missing, this.podsCreated() - before);
+    const seconds = (Date.now() - startedAtMs) / 1000;
+    if (missing > 1)
+      console.log(
+        `  ${stamp()} ${this.checkout.label}: filled to ${count} (${missing} creates, ${reached} waiting${cut ? ', cut by the run end' : ''}) in ${seconds.toFixed(0)} s (${(missing / seconds).toFixed(1)} creates/s)`,
+      );
+    // The waits start right after their pod is recorded; let the last ones subscribe.
+    if (missing > 0) await sleep(Math.min(30_000, 1_000 + 3 * missing));
+    return { reached, cut };
   }
 
   /** Reads an operation until its outcome is visible (long-poll). */
@@ -383,7 +448,7 @@ class Rig {
 const isLongPoll = (operation: string) => /^Poll/.test(operation);
 
 /** The at-rest figures over the window. */
-async function atRest(rig: Rig, waiting: number, settled: boolean, windowMs: number) {
+async function atRest(rig: Rig, waiting: number, reached: number, windowMs: number) {
   const sdkBefore = await rig.workerMetrics();
   const serverBefore = await rig.serverMetrics();
   const apiserverBefore = rig.cluster.requests.length;
@@ -413,9 +478,10 @@ async function atRest(rig: Rig, waiting: number, settled: boolean, windowMs: num
   const row: RestRow = {
     checkout: rig.checkout.label,
     waiting,
-    settled,
+    reached,
     sdk_requests_per_min: sdkPerMin,
-    sdk_requests_per_waiting_create_per_min: Math.round((sdkPerMin / waiting) * 100) / 100,
+    sdk_requests_per_waiting_create_per_min:
+      Math.round((sdkPerMin / Math.max(1, reached)) * 100) / 100,
     sdk_requests_by_operation: byOp,
     server_requests_per_min: perMin(serverDelta(serverAfter) - serverDelta(serverBefore)),
     activity_slots_used: slotsByQueue[TASK_QUEUE] ?? 0,
@@ -424,7 +490,7 @@ async function atRest(rig: Rig, waiting: number, settled: boolean, windowMs: num
     apiserver_requests_per_min: perMin(rig.cluster.requests.length - apiserverBefore),
     watches_open: Math.max(watches, rig.cluster.openWatches()),
   };
-  console.log(`  ${JSON.stringify(row)}`);
+  console.log(`  ${stamp()} ${JSON.stringify(row)}`);
   return row;
 }
 
@@ -437,7 +503,7 @@ async function oneRefusal(rig: Rig, size: number, repeats: number): Promise<Summ
   }
   const result = summary(runs);
   console.log(
-    `  ${rig.checkout.label}: one refusal with ${size} waiting ${JSON.stringify(result)}`,
+    `  ${stamp()} ${rig.checkout.label}: one refusal with ${size} waiting ${JSON.stringify(result)}`,
   );
   return result;
 }
@@ -463,7 +529,9 @@ async function postToPod(rig: Rig, repeats: number, label: string): Promise<Summ
     await sleep(500);
   }
   const result = summary(runs);
-  console.log(`  ${rig.checkout.label}: POST -> pod created, ${label} ${JSON.stringify(result)}`);
+  console.log(
+    `  ${stamp()} ${rig.checkout.label}: POST -> pod created, ${label} ${JSON.stringify(result)}`,
+  );
   return result;
 }
 
@@ -479,7 +547,7 @@ async function workerKill(rig: Rig, size: number, atOnce: number) {
   const readyAfter = rig.take(quarter);
   const cancelledAfter = rig.take(quarter);
   await rig.killWorker();
-  console.log(`  ${rig.checkout.label}: worker SIGKILLed with ${size} waiting`);
+  console.log(`  ${stamp()} ${rig.checkout.label}: worker SIGKILLed with ${size} waiting`);
   for (const create of refusedWhileDown)
     rig.cluster.node.recordSandboxFailure(NAMESPACE, podNameFor(create.sandboxId, 1), REFUSAL);
   await sleep(2_000);
@@ -504,71 +572,205 @@ async function workerKill(rig: Rig, size: number, atOnce: number) {
     ...readyAfter.map((c) => rig.timeToOutcome(c, restartedAtMs, 'succeeded')),
     ...cancelledAfter.map((c) => rig.timeToOutcome(c, restartedAtMs, 'cancelled')),
   ]);
-  // The rest still wait: none failed or ended by the kill (a sample of 50, newest first).
-  const sample = rig.waiting.slice(-50);
-  const stillRunning = await Promise.all(
-    sample.map(async (c) => {
-      const op = (await (
-        await api(rig.base, `/v1/operations/${c.operationId}`)
-      ).json()) as Operation;
-      return op.status === 'running';
+  // The rest still wait: none failed or ended by the kill (every one, 16 GETs at a time).
+  const rest = [...rig.waiting];
+  let stillWaiting = 0;
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: 16 }, async () => {
+      while (next < rest.length) {
+        const c = rest[next++]!;
+        const op = (await (
+          await api(rig.base, `/v1/operations/${c.operationId}`)
+        ).json()) as Operation;
+        if (op.status === 'running') stillWaiting++;
+        else
+          problems.push(
+            `${rig.checkout.label}: ${op.id} ended ${op.status} after the worker kill, expected still waiting`,
+          );
+      }
     }),
   );
-  const right = ends.filter(Number.isFinite).length + stillRunning.filter(Boolean).length;
-  const expected = ends.length + sample.length;
-  const slowest = Math.max(...ends.filter(Number.isFinite), 0);
+  const decided = summary(ends);
+  const right = decided.n + stillWaiting;
+  const expected = ends.length + rest.length;
   console.log(
-    `  ${rig.checkout.label}: after the kill ${right}/${expected} ended right (or still wait), slowest ${Math.round(slowest)} ms`,
+    `  ${stamp()} ${rig.checkout.label}: after the kill ${decided.n}/${ends.length} decided as they should (ms after the new worker started: ${JSON.stringify(decided)}), ${stillWaiting}/${rest.length} still waiting`,
   );
-  return { killEndedRight: right, killExpected: expected, killSlowestMs: slowest };
+  return { killEndedRight: right, killExpected: expected, killDecided: decided };
 }
 
-/** One checkout: every waits figure of the goal table, and the at-rest rows. */
+/**
+ * Why the baseline is not run at a size above its cap: each of its waits holds one of the
+ * worker's 2,000 activity slots and heartbeats every 2 s (issue 18).
+ */
+function baselineCapReason(size: number, cap: number): string {
+  return (
+    `each waiting create holds one of the baseline worker's 2,000 activity slots and heartbeats ` +
+    `every 2 s; the bench runs it up to ${cap} waiting, not ${size}`
+  );
+}
+
+/** Why a size was not run: the run's end (BENCH_END_BY) came while filling it. */
+function cutReason(size: number, reached: number): string {
+  return endReason(`while filling it, with ${reached} of ${size} waiting`);
+}
+
+/** Which phases of a checkout's waits a call runs: up to `many`, from `crowd` on, or all. */
+export type WaitsPart = 'small' | 'large' | 'all';
+
+/** Why a phase was not run: the run's end (BENCH_END_BY) came before or during it. */
+function endReason(what: string): string {
+  return `the run's end (BENCH_END_BY) came ${what}`;
+}
+
+/**
+ * Runs one phase of a checkout, unless the run's end (`endAtMs`) has passed: then its rows
+ * `ids` are "not run". An error is recorded as a problem (its rows stay unmeasured, an error
+ * in the table) and the run goes on.
+ */
+async function phase(
+  label: string,
+  name: string,
+  run: { endAtMs: number; notRun: NonNullable<GoalFigures['notRun']>; ids: GoalRowId[] },
+  fn: () => Promise<void>,
+): Promise<void> {
+  if (Date.now() > run.endAtMs) {
+    for (const id of run.ids) run.notRun[id] ??= endReason('before this phase');
+    console.log(`  ${stamp()} ${label}: ${name} not run (the run's end came first)`);
+    return;
+  }
+  const startedAtMs = Date.now();
+  console.log(`  ${stamp()} ${label}: ${name}`);
+  try {
+    await fn();
+  } catch (err) {
+    const cause = (err as Error).cause as Error | undefined;
+    const message = `${(err as Error).message}${cause ? ` (${cause.message})` : ''}`;
+    problems.push(`${label}: ${name}: ${message}`);
+    console.log(`  ${stamp()} ${label}: ${name} failed: ${message}\n${(err as Error).stack}`);
+  }
+  console.log(
+    `  ${stamp()} ${label}: ${name} took ${Math.round((Date.now() - startedAtMs) / 1000)} s`,
+  );
+}
+
+const MANY_ROWS: GoalRowId[] = [
+  'oneRefusalWithMany',
+  'atOnceWithMany',
+  'requestsPerWait',
+  'slotsPerWait',
+  'rssWithMany',
+];
+
+/**
+ * One checkout on a rig of its own: the waits figures of the goal table for `part` (`small`:
+ * none, 1 and `many` waiting and the worker kill; `large`: none and 1 waiting, then `crowd`
+ * and `max`; `all`: both on one rig), and the at-rest rows.
+ */
 async function measureCheckout(
   checkout: Checkout,
   sizes: WaitSizes,
+  part: WaitsPart = 'all',
 ): Promise<{ figures: GoalFigures; rows: RestRow[] }> {
-  const figures: GoalFigures = { killDeadlineMs: DEADLINE_MS };
+  const notRun: NonNullable<GoalFigures['notRun']> = {};
+  const reached: NonNullable<GoalFigures['reached']> = {};
+  const figures: GoalFigures = { killDeadlineMs: DEADLINE_MS, notRun, reached };
   const rows: RestRow[] = [];
-  const cap = checkout.label === 'baseline' ? sizes.baselineMax : Infinity;
-  console.log(`\n${checkout.label} (${checkout.dir}):`);
+  const label = checkout.label;
+  const cap = label === 'baseline' ? sizes.baselineMax : Infinity;
+  const small = part !== 'large';
+  const large = part !== 'small';
+  const run = (ids: GoalRowId[]) => ({ endAtMs: sizes.endAtMs, notRun, ids });
+  if (large && !(sizes.crowd > 0 && sizes.crowd <= cap))
+    notRun.postToPodWithCrowd =
+      sizes.crowd > 0 ? baselineCapReason(sizes.crowd, cap) : 'BENCH_WAITS_CROWD=0';
+  if (large && !(sizes.max > 0 && sizes.max <= cap))
+    notRun.max = sizes.max > 0 ? baselineCapReason(sizes.max, cap) : 'BENCH_WAITS_MAX=0';
+  if (small && sizes.many > cap)
+    for (const id of [...MANY_ROWS, 'kill'] as const)
+      notRun[id] = baselineCapReason(sizes.many, cap);
+  const largeToRun = large && (notRun.postToPodWithCrowd === undefined || notRun.max === undefined);
+  if (!small && !largeToRun) return { figures, rows };
+  if (Date.now() > sizes.endAtMs) {
+    const ids = [
+      ...(small ? [...MANY_ROWS, 'kill'] : []),
+      ...(large ? ['postToPodWithCrowd', 'max'] : []),
+    ];
+    for (const id of ids as GoalRowId[]) notRun[id] ??= endReason('before this checkout started');
+    return { figures, rows };
+  }
+  console.log(`\n${stamp()} ${label} (${checkout.dir}), ${part} sizes:`);
   const rig = await Rig.start(checkout);
   try {
-    // Warm-up: one create refused, so no figure pays a cold start.
-    await rig.fill(1);
-    await rig.refuse(rig.take(1));
-    figures.postToPodNoneWaiting = await postToPod(rig, sizes.repeats, 'none waiting');
-    // Those creates wait now; keep one, refuse the others (they end, and free their waits).
-    await rig.refuse(rig.take(rig.waiting.length - 1));
-    const one = await atRest(rig, 1, await rig.fill(1), sizes.windowMs);
-    rows.push(one);
-    figures.rssWith1Mib = one.worker_rss_mib;
-    figures.oneRefusalWith1 = await oneRefusal(rig, 1, sizes.repeats);
-
-    if (sizes.many <= cap) {
-      const many = await atRest(rig, sizes.many, await rig.fill(sizes.many), sizes.windowMs);
-      rows.push(many);
-      figures.rssWithManyMib = many.worker_rss_mib;
-      figures.requestsPerWaitPerMin = many.sdk_requests_per_waiting_create_per_min;
-      figures.slotsPerWait = many.activity_slots_used / sizes.many;
-      figures.oneRefusalWithMany = await oneRefusal(rig, sizes.many, sizes.repeats);
-      figures.atOnceWithMany = summary(await rig.refuse(rig.take(sizes.atOnce)));
-      console.log(
-        `  ${checkout.label}: ${sizes.atOnce} refusals at once with ${sizes.many} waiting ${JSON.stringify(figures.atOnceWithMany)}`,
-      );
-      await rig.fill(sizes.many);
-      Object.assign(figures, await workerKill(rig, sizes.many, sizes.atOnce));
+    await phase(label, 'none and 1 waiting', run([]), async () => {
+      // Warm-up: one create refused, so no figure pays a cold start.
+      await rig.fill(1);
+      await rig.refuse(rig.take(1));
+      figures.postToPodNoneWaiting = await postToPod(rig, sizes.repeats, 'none waiting');
+      // Those creates wait now; keep one, refuse the others (they end, and free their waits).
+      await rig.refuse(rig.take(rig.waiting.length - 1));
+      const one = await atRest(rig, 1, (await rig.fill(1)).reached, sizes.windowMs);
+      rows.push(one);
+      const oneRefusal1 = await oneRefusal(rig, 1, sizes.repeats);
+      if (small) {
+        figures.rssWith1Mib = one.worker_rss_mib;
+        figures.oneRefusalWith1 = oneRefusal1;
+      }
+      if (large) figures.oneRefusalWith1BesideMax = oneRefusal1;
+    });
+    if (small && sizes.many <= cap) {
+      await phase(label, `${sizes.many} waiting`, run(MANY_ROWS), async () => {
+        const fill = await rig.fill(sizes.many, sizes.endAtMs);
+        if (fill.cut) {
+          for (const id of MANY_ROWS) notRun[id] = cutReason(sizes.many, fill.reached);
+          return;
+        }
+        reached.many = fill.reached;
+        const many = await atRest(rig, sizes.many, reached.many, sizes.windowMs);
+        rows.push(many);
+        figures.rssWithManyMib = many.worker_rss_mib;
+        figures.requestsPerWaitPerMin = many.sdk_requests_per_waiting_create_per_min;
+        figures.slotsPerWait = many.activity_slots_used / Math.max(1, reached.many);
+        figures.oneRefusalWithMany = await oneRefusal(rig, sizes.many, sizes.repeats);
+        figures.atOnceWithMany = summary(await rig.refuse(rig.take(sizes.atOnce)));
+        console.log(
+          `  ${stamp()} ${label}: ${sizes.atOnce} refusals at once with ${sizes.many} waiting ${JSON.stringify(figures.atOnceWithMany)}`,
+        );
+      });
+      await phase(label, `worker SIGKILL with ${sizes.many} waiting`, run(['kill']), async () => {
+        const fill = await rig.fill(sizes.many, sizes.endAtMs);
+        if (fill.cut) {
+          notRun.kill = cutReason(sizes.many, fill.reached);
+          return;
+        }
+        Object.assign(figures, await workerKill(rig, sizes.many, sizes.atOnce));
+      });
     }
-    if (sizes.crowd > 0 && sizes.crowd <= cap) {
-      const settled = await rig.fill(sizes.crowd);
-      rows.push(await atRest(rig, sizes.crowd, settled, sizes.windowMs));
-      figures.postToPodWithCrowd = await postToPod(rig, sizes.repeats, `${sizes.crowd} waiting`);
+    if (large && notRun.postToPodWithCrowd === undefined) {
+      await phase(label, `${sizes.crowd} waiting`, run(['postToPodWithCrowd']), async () => {
+        const fill = await rig.fill(sizes.crowd, sizes.endAtMs);
+        if (fill.cut) {
+          notRun.postToPodWithCrowd = cutReason(sizes.crowd, fill.reached);
+          return;
+        }
+        reached.crowd = fill.reached;
+        rows.push(await atRest(rig, sizes.crowd, fill.reached, sizes.windowMs));
+        figures.postToPodWithCrowd = await postToPod(rig, sizes.repeats, `${sizes.crowd} waiting`);
+      });
     }
-    if (sizes.max > 0 && sizes.max <= cap) {
-      const settled = await rig.fill(sizes.max);
-      rows.push(await atRest(rig, sizes.max, settled, sizes.windowMs));
-      figures.maxRan = settled;
-      if (settled) figures.oneRefusalWithMax = await oneRefusal(rig, sizes.max, sizes.repeats);
+    if (large && notRun.max === undefined) {
+      await phase(label, `${sizes.max} waiting`, run(['max']), async () => {
+        const fill = await rig.fill(sizes.max, sizes.endAtMs);
+        if (fill.cut) {
+          notRun.max = cutReason(sizes.max, fill.reached);
+          return;
+        }
+        reached.max = fill.reached;
+        rows.push(await atRest(rig, sizes.max, fill.reached, sizes.windowMs));
+        if (fill.reached >= sizes.max)
+          figures.oneRefusalWithMax = await oneRefusal(rig, sizes.max, sizes.repeats);
+      });
     }
   } finally {
     await rig.stop();
@@ -577,19 +779,33 @@ async function measureCheckout(
 }
 
 /**
- * Runs the waits figures for every checkout of the run (baseline first).
+ * Runs the waits figures for `checkouts` (default: every checkout of the run, baseline first)
+ * at `sizes` (default: this run's), the phases `part` (default: all), calling `onFigures` after
+ * each.
  * @returns the sizes, the at-rest rows and each checkout's figures; failed checks go to
  *   `problems`
  */
-export async function measureWaitFigures(quick: boolean) {
-  const sizes = waitSizesOf(quick);
+export async function measureWaitFigures(
+  quick: boolean,
+  onFigures: (labelled: { label: string; figures: GoalFigures }) => void = () => undefined,
+  checkouts: Checkout[] = checkoutsOfRun(),
+  sizes: WaitSizes = waitSizesOf(quick),
+  part: WaitsPart = 'all',
+) {
   console.log(`waits sizes: ${JSON.stringify(sizes)}`);
   const rows: RestRow[] = [];
   const figures: Array<{ label: string; figures: GoalFigures }> = [];
-  for (const checkout of checkoutsOfRun()) {
-    const measured = await measureCheckout(checkout, sizes);
-    rows.push(...measured.rows);
-    figures.push({ label: checkout.label, figures: measured.figures });
+  for (const checkout of checkouts) {
+    try {
+      const measured = await measureCheckout(checkout, sizes, part);
+      rows.push(...measured.rows);
+      figures.push({ label: checkout.label, figures: measured.figures });
+    } catch (err) {
+      // Its rows stay unmeasured (errors in the table); the other checkout still runs.
+      problems.push(`${checkout.label}: waits: ${(err as Error).message}`);
+      figures.push({ label: checkout.label, figures: {} });
+    }
+    onFigures(figures.at(-1)!);
   }
   console.log('\nat rest (side by side):');
   for (const row of rows) console.log(`  ${JSON.stringify(row)}`);
