@@ -55,6 +55,11 @@ export interface TestStackOptions {
   learnRootfsFloors?: boolean;
   /** The workers' activity slots (default: the worker's, MAX_CONCURRENT_ACTIVITIES). */
   maxConcurrentActivities?: number;
+  /**
+   * The deciders' periodic reconcile, in ms (default: the decider's, 60 000); a test that must
+   * not be rescued by it sets it longer than the test.
+   */
+  reconcileIntervalMs?: number;
 }
 
 /** What a suite gets. */
@@ -144,6 +149,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
         store: activityStore,
         client: temporal.client,
         logger,
+        reconcileIntervalMs: options.reconcileIntervalMs,
       });
       decider.start();
       informers.start();
