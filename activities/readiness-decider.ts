@@ -12,7 +12,7 @@
  * Several workers may decide the same wait at once: the first completion wins and the others
  * are answered NotFound, which is dropped; completing twice is harmless.
  */
-import { ActivityNotFoundError, type Client } from '@temporalio/client';
+import { ActivityNotFoundError, WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import {
   cachedOutcome,
@@ -61,6 +61,10 @@ export interface ReadinessDeciderOptions {
  */
 const PENDING_ACTIVITY_STARTED = 2;
 
+/** Back-off of the reconcile after a failed store read, in ms: first delay, cap. */
+const RETRY_FIRST_DELAY_MS = 1_000;
+const RETRY_MAX_DELAY_MS = 10_000;
+
 /** Waits decided at once by one reconcile (Temporal calls in flight). */
 const RECONCILE_CONCURRENCY = 32;
 
@@ -76,6 +80,9 @@ export class ReadinessDecider {
   private checkingUnrecorded = false;
   private reconciling: Promise<void> | undefined;
   private reconcileAgain = false;
+  /** The reconcile after a failed store read, and its next delay (1 s doubling to 10 s). */
+  private retryTimer: NodeJS.Timeout | undefined;
+  private retryDelayMs = RETRY_FIRST_DELAY_MS;
   /** Decisions in flight, by task token: one per wait attempt at a time. */
   private readonly deciding = new Map<string, Promise<void>>();
   private readonly readTimers = new Set<NodeJS.Timeout>();
@@ -129,6 +136,8 @@ export class ReadinessDecider {
     this.unobserve();
     if (this.reconcileTimer) clearInterval(this.reconcileTimer);
     if (this.unrecordedTimer) clearInterval(this.unrecordedTimer);
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    this.retryTimer = undefined;
     for (const timer of this.readTimers) clearTimeout(timer);
     this.readTimers.clear();
     await Promise.allSettled([this.reconciling, ...this.deciding.values()]);
@@ -161,12 +170,18 @@ export class ReadinessDecider {
       return this.reconciling;
     }
     this.reconciling = this.reconcileOnce()
-      .catch((err: unknown) => {
-        this.options.logger?.warn(
-          { err: (err as Error).message },
-          'the readiness waits could not be read; the next reconcile retries',
-        );
-      })
+      .then(
+        () => {
+          this.retryDelayMs = RETRY_FIRST_DELAY_MS;
+        },
+        (err: unknown) => {
+          this.options.logger?.warn(
+            { err: (err as Error).message },
+            'the readiness waits could not be read; reconciling again',
+          );
+          this.reconcileLater();
+        },
+      )
       .finally(() => {
         this.reconciling = undefined;
         if (this.reconcileAgain) {
@@ -175,6 +190,21 @@ export class ReadinessDecider {
         }
       });
     return this.reconciling;
+  }
+
+  /**
+   * After a failed store read (the store unreachable), reconciles again with back-off until a
+   * reconcile reads the waits, so a decision missed meanwhile is made within seconds of the
+   * store's return rather than at the next periodic reconcile.
+   */
+  private reconcileLater(): void {
+    if (this.stopped || this.retryTimer) return;
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined;
+      void this.reconcile();
+    }, this.retryDelayMs);
+    this.retryTimer.unref();
+    this.retryDelayMs = Math.min(this.retryDelayMs * 2, RETRY_MAX_DELAY_MS);
   }
 
   private async reconcileOnce(): Promise<void> {
@@ -210,8 +240,21 @@ export class ReadinessDecider {
       });
       for (const { operationId, workflowId } of lost) {
         if (this.stopped) return;
-        const description = await client.workflow.getHandle(workflowId).describe();
-        if (description.status.name !== 'RUNNING') continue;
+        // One create that cannot be described (its workflow gone past retention: NotFound)
+        // must not stop the check of the others behind it.
+        const description = await client.workflow
+          .getHandle(workflowId)
+          .describe()
+          .catch((err: unknown) => {
+            if (!(err instanceof WorkflowNotFoundError)) {
+              logger?.warn(
+                { operation_id: operationId, err: (err as Error).message },
+                'a create waiting without a recorded wait could not be described; skipped',
+              );
+            }
+            return undefined;
+          });
+        if (description?.status.name !== 'RUNNING') continue;
         const attempt = description.raw.pendingActivities?.find(
           (activity) =>
             activity.activityType?.name === 'awaitPodReady' &&
@@ -271,7 +314,7 @@ export class ReadinessDecider {
           { pod_uid: uid, err: (err as Error).message },
           'the readiness wait could not be read; reconciling',
         );
-        setTimeout(() => void this.reconcile(), 1_000).unref();
+        this.reconcileLater();
       },
     );
   }

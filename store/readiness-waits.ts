@@ -107,7 +107,9 @@ function toWait(row: ReadinessWaitsTable): ReadinessWait {
 /**
  * The creates waiting for an IP (status `running`, phase `waiting_for_ip`) since before
  * `updatedBefore` (ISO-8601) with no wait recorded: their wait activity may have been started
- * by a worker that died before it recorded the wait. At most `limit`, oldest first.
+ * by a worker that died before it recorded the wait. At most `limit`, newest first: a wait lost
+ * lately comes before the creates stuck long ago (a workflow terminated while it waited, its
+ * operation left `running`), which would otherwise fill every page.
  */
 export async function selectUnrecordedWaits(
   db: Kysely<Database>,
@@ -130,7 +132,7 @@ export async function selectUnrecordedWaits(
         ),
       ),
     )
-    .orderBy('updated_at')
+    .orderBy('updated_at', 'desc')
     .limit(limit)
     .execute();
   return rows.map((row) => ({ operationId: row.id, workflowId: row.workflow_id }));

@@ -368,7 +368,7 @@ export interface Store {
   clearReadinessWait(podUid: string, taskToken: string): Promise<boolean>;
   /**
    * The creates in phase `waiting_for_ip` since before `updatedBefore` (ISO-8601) that have no
-   * recorded wait (its worker may have died before recording it), oldest first, at most `limit`.
+   * recorded wait (its worker may have died before recording it), newest first, at most `limit`.
    */
   listUnrecordedWaits(input: {
     updatedBefore: string;

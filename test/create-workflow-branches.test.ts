@@ -4,9 +4,8 @@
  * tells them (no cluster, no store), so every branch runs in about a second. The full-stack
  * tests (create-workflow.test.ts) drive the same branches through the real activities.
  */
-import { Context } from '@temporalio/activity';
 import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
-import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
+import { ApplicationFailure, CancelledFailure, CompleteAsyncError } from '@temporalio/common';
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CreateActivities } from '../activities/index.js';
@@ -62,31 +61,36 @@ function stubActivities(): Activities {
   } as unknown as Activities;
 }
 
-/** A stub that never finishes on its own: it heartbeats until the activity is cancelled. */
-async function untilCancelled(): Promise<never> {
-  const context = Context.current();
-  const beat = setInterval(() => context.heartbeat(), 50);
-  try {
-    return await context.cancelled;
-  } finally {
-    clearInterval(beat);
-  }
+/**
+ * An `awaitPodReady` stub that waits as the real one does (activities/pods.ts): it goes
+ * asynchronous at once and nothing ever completes it, heartbeats or acknowledges a cancel.
+ * A stub that acknowledged the cancel (ActivityTaskCanceled) could land that event in the
+ * workflow's last task and fail it as UnhandledCommand, re-running the local retireExecution.
+ */
+async function waitAsynchronously(): Promise<never> {
+  throw new CompleteAsyncError();
 }
 
-/** An `awaitPodReady` stub that waits until cancelled and records whether it was. */
-function waitUntilCancelled(): { stub: () => Promise<never>; cancelled: () => boolean } {
-  let cancelled = false;
-  return {
-    stub: async () => {
-      try {
-        return await untilCancelled();
-      } catch (err) {
-        cancelled = err instanceof CancelledFailure;
-        throw err;
-      }
-    },
-    cancelled: () => cancelled,
-  };
+/**
+ * Whether the workflow asked to cancel its wait and closed without waiting for the wait to
+ * answer (TRY_CANCEL): the history holds the cancel request and no close event of the wait.
+ */
+async function cancelledWithoutWaiting(handle: WorkflowHandle): Promise<boolean> {
+  const events = (await handle.fetchHistory()).events ?? [];
+  const scheduled = events.find(
+    (event) => event.activityTaskScheduledEventAttributes?.activityType?.name === 'awaitPodReady',
+  );
+  const ofWait = (attributes?: { scheduledEventId?: { toString(): string } | null } | null) =>
+    attributes?.scheduledEventId?.toString() === scheduled?.eventId?.toString();
+  const requested = events.some((e) => ofWait(e.activityTaskCancelRequestedEventAttributes));
+  const answered = events.some(
+    (e) =>
+      ofWait(e.activityTaskCanceledEventAttributes) ||
+      ofWait(e.activityTaskTimedOutEventAttributes) ||
+      ofWait(e.activityTaskCompletedEventAttributes) ||
+      ofWait(e.activityTaskFailedEventAttributes),
+  );
+  return scheduled !== undefined && requested && !answered;
 }
 
 /** A promise a test resolves by hand. */
@@ -150,12 +154,9 @@ async function failureOf(handle: WorkflowHandle): Promise<Error> {
 
 /** The steps called, in order, without the outcome write (its own tests check where it goes). */
 function names(script: Script): ActivityName[] {
-  // A local activity runs again when its workflow task is retried (Temporal runs activities at
-  // least once); retireExecution is fenced, so a repeat right after itself counts once.
-  return script.calls
-    .map((call) => call.name)
-    .filter((name) => name !== 'recordOperationOutcome')
-    .filter((name, i, all) => !(name === 'retireExecution' && all[i - 1] === name));
+  // No repeat is tolerated: a local activity runs again only when its workflow task failed, and
+  // none of these branches may fail one.
+  return script.calls.map((call) => call.name).filter((name) => name !== 'recordOperationOutcome');
 }
 
 /** The input of the first call of `name`. */
@@ -233,8 +234,7 @@ describe('createSandbox branches (stub activities)', () => {
   });
 
   it('publishes a cancel as cancelled before compensation starts', async () => {
-    const wait = waitUntilCancelled();
-    const { handle, script } = await start({ awaitPodReady: wait.stub });
+    const { handle, script } = await start({ awaitPodReady: waitAsynchronously });
     await until(() => names(script).includes('awaitPodReady'));
     await handle.cancel();
     await failureOf(handle);
@@ -260,13 +260,15 @@ describe('createSandbox branches (stub activities)', () => {
   });
 
   it('fails as PodNeverReady when the deadline passes during the wait, cancelling the wait', async () => {
-    const wait = waitUntilCancelled();
-    const { handle, script } = await start({ awaitPodReady: wait.stub }, { deadlineMs: 300 });
+    const { handle, script } = await start(
+      { awaitPodReady: waitAsynchronously },
+      { deadlineMs: 300 },
+    );
     const failure = await failureOf(handle);
     expect((failure as ApplicationFailure).type).toBe('PodNeverReady');
     expect(failure.message).toMatch(/pod sbx-branch-g1 had no IP within the create deadline/);
-    // TRY_CANCEL: the workflow does not wait for the cancel to reach the activity.
-    await until(() => wait.cancelled());
+    // TRY_CANCEL: the workflow did not wait for the wait to answer the cancel.
+    expect(await cancelledWithoutWaiting(handle)).toBe(true);
     expect(names(script)).toEqual(['createPod', 'awaitPodReady', 'deletePod', 'retireExecution']);
     expect(retired(script)).toMatchObject({ reason: 'pod_never_ready' });
   });
@@ -338,13 +340,12 @@ describe('createSandbox branches (stub activities)', () => {
   });
 
   it('when cancelled during the wait, cancels the wait, compensates and ends cancelled', async () => {
-    const wait = waitUntilCancelled();
-    const { handle, script } = await start({ awaitPodReady: wait.stub });
+    const { handle, script } = await start({ awaitPodReady: waitAsynchronously });
     await until(() => names(script).includes('awaitPodReady'));
     await handle.cancel();
     expect(await failureOf(handle)).toBeInstanceOf(CancelledFailure);
-    // TRY_CANCEL: the workflow does not wait for the cancel to reach the activity.
-    await until(() => wait.cancelled());
+    // TRY_CANCEL: the workflow did not wait for the wait to answer the cancel.
+    expect(await cancelledWithoutWaiting(handle)).toBe(true);
     expect(names(script)).toEqual(['createPod', 'awaitPodReady', 'deletePod', 'retireExecution']);
     expect(retired(script)).toMatchObject({ reason: 'cancelled' });
   });

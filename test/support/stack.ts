@@ -61,6 +61,11 @@ export interface TestStackOptions {
    * and the informers alike (default: the service's, 60 000 each).
    */
   refusalBoundsMs?: Partial<RefusalBoundsMs>;
+  /**
+   * The deciders' periodic reconcile, in ms (default: the decider's, 60 000); a test that must
+   * not be rescued by it sets it longer than the test.
+   */
+  reconcileIntervalMs?: number;
 }
 
 /** What a suite gets. */
@@ -152,6 +157,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
         store: activityStore,
         client: temporal.client,
         logger,
+        reconcileIntervalMs: options.reconcileIntervalMs,
       });
       decider.start();
       informers.start();

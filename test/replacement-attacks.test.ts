@@ -1,0 +1,150 @@
+/**
+ * Re-placement under attack (docs/architecture.md, "Re-placement"): a cancel while the second
+ * placement's pod is being created, and the first pod's late changes after the create moved
+ * on. Real dev server, a worker with the real activities, a simulated cluster of two nodes
+ * (over HTTP), node-a scripted to refuse with ResourceExhausted.
+ */
+import type { WorkflowFailedError, WorkflowHandle } from '@temporalio/client';
+import { CancelledFailure } from '@temporalio/common';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ReadinessDecider } from '../activities/readiness-decider.js';
+import type { CreateSandboxInput } from '../contract/index.js';
+import { SandboxInformers } from '../kubernetes/sandbox-informers.js';
+import type { createSandbox } from '../workflows/create-sandbox.js';
+import { operationSearchAttributes } from '../workflows/search-attributes.js';
+import { createInput, settle } from './support/creates.js';
+import { startTestStack, type TestStack } from './support/stack.js';
+import { until } from './support/until.js';
+
+const NAMESPACE = 'sandboxes';
+const PODS = `/api/v1/namespaces/${NAMESPACE}/pods`;
+
+let stack: TestStack | undefined;
+afterEach(async () => {
+  await stack?.stop();
+  stack = undefined;
+});
+
+/** Stores a sandbox and starts its create with a re-placement policy, as the API does. */
+async function startReplacingCreate(current: TestStack): Promise<{
+  handle: WorkflowHandle<typeof createSandbox>;
+  input: CreateSandboxInput;
+}> {
+  const input = createInput({
+    deadlineMs: 300_000,
+    placement: { replaceOn: ['ResourceExhausted'], maxPlacements: 3 },
+  });
+  const stored = await current.store.createSandbox({
+    id: input.sandboxId,
+    tenant: input.tenantId,
+    template: input.template,
+    resources: input.resources,
+    operationId: input.operationId,
+  });
+  expect(stored.kind).toBe('created');
+  const handle = await current.temporal.client.workflow.start<typeof createSandbox>(
+    'createSandbox',
+    {
+      workflowId: input.operationId,
+      taskQueue: current.taskQueue,
+      args: [input],
+      typedSearchAttributes: operationSearchAttributes(input, 'create'),
+    },
+  );
+  return { handle, input };
+}
+
+async function podsOf(sandboxId: string) {
+  const list = await (stack as TestStack).kubernetes.core.listNamespacedPod({
+    namespace: NAMESPACE,
+    labelSelector: `durable-sandbox.dev/sandbox-id=${sandboxId}`,
+  });
+  return list.items;
+}
+
+describe('re-placement under attack', () => {
+  it('a cancel while the second placement creates its pod waits for the pod, then deletes both placements by uid', async () => {
+    stack = await startTestStack({
+      cluster: { nodeNames: ['node-a', 'node-b'], startupDelayMs: 100 },
+    });
+    const cluster = stack.cluster;
+    cluster.faults.refuseOnNode('node-a', 'ResourceExhausted', 'no sandbox capacity left');
+    // Unavailable is not in the policy's replace_on: the second placement would wait on node-b.
+    cluster.faults.refuseOnNode('node-b', 'Unavailable', 'sandbox runtime is down');
+    const { handle, input } = await startReplacingCreate(stack);
+    const base = `${input.sandboxId.replace(/_/g, '-')}-g1`;
+    // Once the first placement's pod exists, the apiserver turns slow (4 s before each answer):
+    // the second placement's POST, sent after the refusal, is in flight for 4 s.
+    const podPosts = () => cluster.requests.filter((r) => r.method === 'POST' && r.path === PODS);
+    await until(() => (podPosts()[0]?.status ?? 0) > 0, 90_000);
+    cluster.faults.delayResponses(4_000);
+    await until(() => podPosts().length === 2, 90_000);
+    expect(podPosts()[1]?.status).toBe(0);
+    // The second placement's POST is in flight: cancel now.
+    await handle.cancel();
+    await until(() => (podPosts()[1]?.status ?? 0) > 0, 60_000);
+    cluster.faults.delayResponses(0);
+
+    const { error } = await settle(handle.result());
+    expect((error as WorkflowFailedError).cause).toBeInstanceOf(CancelledFailure);
+    expect(await podsOf(input.sandboxId)).toEqual([]);
+    const second = (await stack.store.getSandboxById(input.sandboxId))?.pod;
+    expect(second?.name).toBe(`${base}-p2`);
+    const deletesOf = (name: string) =>
+      cluster.requests.filter((r) => r.method === 'DELETE' && r.path === `${PODS}/${name}`);
+    expect(deletesOf(`${base}-p2`).map((r) => r.deleteOptions)).toContainEqual(
+      expect.objectContaining({ preconditions: { uid: second?.uid } }),
+    );
+    // No third placement was tried.
+    expect(podPosts()).toHaveLength(2);
+    expect(await stack.store.getSandboxById(input.sandboxId)).toMatchObject({
+      state: 'failed',
+      failure: { code: 'cancelled' },
+    });
+    expect(await stack.store.listReadinessWaits()).toEqual([]);
+  }, 240_000);
+
+  it('a second decider still holding the first pod deciding it late changes nothing: the create runs on node-b', async () => {
+    stack = await startTestStack({
+      cluster: { nodeNames: ['node-a', 'node-b'], startupDelayMs: 100 },
+    });
+    // Another worker's decider: it sees node-a's refusal of the first pod and its deletion too.
+    const informers = new SandboxInformers({
+      client: stack.kubernetes,
+      retryDelayMs: 100,
+      watchTimeoutSeconds: 25,
+    });
+    const warnings: string[] = [];
+    const other = new ReadinessDecider({
+      informers,
+      store: stack.store,
+      client: stack.temporal.client,
+      logger: { warn: (_fields, message) => warnings.push(message) },
+    });
+    other.start();
+    informers.start();
+    try {
+      await until(() => informers.synced, 60_000);
+      stack.cluster.faults.refuseOnNode('node-a', 'ResourceExhausted', 'no sandbox capacity left');
+      const { handle, input } = await startReplacingCreate(stack);
+      const result = await handle.result();
+      const base = `${input.sandboxId.replace(/_/g, '-')}-g1`;
+      expect(result.pod.name).toBe(`${base}-p2`);
+      // Each placement's wait closed once: the first failed (NodeRefused), the second completed.
+      const events = (await handle.fetchHistory()).events ?? [];
+      const closes = events
+        .filter(
+          (e) => e.activityTaskFailedEventAttributes ?? e.activityTaskCompletedEventAttributes,
+        )
+        .map((e) => e.activityTaskFailedEventAttributes?.failure?.applicationFailureInfo?.type);
+      expect(closes.filter((type) => type === 'NodeRefused')).toHaveLength(1);
+      expect((await podsOf(input.sandboxId)).map((pod) => pod.spec?.nodeName)).toEqual(['node-b']);
+      await other.stop();
+      expect(warnings).toEqual([]);
+      expect(await stack.store.listReadinessWaits()).toEqual([]);
+    } finally {
+      await other.stop();
+      await informers.stop();
+    }
+  }, 240_000);
+});
