@@ -13,8 +13,7 @@ import { ReadinessDecider } from '../activities/readiness-decider.js';
 import { SandboxInformers } from '../kubernetes/sandbox-informers.js';
 import type { Store } from '../store/index.js';
 import type { createSandbox } from '../workflows/create-sandbox.js';
-import { CreatePhaseKey } from '../workflows/search-attributes.js';
-import { createInput, settle, startCreate } from './support/creates.js';
+import { createInput, settle, startCreate, waitingAsync } from './support/creates.js';
 import { startTestStack, type TestStack } from './support/stack.js';
 import { until } from './support/until.js';
 
@@ -45,22 +44,6 @@ function failing(names: Array<keyof Store>, down: { on: boolean }) {
     }
     return wrapped;
   };
-}
-
-/** Resolves once the create waits asynchronously: phase `waiting_for_ip` and its wait recorded. */
-async function waitingAsync(handle: CreateHandle, sandboxId: string): Promise<string> {
-  const current = stack as TestStack;
-  await until(
-    async () =>
-      (await handle.describe()).typedSearchAttributes.get(CreatePhaseKey) === 'waiting_for_ip',
-    90_000,
-  );
-  const podName = (await current.store.getSandboxById(sandboxId))?.pod.name ?? '';
-  await until(async () => {
-    const waits = await current.store.listReadinessWaits();
-    return waits.some((wait) => wait.podName === podName);
-  }, 60_000);
-  return podName;
 }
 
 /** Whether the workflow has closed (the server's describe). */
@@ -106,7 +89,7 @@ describe('the asynchronous readiness wait under attack', () => {
     });
     stack.cluster.faults.neverReady(true);
     const { handle, input } = await startCreate(stack, { diskMib: 2048, deadlineMs: 600_000 });
-    const podName = await waitingAsync(handle, input.sandboxId);
+    const podName = await waitingAsync(stack as TestStack, handle, input.sandboxId);
 
     down.on = true;
     stack.cluster.node.recordSandboxFailure(NAMESPACE, podName, INVALID_ARGUMENT_MESSAGE);
@@ -154,7 +137,7 @@ describe('the asynchronous readiness wait under attack', () => {
     }
 
     const { handle, input } = await startCreate(stack, { diskMib: 2048 });
-    const podName = await waitingAsync(handle, input.sandboxId);
+    const podName = await waitingAsync(stack as TestStack, handle, input.sandboxId);
     // As if its worker had died between taking the task and recording the wait: no row.
     const [lost] = await stack.store.listReadinessWaits();
     expect(await stack.store.clearReadinessWait(lost?.podUid ?? '', lost?.taskToken ?? '')).toBe(
@@ -193,7 +176,7 @@ describe('the asynchronous readiness wait under attack', () => {
     try {
       stack.cluster.faults.neverReady(true);
       const { handle, input } = await startCreate(stack, { diskMib: 2048 });
-      const podName = await waitingAsync(handle, input.sandboxId);
+      const podName = await waitingAsync(stack as TestStack, handle, input.sandboxId);
       await until(() => informers.synced, 60_000);
       stack.cluster.node.makeReady(NAMESPACE, podName);
       expect((await handle.result()).pod.ip).toMatch(/^10\./);
@@ -221,7 +204,7 @@ describe('the asynchronous readiness wait under attack', () => {
     });
     stack.cluster.faults.neverReady(true);
     const { handle, input } = await startCreate(stack, { diskMib: 2048 });
-    const podName = await waitingAsync(handle, input.sandboxId);
+    const podName = await waitingAsync(stack as TestStack, handle, input.sandboxId);
     // The outcome write fails, so the wait's row stays while compensation deletes the pod; the
     // decider then fails the wait the workflow already cancelled (pod deleted before an IP).
     down.on = true;
@@ -296,7 +279,7 @@ describe('the asynchronous readiness wait under attack', () => {
       return wait?.activityType?.name === 'awaitPodReady' && (wait.attempt ?? 0) >= 2;
     }, 90_000);
     down.on = false;
-    const podName = await waitingAsync(handle, input.sandboxId);
+    const podName = await waitingAsync(stack as TestStack, handle, input.sandboxId);
     stack.cluster.node.makeReady(NAMESPACE, podName);
     expect((await handle.result()).pod.ip).toMatch(/^10\./);
     expect(await stack.store.listReadinessWaits()).toEqual([]);

@@ -8,8 +8,7 @@ import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { createSandbox } from '../workflows/create-sandbox.js';
-import { CreatePhaseKey } from '../workflows/search-attributes.js';
-import { startCreate, settle } from './support/creates.js';
+import { startCreate, settle, waitingAsync } from './support/creates.js';
 import { startTestStack, type TestStack } from './support/stack.js';
 import { until } from './support/until.js';
 
@@ -26,22 +25,6 @@ afterEach(async () => {
   await stack?.stop();
   stack = undefined;
 });
-
-/** Resolves once the create waits asynchronously: phase `waiting_for_ip` and its wait recorded. */
-async function waitingAsync(handle: CreateHandle, sandboxId: string): Promise<string> {
-  const current = stack as TestStack;
-  await until(
-    async () =>
-      (await handle.describe()).typedSearchAttributes.get(CreatePhaseKey) === 'waiting_for_ip',
-    90_000,
-  );
-  const podName = (await current.store.getSandboxById(sandboxId))?.pod.name ?? '';
-  await until(async () => {
-    const waits = await current.store.listReadinessWaits();
-    return waits.some((wait) => wait.podName === podName);
-  }, 60_000);
-  return podName;
-}
 
 function podDeletesOf(podName: string) {
   return (stack as TestStack).cluster.requests.filter(
@@ -81,7 +64,7 @@ describe('waiting costs nothing', () => {
     stack = await startTestStack({ cluster: { startupDelayMs: 100 } });
     stack.cluster.faults.neverReady(true);
     const { handle, input } = await startCreate(stack, { diskMib: 2048 });
-    const podName = await waitingAsync(handle, input.sandboxId);
+    const podName = await waitingAsync(stack as TestStack, handle, input.sandboxId);
     // Longer than three heartbeats of the former design (one every 2 s).
     await new Promise((resolve) => setTimeout(resolve, 7_000));
     const pending = (await handle.describe()).raw.pendingActivities ?? [];
@@ -112,8 +95,12 @@ describe('waiting costs nothing', () => {
     cluster.faults.neverReady(true);
     const refused = await startCreate(stack, { diskMib: 2048, deadlineMs: 300_000 });
     const ready = await startCreate(stack, { diskMib: 2048, deadlineMs: 300_000 });
-    const refusedPod = await waitingAsync(refused.handle, refused.input.sandboxId);
-    const readyPod = await waitingAsync(ready.handle, ready.input.sandboxId);
+    const refusedPod = await waitingAsync(
+      stack as TestStack,
+      refused.handle,
+      refused.input.sandboxId,
+    );
+    const readyPod = await waitingAsync(stack as TestStack, ready.handle, ready.input.sandboxId);
 
     // Worker A (and its informers) stop: nothing watches the cluster any more.
     const first = stack.worker as NonNullable<TestStack['worker']>;
@@ -154,7 +141,7 @@ describe('waiting costs nothing', () => {
     stack = await startTestStack({ cluster: { startupDelayMs: 100 } });
     stack.cluster.faults.neverReady(true);
     const { handle, input } = await startCreate(stack, { diskMib: 2048 });
-    const podName = await waitingAsync(handle, input.sandboxId);
+    const podName = await waitingAsync(stack as TestStack, handle, input.sandboxId);
     // As if its worker had died between taking the task and recording the wait: no row.
     const [lost] = await stack.store.listReadinessWaits();
     expect(await stack.store.clearReadinessWait(lost?.podUid ?? '', lost?.taskToken ?? '')).toBe(
@@ -176,7 +163,7 @@ describe('waiting costs nothing', () => {
     stack = await startTestStack({ cluster: { startupDelayMs: 100 } });
     stack.cluster.faults.neverReady(true);
     const { handle, input } = await startCreate(stack, { diskMib: 2048 });
-    const podName = await waitingAsync(handle, input.sandboxId);
+    const podName = await waitingAsync(stack as TestStack, handle, input.sandboxId);
     const cancelledAt = Date.now();
     await handle.cancel();
     await until(() => podDeletesOf(podName).length > 0, 60_000);
@@ -197,7 +184,7 @@ describe('waiting costs nothing', () => {
     stack.cluster.faults.neverReady(true);
     const deadlineMs = 8_000;
     const { handle, input } = await startCreate(stack, { diskMib: 2048, deadlineMs });
-    const podName = await waitingAsync(handle, input.sandboxId);
+    const podName = await waitingAsync(stack as TestStack, handle, input.sandboxId);
     const failure = applicationFailureOf((await settle(handle.result())).error);
     expect(failure.type).toBe('PodNeverReady');
     const events = (await handle.fetchHistory()).events ?? [];
@@ -232,7 +219,7 @@ describe('waiting costs nothing', () => {
       waiting.push(await startCreate(stack, { diskMib: 2048 }));
     const podNames = [];
     for (const create of waiting)
-      podNames.push(await waitingAsync(create.handle, create.input.sandboxId));
+      podNames.push(await waitingAsync(stack as TestStack, create.handle, create.input.sandboxId));
     expect(stack.worker?.getStatus().numInFlightActivities).toBe(0);
 
     // A new create runs createPod, is refused by the node and compensates.

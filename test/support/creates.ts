@@ -5,9 +5,10 @@
 import { randomUUID } from 'node:crypto';
 import type { WorkflowHandle } from '@temporalio/client';
 import type { createSandbox } from '../../workflows/create-sandbox.js';
-import { operationSearchAttributes } from '../../workflows/search-attributes.js';
+import { CreatePhaseKey, operationSearchAttributes } from '../../workflows/search-attributes.js';
 import type { CreateSandboxInput } from '../../contract/index.js';
 import type { TestStack } from './stack.js';
+import { until } from './until.js';
 
 /** Options of {@link startCreate}. */
 export interface StartCreateOptions {
@@ -68,4 +69,27 @@ export async function settle<T>(promise: Promise<T>): Promise<{ value?: T; error
   } catch (error) {
     return { error };
   }
+}
+
+/**
+ * Resolves once the create waits asynchronously: its phase is `waiting_for_ip` (search
+ * attribute) and the store holds its readiness wait; returns the pod's name.
+ * @throws when either does not happen within 90 s / 60 s
+ */
+export async function waitingAsync(
+  stack: TestStack,
+  handle: WorkflowHandle<typeof createSandbox>,
+  sandboxId: string,
+): Promise<string> {
+  await until(
+    async () =>
+      (await handle.describe()).typedSearchAttributes.get(CreatePhaseKey) === 'waiting_for_ip',
+    90_000,
+  );
+  const podName = (await stack.store.getSandboxById(sandboxId))?.pod.name ?? '';
+  await until(async () => {
+    const waits = await stack.store.listReadinessWaits();
+    return waits.some((wait) => wait.podName === podName);
+  }, 60_000);
+  return podName;
 }
