@@ -167,6 +167,7 @@ class Rig {
       SANDBOX_TEMPLATES: JSON.stringify({
         [TEMPLATE]: { image: 'ghcr.io/durable-sandbox/base:1', replace_on: ['ResourceExhausted'] },
       }),
+      ALLOW_DEV_TOKEN: 'true', // the bench calls with the development token (support.ts)
       LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'error',
       LOG_FORMAT: 'json',
     };

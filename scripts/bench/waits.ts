@@ -259,8 +259,11 @@ class Rig {
       PORT: String(this.apiPort),
       CREATE_DEADLINE_MS: String(DEADLINE_MS),
     });
+    const api = this.apiProcess;
     await until(
       async () => {
+        if (api.exitCode !== null)
+          throw new Error(`${this.checkout.label}: api/main.ts exited ${api.exitCode} at start`);
         const response = await fetch(`${this.base}/readyz`).catch(() => undefined);
         return response?.status === 200;
       },
@@ -286,6 +289,9 @@ class Rig {
       SANDBOX_NAMESPACE: NAMESPACE,
       DATA_DIR: this.dataDir,
       ORPHAN_SWEEP_INTERVAL_MS: '0',
+      // The bench calls with the development token (support.ts TOKEN); api/main.ts refuses
+      // to start without credentials unless this says so (docs/security.md).
+      ALLOW_DEV_TOKEN: 'true',
       LOG_LEVEL: 'error',
       LOG_FORMAT: 'json',
       ...(this.database ? { DATABASE_URL: this.database.url } : {}),
