@@ -21,6 +21,11 @@ export interface CreateMetrics {
    * template and shim code (docs/architecture.md, "Re-placement").
    */
   replacements: Counter<'template' | 'code'>;
+  /**
+   * Compensation deletes that stopped at a refusal of the service's account (RBAC 403, 401)
+   * past its bound and left the pod to the orphan sweeper, by error class.
+   */
+  podsLeftToSweeper: Counter<'error_class'>;
   /** Watch requests by resource and cause (`initial`, `ended`, `timeout`, `dropped`, `status-N`). */
   watchOpens: Counter<'resource' | 'cause'>;
   /** Watch streams open now, by resource. */
@@ -61,6 +66,12 @@ export function createMetrics(): CreateMetrics {
     labelNames: ['resource', 'cause'],
     registers: [workerRegistry],
   });
+  const podsLeftToSweeper = new Counter({
+    name: 'durable_sandbox_pods_left_to_sweeper_total',
+    help: "Compensation deletes refused by the service account's permissions past their bound, leaving the pod to the orphan sweeper",
+    labelNames: ['error_class'],
+    registers: [workerRegistry],
+  });
   const watchesOpen = new Gauge({
     name: 'durable_sandbox_watches_open',
     help: 'Watch streams open now, by resource',
@@ -72,6 +83,7 @@ export function createMetrics(): CreateMetrics {
     createsFinished,
     refusalToFailureSeconds,
     replacements,
+    podsLeftToSweeper,
     watchOpens,
     watchesOpen,
     watchObserver: {

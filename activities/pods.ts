@@ -25,6 +25,11 @@ import {
 import type { SandboxInformers } from '../kubernetes/sandbox-informers.js';
 import type { Store } from '../store/index.js';
 import { createFailure, readinessFailure, readinessFailureLog } from './create-failure.js';
+import {
+  earlierAttemptsRefused,
+  isDefiniteRefusal,
+  recordRefusedAttempt,
+} from './create-attempts.js';
 import { whileHeartbeating } from './heartbeat.js';
 import type { ReadinessDecider } from './readiness-decider.js';
 import type { CreateMetrics } from './metrics.js';
@@ -113,8 +118,9 @@ export function podActivities(deps: PodActivityDeps) {
      * @throws ApplicationFailure (non-retryable) typed by the apiserver's answer
      *   (kubernetes/apiserver-errors.ts): `InvalidRequest` for a permanent refusal, `QuotaExceeded`
      *   for a quota, `Unavailable` for a kubeconfig that cannot work, or an RBAC 403 or a 401
-     *   that lasted past its bound ({@link PodActivityDeps.refusalBoundsMs}); details {@link CreateFailureDetails} with `podCreated: false`
-     *   when no earlier attempt can have made the pod
+     *   that lasted past its bound ({@link PodActivityDeps.refusalBoundsMs}); details
+     *   {@link CreateFailureDetails} with `podCreated: false` when every attempt got a definite
+     *   refusal, so none can have made the pod (activities/create-attempts.ts)
      * @throws the client's error for transient answers (Temporal retries the step)
      */
     async createPod(input: CreatePodInput): Promise<PodRef> {
@@ -133,10 +139,7 @@ export function podActivities(deps: PodActivityDeps) {
         if (err instanceof PodNameTakenError) {
           throw ApplicationFailure.nonRetryable(err.message, 'PodNameTaken');
         }
-        throw createPodFailure(err, {
-          unauthorized: deps.refusalBoundsMs?.unauthorized ?? UNAUTHORIZED_BOUND_MS,
-          permission: deps.refusalBoundsMs?.permission ?? PERMISSION_BOUND_MS,
-        });
+        throw createPodFailure(err, resolvedBounds(deps.refusalBoundsMs));
       }
       await deps.store.recordPod({
         sandboxId: input.sandboxId,
@@ -206,7 +209,14 @@ export function podActivities(deps: PodActivityDeps) {
      * the same name is left alone. Without `pod` (the create never learned its uid), the pod is
      * looked up by its deterministic name and deleted only if it carries this sandbox id and
      * generation.
-     * @returns what happened: `deleted`, `absent` or `replaced`
+     *
+     * With `leaveToSweeper` (a create's compensation), a refusal of the service's account (RBAC
+     * 403, 401) that has lasted its bound ({@link PodActivityDeps.refusalBoundsMs}) since the
+     * step was first scheduled ends the step instead of being retried for ever: the pod is left
+     * to the orphan sweeper (worker/orphan-sweeper.ts), which deletes any pod of a `failed`
+     * sandbox once the grant is back, and the create goes on to retire its execution.
+     * @returns what happened: `deleted`, `absent`, `replaced` or `left_to_sweeper`
+     * @throws the client's error otherwise (Temporal retries the step)
      */
     async deletePod(input: {
       operationId: string;
@@ -215,6 +225,8 @@ export function podActivities(deps: PodActivityDeps) {
       /** The placement whose pod is looked up by name when `pod` is absent (default 1). */
       placement?: number;
       pod?: PodRef;
+      /** Stop at a lasting refusal of the service's account and leave the pod to the sweeper. */
+      leaveToSweeper?: boolean;
     }): Promise<string> {
       let pod: PodRef | undefined;
       let outcome: string;
@@ -233,6 +245,17 @@ export function podActivities(deps: PodActivityDeps) {
       } catch (err) {
         // Compensation must succeed: every class is retried by Temporal, each attempt logged.
         const answer = classifyApiserverError(err);
+        if (input.leaveToSweeper && refusalOutlasted(answer, deps.refusalBoundsMs)) {
+          log.warn('pod delete refused past its bound; the orphan sweeper deletes the pod', {
+            error_class: answer.kind,
+            status: answer.status,
+            reason: answer.message,
+            pod_name: pod?.name,
+            pod_uid: pod?.uid,
+          });
+          deps.metrics?.podsLeftToSweeper.inc({ error_class: answer.kind });
+          return 'left_to_sweeper';
+        }
         log.warn('pod delete failed; retrying', {
           error_class: answer.kind,
           status: answer.status,
@@ -285,6 +308,24 @@ function settleOutcome(outcome: ReadinessOutcome, pod: PodRef): AwaitPodReadyRes
   throw readinessFailure(outcome, pod);
 }
 
+/**
+ * Whether `answer` is a refusal of the service's account (401, RBAC 403) that has lasted its
+ * bound since the current step was first scheduled.
+ */
+function refusalOutlasted(answer: ApiserverError, bounds?: Partial<RefusalBoundsMs>): boolean {
+  const boundsMs = resolvedBounds(bounds);
+  if (answer.kind !== 'unauthorized' && answer.kind !== 'permission') return false;
+  return Date.now() - Context.current().info.scheduledTimestampMs >= boundsMs[answer.kind];
+}
+
+/** The refusal bounds with their defaults, in ms. */
+function resolvedBounds(bounds?: Partial<RefusalBoundsMs>): RefusalBoundsMs {
+  return {
+    unauthorized: bounds?.unauthorized ?? UNAUTHORIZED_BOUND_MS,
+    permission: bounds?.permission ?? PERMISSION_BOUND_MS,
+  };
+}
+
 /** The error code each apiserver error class ends a create with; undefined: retried. */
 const CREATE_ERROR_CODE: Record<ApiserverError['kind'], OperationErrorCode | undefined> = {
   refused: 'invalid_request',
@@ -313,12 +354,15 @@ function createPodFailure(err: unknown, boundsMs: RefusalBoundsMs): unknown {
   const code =
     CREATE_ERROR_CODE[answer.kind] ??
     (boundMs !== undefined && retriedForMs >= boundMs ? 'unavailable' : undefined);
+  // Every attempt so far refused definitely (activities/create-attempts.ts): no pod was made.
+  const noPodMade = earlierAttemptsRefused(info) && isDefiniteRefusal(answer);
   if (!code) {
     log.warn('pod create failed; retrying', {
       error_class: answer.kind,
       status: answer.status,
       reason: answer.message,
     });
+    if (noPodMade) recordRefusedAttempt();
     return err;
   }
   const message = createRefusalMessage(answer, boundsMs);
@@ -331,8 +375,8 @@ function createPodFailure(err: unknown, boundsMs: RefusalBoundsMs): unknown {
   const details: CreateFailureDetails = {
     code,
     reason: answer.message,
-    // An earlier attempt may have made the pod before this one was refused.
-    podCreated: info.attempt === 1 ? false : undefined,
+    // Unless every attempt was refused definitely, an earlier one may have made the pod.
+    podCreated: noPodMade ? false : undefined,
   };
   return createFailure(message, details);
 }

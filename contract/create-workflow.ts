@@ -70,8 +70,9 @@ export interface CreateFailureDetails {
    */
   rootfsMib?: number;
   /**
-   * False when the create is known never to have made a pod (the apiserver refused its first
-   * attempt): compensation then has no pod to look for.
+   * False when the create is known never to have made a pod (the apiserver refused every
+   * attempt with a definite answer, activities/create-attempts.ts): compensation then has no
+   * pod to look for.
    */
   podCreated?: boolean;
   /** For `no_node_available`: every placement a node refused, oldest first. */

@@ -2,13 +2,16 @@
  * Every apiserver answer to a pod create, through the API, a worker with the real activities, a
  * real dev server and the simulated apiserver over HTTP: permanent refusals end the create at
  * once as `invalid_request` quoting the apiserver, a quota as `quota_exceeded`, an RBAC 403
- * that lasts past its bound as `unavailable` naming the permission, and 401/5xx and a passing RBAC
+ * that lasts past its bound as `unavailable` naming the permission (with no pod to delete when
+ * every attempt was refused; a compensation refused past the bound leaves the pod to the orphan
+ * sweeper), and 401/5xx and a passing RBAC
  * 403 (a restarted kube-apiserver whose RBAC caches are syncing) are ridden out
  * (kubernetes/apiserver-errors.ts).
  */
 import request from 'supertest';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { classifyApiserverError } from '../kubernetes/apiserver-errors.js';
+import { podNameFor } from '../kubernetes/pod-spec.js';
 import {
   awaitOperation,
   bearer,
@@ -17,6 +20,7 @@ import {
   type ApiStack,
   type OperationBody,
 } from './support/api.js';
+import { until } from './support/until.js';
 
 let api: ApiStack;
 const PERMISSION_BOUND_MS = 5_000;
@@ -32,18 +36,45 @@ beforeAll(async () => {
 afterAll(async () => {
   await api?.stop();
 });
-afterEach(() => {
+afterEach(async () => {
   const faults = api.stack.cluster.faults;
   faults.limitEphemeralStorage(null);
   faults.quotaPods(null);
-  faults.deny('create', 'pods', false);
+  for (const verb of ['create', 'get', 'delete']) faults.deny(verb, 'pods', false);
+  // A readiness report measured while RBAC denied something must not refuse the next test's create.
+  await until(async () => (await request(api.app).get('/readyz')).status === 200, 20_000);
 });
+
+/**
+ * RBAC denies `verbs` on pods from now on, after the API's readiness report (cached 5 s,
+ * api/readiness.ts) was measured without it: the create is accepted, and the worker meets the
+ * refusals.
+ */
+async function denyPods(...verbs: string[]): Promise<void> {
+  const ready = await request(api.app).get('/readyz');
+  expect(ready.status, ready.text).toBe(200);
+  for (const verb of verbs) api.stack.cluster.faults.deny(verb, 'pods', true);
+}
 
 function podCreates(since: number) {
   return api.stack.cluster.requests.filter(
     (r) => r.method === 'POST' && r.path.endsWith('/pods') && r.at >= since,
   );
 }
+
+/** The requests the apiserver saw for the sandbox's pod by name: compensation's lookups and deletes. */
+function podRequests(sandboxId: string) {
+  const path = `/pods/${podNameFor(sandboxId, 1)}`;
+  return api.stack.cluster.requests.filter((r) => r.path.endsWith(path));
+}
+
+/** Milliseconds from the operation's creation to its last update (when it was done). */
+function tookMs(op: OperationBody): number {
+  return Date.parse(op.updated_at) - Date.parse(op.created_at);
+}
+
+const PERMISSION_MESSAGE =
+  /^the service account may not create pods \(deploy\/rbac\.yaml is not applied\?\), refused for over 5 s: pods is forbidden: User "simulated" cannot create resource "pods"/;
 
 /** Creates through the asynchronous route and waits for the operation to be done. */
 async function createAndWait(diskMib = 2048): Promise<OperationBody> {
@@ -107,19 +138,58 @@ describe('a pod create the apiserver refuses', () => {
     expect(sync.body.error.code).toBe('quota_exceeded');
   });
 
-  it('ends as unavailable naming the missing permission when RBAC refuses the create past its bound', async () => {
-    api.stack.cluster.faults.deny('create', 'pods', true);
+  it('ends as unavailable naming the missing permission when RBAC refuses the create past its bound, without a delete', async () => {
+    // RBAC refuses every pod verb: a compensation that tried to delete could never succeed.
+    await denyPods('create', 'get', 'delete');
     const since = Date.now();
     const op = await createAndWait();
+    expect(op.status).toBe('failed');
     expect(op.error?.code).toBe('unavailable');
-    expect(op.error?.message).toMatch(
-      /^the service account may not create pods \(deploy\/rbac\.yaml is not applied\?\), refused for over 5 s: pods is forbidden: User "simulated" cannot create resource "pods"/,
-    );
+    expect(op.error?.message).toMatch(PERMISSION_MESSAGE);
     // Retried with back-off while the bound lasted, then given up: the last refusal came after it.
     const creates = podCreates(since);
     expect(creates.length).toBeGreaterThan(1);
     expect(creates.every((r) => r.status === 403)).toBe(true);
     expect(creates.at(-1)!.at - creates[0]!.at).toBeGreaterThanOrEqual(PERMISSION_BOUND_MS - 1_000);
+    // Every attempt was refused, so no pod can exist: compensation neither looked one up nor deleted.
+    expect(podRequests(op.sandbox_id)).toEqual([]);
+    // Within the bound plus the step's back-off (at most 10 s) and a margin for this machine.
+    expect(tookMs(op)).toBeLessThan(PERMISSION_BOUND_MS + 20_000);
+  });
+
+  it('still deletes by name when an attempt before the lasting RBAC 403 got an ambiguous 500', async () => {
+    // The 500 comes after the POST was sent: the apiserver may have stored the pod.
+    api.stack.cluster.faults.failNextRequests('POST', 'pods', 1, 500);
+    await denyPods('create');
+    const since = Date.now();
+    const op = await createAndWait();
+    expect(op.error?.code).toBe('unavailable');
+    expect(op.error?.message).toMatch(PERMISSION_MESSAGE);
+    const creates = podCreates(since);
+    expect(creates.map((r) => r.status).slice(0, 2)).toEqual([500, 403]);
+    // Compensation looked the pod up by its name after the last create attempt (404: absent).
+    const lookups = podRequests(op.sandbox_id);
+    expect(lookups.map((r) => `${r.method} ${r.status}`)).toEqual(['GET 404']);
+    expect(lookups[0]!.at).toBeGreaterThanOrEqual(creates.at(-1)!.at);
+  });
+
+  it('leaves the pod to the orphan sweeper when the compensation delete is refused by RBAC past its bound', async () => {
+    api.stack.cluster.faults.failNextRequests('POST', 'pods', 1, 500);
+    await denyPods('create', 'get', 'delete');
+    const op = await createAndWait();
+    expect(op.status).toBe('failed');
+    expect(op.error?.code).toBe('unavailable');
+    expect(op.error?.message).toMatch(PERMISSION_MESSAGE);
+    // The lookup was retried, refused every time, for the bound; then the create ended.
+    const lookups = podRequests(op.sandbox_id);
+    expect(lookups.length).toBeGreaterThan(1);
+    expect(lookups.every((r) => r.method === 'GET' && r.status === 403)).toBe(true);
+    expect(lookups.at(-1)!.at - lookups[0]!.at).toBeGreaterThanOrEqual(PERMISSION_BOUND_MS - 1_000);
+    // The sandbox is failed, which makes any pod of it an orphan for the sweeper.
+    const sandbox = await request(api.app)
+      .get(`/v1/sandboxes/${op.sandbox_id}`)
+      .set(bearer(api.tenantA));
+    expect(sandbox.body).toMatchObject({ state: 'failed', failure: { code: 'unavailable' } });
   });
 
   it('rides out the RBAC 403 of a restarted apiserver whose caches are syncing: 403 twice, then created', async () => {

@@ -101,6 +101,19 @@ function readinessWait(createDeadlineMs: number) {
   });
 }
 
+/**
+ * The patch of "A compensation the service account may not do" (docs/reliability.md): the
+ * compensation's pod delete stops at a refusal of the service's account (RBAC 403, 401) that
+ * has lasted its bound, leaving the pod to the orphan sweeper, so the create still ends.
+ * Histories recorded before it retry that delete until it succeeds.
+ */
+export const DELETE_LEFT_TO_SWEEPER_PATCH = 'compensation-delete-left-to-sweeper';
+
+/** The options of a compensation's pod delete: `leaveToSweeper` from the patch on. */
+function compensationDelete(): { leaveToSweeper?: true } {
+  return patched(DELETE_LEFT_TO_SWEEPER_PATCH) ? { leaveToSweeper: true } : {};
+}
+
 /** Compensation steps: idempotent, retried by Temporal until they succeed. */
 const compensationStep = proxyActivities<CreateActivities>({
   startToCloseTimeout: '30 seconds',
@@ -230,7 +243,8 @@ async function runSteps(
   // Pushed before the call: if createPod is cut short, the pod is found by its name.
   progress.compensations.push({
     label: 'delete pod',
-    run: () => compensationStep.deletePod({ ...execution, pod: progress.pod }),
+    run: () =>
+      compensationStep.deletePod({ ...execution, pod: progress.pod, ...compensationDelete() }),
   });
   const pod = await settledStep
     .createPod({
@@ -240,8 +254,8 @@ async function runSteps(
       resources: input.resources,
     })
     .catch((err: unknown) => {
-      // The apiserver refused the first attempt: there is no pod to look for (and with a
-      // kubeconfig that cannot work, no way to look).
+      // The apiserver refused every attempt definitely: there is no pod to look for (and with
+      // a kubeconfig that cannot work, no way to look).
       if (refusalDetailsOf(err)?.podCreated === false) progress.compensations.pop();
       throw err;
     });
@@ -289,7 +303,13 @@ async function runPlacements(
     const made: { pod?: PodRef } = {};
     progress.compensations.push({
       label: `delete pod (placement ${placement})`,
-      run: () => compensationStep.deletePod({ ...execution, placement, pod: made.pod }),
+      run: () =>
+        compensationStep.deletePod({
+          ...execution,
+          placement,
+          pod: made.pod,
+          ...compensationDelete(),
+        }),
     });
     const pod = await settledStep
       .createPod({
