@@ -11,7 +11,11 @@ import { describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments } from 'yaml';
 import { CONFIG_VARIABLES, loadConfig } from '../config/index.js';
 import { SEARCH_ATTRIBUTE_KEYS } from '../workflows/search-attributes.js';
-import { SETUP_SCRIPT, setupEnvironment } from '../environments/temporal-tier/launcher.js';
+import {
+  DYNAMIC_CONFIG,
+  SETUP_SCRIPT,
+  setupEnvironment,
+} from '../environments/temporal-tier/launcher.js';
 
 const ROOT = normalize(join(import.meta.dirname, '..'));
 const read = (file: string) => readFileSync(join(ROOT, file), 'utf8');
@@ -240,6 +244,25 @@ describe('docker-compose.yml', () => {
     expect(existsSync(join(ROOT, 'environments/temporal-tier/setup.sh'))).toBe(true);
     // The launcher runs the same file.
     expect(SETUP_SCRIPT).toBe(join(ROOT, 'environments/temporal-tier/setup.sh'));
+  });
+
+  it("runs the server on the tier's dynamic config file, with eager activity dispatch on", () => {
+    const server = service('temporal');
+    const path = server.environment?.DYNAMIC_CONFIG_FILE_PATH;
+    const mount = server.volumes?.find(
+      (volume) => typeof volume === 'object' && volume.target === path,
+    );
+    expect(mount).toEqual({
+      type: 'bind',
+      source: './environments/temporal-tier/dynamicconfig.yaml',
+      target: path,
+      read_only: true,
+    });
+    // The launcher writes the same file into the local tier's server.
+    expect(DYNAMIC_CONFIG).toBe(join(ROOT, 'environments/temporal-tier/dynamicconfig.yaml'));
+    expect(parse(read('environments/temporal-tier/dynamicconfig.yaml'))).toMatchObject({
+      'system.enableActivityEagerExecution': [{ value: true }],
+    });
   });
 
   it('gives both jobs exactly the settings setup.sh reads, as the launcher sets them', () => {

@@ -92,7 +92,8 @@ describe('probes and bindings', () => {
 
 describe('deploy/temporal-setup.yaml', () => {
   const objects = documents('temporal-setup.yaml') as unknown as Array<Record<string, any>>; // eslint-disable-line @typescript-eslint/no-explicit-any
-  const configMap = objects.find((doc) => doc.kind === 'ConfigMap')!;
+  const configMap = objects.find((doc) => doc.metadata?.name === 'temporal-setup')!;
+  const dynamicConfig = objects.find((doc) => doc.metadata?.name === 'temporal-dynamic-config')!;
   const jobs = objects.filter((doc) => doc.kind === 'Job');
   const composeJobs = parse(readFileSync(join(ROOT, 'docker-compose.yml'), 'utf8'), {
     merge: true,
@@ -102,6 +103,15 @@ describe('deploy/temporal-setup.yaml', () => {
     expect(configMap.data['setup.sh']).toBe(
       readFileSync(join(ROOT, 'environments/temporal-tier/setup.sh'), 'utf8'),
     );
+  });
+
+  it('carries environments/temporal-tier/dynamicconfig.yaml byte for byte, with eager activity dispatch on', () => {
+    expect(dynamicConfig.kind).toBe('ConfigMap');
+    const file = readFileSync(join(ROOT, 'environments/temporal-tier/dynamicconfig.yaml'), 'utf8');
+    expect(dynamicConfig.data['dynamicconfig.yaml']).toBe(file);
+    expect(parse(file)).toMatchObject({
+      'system.enableActivityEagerExecution': [{ value: true }],
+    });
   });
 
   it('runs the schema step and the namespace step as the compose jobs do, on the same image and settings', () => {

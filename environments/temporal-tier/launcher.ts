@@ -7,7 +7,8 @@
  * 2. the Temporal server (`temporal-server start`, all four services in one process) from a
  *    config derived from the server module's config/development-postgres12.yaml: its
  *    persistence and SQL visibility point at the given PostgreSQL, every port is a free
- *    loopback port, archival and pprof are off, dynamic config comes from a file written here;
+ *    loopback port, archival and pprof are off, dynamic config is this folder's
+ *    dynamicconfig.yaml (the compose file mounts the same file) written into the server's;
  * 3. `setup.sh namespace` once the frontend answers: the namespace with its retention and the
  *    search attributes of workflows/search-attributes.ts, through the operator API (the
  *    Temporal CLI);
@@ -34,6 +35,8 @@ const run = promisify(execFile);
 const HERE = fileURLToPath(new URL('.', import.meta.url));
 /** The set-up steps' one source (see the file's header). */
 export const SETUP_SCRIPT = join(HERE, 'setup.sh');
+/** The server's dynamic config, the one source (see the file's header). */
+export const DYNAMIC_CONFIG = join(HERE, 'dynamicconfig.yaml');
 
 /** Where the tier's server keeps its state: a PostgreSQL role that may create databases. */
 export interface TemporalTierDatabase {
@@ -68,6 +71,8 @@ export interface TemporalTier {
   address: string;
   /** `http://127.0.0.1:<port>` of the UI, when served. */
   uiUrl?: string;
+  /** `http://127.0.0.1:<port>/metrics`: the server's Prometheus metrics. */
+  metricsUrl: string;
   namespace: string;
   /** Time from the start of the schema set-up to the namespace being registered, in ms. */
   startToReadyMs: number;
@@ -123,7 +128,7 @@ export async function startTemporalTier(options: TemporalTierOptions): Promise<T
   };
   try {
     await setup('schema');
-    const ports = await distinctFreePorts(10);
+    const ports = await distinctFreePorts(11);
     const address = `127.0.0.1:${ports[0]}`;
     writeServerConfig(dir, serverModule, db, setupEnv, ports);
     const startServer = async () => {
@@ -154,6 +159,7 @@ export async function startTemporalTier(options: TemporalTierOptions): Promise<T
     return {
       address,
       uiUrl,
+      metricsUrl: `http://127.0.0.1:${ports[10]}/metrics`,
       namespace,
       startToReadyMs: Date.now() - startedAtMs,
       async stopServer() {
@@ -200,7 +206,8 @@ export function setupEnvironment(input: {
 /**
  * The config: the server module's development-postgres12.yaml with this tier's database,
  * ports (frontend gRPC, frontend HTTP, the four membership ports, history, matching and worker
- * gRPC, metrics), archival off and pprof off.
+ * gRPC, UI, metrics), archival off and pprof off, Prometheus metrics on their own port, and
+ * the dynamic config of {@link DYNAMIC_CONFIG}.
  */
 function writeServerConfig(
   dir: string,
@@ -229,7 +236,13 @@ function writeServerConfig(
     });
   }
   config.global.pprof = { port: 0 };
-  delete config.global.metrics;
+  config.global.metrics = {
+    prometheus: {
+      framework: 'tally',
+      timerType: 'histogram',
+      listenAddress: `127.0.0.1:${ports[10]}`,
+    },
+  };
   const rpc = (grpcPort: number, membershipPort: number) => ({
     grpcPort,
     membershipPort,
@@ -247,10 +260,15 @@ function writeServerConfig(
     archival: { history: { state: 'disabled' }, visibility: { state: 'disabled' } },
   };
   const dynamicConfig = join(dir, 'dynamicconfig.yaml');
-  // A search attribute registered a moment ago is usable at once (the dev server sets the same).
+  const settings = parse(readFileSync(DYNAMIC_CONFIG, 'utf8')) as Record<string, unknown>;
   writeFileSync(
     dynamicConfig,
-    stringify({ 'system.forceSearchAttributesCacheRefreshOnRead': [{ value: true }] }),
+    stringify({
+      ...settings,
+      // Local only: a search attribute registered a moment ago is usable at once (the dev
+      // server sets the same); Temporal meant it for tests, so the shared file leaves it out.
+      'system.forceSearchAttributesCacheRefreshOnRead': [{ value: true }],
+    }),
   );
   config.dynamicConfigClient = { filepath: dynamicConfig, pollInterval: '10s' };
   mkdirSync(join(dir, 'config'));

@@ -1,0 +1,82 @@
+/**
+ * The production Temporal tier (environments/temporal-tier: temporal-server v1.29.1 on a
+ * PostgreSQL of its own, set up by setup.sh) runs with the dynamic config of
+ * environments/temporal-tier/dynamicconfig.yaml, the file docker-compose.yml and deploy/ carry:
+ * a workflow's activity is handed to the worker eagerly, in the answer to the workflow task that
+ * scheduled it, as the server's own `activity_eager_execution` counter for the task queue
+ * reports (docs/architecture.md, "Round trips per create"). A real worker, the harness workflow.
+ */
+import { Client, Connection } from '@temporalio/client';
+import { NativeConnection, Worker } from '@temporalio/worker';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import {
+  startPostgresInstance,
+  type PostgresInstance,
+} from '../environments/postgresql/instance.js';
+import { startTemporalTier, type TemporalTier } from '../environments/temporal-tier/launcher.js';
+import { uniqueTaskQueue } from './support/temporal.js';
+
+let postgres: PostgresInstance | undefined;
+let tier: TemporalTier | undefined;
+// A cold build of the tier's binaries may run in this hook (they are cached afterwards).
+beforeAll(async () => {
+  postgres = await startPostgresInstance();
+  const admin = new URL(postgres.url());
+  tier = await startTemporalTier({
+    database: {
+      host: admin.hostname,
+      port: Number(admin.port),
+      user: decodeURIComponent(admin.username),
+      password: decodeURIComponent(admin.password),
+    },
+    ui: false,
+  });
+}, 15 * 60_000);
+afterAll(async () => {
+  await tier?.stop();
+  await postgres?.stop();
+}, 120_000);
+
+/** The server's counter `name`, summed over the series of `taskQueue` (`-` spelled `_`). */
+async function serverCounter(name: string, taskQueue: string): Promise<number> {
+  const text = await (await fetch(tier!.metricsUrl)).text();
+  let sum = 0;
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(`${name}{`)) continue;
+    if (!line.includes(`taskqueue="${taskQueue.replace(/-/g, '_')}"`)) continue;
+    sum += Number(line.slice(line.lastIndexOf(' ') + 1));
+  }
+  return sum;
+}
+
+describe('the Temporal server tier', () => {
+  it("hands a workflow's first activity to the worker eagerly (system.enableActivityEagerExecution)", async () => {
+    const taskQueue = uniqueTaskQueue('temporal-tier');
+    const connection = await Connection.connect({ address: tier!.address });
+    const nativeConnection = await NativeConnection.connect({ address: tier!.address });
+    try {
+      const worker = await Worker.create({
+        connection: nativeConnection,
+        namespace: tier!.namespace,
+        taskQueue,
+        workflowBundle: { codePath: inject('workflowBundlePath') },
+        activities: { greet: async (name: string) => `hello, ${name}` },
+      });
+      const client = new Client({ connection, namespace: tier!.namespace });
+      const result = await worker.runUntil(
+        client.workflow.execute('harnessGreeting', {
+          taskQueue,
+          workflowId: `tier-eager-${taskQueue}`,
+          args: ['tier'],
+        }),
+      );
+      expect(result).toBe('hello, tier');
+      // The server counts an eager dispatch when it answers the workflow task; the counter is
+      // read after the workflow closed, so the one activity has been counted by then.
+      expect(await serverCounter('activity_eager_execution', taskQueue)).toBe(1);
+    } finally {
+      await nativeConnection.close();
+      await connection.close();
+    }
+  });
+});
