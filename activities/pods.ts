@@ -65,7 +65,8 @@ export interface PodActivityDeps {
   /**
    * How long `createPod` retries a refusal of the service's account before it ends the create
    * `unavailable`, in ms, from the step's first schedule: 401 (default UNAUTHORIZED_BOUND_MS)
-   * and RBAC 403 (default PERMISSION_BOUND_MS; kubernetes/apiserver-errors.ts says why).
+   * and RBAC 403 (default PERMISSION_BOUND_MS; kubernetes/apiserver-errors.ts says why). A
+   * compensation's `deletePod` (`leaveToSweeper`) retries them as long before it stops.
    */
   refusalBoundsMs?: Partial<RefusalBoundsMs>;
 }
