@@ -125,18 +125,32 @@ describe('apiserver refusals on a real kube-apiserver', () => {
     expect(created.status).toBe(503);
     expect(created.body.error.code).toBe('unavailable');
 
-    const result = await createIn(ns);
+    // The 403 is retried for its bound (3 s here, 60 s in the service), then the create ends.
+    const result = await createIn(ns, 2048, 3_000);
     expect(operationErrorOf(result.error)).toMatchObject({
       code: 'unavailable',
       message: expect.stringMatching(
-        /^the service account may not create pods \(deploy\/rbac\.yaml is not applied\?\), refused for over 0 s: pods is forbidden: User "durable-sandbox" cannot create resource "pods" in API group "" in the namespace "norbac-\w+"$/,
+        /^the service account may not create pods \(deploy\/rbac\.yaml is not applied\?\), refused for over 3 s: pods is forbidden: User "durable-sandbox" cannot create resource "pods" in API group "" in the namespace "norbac-\w+"$/,
       ),
     });
+    // Every attempt was refused, so no pod can exist: the compensation scheduled no delete
+    // (which this namespace would refuse too) and the create ended.
+    const scheduled = result.history
+      .map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name)
+      .filter(Boolean);
+    expect(scheduled).toEqual(['createPod']);
+    const createPodAttempts = result.history.find((e) => e.activityTaskStartedEventAttributes)
+      ?.activityTaskStartedEventAttributes?.attempt;
+    expect(createPodAttempts).toBeGreaterThan(1);
   });
 });
 
-/** Runs one create workflow in `ns` through a worker whose client is the service's for `ns`. */
-async function createIn(ns: string, diskMib = 2048) {
+/**
+ * Runs one create workflow in `ns` through a worker whose client is the service's for `ns`.
+ * @param permissionBoundMs how long createPod retries an RBAC 403 (default 0: final at once)
+ * @returns the workflow's outcome and its history's events
+ */
+async function createIn(ns: string, diskMib = 2048, permissionBoundMs = 0) {
   const taskQueue = uniqueTaskQueue('real-refusals');
   const kubernetes = createKubernetesClient({
     kubeconfigYaml: real.serviceTarget(ns).kubeconfigYaml,
@@ -148,13 +162,12 @@ async function createIn(ns: string, diskMib = 2048) {
       store: api.stack.store,
       kubernetes,
       taskQueue,
-      // RBAC 403 final at once here (the service retries it 60 s): a retried attempt could have
-      // made the pod, so compensation would run, and without any grant it cannot.
-      refusalBoundsMs: { permission: 0 },
+      refusalBoundsMs: { permission: permissionBoundMs },
     },
     async () => {
       const { handle } = await startCreate({ ...api.stack, taskQueue }, { diskMib });
-      return settle(handle.result());
+      const outcome = await settle(handle.result());
+      return { ...outcome, history: (await handle.fetchHistory()).events ?? [] };
     },
   );
 }
