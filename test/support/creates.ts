@@ -3,10 +3,11 @@
  * workflow with the typed search attributes.
  */
 import { randomUUID } from 'node:crypto';
-import type { WorkflowHandle } from '@temporalio/client';
+import type { Client, WorkflowHandle } from '@temporalio/client';
 import type { createSandbox } from '../../workflows/create-sandbox.js';
 import { CreatePhaseKey, operationSearchAttributes } from '../../workflows/search-attributes.js';
 import type { CreateSandboxInput } from '../../contract/index.js';
+import type { Store } from '../../store/index.js';
 import type { TestStack } from './stack.js';
 import { until } from './until.js';
 
@@ -35,9 +36,19 @@ export function createInput(overrides: Partial<CreateSandboxInput> = {}): Create
   };
 }
 
+/**
+ * Where {@link startCreate} starts a create: a store, a Temporal client and the worker's task
+ * queue (a {@link TestStack} is one; scripts/measure-workflow-cache.ts builds its own).
+ */
+export interface CreateTarget {
+  store: Pick<Store, 'createSandbox'>;
+  temporal: { client: Pick<Client, 'workflow'> };
+  taskQueue: string;
+}
+
 /** Stores a sandbox and starts its create workflow; returns the handle and input. */
 export async function startCreate(
-  stack: TestStack,
+  stack: CreateTarget,
   options: StartCreateOptions,
 ): Promise<{ handle: WorkflowHandle<typeof createSandbox>; input: CreateSandboxInput }> {
   const input = createInput({
