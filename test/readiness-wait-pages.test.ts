@@ -10,8 +10,8 @@ import { ApplicationFailure } from '@temporalio/common';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ReadinessDecider } from '../activities/readiness-decider.js';
 import { SandboxInformers } from '../kubernetes/sandbox-informers.js';
-import type { Store } from '../store/index.js';
-import { createInput, settle, startCreate, waitingAsync } from './support/creates.js';
+import { settle, startCreate, storeGoneCreate, waitingAsync } from './support/creates.js';
+import { failingStore } from './support/failing-store.js';
 import { startTestStack, type TestStack } from './support/stack.js';
 import { until } from './support/until.js';
 
@@ -27,28 +27,13 @@ afterEach(async () => {
   stack = undefined;
 });
 
-/** The store as the worker sees it, with calls that fail while `down.on` holds. */
-function failing(names: Array<keyof Store>, down: { on: boolean }) {
-  return (store: Store): Store => {
-    const wrapped = Object.create(store) as Store;
-    for (const name of names) {
-      const real = (store[name] as (...args: unknown[]) => Promise<unknown>).bind(store);
-      Object.assign(wrapped, {
-        [name]: (...args: unknown[]) =>
-          down.on ? Promise.reject(new Error(`store unreachable (${name})`)) : real(...args),
-      });
-    }
-    return wrapped;
-  };
-}
-
 describe('every wait is covered, however many pages they fill', () => {
   it('one reconcile decides every recorded wait when they fill more than a page', async () => {
     // The worker's own decider cannot read the waits: only the reconcile below decides them.
     const down = { on: false };
     stack = await startTestStack({
       cluster: { startupDelayMs: 100 },
-      activityStore: failing(['findReadinessWait', 'listReadinessWaits'], down),
+      activityStore: failingStore(['findReadinessWait', 'listReadinessWaits'], down),
       reconcileIntervalMs: NEVER,
     });
     stack.cluster.faults.neverReady(true);
@@ -114,24 +99,7 @@ describe('every wait is covered, however many pages they fill', () => {
       true,
     );
     // Two pages of creates waiting since later, whose workflows Temporal does not know.
-    for (let i = 0; i < 4; i += 1) {
-      const gone = createInput();
-      await stack.store.createSandbox({
-        id: gone.sandboxId,
-        tenant: gone.tenantId,
-        template: gone.template,
-        resources: gone.resources,
-        operationId: gone.operationId,
-      });
-      await stack.store.recordPod({
-        sandboxId: gone.sandboxId,
-        generation: 1,
-        attempt: 1,
-        podName: `sbx-gone-${i}-g1`,
-        podUid: `uid-of-a-pod-long-gone-${i}`,
-        operationId: gone.operationId,
-      });
-    }
+    for (let i = 0; i < 4; i += 1) await storeGoneCreate(stack.store, i);
     await new Promise((resolve) => setTimeout(resolve, 1_500));
 
     const informers = new SandboxInformers({

@@ -73,6 +73,36 @@ export async function startCreate(
   return { handle, input };
 }
 
+/**
+ * Stores a create left waiting for an IP (its operation in phase `waiting_for_ip`, pod
+ * `sbx-gone-<n>-g1`) whose workflow was never started, as one Temporal no longer knows
+ * (terminated, then past the namespace's retention): describing it answers NotFound.
+ * @throws when the sandbox is not stored
+ */
+export async function storeGoneCreate(
+  store: Pick<Store, 'createSandbox' | 'recordPod'>,
+  n: number,
+): Promise<CreateSandboxInput> {
+  const gone = createInput();
+  const stored = await store.createSandbox({
+    id: gone.sandboxId,
+    tenant: gone.tenantId,
+    template: gone.template,
+    resources: gone.resources,
+    operationId: gone.operationId,
+  });
+  if (stored.kind !== 'created') throw new Error(`sandbox not stored: ${stored.kind}`);
+  await store.recordPod({
+    sandboxId: gone.sandboxId,
+    generation: 1,
+    attempt: 1,
+    podName: `sbx-gone-${n}-g1`,
+    podUid: `uid-of-a-pod-long-gone-${n}`,
+    operationId: gone.operationId,
+  });
+  return gone;
+}
+
 /** The workflow's outcome: its result, or the error its result() rejected with. */
 export async function settle<T>(promise: Promise<T>): Promise<{ value?: T; error?: unknown }> {
   try {
