@@ -23,7 +23,7 @@ import {
 import { parseRefusal } from '../kubernetes/refusal.js';
 import type { InformerLogger, SandboxInformers } from '../kubernetes/sandbox-informers.js';
 import type { V1Pod } from '@kubernetes/client-node';
-import type { ReadinessWait, Store } from '../store/index.js';
+import type { ReadinessWait, Store, UnrecordedWait } from '../store/index.js';
 import { readinessFailure, readinessFailureLog } from './create-failure.js';
 
 /** Options of {@link ReadinessDecider}. */
@@ -49,6 +49,16 @@ export interface ReadinessDeciderOptions {
   unrecordedAfterMs?: number;
   /** How long the pods cache may lack a wait's pod before it is read once by name, in ms (default 5 000). */
   podReadDelayMs?: number;
+  /**
+   * Waits read per store query by a reconcile (default {@link RECONCILE_PAGE_SIZE}): a reconcile
+   * pages through every recorded wait, however many, holding one page at a time.
+   */
+  reconcilePageSize?: number;
+  /**
+   * Creates read per store query by the check for waits never recorded (default
+   * {@link UNRECORDED_PAGE_SIZE}); each is described, so a check reads at most two pages.
+   */
+  unrecordedPageSize?: number;
   /** Completion attempts per decision before the next reconcile takes over (default 8). */
   completionAttempts?: number;
   /** First delay between completion attempts, in ms (default 500; doubling, cap 10 000). */
@@ -68,6 +78,12 @@ const RETRY_MAX_DELAY_MS = 10_000;
 /** Waits decided at once by one reconcile (Temporal calls in flight). */
 const RECONCILE_CONCURRENCY = 32;
 
+/** Recorded waits read per page by a reconcile (about 1 KiB each: the task token). */
+export const RECONCILE_PAGE_SIZE = 500;
+
+/** Creates without a recorded wait read (and described) per page by one lost-wait check. */
+export const UNRECORDED_PAGE_SIZE = 100;
+
 /**
  * One per worker process: decides the recorded readiness waits from the worker's informers.
  * Stops with the informers (`SandboxInformers.stop()`), or by {@link stop}.
@@ -78,6 +94,8 @@ export class ReadinessDecider {
   private reconcileTimer: NodeJS.Timeout | undefined;
   private unrecordedTimer: NodeJS.Timeout | undefined;
   private checkingUnrecorded = false;
+  /** Where the lost-wait check's second page starts: after this create (undefined: the newest). */
+  private unrecordedCursor: { updatedAt: string; operationId: string } | undefined;
   private reconciling: Promise<void> | undefined;
   private reconcileAgain = false;
   /** The reconcile after a failed store read, and its next delay (1 s doubling to 10 s). */
@@ -207,17 +225,30 @@ export class ReadinessDecider {
     this.retryDelayMs = Math.min(this.retryDelayMs * 2, RETRY_MAX_DELAY_MS);
   }
 
+  /**
+   * Pages through every recorded wait (pod uid order, `reconcilePageSize` a page), deciding each
+   * page before reading the next, so memory and Temporal calls in flight stay bounded however
+   * many creates wait, and none is left out.
+   */
   private async reconcileOnce(): Promise<void> {
     const { informers, store } = this.options;
-    const waits = await store.listReadinessWaits();
-    const pending: Array<() => Promise<void>> = [];
-    for (const wait of waits) {
-      const pod = { name: wait.podName, uid: wait.podUid };
-      const outcome = cachedOutcome(informers, pod, wait.placement);
-      if (outcome) pending.push(() => this.decide(wait, outcome));
-      else if (!informers.cachedPod(wait.podName)) pending.push(() => this.readAndDecide(wait));
+    const limit = this.options.reconcilePageSize ?? RECONCILE_PAGE_SIZE;
+    let after: string | undefined;
+    for (;;) {
+      if (this.stopped) return;
+      const waits = await store.listReadinessWaits({ after, limit });
+      const pending: Array<() => Promise<void>> = [];
+      for (const wait of waits) {
+        const pod = { name: wait.podName, uid: wait.podUid };
+        const outcome = cachedOutcome(informers, pod, wait.placement);
+        if (outcome) pending.push(() => this.decide(wait, outcome));
+        else if (!informers.cachedPod(wait.podName)) pending.push(() => this.readAndDecide(wait));
+      }
+      await inPool(pending, RECONCILE_CONCURRENCY);
+      const last = waits[waits.length - 1];
+      if (waits.length < limit || !last) return;
+      after = last.podUid;
     }
-    await inPool(pending, RECONCILE_CONCURRENCY);
   }
 
   /**
@@ -227,64 +258,40 @@ export class ReadinessDecider {
    * heartbeat (a heartbeating one is a wait of the release before, in a live process) is failed
    * by workflow id and activity id with a retryable `WaitNotRecorded` failure, so Temporal
    * schedules a new attempt, which records itself. Runs one at a time.
+   *
+   * Each check reads the newest page of such creates (a wait lost lately is found at the next
+   * check) and, when that page is full, one page further back, from where the last check's second
+   * page stopped (back to the newest after the last page). So every create is checked within
+   * about total / `unrecordedPageSize` checks, and one check describes at most two pages.
    */
   async retryUnrecorded(): Promise<void> {
     if (this.stopped || this.checkingUnrecorded) return;
     this.checkingUnrecorded = true;
-    const { client, logger, store } = this.options;
-    const afterMs = this.options.unrecordedAfterMs ?? 15_000;
+    const { store, logger } = this.options;
+    const limit = this.options.unrecordedPageSize ?? UNRECORDED_PAGE_SIZE;
+    const updatedBefore = (): string =>
+      new Date(Date.now() - (this.options.unrecordedAfterMs ?? 15_000)).toISOString();
     try {
-      const lost = await store.listUnrecordedWaits({
-        updatedBefore: new Date(Date.now() - afterMs).toISOString(),
-        limit: 100,
-      });
-      for (const { operationId, workflowId } of lost) {
-        if (this.stopped) return;
-        // One create that cannot be described (its workflow gone past retention: NotFound)
-        // must not stop the check of the others behind it.
-        const description = await client.workflow
-          .getHandle(workflowId)
-          .describe()
-          .catch((err: unknown) => {
-            if (!(err instanceof WorkflowNotFoundError)) {
-              logger?.warn(
-                { operation_id: operationId, err: (err as Error).message },
-                'a create waiting without a recorded wait could not be described; skipped',
-              );
-            }
-            return undefined;
-          });
-        if (description?.status.name !== 'RUNNING') continue;
-        const attempt = description.raw.pendingActivities?.find(
-          (activity) =>
-            activity.activityType?.name === 'awaitPodReady' &&
-            activity.state === PENDING_ACTIVITY_STARTED &&
-            !activity.lastHeartbeatTime &&
-            Number(activity.lastStartedTime?.seconds ?? 0) * 1000 < Date.now() - afterMs,
-        );
-        if (!attempt?.activityId) continue;
-        // Recorded meanwhile (a slow worker, not a dead one): leave it.
-        const stillLost = await store.listUnrecordedWaits({
-          updatedBefore: new Date(Date.now() - afterMs).toISOString(),
-          limit: 100,
-        });
-        if (!stillLost.some((wait) => wait.operationId === operationId)) continue;
-        await client.activity
-          .fail(
-            { workflowId, runId: description.runId, activityId: attempt.activityId },
-            ApplicationFailure.retryable(
-              'the worker that took this wait stopped before recording it; waiting again',
-              'WaitNotRecorded',
-            ),
-          )
-          .catch((err: unknown) => {
-            if (!(err instanceof ActivityNotFoundError)) throw err;
-          });
-        logger?.warn(
-          { operation_id: operationId, attempt: attempt.attempt },
-          'a wait was never recorded (its worker died); Temporal retries it',
-        );
+      const newest = await store.listUnrecordedWaits({ updatedBefore: updatedBefore(), limit });
+      await this.retryEach(newest);
+      const lastNewest = newest[newest.length - 1];
+      if (newest.length < limit || !lastNewest || this.stopped) {
+        this.unrecordedCursor = undefined;
+        return;
       }
+      const before = this.unrecordedCursor ?? lastNewest;
+      const further = await store.listUnrecordedWaits({
+        updatedBefore: updatedBefore(),
+        limit,
+        before: { updatedAt: before.updatedAt, operationId: before.operationId },
+      });
+      const seen = new Set(newest.map((wait) => wait.operationId));
+      await this.retryEach(further.filter((wait) => !seen.has(wait.operationId)));
+      const lastFurther = further[further.length - 1];
+      this.unrecordedCursor =
+        further.length < limit || !lastFurther
+          ? undefined
+          : { updatedAt: lastFurther.updatedAt, operationId: lastFurther.operationId };
     } catch (err) {
       logger?.warn(
         { err: (err as Error).message },
@@ -292,6 +299,60 @@ export class ReadinessDecider {
       );
     } finally {
       this.checkingUnrecorded = false;
+    }
+  }
+
+  /** Describes each create of `lost` and fails its lost wait attempt (see {@link retryUnrecorded}). */
+  private async retryEach(lost: UnrecordedWait[]): Promise<void> {
+    const { client, logger, store } = this.options;
+    const afterMs = this.options.unrecordedAfterMs ?? 15_000;
+    for (const { operationId, workflowId } of lost) {
+      if (this.stopped) return;
+      // One create that cannot be described (its workflow gone past retention: NotFound)
+      // must not stop the check of the others behind it.
+      const description = await client.workflow
+        .getHandle(workflowId)
+        .describe()
+        .catch((err: unknown) => {
+          if (!(err instanceof WorkflowNotFoundError)) {
+            logger?.warn(
+              { operation_id: operationId, err: (err as Error).message },
+              'a create waiting without a recorded wait could not be described; skipped',
+            );
+          }
+          return undefined;
+        });
+      if (description?.status.name !== 'RUNNING') continue;
+      const attempt = description.raw.pendingActivities?.find(
+        (activity) =>
+          activity.activityType?.name === 'awaitPodReady' &&
+          activity.state === PENDING_ACTIVITY_STARTED &&
+          !activity.lastHeartbeatTime &&
+          Number(activity.lastStartedTime?.seconds ?? 0) * 1000 < Date.now() - afterMs,
+      );
+      if (!attempt?.activityId) continue;
+      // Recorded meanwhile (a slow worker, not a dead one): leave it.
+      const stillLost = await store.listUnrecordedWaits({
+        updatedBefore: new Date(Date.now() - afterMs).toISOString(),
+        limit: 1,
+        operationId,
+      });
+      if (stillLost.length === 0) continue;
+      await client.activity
+        .fail(
+          { workflowId, runId: description.runId, activityId: attempt.activityId },
+          ApplicationFailure.retryable(
+            'the worker that took this wait stopped before recording it; waiting again',
+            'WaitNotRecorded',
+          ),
+        )
+        .catch((err: unknown) => {
+          if (!(err instanceof ActivityNotFoundError)) throw err;
+        });
+      logger?.warn(
+        { operation_id: operationId, attempt: attempt.attempt },
+        'a wait was never recorded (its worker died); Temporal retries it',
+      );
     }
   }
 

@@ -146,11 +146,14 @@ export const CONFIG_VARIABLES = [
 /**
  * Workflows one worker keeps cached unless MAX_CACHED_WORKFLOWS says otherwise: a waiting
  * create's workflow stays cached until its wait ends (up to the 30-minute deadline) unless the
- * cache is full, when the least recently used one is evicted and replayed from its history at
- * its next workflow task. From the measured memory per cached workflow (docs/architecture.md,
- * "Workflow cache").
+ * cache is full, when the least recently used one (an idle waiting create) is evicted and
+ * replayed from its history (15 events) at its next workflow task. Measured
+ * (scripts/measure-workflow-cache.ts; docs/architecture.md, "Workflow cache"): about 0.25 MiB of
+ * worker RSS per cached workflow, and a miss adds about 64 ms to that one workflow task. 250
+ * holds every create in flight at the rates this machine sustains (a create is active for a few
+ * seconds) for about 64 MiB, and keeps RSS at 1,000 waiting within 1.3x of 1 waiting.
  */
-export const DEFAULT_MAX_CACHED_WORKFLOWS = 1_000;
+export const DEFAULT_MAX_CACHED_WORKFLOWS = 250;
 
 /** The dev tenant and token used when API_TOKENS is unset (docs/api.md). */
 export const DEV_TENANT = 'dev';

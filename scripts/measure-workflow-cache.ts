@@ -1,21 +1,30 @@
 /**
- * What one cached workflow costs the worker's memory (docs/architecture.md, "Workflow cache"):
- * one process runs the worker (real activities, informers, decider) on its own dev server and
- * simulated cluster whose node never decides, starts N creates, waits until all N wait, and
- * prints its RSS. Run it twice, with the cache large enough for all N and with the cache off,
- * and divide the difference by N:
+ * What one cached workflow costs the worker, and what a cache miss costs (docs/architecture.md,
+ * "Workflow cache"). One process runs the worker (real activities, informers, decider) on its
+ * own dev server and a simulated cluster whose node never decides, starts creates until each
+ * checkpoint's count waits (recorded in `readiness_waits`), and at each checkpoint prints the
+ * process's RSS and heap after a GC. Run it once with the cache large enough for every create
+ * and once with the cache off; the RSS difference at a checkpoint, divided by its count, is the
+ * cost of one cached workflow:
  *
- *     nice -n 10 npx tsx scripts/measure-workflow-cache.ts --creates 300 --max-cached 1000
- *     nice -n 10 npx tsx scripts/measure-workflow-cache.ts --creates 300 --max-cached 0
+ *     nice -n 19 node --expose-gc --import tsx scripts/measure-workflow-cache.ts --max-cached 1000
+ *     nice -n 19 node --expose-gc --import tsx scripts/measure-workflow-cache.ts --max-cached 0
  *
- * Prints one JSON line: creates, maxCached, rssMiB (after a GC), heapUsedMiB, cachedWorkflows
- * (the SDK's own gauge is not read: the worker's status counts what it holds).
+ * Then it cancels `--sample` waiting creates one after another and times each from the cancel to
+ * the workflow's close: a cached workflow runs the cancel's workflow task at once; an evicted one
+ * is first replayed from its history (whose length it prints). The SDK's own counters (sticky
+ * cache hits and misses, replay latency) come from its Prometheus exporter.
+ *
+ * Prints one JSON line per checkpoint (`{ waiting, maxCached, rssMiB, heapUsedMiB,
+ * cachedWorkflows }`) and one for the sample (`{ sample, historyEvents, cancelToClose{p50Ms,
+ * maxMs}, sdk }`).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
-import { Client, Connection } from '@temporalio/client';
+import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
 import { pino } from 'pino';
 import { Command } from 'commander';
@@ -24,21 +33,27 @@ import { ReadinessDecider } from '../activities/readiness-decider.js';
 import { createKubernetesClient } from '../kubernetes/client.js';
 import { SandboxInformers } from '../kubernetes/sandbox-informers.js';
 import { SimulatedCluster } from '../environments/simulated-cluster/index.js';
-import { openStore } from '../store/index.js';
+import { openStore, type Store } from '../store/index.js';
+import { installRuntime } from '../worker/runtime.js';
 import { createSandboxWorker } from '../worker/worker.js';
-import { operationSearchAttributes } from '../workflows/search-attributes.js';
-import type { CreateSandboxInput } from '../contract/index.js';
+import { startCreate } from '../test/support/creates.js';
 import { startDevServer } from './dev-server.js';
 
 const options = new Command()
-  .option('--creates <n>', 'waiting creates', '300')
+  .option('--checkpoints <list>', 'waiting creates at which memory is read', '0,250,500,1000')
   .option('--max-cached <n>', "the worker's maxCachedWorkflows", '1000')
+  .option('--sample <n>', 'waiting creates cancelled one by one to time a cache miss', '20')
+  .option('--in-flight <n>', 'creates started but not yet waiting, at most', '10')
   .parse()
-  .opts<{ creates: string; maxCached: string }>();
-const creates = Number(options.creates);
+  .opts<{ checkpoints: string; maxCached: string; sample: string; inFlight: string }>();
+const checkpoints = options.checkpoints.split(',').map(Number);
 const maxCached = Number(options.maxCached);
+const sampleSize = Number(options.sample);
+const inFlight = Number(options.inFlight);
 
 const logger = pino({ level: 'warn' });
+const metricsPort = await freePort();
+installRuntime(logger, { prometheusBindAddress: `127.0.0.1:${metricsPort}` });
 const dataDir = mkdtempSync(join(tmpdir(), 'measure-cache-'));
 const devServer = await startDevServer({ ui: false });
 const cluster = await SimulatedCluster.start({ startupDelayMs: 100 });
@@ -70,52 +85,67 @@ const worker = await createSandboxWorker({
   maxCachedWorkflows: maxCached,
 });
 const running = worker.run();
+const target = { store, temporal: { client }, taskQueue };
 
-for (let i = 0; i < creates; i += 1) {
-  const suffix = randomUUID().replace(/-/g, '').slice(0, 20);
-  const input: CreateSandboxInput = {
-    operationId: `op_${suffix}`,
-    sandboxId: `sbx_${suffix}`,
-    tenantId: 'tenant-a',
-    template: 'base',
-    image: 'example/base:1',
-    resources: { cpu: 1, memoryMib: 256, diskMib: 2048 },
-    generation: 1,
-    attempt: 1,
-    deadlineMs: 1_800_000,
-  };
-  await store.createSandbox({
-    id: input.sandboxId,
-    tenant: input.tenantId,
-    template: input.template,
-    resources: input.resources,
-    operationId: input.operationId,
-  });
-  await client.workflow.start('createSandbox', {
-    workflowId: input.operationId,
-    taskQueue,
-    args: [input],
-    typedSearchAttributes: operationSearchAttributes(input, 'create'),
-  });
+const handles: Array<WorkflowHandle> = [];
+for (const count of checkpoints) {
+  const startedAt = Date.now();
+  // A bounded window of creates between their start and their recorded wait: on a loaded
+  // machine an unbounded burst times createPod out and the fill never ends.
+  for (;;) {
+    const waiting = await countWaits(store);
+    if (waiting >= count) break;
+    const room = Math.min(inFlight - (handles.length - waiting), count - handles.length);
+    for (let i = 0; i < room; i += 1) {
+      const { handle } = await startCreate(target, { diskMib: 2048, deadlineMs: 3_600_000 });
+      handles.push(handle);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+  // Let the last workflow tasks settle, then measure after a GC (with --expose-gc).
+  await new Promise((resolve) => setTimeout(resolve, 5_000));
+  (globalThis as { gc?: () => void }).gc?.();
+  const memory = process.memoryUsage();
+  console.log(
+    JSON.stringify({
+      waiting: count,
+      maxCached,
+      rssMiB: mib(memory.rss),
+      heapUsedMiB: mib(memory.heapUsed),
+      cachedWorkflows: worker.getStatus().numCachedWorkflows,
+      fillSeconds: Math.round((Date.now() - startedAt) / 1000),
+    }),
+  );
 }
-for (;;) {
-  const waits = await store.listReadinessWaits();
-  if (waits.length >= creates) break;
-  await new Promise((resolve) => setTimeout(resolve, 1_000));
+
+const sample = handles.slice(0, sampleSize);
+if (sample.length > 0) {
+  const history = await (sample[0] as WorkflowHandle).fetchHistory();
+  const before = await sdkMetrics(metricsPort);
+  const latencies: number[] = [];
+  for (const handle of sample) {
+    const began = Date.now();
+    await handle.cancel();
+    await handle.result().catch(() => undefined);
+    latencies.push(Date.now() - began);
+  }
+  const after = await sdkMetrics(metricsPort);
+  latencies.sort((a, b) => a - b);
+  console.log(
+    JSON.stringify({
+      sample: sample.length,
+      maxCached,
+      historyEvents: history.events?.length ?? 0,
+      cancelToClose: {
+        p50Ms: latencies[Math.floor(latencies.length / 2)],
+        maxMs: latencies[latencies.length - 1],
+      },
+      sdk: Object.fromEntries(
+        Object.entries(after).map(([name, value]) => [name, round(value - (before[name] ?? 0))]),
+      ),
+    }),
+  );
 }
-// Let the last workflow tasks settle, then measure after a GC (when --expose-gc is on).
-await new Promise((resolve) => setTimeout(resolve, 5_000));
-(globalThis as { gc?: () => void }).gc?.();
-const memory = process.memoryUsage();
-console.log(
-  JSON.stringify({
-    creates,
-    maxCached,
-    rssMiB: Math.round(memory.rss / 2 ** 20),
-    heapUsedMiB: Math.round(memory.heapUsed / 2 ** 20),
-    cachedWorkflows: worker.getStatus().numCachedWorkflows,
-  }),
-);
 
 worker.shutdown();
 await running;
@@ -127,3 +157,44 @@ await store.close();
 await cluster.close();
 await devServer.stop();
 rmSync(dataDir, { recursive: true, force: true });
+
+/** How many readiness waits the store holds. */
+async function countWaits(waits: Store): Promise<number> {
+  return (await waits.listReadinessWaits()).length;
+}
+
+/**
+ * The SDK's sticky-cache and workflow-task series, summed over their labels, from its
+ * Prometheus exporter: `name` → value (a histogram's `_sum` in s and `_count`).
+ */
+async function sdkMetrics(port: number): Promise<Record<string, number>> {
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  const wanted =
+    /^(temporal_(sticky_cache\w*|workflow_task_(replay|execution)_latency\w*_(sum|count)))(\{[^}]*\})? ([0-9.e+-]+)$/;
+  const sums: Record<string, number> = {};
+  for (const line of text.split('\n')) {
+    const match = wanted.exec(line);
+    if (match?.[1]) sums[match[1]] = (sums[match[1]] ?? 0) + Number(match[6]);
+  }
+  return sums;
+}
+
+function mib(bytes: number): number {
+  return Math.round(bytes / 2 ** 20);
+}
+
+function round(value: number): number {
+  return Math.round(value * 1000) / 1000;
+}
+
+/** A TCP port free on 127.0.0.1 now. */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
+    });
+  });
+}

@@ -28,4 +28,5 @@ export type {
   SandboxRecord,
   Store,
   StoreOptions,
+  UnrecordedWait,
 } from './types.js';

@@ -4,7 +4,7 @@
  */
 import type { Kysely } from 'kysely';
 import type { Database, ReadinessWaitsTable } from './schema.js';
-import type { ReadinessWait } from './types.js';
+import type { ReadinessWait, UnrecordedWait } from './types.js';
 import type { WaitPlacement } from '../contract/index.js';
 
 /**
@@ -49,18 +49,20 @@ export async function selectReadinessWait(
   return row && toWait(row);
 }
 
-/** Every wait in progress, oldest first, at most `limit`. */
+/**
+ * The waits in progress in pod uid order (the primary key: one index range scan, no sort),
+ * those after the pod uid `after` when given, at most `limit` when given. A caller pages by
+ * passing the last row's `podUid` as the next `after` (keyset paging, so rows removed meanwhile
+ * shift nothing).
+ */
 export async function selectReadinessWaits(
   db: Kysely<Database>,
-  limit: number,
+  page: { after?: string; limit?: number } = {},
 ): Promise<ReadinessWait[]> {
-  const rows = await db
-    .selectFrom('readiness_waits')
-    .selectAll()
-    .orderBy('created_at')
-    .orderBy('pod_uid')
-    .limit(limit)
-    .execute();
+  let query = db.selectFrom('readiness_waits').selectAll().orderBy('pod_uid');
+  if (page.after !== undefined) query = query.where('pod_uid', '>', page.after);
+  if (page.limit !== undefined) query = query.limit(page.limit);
+  const rows = await query.execute();
   return rows.map(toWait);
 }
 
@@ -107,21 +109,28 @@ function toWait(row: ReadinessWaitsTable): ReadinessWait {
 /**
  * The creates waiting for an IP (status `running`, phase `waiting_for_ip`) since before
  * `updatedBefore` (ISO-8601) with no wait recorded: their wait activity may have been started
- * by a worker that died before it recorded the wait. At most `limit`, newest first: a wait lost
- * lately comes before the creates stuck long ago (a workflow terminated while it waited, its
- * operation left `running`), which would otherwise fill every page.
+ * by a worker that died before it recorded the wait. Newest first (`updated_at`, then id, both
+ * descending): a wait lost lately comes before the creates stuck long ago (a workflow terminated
+ * while it waited, its operation left `running`). At most `limit`; `before` (the last row of a
+ * page) continues after that row (keyset paging over the index
+ * `operations_status_phase_updated_at`); `operationId` reads that one create only.
  */
 export async function selectUnrecordedWaits(
   db: Kysely<Database>,
-  updatedBefore: string,
-  limit: number,
-): Promise<Array<{ operationId: string; workflowId: string }>> {
-  const rows = await db
+  input: {
+    updatedBefore: string;
+    limit: number;
+    before?: { updatedAt: string; operationId: string };
+    operationId?: string;
+  },
+): Promise<UnrecordedWait[]> {
+  const { before } = input;
+  let query = db
     .selectFrom('operations')
-    .select(['id', 'workflow_id'])
+    .select(['id', 'workflow_id', 'updated_at'])
     .where('status', '=', 'running')
     .where('phase', '=', 'waiting_for_ip')
-    .where('updated_at', '<', updatedBefore)
+    .where('updated_at', '<', input.updatedBefore)
     .where((eb) =>
       eb.not(
         eb.exists(
@@ -131,9 +140,24 @@ export async function selectUnrecordedWaits(
             .whereRef('readiness_waits.operation_id', '=', 'operations.id'),
         ),
       ),
-    )
+    );
+  if (input.operationId !== undefined) query = query.where('id', '=', input.operationId);
+  if (before) {
+    query = query.where((eb) =>
+      eb.or([
+        eb('updated_at', '<', before.updatedAt),
+        eb.and([eb('updated_at', '=', before.updatedAt), eb('id', '<', before.operationId)]),
+      ]),
+    );
+  }
+  const rows = await query
     .orderBy('updated_at', 'desc')
-    .limit(limit)
+    .orderBy('id', 'desc')
+    .limit(input.limit)
     .execute();
-  return rows.map((row) => ({ operationId: row.id, workflowId: row.workflow_id }));
+  return rows.map((row) => ({
+    operationId: row.id,
+    workflowId: row.workflow_id,
+    updatedAt: row.updated_at,
+  }));
 }

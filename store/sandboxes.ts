@@ -270,23 +270,30 @@ export async function setRunningLost(
 }
 
 /**
- * The `running` sandboxes (any tenant) last updated before `updatedBefore`, oldest first, at
- * most `limit`.
+ * The `running` sandboxes (any tenant) last updated before `updatedBefore`, oldest first
+ * (`updated_at`, then id), at most `limit`; `after` (the last row of the page before) continues
+ * after that row (keyset paging).
  * @param updatedBefore ISO-8601
  */
 export async function selectRunningBefore(
   db: Kysely<Database>,
-  updatedBefore: string,
-  limit: number,
+  input: { updatedBefore: string; limit: number; after?: { updatedAt: string; id: string } },
 ): Promise<SandboxRecord[]> {
-  const rows = await db
+  const { after } = input;
+  let query = db
     .selectFrom('sandboxes')
     .selectAll()
     .where('state', '=', 'running')
-    .where('updated_at', '<', updatedBefore)
-    .orderBy('updated_at')
-    .limit(limit)
-    .execute();
+    .where('updated_at', '<', input.updatedBefore);
+  if (after) {
+    query = query.where((eb) =>
+      eb.or([
+        eb('updated_at', '>', after.updatedAt),
+        eb.and([eb('updated_at', '=', after.updatedAt), eb('id', '>', after.id)]),
+      ]),
+    );
+  }
+  const rows = await query.orderBy('updated_at').orderBy('id').limit(input.limit).execute();
   return rows.map(toRecord);
 }
 

@@ -355,7 +355,7 @@ export async function openStore(options: StoreOptions): Promise<Store> {
     },
 
     listRunningSandboxes(input) {
-      return selectRunningBefore(db, input.updatedBefore, input.limit);
+      return selectRunningBefore(db, input);
     },
 
     recordReadinessWait(wait) {
@@ -366,8 +366,8 @@ export async function openStore(options: StoreOptions): Promise<Store> {
       return selectReadinessWait(db, podUid);
     },
 
-    listReadinessWaits(limit = 10_000) {
-      return selectReadinessWaits(db, limit);
+    listReadinessWaits(page) {
+      return selectReadinessWaits(db, page);
     },
 
     clearReadinessWait(podUid, taskToken) {
@@ -375,7 +375,7 @@ export async function openStore(options: StoreOptions): Promise<Store> {
     },
 
     listUnrecordedWaits(input) {
-      return selectUnrecordedWaits(db, input.updatedBefore, input.limit);
+      return selectUnrecordedWaits(db, input);
     },
 
     async ping() {

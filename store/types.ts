@@ -46,6 +46,14 @@ export interface StoreOptions {
   clock?: () => Date;
 }
 
+/** A create waiting for an IP with no recorded wait (Store.listUnrecordedWaits). */
+export interface UnrecordedWait {
+  operationId: string;
+  workflowId: string;
+  /** The operation's `updated_at` (ISO-8601): the page's keyset, with `operationId`. */
+  updatedAt: string;
+}
+
 /**
  * A readiness wait in progress (docs/architecture.md, "Waiting costs nothing"): the pod it waits
  * for, and the activity attempt that waits, by task token (base64) and by id.
@@ -347,9 +355,14 @@ export interface Store {
   markSandboxLost(input: { sandboxId: string; podUid: string; reason: string }): Promise<boolean>;
   /**
    * The `running` sandboxes of every tenant last updated before `updatedBefore` (ISO-8601),
-   * oldest first, at most `limit` (for the worker's sweep).
+   * oldest first (`updatedAt`, then id), at most `limit`; `after` (the last of the page before)
+   * continues after it (for the worker's sweep, which pages through all of them).
    */
-  listRunningSandboxes(input: { updatedBefore: string; limit: number }): Promise<SandboxRecord[]>;
+  listRunningSandboxes(input: {
+    updatedBefore: string;
+    limit: number;
+    after?: { updatedAt: string; id: string };
+  }): Promise<SandboxRecord[]>;
   /**
    * Records a readiness wait in progress (docs/architecture.md, "Waiting costs nothing"),
    * replacing the row of an earlier attempt for the same pod uid.
@@ -357,8 +370,12 @@ export interface Store {
   recordReadinessWait(wait: Omit<ReadinessWait, 'createdAt'>): Promise<void>;
   /** The readiness wait for the pod with `podUid`, if one is in progress. */
   findReadinessWait(podUid: string): Promise<ReadinessWait | undefined>;
-  /** The readiness waits in progress, oldest first, at most `limit` (default 10,000). */
-  listReadinessWaits(limit?: number): Promise<ReadinessWait[]>;
+  /**
+   * The readiness waits in progress in pod uid order: those after the pod uid `after` when
+   * given, at most `limit` when given (unset: every one). The decider pages with both
+   * (activities/readiness-decider.ts, `reconcilePageSize`).
+   */
+  listReadinessWaits(page?: { after?: string; limit?: number }): Promise<ReadinessWait[]>;
   /**
    * Removes the wait of `podUid` recorded with `taskToken` (a newer attempt's row stays).
    * `markSandboxRunning`, `recordOperationOutcome` and `retireExecution` also remove the waits of
@@ -368,12 +385,16 @@ export interface Store {
   clearReadinessWait(podUid: string, taskToken: string): Promise<boolean>;
   /**
    * The creates in phase `waiting_for_ip` since before `updatedBefore` (ISO-8601) that have no
-   * recorded wait (its worker may have died before recording it), newest first, at most `limit`.
+   * recorded wait (its worker may have died before recording it), newest first (`updatedAt`,
+   * then `operationId`, descending), at most `limit`; `before` continues after that row (the
+   * last of the page before); `operationId` reads only that create.
    */
   listUnrecordedWaits(input: {
     updatedBefore: string;
     limit: number;
-  }): Promise<Array<{ operationId: string; workflowId: string }>>;
+    before?: { updatedAt: string; operationId: string };
+    operationId?: string;
+  }): Promise<UnrecordedWait[]>;
   /** Resolves when the database answers a trivial query; rejects with the driver's error. */
   ping(): Promise<void>;
   /** Closes the connection (pool); the store is unusable afterwards. */

@@ -219,4 +219,26 @@ describe('orphan pod sweeper', () => {
     // Once lost, a second sweep leaves it alone.
     expect((await sweepOrphanPods({ ...stack, graceMs: 0 })).lost).toEqual([]);
   });
+
+  it('marks lost every running sandbox whose pod is gone, however many pages they fill', async () => {
+    const gone = [await sandboxWithPod(), await sandboxWithPod(), await sandboxWithPod()];
+    const alive = await sandboxWithPod();
+    for (const { pod, execution } of [...gone, alive]) {
+      await stack.store.recordPod({ ...execution, podName: pod.name, podUid: pod.uid });
+      await stack.store.markSandboxRunning({ ...execution, podIp: '10.0.0.8' });
+    }
+    for (const { pod } of gone) {
+      await stack.kubernetes.core.deleteNamespacedPod({
+        name: pod.name,
+        namespace: stack.namespace,
+      });
+    }
+    // One running sandbox a page: the sweep must read past the first.
+    const sweep = await sweepOrphanPods({ ...stack, graceMs: 0, lostCheckPageSize: 1 });
+    expect([...sweep.lost].sort()).toEqual(gone.map(({ id }) => id).sort());
+    for (const { id } of gone) {
+      expect((await stack.store.getSandboxById(id))?.state).toBe('lost');
+    }
+    expect((await stack.store.getSandboxById(alive.id))?.state).toBe('running');
+  });
 });

@@ -13,7 +13,8 @@ import { ReadinessDecider } from '../activities/readiness-decider.js';
 import { SandboxInformers } from '../kubernetes/sandbox-informers.js';
 import type { Store } from '../store/index.js';
 import type { createSandbox } from '../workflows/create-sandbox.js';
-import { createInput, settle, startCreate, waitingAsync } from './support/creates.js';
+import { settle, startCreate, storeGoneCreate, waitingAsync } from './support/creates.js';
+import { failingStore } from './support/failing-store.js';
 import { startTestStack, type TestStack } from './support/stack.js';
 import { until } from './support/until.js';
 
@@ -30,21 +31,6 @@ afterEach(async () => {
   await stack?.stop();
   stack = undefined;
 });
-
-/** The store as the workers see it, with calls that fail while `down.on` holds. */
-function failing(names: Array<keyof Store>, down: { on: boolean }) {
-  return (store: Store): Store => {
-    const wrapped = Object.create(store) as Store;
-    for (const name of names) {
-      const real = (store[name] as (...args: unknown[]) => Promise<unknown>).bind(store);
-      Object.assign(wrapped, {
-        [name]: (...args: unknown[]) =>
-          down.on ? Promise.reject(new Error(`store unreachable (${name})`)) : real(...args),
-      });
-    }
-    return wrapped;
-  };
-}
 
 /** Whether the workflow has closed (the server's describe). */
 async function closed(handle: CreateHandle): Promise<boolean> {
@@ -83,7 +69,7 @@ describe('the asynchronous readiness wait under attack', () => {
     const down = { on: false };
     stack = await startTestStack({
       cluster: { startupDelayMs: 100 },
-      activityStore: failing(['findReadinessWait', 'listReadinessWaits'], down),
+      activityStore: failingStore(['findReadinessWait', 'listReadinessWaits'], down),
       // Longer than the test: only the decider's own retry may rescue the decision.
       reconcileIntervalMs: 3_600_000,
     });
@@ -116,25 +102,7 @@ describe('the asynchronous readiness wait under attack', () => {
     // A full page (the check reads 100) of creates left waiting for an IP whose workflows are
     // gone (terminated, then past the namespace's retention): describing one answers NotFound.
     // They are older than the create that matters.
-    for (let i = 0; i < 100; i += 1) {
-      const gone = createInput();
-      const stored = await stack.store.createSandbox({
-        id: gone.sandboxId,
-        tenant: gone.tenantId,
-        template: gone.template,
-        resources: gone.resources,
-        operationId: gone.operationId,
-      });
-      expect(stored.kind).toBe('created');
-      await stack.store.recordPod({
-        sandboxId: gone.sandboxId,
-        generation: 1,
-        attempt: 1,
-        podName: `sbx-gone-${i}-g1`,
-        podUid: `uid-of-a-pod-long-gone-${i}`,
-        operationId: gone.operationId,
-      });
-    }
+    for (let i = 0; i < 100; i += 1) await storeGoneCreate(stack.store, i);
 
     const { handle, input } = await startCreate(stack, { diskMib: 2048 });
     const podName = await waitingAsync(stack as TestStack, handle, input.sandboxId);
@@ -200,7 +168,7 @@ describe('the asynchronous readiness wait under attack', () => {
     const down = { on: false };
     stack = await startTestStack({
       cluster: { startupDelayMs: 100 },
-      activityStore: failing(['recordOperationOutcome'], down),
+      activityStore: failingStore(['recordOperationOutcome'], down),
     });
     stack.cluster.faults.neverReady(true);
     const { handle, input } = await startCreate(stack, { diskMib: 2048 });
@@ -270,7 +238,7 @@ describe('the asynchronous readiness wait under attack', () => {
     const down = { on: true };
     stack = await startTestStack({
       cluster: { startupDelayMs: 100 },
-      activityStore: failing(['recordReadinessWait'], down),
+      activityStore: failingStore(['recordReadinessWait'], down),
     });
     stack.cluster.faults.neverReady(true);
     const { handle, input } = await startCreate(stack, { diskMib: 2048 });

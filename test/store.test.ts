@@ -729,7 +729,43 @@ describe.each(storeBackends())('store on $name', (backend) => {
       expect(await store.clearReadinessWait('uid-1', 'token-1-a')).toBe(false);
       expect(await store.clearReadinessWait('uid-1', 'token-1-b')).toBe(true);
       expect(await store.findReadinessWait('uid-1')).toBeUndefined();
-      expect(await store.listReadinessWaits(1)).toHaveLength(1);
+      expect(await store.listReadinessWaits({ limit: 1 })).toHaveLength(1);
+    });
+
+    it('pages through every wait in pod uid order, a page after the last uid of the one before', async () => {
+      for (const n of [5, 3, 1, 4, 2]) await store.recordReadinessWait(wait(n));
+      const seen: string[][] = [];
+      let after: string | undefined;
+      for (;;) {
+        const page = await store.listReadinessWaits({ after, limit: 2 });
+        seen.push(page.map((w) => w.podUid));
+        if (page.length < 2) break;
+        after = page[page.length - 1]?.podUid;
+      }
+      expect(seen).toEqual([['uid-1', 'uid-2'], ['uid-3', 'uid-4'], ['uid-5']]);
+      expect(await store.listReadinessWaits()).toHaveLength(5);
+    });
+
+    it('pages through every create waiting without a recorded wait, newest first', async () => {
+      for (const n of [301, 302, 303, 304, 305]) {
+        await created(sandboxInput(n));
+        await store.advanceOperation(`op_0${n}`, { phase: 'waiting_for_ip' });
+      }
+      await store.recordReadinessWait(wait(303));
+      const updatedBefore = new Date(Date.parse('2030-01-01T00:00:00Z')).toISOString();
+      const seen: string[][] = [];
+      let before: { updatedAt: string; operationId: string } | undefined;
+      for (;;) {
+        const page = await store.listUnrecordedWaits({ updatedBefore, limit: 2, before });
+        seen.push(page.map((w) => w.operationId));
+        const last = page[page.length - 1];
+        if (page.length < 2 || !last) break;
+        before = { updatedAt: last.updatedAt, operationId: last.operationId };
+      }
+      expect(seen).toEqual([['op_0305', 'op_0304'], ['op_0302', 'op_0301'], []]);
+      const one = { updatedBefore, limit: 1 };
+      expect(await store.listUnrecordedWaits({ ...one, operationId: 'op_0301' })).toHaveLength(1);
+      expect(await store.listUnrecordedWaits({ ...one, operationId: 'op_0303' })).toEqual([]);
     });
 
     it("clears the operation's wait when it is marked running, decided or retired", async () => {

@@ -37,10 +37,15 @@ export interface OrphanSweepDeps {
    * Unset: sandboxes stuck `creating` are not swept.
    */
   isWorkflowOpen?: (workflowId: string) => Promise<boolean>;
+  /** `running` sandboxes read per store query (default {@link LOST_CHECK_PAGE_SIZE}). */
+  lostCheckPageSize?: number;
 }
 
-/** At most this many `running` sandboxes are checked for a lost pod per sweep. */
-export const LOST_CHECK_LIMIT = 1_000;
+/**
+ * `running` sandboxes read per page when a sweep checks them for a lost pod; a sweep pages
+ * through every one of them.
+ */
+export const LOST_CHECK_PAGE_SIZE = 1_000;
 
 let orphansDeleted: Counter | undefined;
 
@@ -100,10 +105,7 @@ export async function sweepOrphanPods(
   const now = deps.now?.() ?? Date.now();
   const graceMs = deps.graceMs ?? ORPHAN_GRACE_MS;
   // Wall-clock, like the store's updated_at: only sandboxes running before the list began.
-  const running = await deps.store.listRunningSandboxes({
-    updatedBefore: new Date().toISOString(),
-    limit: LOST_CHECK_LIMIT,
-  });
+  const updatedBefore = new Date().toISOString();
   const pods = await listSandboxPods(deps.kubernetes);
   const deleted: string[] = [];
   for (const pod of pods) {
@@ -132,23 +134,43 @@ export async function sweepOrphanPods(
       );
     }
   }
-  const lost = await markLostSandboxes(deps, running, pods);
+  const lost = await markLostSandboxes(deps, updatedBefore, pods);
   return { checked: pods.length, deleted, lost };
 }
 
 let sandboxesLost: Counter | undefined;
 
 /**
- * Marks `lost` each of `running` whose pod is absent from `pods` or being deleted; a sandbox
- * that moved on meanwhile is left alone (Store.markSandboxLost is fenced by the pod's uid).
+ * Marks `lost` each sandbox `running` since before `updatedBefore` (ISO-8601, taken before the
+ * pod list) whose pod is absent from `pods` or being deleted, reading them page by page; a
+ * sandbox that moved on meanwhile is left alone (Store.markSandboxLost is fenced by the pod's
+ * uid).
  * @returns the ids marked
  */
 async function markLostSandboxes(
   deps: OrphanSweepDeps,
-  running: SandboxRecord[],
+  updatedBefore: string,
   pods: SandboxPod[],
 ): Promise<string[]> {
   const byUid = new Map(pods.map((pod) => [pod.uid, pod]));
+  const lost: string[] = [];
+  const limit = deps.lostCheckPageSize ?? LOST_CHECK_PAGE_SIZE;
+  let after: { updatedAt: string; id: string } | undefined;
+  for (;;) {
+    const page = await deps.store.listRunningSandboxes({ updatedBefore, limit, after });
+    lost.push(...(await markLostOf(deps, page, byUid)));
+    const last = page[page.length - 1];
+    if (page.length < limit || !last) return lost;
+    after = { updatedAt: last.updatedAt, id: last.id };
+  }
+}
+
+/** {@link markLostSandboxes} for one page of `running` sandboxes. */
+async function markLostOf(
+  deps: OrphanSweepDeps,
+  running: SandboxRecord[],
+  byUid: Map<string, SandboxPod>,
+): Promise<string[]> {
   const lost: string[] = [];
   for (const sandbox of running) {
     const { name, uid } = sandbox.pod;

@@ -3,10 +3,11 @@
  * workflow with the typed search attributes.
  */
 import { randomUUID } from 'node:crypto';
-import type { WorkflowHandle } from '@temporalio/client';
+import type { Client, WorkflowHandle } from '@temporalio/client';
 import type { createSandbox } from '../../workflows/create-sandbox.js';
 import { CreatePhaseKey, operationSearchAttributes } from '../../workflows/search-attributes.js';
 import type { CreateSandboxInput } from '../../contract/index.js';
+import type { Store } from '../../store/index.js';
 import type { TestStack } from './stack.js';
 import { until } from './until.js';
 
@@ -35,9 +36,19 @@ export function createInput(overrides: Partial<CreateSandboxInput> = {}): Create
   };
 }
 
+/**
+ * Where {@link startCreate} starts a create: a store, a Temporal client and the worker's task
+ * queue (a {@link TestStack} is one; scripts/measure-workflow-cache.ts builds its own).
+ */
+export interface CreateTarget {
+  store: Pick<Store, 'createSandbox'>;
+  temporal: { client: Pick<Client, 'workflow'> };
+  taskQueue: string;
+}
+
 /** Stores a sandbox and starts its create workflow; returns the handle and input. */
 export async function startCreate(
-  stack: TestStack,
+  stack: CreateTarget,
   options: StartCreateOptions,
 ): Promise<{ handle: WorkflowHandle<typeof createSandbox>; input: CreateSandboxInput }> {
   const input = createInput({
@@ -60,6 +71,36 @@ export async function startCreate(
     typedSearchAttributes: operationSearchAttributes(input, 'create'),
   });
   return { handle, input };
+}
+
+/**
+ * Stores a create left waiting for an IP (its operation in phase `waiting_for_ip`, pod
+ * `sbx-gone-<n>-g1`) whose workflow was never started, as one Temporal no longer knows
+ * (terminated, then past the namespace's retention): describing it answers NotFound.
+ * @throws when the sandbox is not stored
+ */
+export async function storeGoneCreate(
+  store: Pick<Store, 'createSandbox' | 'recordPod'>,
+  n: number,
+): Promise<CreateSandboxInput> {
+  const gone = createInput();
+  const stored = await store.createSandbox({
+    id: gone.sandboxId,
+    tenant: gone.tenantId,
+    template: gone.template,
+    resources: gone.resources,
+    operationId: gone.operationId,
+  });
+  if (stored.kind !== 'created') throw new Error(`sandbox not stored: ${stored.kind}`);
+  await store.recordPod({
+    sandboxId: gone.sandboxId,
+    generation: 1,
+    attempt: 1,
+    podName: `sbx-gone-${n}-g1`,
+    podUid: `uid-of-a-pod-long-gone-${n}`,
+    operationId: gone.operationId,
+  });
+  return gone;
 }
 
 /** The workflow's outcome: its result, or the error its result() rejected with. */

@@ -9,7 +9,10 @@ import { join } from 'node:path';
 import type { Worker } from '@temporalio/worker';
 import { pino, type Logger } from 'pino';
 import { createMetrics } from '../../activities/metrics.js';
-import { ReadinessDecider } from '../../activities/readiness-decider.js';
+import {
+  ReadinessDecider,
+  type ReadinessDeciderOptions,
+} from '../../activities/readiness-decider.js';
 import type { RefusalBoundsMs } from '../../activities/pods.js';
 import { createKubernetesClient, type KubernetesClient } from '../../kubernetes/client.js';
 import {
@@ -66,6 +69,14 @@ export interface TestStackOptions {
    * not be rescued by it sets it longer than the test.
    */
   reconcileIntervalMs?: number;
+  /**
+   * More options of the worker's decider (activities/readiness-decider.ts), e.g. small pages or
+   * a lost-wait check that never runs on its own (default: the decider's).
+   */
+  decider?: Pick<
+    ReadinessDeciderOptions,
+    'reconcilePageSize' | 'unrecordedPageSize' | 'unrecordedCheckIntervalMs' | 'unrecordedAfterMs'
+  >;
 }
 
 /** What a suite gets. */
@@ -158,6 +169,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
         client: temporal.client,
         logger,
         reconcileIntervalMs: options.reconcileIntervalMs,
+        ...options.decider,
       });
       decider.start();
       informers.start();
