@@ -13,7 +13,7 @@ import { readinessWaits } from './0005-readiness-waits.js';
 import { operationPlacements } from './0006-operation-placements.js';
 import { operationTraceId } from './0007-operation-trace-id.js';
 import { sandboxCpuMillicores } from './0008-sandbox-cpu-millicores.js';
-import { sandboxesStateUpdatedAt } from './0010-sandboxes-state-updated-at.js';
+import { sandboxesStateUpdatedAt } from './0009-sandboxes-state-updated-at.js';
 
 /** Every migration by name. */
 export const MIGRATIONS: Readonly<Record<string, Migration>> = {
@@ -25,7 +25,7 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0006-operation-placements': operationPlacements,
   '0007-operation-trace-id': operationTraceId,
   '0008-sandbox-cpu-millicores': sandboxCpuMillicores,
-  '0010-sandboxes-state-updated-at': sandboxesStateUpdatedAt,
+  '0009-sandboxes-state-updated-at': sandboxesStateUpdatedAt,
 };
 
 const provider: MigrationProvider = {
