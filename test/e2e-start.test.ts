@@ -145,21 +145,30 @@ describe('npm start, driven through the CLI', () => {
   it('stops everything it started on a Ctrl-C, saying so at once, and removes stack.pid', async () => {
     const pidFile = join(dataDir, 'stack.pid');
     const stackPid = Number(readFileSync(pidFile, 'utf8'));
+    const running = () => {
+      try {
+        process.kill(stackPid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    expect(running(), 'stack.pid names the running stack').toBe(true);
     const interrupted = Date.now();
-    const exited = stack.interrupt();
+    // npm itself ends on the SIGINT as in a terminal (exit 130); the stack goes on stopping.
+    void stack.interrupt();
     await until(() => /"msg":"stopping: /.test(stack.output()), 10_000);
     const said = Date.now() - interrupted;
-    expect(await exited, stack.output()).toBe(0);
+    await until(() => !running(), 60_000);
     expect(said, 'ms from the Ctrl-C to the stopping line').toBeLessThan(10_000);
     // One stop (the terminal's SIGINT and npm's forwarded one are one Ctrl-C), a clean one.
     expect(stack.output().match(/"msg":"stopping: /g)).toHaveLength(1);
     expect(stack.output()).not.toContain('stopped at once');
-    expect(existsSync(pidFile), 'stack.pid removed').toBe(false);
-    expect(() => process.kill(stackPid, 0), 'the stack process is gone').toThrow();
+    expect(existsSync(pidFile), `stack.pid left behind:\n${stack.output()}`).toBe(false);
     // Its dev server is gone: the frontend no longer answers.
     await expect(
       Connection.connect({ address: temporalAddress, connectTimeout: 2_000 }),
     ).rejects.toThrow();
     await expect(fetch(`${apiUrl}/healthz`)).rejects.toThrow();
-  }, 60_000);
+  }, 120_000);
 });
