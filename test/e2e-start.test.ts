@@ -154,6 +154,20 @@ describe('npm start, driven through the CLI', () => {
       }
     };
     expect(running(), 'stack.pid names the running stack').toBe(true);
+    // A busy stack, as when a person presses Ctrl-C: creates accepted and running.
+    const accepted = await Promise.all(
+      Array.from({ length: 8 }, () =>
+        fetch(`${apiUrl}/v1/sandboxes`, {
+          method: 'POST',
+          headers: { Authorization: 'Bearer dev-token', 'Content-Type': 'application/json' },
+          body: JSON.stringify({
+            template: 'base',
+            resources: { cpu: 1, memory_mib: 256, disk_mib: 2048 },
+          }),
+        }).then((response) => response.status),
+      ),
+    );
+    expect(accepted.every((status) => status === 202)).toBe(true);
     const interrupted = Date.now();
     // npm itself ends on the SIGINT as in a terminal (exit 130); the stack goes on stopping.
     void stack.interrupt();
