@@ -28,7 +28,8 @@ RUN apt-get update \
   && rm -rf /var/lib/apt/lists/* \
   && mkdir -p /var/lib/durable-sandbox \
   && chown node:node /var/lib/durable-sandbox
-# JSON logs even on a terminal: pino-pretty is a dev dependency (config/logger.ts).
+# JSON logs even on a terminal (pino-pretty is a dev dependency), a failed start included
+# (config/startup-failure.ts; unset, it would be one plain line).
 ENV NODE_ENV=production \
   LOG_FORMAT=json \
   DATA_DIR=/var/lib/durable-sandbox

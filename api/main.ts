@@ -3,13 +3,24 @@
  * Needs TEMPORAL_ADDRESS, and API_TOKENS or OIDC_ISSUER (or ALLOW_DEV_TOKEN=true, for
  * development: the dev token); listens on PORT; opens the store from DATABASE_URL or
  * `<DATA_DIR>/store.db`. SIGINT/SIGTERM stop accepting connections, let running requests end
- * and close the connections.
+ * and close the connections (`api stopping`, then `api stopped`); a second signal a second later
+ * forces the exit (config/shutdown-signals.ts). A failed start is one plain line on stderr
+ * naming what failed and what to do, or a JSON line with LOG_FORMAT=json
+ * (config/startup-failure.ts).
  */
 import type { Server } from 'node:http';
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { ConfigError, DEV_TOKEN, loadConfig } from '../config/index.js';
 import { createLogger } from '../config/logger.js';
+import { onShutdownSignals } from '../config/shutdown-signals.js';
+import {
+  listenStep,
+  reportStartupFailure,
+  startupStep,
+  storeStep,
+  temporalStep,
+} from '../config/startup-failure.js';
 import { createKubernetesClient } from '../kubernetes/client.js';
 import { openStore } from '../store/index.js';
 import { checkSearchAttributes } from '../temporal/search-attributes.js';
@@ -42,11 +53,14 @@ async function main(): Promise<void> {
         `dev token (${DEV_TOKEN})`,
     );
   }
-  const store = await openStore({
-    databaseUrl: config.databaseUrl,
-    sqliteFile: join(config.dataDir, 'store.db'),
-  });
-  const connection = await Connection.connect({ address: config.temporalAddress });
+  const sqliteFile = join(config.dataDir, 'store.db');
+  const store = await startupStep(storeStep(config, sqliteFile), () =>
+    openStore({ databaseUrl: config.databaseUrl, sqliteFile }),
+  );
+  const temporalAddress = config.temporalAddress;
+  const connection = await startupStep(temporalStep(temporalAddress), () =>
+    Connection.connect({ address: temporalAddress }),
+  );
   const temporal = new Client({
     connection,
     namespace: config.temporalNamespace,
@@ -73,11 +87,16 @@ async function main(): Promise<void> {
   collectProcessMetrics(apiRegistry);
   const app = createApp({ temporal, store, config, logger, kubernetes });
 
-  const server = await new Promise<Server>((resolve, reject) => {
-    const listening = app.listen(config.port, (err?: Error) =>
-      err ? reject(err) : resolve(listening),
-    );
-  });
+  const server = await startupStep(
+    listenStep('PORT', config.port),
+    () =>
+      new Promise<Server>((resolve, reject) => {
+        // Express 5 hands a listen error (e.g. EADDRINUSE) to this callback, not to 'error'.
+        const listening = app.listen(config.port, (err?: Error) =>
+          err ? reject(err) : resolve(listening),
+        );
+      }),
+  );
   logger.info({ port: config.port, temporal: config.temporalAddress }, 'api listening');
   if (config.devToken)
     logger.warn(
@@ -91,23 +110,26 @@ async function main(): Promise<void> {
     );
   }
 
-  let stopping = false;
-  const stop = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    logger.info({ signal }, 'api stopping');
-    server.close(() => {
-      void Promise.allSettled([connection.close(), store.close(), tracing?.shutdown()]).then(() => {
-        logger.info('api stopped');
+  onShutdownSignals({
+    stop(signal) {
+      logger.info(
+        { signal },
+        'api stopping: no new connections, running requests end (a second signal forces)',
+      );
+      server.close(() => {
+        void Promise.allSettled([connection.close(), store.close(), tracing?.shutdown()]).then(() =>
+          logger.info('api stopped'),
+        );
       });
-    });
-    server.closeIdleConnections();
-  };
-  process.once('SIGINT', () => stop('SIGINT'));
-  process.once('SIGTERM', () => stop('SIGTERM'));
+      server.closeIdleConnections();
+    },
+    force(signal) {
+      logger.warn({ signal }, 'api stopped at once (second signal): running requests were cut');
+    },
+  });
 }
 
 main().catch((err: unknown) => {
-  logger.fatal({ err }, err instanceof ConfigError ? err.message : 'api failed to start');
+  reportStartupFailure({ role: 'api', err, logger });
   process.exitCode = 1;
 });

@@ -92,6 +92,12 @@ export interface Config {
   watchTimeoutSeconds: number;
   templates: Record<string, TemplateConfig>;
   logLevel: string;
+  /**
+   * LOG_FORMAT: `json` writes pino JSON lines everywhere, a failed start included; unset: pretty
+   * lines on a terminal, JSON off one, and a failed start as one plain line on stderr
+   * (config/startup-failure.ts). The launchers (Dockerfile, docker-compose.yml, deploy/) set `json`.
+   */
+  logFormat?: 'json';
   /** Port of the worker's Prometheus `/metrics` (the API serves its own on PORT). */
   metricsPort: number;
   /** How often the worker sweeps orphan pods, in ms; 0 turns the sweeper off. */
@@ -137,6 +143,7 @@ export const CONFIG_VARIABLES = [
   'WATCH_TIMEOUT_SECONDS',
   'SANDBOX_TEMPLATES',
   'LOG_LEVEL',
+  'LOG_FORMAT',
   'METRICS_PORT',
   'ORPHAN_SWEEP_INTERVAL_MS',
   'MAX_CACHED_WORKFLOWS',
@@ -333,6 +340,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       `must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`,
     );
   }
+  const logFormat = nonEmpty(env, 'LOG_FORMAT');
+  if (logFormat !== undefined && logFormat !== 'json') {
+    throw new ConfigError('LOG_FORMAT', `must be "json" or unset, got "${logFormat}"`);
+  }
   return {
     port: positiveInt(env, 'PORT', 8080, 65535),
     apiTokens: tokens,
@@ -353,6 +364,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     watchTimeoutSeconds: positiveInt(env, 'WATCH_TIMEOUT_SECONDS', 25, 29),
     templates: parseTemplates(env.SANDBOX_TEMPLATES),
     logLevel,
+    logFormat,
     metricsPort: positiveInt(env, 'METRICS_PORT', 9464, 65535),
     orphanSweepIntervalMs:
       env.ORPHAN_SWEEP_INTERVAL_MS?.trim() === '0'

@@ -1,7 +1,8 @@
 /**
  * The process logger: pino JSON, one event per line, level from LOG_LEVEL; human-readable
- * only when stdout is a terminal. A line written while the API serves a request carries the
- * request's `request_id` (config/request-context.ts).
+ * only when stdout is a terminal and LOG_FORMAT is not `json`. A line written while the API
+ * serves a request carries the request's `request_id` (config/request-context.ts). A failed
+ * start is reported by config/startup-failure.ts (one plain line unless LOG_FORMAT=json).
  */
 import { pino, type DestinationStream, type Logger } from 'pino';
 import { requestLogFields } from './request-context.js';
@@ -18,7 +19,7 @@ export function createLogger(
   // An unknown LOG_LEVEL would make pino throw before anything could say so: log at info, and
   // let loadConfig refuse it with a message naming the variable (config/index.ts).
   const level = isLogLevel(requested) ? requested : 'info';
-  const pretty = !destination && process.stdout.isTTY && process.env.LOG_FORMAT !== 'json';
+  const pretty = !destination && process.stdout.isTTY && !jsonLogsRequested();
   const options = {
     name,
     level,
@@ -36,4 +37,12 @@ export const LOG_LEVELS = [...Object.keys(pino.levels.values), 'silent'] as cons
 /** Whether `level` is one of {@link LOG_LEVELS}. */
 export function isLogLevel(level: string): boolean {
   return (LOG_LEVELS as readonly string[]).includes(level);
+}
+
+/**
+ * Whether LOG_FORMAT asks for JSON lines everywhere (`json`): on a terminal too, and for a
+ * failed start (config/startup-failure.ts). The production launchers set it.
+ */
+export function jsonLogsRequested(env: NodeJS.ProcessEnv = process.env): boolean {
+  return env.LOG_FORMAT?.trim() === 'json';
 }

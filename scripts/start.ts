@@ -3,7 +3,10 @@
  * unset — the Temporal dev server (state in DATA_DIR, UI on) unless TEMPORAL_ADDRESS, the
  * simulated cluster unless KUBECONFIG (or the real apiserver tier with CLUSTER=real), SQLite
  * unless DATABASE_URL — then the worker and the
- * API, prints where everything is, and stops all of it on Ctrl-C (SIGINT) or SIGTERM.
+ * API, prints where everything is, and stops all of it on Ctrl-C (SIGINT) or SIGTERM: `stopping`
+ * at once, then each part in reverse order, `<DATA_DIR>/stack.pid` last; a second Ctrl-C a
+ * second later forces the exit (config/shutdown-signals.ts). A failed start is one plain line
+ * on stderr, or a JSON line with LOG_FORMAT=json (config/startup-failure.ts).
  */
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import type { Server } from 'node:http';
@@ -16,6 +19,8 @@ import { collectProcessMetrics } from '../config/process-metrics.js';
 import { ConfigError, loadConfig, type Config } from '../config/index.js';
 import { DEFAULT_API_URL } from '../cli/program.js';
 import { createLogger } from '../config/logger.js';
+import { onShutdownSignals } from '../config/shutdown-signals.js';
+import { reportStartupFailure, startupStep, storeStep } from '../config/startup-failure.js';
 import {
   startEmbeddedRealCluster,
   type EmbeddedRealCluster,
@@ -108,10 +113,10 @@ async function main(): Promise<void> {
   });
 
   const apiUrl = `http://127.0.0.1:${config.port}`;
-  const store = await openStore({
-    databaseUrl: config.databaseUrl,
-    sqliteFile: join(dataDir, 'store.db'),
-  });
+  const sqliteFile = join(dataDir, 'store.db');
+  const store = await startupStep(storeStep(config, sqliteFile), () =>
+    openStore({ databaseUrl: config.databaseUrl, sqliteFile }),
+  );
   cleanups.push(() => store.close());
   if (!config.kubeconfig) {
     // The simulated cluster starts empty: a sandbox still `running` from before lost its pod.
@@ -380,9 +385,14 @@ function kubernetesLine(
   return `simulated cluster; export KUBECONFIG=${kubeconfigPath}; kubectl get pods,events (namespace ${namespace})`;
 }
 
-async function stop(exitCode: number): Promise<void> {
+async function stop(exitCode: number, signal?: NodeJS.Signals): Promise<void> {
   stopping ??= (async () => {
-    logger.info('stopping');
+    if (signal) {
+      logger.info(
+        { signal },
+        'stopping: the API, the worker, the cluster and Temporal (Ctrl-C again to force)',
+      );
+    }
     for (const cleanup of cleanups.reverse()) {
       try {
         await cleanup();
@@ -395,12 +405,17 @@ async function stop(exitCode: number): Promise<void> {
   return stopping;
 }
 
-process.on('SIGINT', () => void stop(0));
-process.on('SIGTERM', () => void stop(0));
+onShutdownSignals({
+  stop: (signal) => void stop(0, signal),
+  force(signal) {
+    // What it started goes too: the Temporal dev server and the apiserver tier stop when this
+    // process's end closes their stdin. The next npm start takes over the stale stack.pid.
+    logger.warn({ signal }, 'stopped at once (second Ctrl-C): running creates were cut');
+  },
+});
 
 main().catch((err: unknown) => {
-  if (err instanceof ConfigError) logger.fatal(err.message);
-  else logger.fatal({ err }, 'the stack failed to start');
+  reportStartupFailure({ role: 'the stack', err, logger });
   void stop(1);
 });
 

@@ -131,6 +131,13 @@ describe('docker-compose.yml', () => {
     expect(loadConfig(resolvedEnvironment('api')).devToken).toBe(false);
   });
 
+  it('sets LOG_FORMAT=json for the api and the workers: JSON lines, a failed start included', () => {
+    for (const name of APP_SERVICES) {
+      expect(resolvedEnvironment(name).LOG_FORMAT, name).toBe('json');
+      expect(loadConfig(resolvedEnvironment(name)).logFormat, name).toBe('json');
+    }
+  });
+
   it('mounts the kubeconfig read-only where KUBECONFIG points', () => {
     for (const name of APP_SERVICES) {
       const mount = service(name).volumes?.find(
@@ -385,11 +392,30 @@ describe('Dockerfile', () => {
     expect([...needed].filter((folder) => !copied.includes(folder))).toEqual([]);
   });
 
+  it('sets LOG_FORMAT=json in the runtime image (a failed start is a JSON line too)', () => {
+    const env = instructions(runtime, 'ENV').join(' ');
+    expect(env).toMatch(/(^|\s)LOG_FORMAT=json(\s|$)/);
+  });
+
   it('keeps dependencies, local state and secrets out of the build context', () => {
     const ignored = read('.dockerignore').split('\n');
     expect(ignored).toEqual(
       expect.arrayContaining(['node_modules', '.git', '.data', 'kubeconfig']),
     );
+  });
+});
+
+describe('package.json', () => {
+  it('runs npm start, npm run api and npm run worker as node --import tsx, with no tsx CLI between', () => {
+    // The tsx CLI relays a signal to its child and SIGKILLs the child when it has not answered
+    // within 30 ms: a busy stack lost its graceful stop (and left stack.pid behind).
+    const scripts = (JSON.parse(read('package.json')) as { scripts: Record<string, string> })
+      .scripts;
+    expect({ start: scripts.start, api: scripts.api, worker: scripts.worker }).toEqual({
+      start: 'node --import tsx scripts/start.ts',
+      api: 'node --import tsx api/main.ts',
+      worker: 'node --import tsx worker/main.ts',
+    });
   });
 });
 

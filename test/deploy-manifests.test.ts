@@ -46,6 +46,10 @@ describe.each([
     expect(names).toEqual(expect.arrayContaining(['TEMPORAL_ADDRESS', 'SANDBOX_NAMESPACE']));
   });
 
+  it('sets LOG_FORMAT=json: JSON lines for the log collector, a failed start included', () => {
+    expect(container.env?.find((variable) => variable.name === 'LOG_FORMAT')?.value).toBe('json');
+  });
+
   it('has liveness and readiness probes', () => {
     expect(container.livenessProbe).toBeDefined();
     expect(container.readinessProbe).toBeDefined();

@@ -3,9 +3,12 @@
  * "Running the processes separately") on one SQLite file, against the run's dev server and a
  * simulated cluster in this process. What the real entry points do, not what a test-built worker
  * does: the workflow bundle of worker/main.ts carries the activity summaries, and a long-poll on
- * the API process is woken by the worker process's write.
+ * the API process is woken by the worker process's write. Last, how they stop: a taken PORT is
+ * one plain line, SIGTERM drains the worker with a line before and after, and the API stops once
+ * on a Ctrl-C that npm delivers twice, and at once on a second one.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
@@ -178,4 +181,72 @@ describe('the API and the worker as separate processes on one SQLite file', () =
       /^create pod of sbx_\w+ \(template other, disk 300 MiB, generation 1\)$/,
     );
   }, 90_000);
+});
+
+/** The JSON lines a process logged (its output with LOG_FORMAT=json). */
+function logLines(running: Running): Array<{ msg: string; signal?: string; level: number }> {
+  return running
+    .output()
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line) as { msg: string; signal?: string; level: number });
+}
+
+describe('starting and stopping the separate processes', () => {
+  it('a second npm run api on a taken PORT says so in one plain line and exits 1', async () => {
+    const port = new URL(apiUrl).port;
+    const second = run('api/main.ts', {
+      TEMPORAL_ADDRESS: stack.temporal.address,
+      TEMPORAL_TASK_QUEUE: stack.taskQueue,
+      DATA_DIR: stack.dataDir,
+      ALLOW_DEV_TOKEN: 'true',
+      PORT: port,
+      LOG_FORMAT: '', // unset: the plain line
+    });
+    expect(await second.exited).toBe(1);
+    expect(second.output()).toMatch(
+      new RegExp(
+        `^api failed to start: PORT: cannot listen on port ${port} \\(.*EADDRINUSE.*\\); ` +
+          'stop what uses it or choose another port \\(PORT=…\\)$',
+        'm',
+      ),
+    );
+    // Its other lines are JSON (off a terminal), but not the failed start.
+    expect(second.output()).not.toContain('"level":60');
+  }, 180_000);
+
+  it('SIGTERM drains the worker: worker stopping, then worker stopped, exit 0', async () => {
+    worker.child.kill('SIGTERM');
+    expect(await worker.exited).toBe(0);
+    const lines = logLines(worker);
+    const stopping = lines.findIndex(
+      (line) => line.msg.startsWith('worker stopping: draining') && line.signal === 'SIGTERM',
+    );
+    const stopped = lines.findIndex((line) => line.msg === 'worker stopped');
+    expect(stopping, worker.output()).toBeGreaterThanOrEqual(0);
+    expect(stopped, worker.output()).toBeGreaterThan(stopping);
+  }, 60_000);
+
+  it('the api stops once on a doubled Ctrl-C (terminal and npm), and at once on a second Ctrl-C', async () => {
+    // A request still being sent keeps the graceful stop from finishing.
+    const socket = connect(Number(new URL(apiUrl).port), '127.0.0.1');
+    await new Promise((resolve) => socket.once('connect', resolve));
+    socket.write('POST /v1/sandboxes HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{');
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    // One Ctrl-C under npm: the terminal's SIGINT and npm's forwarded one, milliseconds apart.
+    api.child.kill('SIGINT');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    api.child.kill('SIGINT');
+    await until(() => logLines(api).some((line) => line.msg.startsWith('api stopping')), 30_000);
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    expect(api.child.exitCode, api.output()).toBeNull();
+    expect(api.child.signalCode, api.output()).toBeNull();
+    // A second Ctrl-C, later: the api goes at once, with a line saying so.
+    api.child.kill('SIGINT');
+    expect(await api.exited).toBe(130);
+    socket.destroy();
+    const lines = logLines(api);
+    expect(lines.filter((line) => line.msg.startsWith('api stopping'))).toHaveLength(1);
+    expect(lines.some((line) => line.msg.startsWith('api stopped at once'))).toBe(true);
+  }, 60_000);
 });

@@ -1,17 +1,49 @@
 /**
  * `npm run worker`: the worker process for production (external Temporal, Kubernetes and
  * database). Needs TEMPORAL_ADDRESS, and KUBECONFIG unless it runs inside the cluster.
- * SIGINT/SIGTERM shut it down gracefully: running activities see cancellation first.
+ * SIGINT/SIGTERM shut it down gracefully (`worker stopping`, then `worker stopped`): it polls
+ * no more tasks, and running activities get the shutdown grace time, then see cancellation; a
+ * second signal a second later forces the exit (config/shutdown-signals.ts). A failed start is
+ * one plain line on stderr naming what failed and what to do, or a JSON line with
+ * LOG_FORMAT=json (config/startup-failure.ts).
  */
 import { join } from 'node:path';
 import { ConfigError, loadConfig } from '../config/index.js';
 import { createLogger } from '../config/logger.js';
+import { onShutdownSignals } from '../config/shutdown-signals.js';
+import {
+  kubernetesStep,
+  reportStartupFailure,
+  startupStep,
+  storeStep,
+} from '../config/startup-failure.js';
 import { createKubernetesClient } from '../kubernetes/client.js';
 import { openStore } from '../store/index.js';
-import { SearchAttributesMissingError, serveWorker } from './serve.js';
+import { serveWorker, type ServedWorker } from './serve.js';
 import { tracingRequested } from '../tracing/spans.js';
 
 const logger = createLogger('worker');
+let served: ServedWorker | undefined;
+
+// Installed before anything starts, so a signal during start-up is not Node's default (exit
+// without a word); the SDK Runtime's own handlers shut the worker down as well.
+onShutdownSignals({
+  stop(signal) {
+    if (!served) {
+      logger.info({ signal }, 'worker stopping before it started');
+      process.exit(0);
+    }
+    logger.info(
+      { signal },
+      'worker stopping: draining (no new tasks; running activities get the grace time, then are ' +
+        'cancelled and retried by another worker; a second signal forces)',
+    );
+    void served.stop();
+  },
+  force(signal) {
+    logger.warn({ signal }, 'worker stopped at once (second signal): running activities abandoned');
+  },
+});
 
 async function main(): Promise<void> {
   // Before the worker is built: it adds the tracing interceptors and sinks when the SDK runs.
@@ -25,15 +57,17 @@ async function main(): Promise<void> {
       'is required by `npm run worker` (npm start runs its own)',
     );
   }
-  const kubernetes = createKubernetesClient({
-    kubeconfigPath: config.kubeconfig,
-    namespace: config.sandboxNamespace,
-  });
-  const store = await openStore({
-    databaseUrl: config.databaseUrl,
-    sqliteFile: join(config.dataDir, 'store.db'),
-  });
-  const served = await serveWorker({
+  const kubernetes = await startupStep(kubernetesStep(config.kubeconfig), async () =>
+    createKubernetesClient({
+      kubeconfigPath: config.kubeconfig,
+      namespace: config.sandboxNamespace,
+    }),
+  );
+  const sqliteFile = join(config.dataDir, 'store.db');
+  const store = await startupStep(storeStep(config, sqliteFile), () =>
+    openStore({ databaseUrl: config.databaseUrl, sqliteFile }),
+  );
+  served = await serveWorker({
     config,
     temporalAddress: config.temporalAddress,
     kubernetes,
@@ -59,11 +93,8 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
-  logger.fatal(
-    { err },
-    err instanceof ConfigError || err instanceof SearchAttributesMissingError
-      ? err.message
-      : 'worker failed',
-  );
+  // After the start, a failure (the worker's run ends in error) is a log line like any other.
+  if (served) logger.fatal({ err }, 'worker failed');
+  else reportStartupFailure({ role: 'worker', err, logger });
   process.exitCode = 1;
 });

@@ -11,6 +11,7 @@ import { createMetrics, workerRegistry } from '../activities/metrics.js';
 import { ReadinessDecider } from '../activities/readiness-decider.js';
 import { collectProcessMetrics } from '../config/process-metrics.js';
 import { freePort } from '../config/free-port.js';
+import { listenStep, startupStep, temporalStep } from '../config/startup-failure.js';
 import type { Config } from '../config/index.js';
 import type { KubernetesClient } from '../kubernetes/client.js';
 import { SandboxInformers } from '../kubernetes/sandbox-informers.js';
@@ -68,8 +69,9 @@ export interface ServedWorker {
 
 /**
  * Installs the Runtime, starts the metrics server and runs the worker in the background.
- * @throws when the Runtime is already installed, the metrics port is taken, Temporal is
- *   unreachable, or the workflow bundle fails to build
+ * @throws when the Runtime is already installed or the workflow bundle fails to build
+ * @throws ConfigError naming METRICS_PORT when its port is taken, TEMPORAL_ADDRESS when that
+ *   frontend is unreachable (config/startup-failure.ts)
  * @throws SearchAttributesMissingError naming the missing search attributes and the command
  *   that registers them
  */
@@ -79,12 +81,23 @@ export async function serveWorker(options: ServeWorkerOptions): Promise<ServedWo
   installRuntime(options.logger, { prometheusBindAddress: `127.0.0.1:${sdkMetricsPort}` });
   const metricsPort = options.metricsPort ?? config.metricsPort;
   if (options.processMetrics !== false) collectProcessMetrics(workerRegistry);
-  const metricsServer: Server = await startMetricsServer({
-    port: metricsPort,
-    host: options.metricsHost,
-    sdkMetricsUrl: `http://127.0.0.1:${sdkMetricsPort}/metrics`,
+  const metricsServer: Server = await startupStep(listenStep('METRICS_PORT', metricsPort), () =>
+    startMetricsServer({
+      port: metricsPort,
+      host: options.metricsHost,
+      sdkMetricsUrl: `http://127.0.0.1:${sdkMetricsPort}/metrics`,
+    }),
+  );
+  const connect = () => NativeConnection.connect({ address: options.temporalAddress });
+  // TEMPORAL_ADDRESS named only when it chose the address (not npm start's own dev server).
+  const connection = await (
+    options.temporalAddress === config.temporalAddress
+      ? startupStep(temporalStep(options.temporalAddress), connect)
+      : connect()
+  ).catch(async (err: unknown) => {
+    await new Promise((resolve) => metricsServer.close(resolve));
+    throw err;
   });
-  const connection = await NativeConnection.connect({ address: options.temporalAddress });
   // Refuse to serve a namespace whose search attributes are missing: an upsert of a missing
   // one fails every workflow task.
   const attributes = await checkSearchAttributes(

@@ -1,5 +1,6 @@
 /**
- * `npm start`'s script as a child process, on free ports, for end-to-end tests.
+ * `npm start`'s script as a child process, on free ports, for end-to-end tests; or `npm start`
+ * itself, in its own process group, interrupted as a terminal's Ctrl-C does (the whole group).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { freePort } from '../../config/free-port.js';
@@ -13,8 +14,19 @@ export interface StackProcess {
   output(): string;
   /** Resolves with the exit code once it has exited. */
   exited: Promise<number | null>;
-  /** SIGINT (Ctrl-C), then its exit code. */
+  /**
+   * SIGINT (Ctrl-C), then its exit code; with `npm start`, to the whole process group as a
+   * terminal sends it (npm forwards it to its script as well).
+   */
   interrupt(): Promise<number | null>;
+  /** SIGKILL to what is left (the process group with `npm start`); for clean-ups. */
+  kill(): void;
+}
+
+/** Options of {@link startStackProcess}. */
+export interface StackProcessOptions {
+  /** Run `npm start` (package.json's script) instead of `node --import tsx scripts/start.ts`. */
+  viaNpm?: boolean;
 }
 
 /**
@@ -25,9 +37,14 @@ export interface StackProcess {
 export async function startStackProcess(
   env: Record<string, string>,
   waitUntilRunning = true,
+  options: StackProcessOptions = {},
 ): Promise<StackProcess> {
   const port = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/start.ts'], {
+  const [command, args] = options.viaNpm
+    ? ['npm', ['start', '--silent']]
+    : [process.execPath, ['--import', 'tsx', 'scripts/start.ts']];
+  const child = spawn(command, args, {
+    detached: options.viaNpm === true, // its own process group, as a terminal's job
     env: {
       ...process.env,
       PORT: String(port),
@@ -48,10 +65,21 @@ export async function startStackProcess(
     output: () => output,
     exited,
     async interrupt() {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGINT');
+      if (child.exitCode === null && child.signalCode === null) signal('SIGINT');
       return exited;
     },
+    kill() {
+      try {
+        signal('SIGKILL');
+      } catch {
+        // already gone
+      }
+    },
   };
+  function signal(name: NodeJS.Signals): void {
+    if (options.viaNpm && child.pid) process.kill(-child.pid, name);
+    else child.kill(name);
+  }
   if (waitUntilRunning) {
     await until(
       () => output.includes('durable-sandbox is running') || child.exitCode !== null,
