@@ -7,8 +7,10 @@
  * Grammar and canonical form: Kubernetes, k8s.io/apimachinery `resource.Quantity`
  * (`<signedNumber><suffix>`, the suffix a binary SI unit `Ki`…`Ei`, a decimal SI unit
  * `n`, `u`, `m`, ``, `k`, `M`, `G`, `T`, `P`, `E` (its suffix.go), or an exponent `e<n>`/`E<n>`), and "Resource units in
- * Kubernetes" (CPU precision finer than `1m` is not allowed). Pure: exact BigInt arithmetic,
- * no Node imports, so the workflow bundle may import it.
+ * Kubernetes" (CPU precision finer than `1m` is not allowed). One departure: the binary
+ * suffixes, which Kubernetes reads for any quantity, are refused for CPU (`"1Gi"` is a memory
+ * amount sent in the wrong field, not 1073741824 cores). Pure: exact BigInt arithmetic, no Node
+ * imports, so the workflow bundle may import it.
  */
 
 /** Millicores in one core. */
@@ -30,9 +32,13 @@ const DECIMAL_SUFFIX_EXPONENT: Record<string, number> = {
   P: 15,
   E: 18,
 };
-const BINARY_SUFFIX_POWER: Record<string, number> = { Ki: 1, Mi: 2, Gi: 3, Ti: 4, Pi: 5, Ei: 6 };
+const BINARY_SUFFIXES = new Set(['Ki', 'Mi', 'Gi', 'Ti', 'Pi', 'Ei']);
 /** Exponents past this are refused rather than computed (a quantity of 10^100 cores). */
 const MAX_EXPONENT = 100;
+
+/** The answer to a binary suffix (`Ki` … `Ei`): a unit of bytes, not of CPU. */
+const BYTES_NOT_CPU = (suffix: string) =>
+  `must be a CPU quantity such as 0.5, 2 or 500m (${suffix} is a unit of bytes, for memory or disk)`;
 
 const FINER_THAN_MILLICORES = 'must be a whole number of millicores (1m is 0.001 cores)';
 
@@ -45,7 +51,7 @@ export const CPU_FORMS = 'a Kubernetes CPU quantity: cores (0.5, 2) or millicore
  *   a string (`"2"`, `"0.5"`, `"500m"`, `"1e-1"`, …)
  * @param maxCores the largest amount accepted, in cores
  * @returns `{ millicores }` (a positive integer), or `{ problem }`: a message naming what is
- *   wrong, to follow the field's name (`must be …`)
+ *   wrong, to follow the field's name (`must be …`); a binary suffix (`"1Gi"`) is refused
  */
 export function parseCpuQuantity(value: unknown, maxCores: number): CpuParse {
   if (typeof value !== 'number' && typeof value !== 'string') {
@@ -57,18 +63,17 @@ export function parseCpuQuantity(value: unknown, maxCores: number): CpuParse {
   const match = QUANTITY.exec(String(value));
   if (!match) return { problem: `must be ${CPU_FORMS}` };
   const [, sign = '', number = '', suffix = ''] = match;
+  if (BINARY_SUFFIXES.has(suffix)) return { problem: BYTES_NOT_CPU(suffix) };
   const [whole = '', fraction = ''] = number.split('.');
-  // value = mantissa * 10^exponent * 1024^binaryPower; millicores = value * 10^3
+  // value = mantissa * 10^exponent; millicores = value * 10^3
   let exponent = 3 - fraction.length;
-  let binaryPower = 0;
-  if (suffix in BINARY_SUFFIX_POWER) binaryPower = BINARY_SUFFIX_POWER[suffix] ?? 0;
-  else if (/^[eE]/.test(suffix)) exponent += Number(suffix.slice(1));
+  if (/^[eE]/.test(suffix)) exponent += Number(suffix.slice(1));
   else exponent += DECIMAL_SUFFIX_EXPONENT[suffix] ?? 0;
   if (exponent > MAX_EXPONENT) return { problem: `must be at most ${maxCores}` };
   if (exponent < -MAX_EXPONENT) return { problem: FINER_THAN_MILLICORES };
   const mantissa = BigInt(`${whole}${fraction}` || '0');
   if (mantissa === 0n || sign === '-') return { problem: 'must be more than 0' };
-  let numerator = mantissa * 1024n ** BigInt(binaryPower);
+  let numerator = mantissa;
   let denominator = 1n;
   if (exponent >= 0) numerator *= 10n ** BigInt(exponent);
   else denominator = 10n ** BigInt(-exponent);

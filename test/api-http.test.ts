@@ -228,6 +228,11 @@ describe('validation', () => {
       'resources.cpu must be at most 64',
     ],
     [
+      'a cpu in a unit of bytes (a memory amount in the cpu field)',
+      { ...createBody(2048), resources: { cpu: '1Gi', memory_mib: 1, disk_mib: 1 } },
+      'resources.cpu must be a CPU quantity such as 0.5, 2 or 500m (Gi is a unit of bytes, for memory or disk)',
+    ],
+    [
       'a missing cpu',
       { template: 'base', resources: { memory_mib: 1, disk_mib: 1 } },
       'resources.cpu is required',

@@ -8,7 +8,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { CONFIG_VARIABLES } from '../config/index.js';
-import { OPERATION_ERRORS } from '../contract/index.js';
+import { OPERATION_ERRORS, POD_LOST } from '../contract/index.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const read = (file: string) => readFileSync(join(ROOT, file), 'utf8');
@@ -159,11 +159,39 @@ describe('docs/cli.md', () => {
   });
 });
 
+/** The failure codes of contract/: every operation error code, and a lost sandbox's. */
+const FAILURE_CODES = [...Object.keys(OPERATION_ERRORS), POD_LOST];
+
 describe('README', () => {
-  it('names every error code of contract/ (OPERATION_ERRORS)', () => {
+  it('names every failure code of contract/ (OPERATION_ERRORS and POD_LOST)', () => {
     const readme = read('README.md');
-    expect(Object.keys(OPERATION_ERRORS).filter((code) => !readme.includes(`\`${code}\``))).toEqual(
-      [],
-    );
+    expect(FAILURE_CODES.filter((code) => !readme.includes(`\`${code}\``))).toEqual([]);
+  });
+});
+
+describe('failure codes in docs/api.md and api/openapi.json', () => {
+  it('the "Errors" table of docs/api.md has one row per failure code of contract/, no other', () => {
+    const section = read('docs/api.md')
+      .split(/^## Errors$/m)[1]!
+      .split(/^## /m)[0]!;
+    const rows = [...section.matchAll(/^\| `([a-z_]+)` +\|/gm)].map((match) => match[1]);
+    expect(rows.sort()).toEqual([...FAILURE_CODES].sort());
+  });
+
+  it("the OpenAPI document's operation error and sandbox failure codes are contract/'s", () => {
+    const schemas = (
+      JSON.parse(read('api/openapi.json')) as {
+        components: { schemas: Record<string, Record<string, unknown>> };
+      }
+    ).components.schemas;
+    const codes = (schema: unknown) => [...((schema as { enum: string[] }).enum ?? [])].sort();
+    const operationError = schemas.OperationError as { properties: { code: unknown } };
+    expect(codes(operationError.properties.code)).toEqual(Object.keys(OPERATION_ERRORS).sort());
+    const failure = (
+      schemas.Sandbox as {
+        properties: { failure: { oneOf: Array<{ properties?: { code: unknown } }> } };
+      }
+    ).properties.failure.oneOf.find((branch) => branch.properties)!;
+    expect(codes(failure.properties!.code)).toEqual([...FAILURE_CODES].sort());
   });
 });
