@@ -13,6 +13,7 @@ import { readinessWaits } from './0005-readiness-waits.js';
 import { operationPlacements } from './0006-operation-placements.js';
 import { operationTraceId } from './0007-operation-trace-id.js';
 import { sandboxCpuMillicores } from './0008-sandbox-cpu-millicores.js';
+import { operationResult } from './0009-operation-result.js';
 
 /** Every migration by name. */
 export const MIGRATIONS: Readonly<Record<string, Migration>> = {
@@ -24,6 +25,7 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0006-operation-placements': operationPlacements,
   '0007-operation-trace-id': operationTraceId,
   '0008-sandbox-cpu-millicores': sandboxCpuMillicores,
+  '0009-operation-result': operationResult,
 };
 
 const provider: MigrationProvider = {
