@@ -389,7 +389,10 @@ export class ReadinessDecider {
         ? podOutcome('MODIFIED', current, wait.podUid, wait.placement)
         : {
             outcome: 'podFailed',
-            reason: this.options.informers.missingPodReason(wait.podName),
+            reason: this.options.informers.missingPodReason({
+              name: wait.podName,
+              uid: wait.podUid,
+            }),
           };
     } catch {
       return; // the informers will report the pod; the next reconcile reads again

@@ -16,7 +16,8 @@
  *
  * Read back from Temporal (the re-sync, and operations that have no row): the status comes from
  * `describe()`, the phase and tenant from the typed search attributes, the type, sandbox and
- * deadline from the memo, the error from the failure `result()` rejects with.
+ * deadline from the memo, the error from the failure `result()` rejects with, and a succeeded
+ * create's result from the pod `result()` resolves with (the sandbox as the create left it).
  */
 import { WorkflowNotFoundError, type WorkflowExecutionDescription } from '@temporalio/client';
 import {
@@ -25,9 +26,10 @@ import {
   type OperationPhase,
   type OperationStatus,
   type OperationType,
+  type CreateSandboxResult,
   type PlacementRecord,
 } from '../contract/index.js';
-import type { OperationRecord, SandboxRecord } from '../store/index.js';
+import { sandboxAsCreated, type OperationRecord, type SandboxRecord } from '../store/index.js';
 import { CreatePhaseKey, TenantIdKey } from '../workflows/search-attributes.js';
 import type { AppDeps } from './deps.js';
 import { operationErrorOf, type OperationError } from './failures.js';
@@ -109,7 +111,11 @@ export interface Operation {
   done: boolean;
   phase: OperationPhase;
   error: OperationError | null;
-  /** The sandbox the operation produced, when it succeeded. */
+  /**
+   * What the operation produced when it ended, when it succeeded (Google AIP-151: the response
+   * of a done operation): a create's sandbox `running` with its pod and IP, a delete's
+   * `deleted`, whatever became of the sandbox since (store/operation-results.ts).
+   */
   result: { sandbox: SandboxRecord } | null;
   createdAt: string;
   updatedAt: string;
@@ -229,6 +235,22 @@ export async function operationOf(
   }
   const sandbox: SandboxRecord | undefined = await deps.store.getSandbox(tenant, memo.sandboxId);
   const createdAt = description.startTime.toISOString();
+  let result: Operation['result'] = null;
+  if (status === 'succeeded' && sandbox) {
+    // A create's result is what its workflow returned (the pod and its IP), not the sandbox now.
+    const pod =
+      memo.type === 'sandbox.create'
+        ? (
+            (await deps.temporal.workflow
+              .getHandle(description.workflowId, description.runId)
+              .result()) as Partial<CreateSandboxResult> | undefined
+          )?.pod
+        : undefined;
+    const endedAt = (description.closeTime ?? description.startTime).toISOString();
+    result = {
+      sandbox: memo.type === 'sandbox.create' ? sandboxAsCreated(sandbox, endedAt, pod) : sandbox,
+    };
+  }
   return {
     id: description.workflowId,
     type: memo.type,
@@ -237,7 +259,7 @@ export async function operationOf(
     done,
     phase: phaseOf(description, memo, done),
     error,
-    result: status === 'succeeded' && sandbox ? { sandbox } : null,
+    result,
     createdAt,
     updatedAt: description.closeTime
       ? description.closeTime.toISOString()
@@ -275,7 +297,7 @@ export function operationOfRecord(
     done: record.done,
     phase: record.phase,
     error: record.error && { ...record.error, code: record.error.code as OperationErrorCode },
-    result: record.status === 'succeeded' && record.sandbox ? { sandbox: record.sandbox } : null,
+    result: record.result,
     createdAt: record.createdAt,
     updatedAt: record.updatedAt,
     deadlineAt: record.deadlineAt,

@@ -5,7 +5,12 @@
  * only, so the workflow bundle may import it.
  */
 
-/** An operation's status (a list can filter on it); `done` is every status but `running`. */
+/**
+ * An operation's status (a list can filter on it); `done` is every status but `running`. A
+ * `succeeded` operation's `result` is what it produced when it ended (Google AIP-151), never
+ * the sandbox as it is now: a create's sandbox `running` with its pod and IP (docs/api.md,
+ * "Operations").
+ */
 export const OPERATION_STATUSES = ['running', 'succeeded', 'failed', 'cancelled'] as const;
 /** An operation's status. */
 export type OperationStatus = (typeof OPERATION_STATUSES)[number];

@@ -119,7 +119,7 @@ export function awaitPodReady(options: ReadinessWaitOptions): Promise<ReadinessO
           else {
             decide({
               outcome: 'podFailed',
-              reason: informers.missingPodReason(pod.name),
+              reason: informers.missingPodReason(pod),
             });
           }
         },

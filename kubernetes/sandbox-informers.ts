@@ -69,14 +69,16 @@ export interface SandboxInformersOptions {
   /** Clock, epoch ms (default Date.now). */
   now?: () => number;
   /**
-   * Why a waited-for pod that no longer exists is gone, for {@link SandboxInformers.missingPodReason}
-   * (default: it was deleted before it had an IP). The embedded stack says its simulated
-   * cluster restarted empty.
+   * Why a waited-for pod that no longer exists is gone when nothing deleted it, for
+   * {@link SandboxInformers.missingPodReason}; undefined (the default): it was deleted,
+   * {@link MISSING_POD_EXPLANATION}. The embedded stack names the pods its restart took (its
+   * cluster starts empty), so only those say so: a pod deleted after the restart still says
+   * it was deleted.
    */
-  missingPodExplanation?: string;
+  explainMissingPod?: (pod: { name: string; uid: string }) => string | undefined;
 }
 
-/** Default of {@link SandboxInformersOptions.missingPodExplanation}. */
+/** Why a waited-for pod is gone unless {@link SandboxInformersOptions.explainMissingPod} knows. */
 export const MISSING_POD_EXPLANATION = 'it was deleted before it had an IP';
 
 /** What a wait is told about its pod. */
@@ -199,11 +201,13 @@ export class SandboxInformers {
   }
 
   /**
-   * The reason of a wait whose pod {@link readPod} found gone:
-   * `pod <name> no longer exists; <missingPodExplanation>`.
+   * The reason of a wait whose pod {@link readPod} found gone: `pod <name> no longer exists; `
+   * and why ({@link SandboxInformersOptions.explainMissingPod}, else
+   * {@link MISSING_POD_EXPLANATION}).
    */
-  missingPodReason(name: string): string {
-    return `pod ${name} no longer exists; ${this.options.missingPodExplanation ?? MISSING_POD_EXPLANATION}`;
+  missingPodReason(pod: { name: string; uid: string }): string {
+    const why = this.options.explainMissingPod?.(pod) ?? MISSING_POD_EXPLANATION;
+    return `pod ${pod.name} no longer exists; ${why}`;
   }
 
   /**

@@ -28,17 +28,15 @@ import {
 import { createKubernetesClient } from '../kubernetes/client.js';
 import { SimulatedCluster } from '../environments/simulated-cluster/index.js';
 import { openStore } from '../store/index.js';
-import { serveWorker } from '../worker/serve.js';
+import { serveWorker, type ServeWorkerOptions } from '../worker/serve.js';
 import { freePort } from '../config/free-port.js';
+import { clusterResetReason, explainPodsOfBefore } from './cluster-reset.js';
 import { credentialHint } from './credential-hint.js';
 import { startDevServer } from './dev-server.js';
 import { SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { SpanStore } from '../tracing/span-store.js';
 import { tracingChoice, type Tracing } from '../tracing/spans.js';
 import { tracingClientInterceptors } from '../tracing/temporal.js';
-
-/** What happened to the pods of before when the embedded stack restarts on its own cluster. */
-const CLUSTER_RESET = 'the embedded stack restarted with an empty simulated cluster';
 
 const logger = createLogger('stack');
 const cleanups: Array<() => Promise<unknown>> = [];
@@ -118,11 +116,13 @@ async function main(): Promise<void> {
     openStore({ databaseUrl: config.databaseUrl, sqliteFile }),
   );
   cleanups.push(() => store.close());
+  let explainMissingPod: ServeWorkerOptions['explainMissingPod'];
   if (!config.kubeconfig) {
-    // The simulated cluster starts empty: a sandbox still `running` from before lost its pod.
-    const lost = await store.markRunningSandboxesLost({
-      reason: `its pod is gone: ${CLUSTER_RESET}`,
-    });
+    // The stack's cluster starts empty (scripts/cluster-reset.ts): the pods of before are gone.
+    const reset = clusterResetReason(realCluster !== undefined);
+    explainMissingPod = await explainPodsOfBefore(store, reset);
+    // A sandbox still `running` from before lost its pod.
+    const lost = await store.markRunningSandboxesLost({ reason: `its pod is gone: ${reset}` });
     if (lost.length > 0) {
       logger.warn({ sandbox_ids: lost }, 'running sandboxes lost their pods in the restart');
       notes.push(
@@ -144,9 +144,7 @@ async function main(): Promise<void> {
     metricsHost: '127.0.0.1',
     processMetrics: false,
     // A create that was waiting when the stack stopped finds its pod gone: say why.
-    ...(config.kubeconfig
-      ? {}
-      : { missingPodExplanation: `${CLUSTER_RESET} (nothing deleted it)` }),
+    explainMissingPod,
   });
   cleanups.push(() => worker.stop());
 

@@ -9,6 +9,7 @@ export { StoreOptionsError } from './database.js';
 export { MigrationError } from './migrations/index.js';
 export { InvalidPageTokenError } from './page-token.js';
 export { isStoreUnavailable } from './unavailable.js';
+export { sandboxAsCreated } from './operation-results.js';
 export type {
   ListOperationsOptions,
   OperationOutcomeInput,

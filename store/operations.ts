@@ -11,6 +11,7 @@
 import { sql, type Kysely, type Selectable } from 'kysely';
 import { decodePageToken, encodePageToken } from './page-token.js';
 import type { Database, OperationsTable, SandboxesTable } from './schema.js';
+import { operationResult, resultColumn } from './operation-results.js';
 import { toRecord } from './sandboxes.js';
 import {
   PAGE_SIZE,
@@ -65,6 +66,7 @@ export async function insertOperation(
       deadline_at: input.deadlineAt,
       placements: null,
       trace_id: input.traceId ?? null,
+      result_sandbox: null,
       created_at: now,
       updated_at: now,
     })
@@ -73,7 +75,8 @@ export async function insertOperation(
 
 /**
  * Moves the operation forward: to `transition.phase` when it is still in an earlier phase;
- * sets `status` and `error` only while the status is `running` (the first outcome wins); sets
+ * sets `status` and `error` (and, with them, `result`: the sandbox row the operation produced,
+ * store/operation-results.ts) only while the status is `running` (the first outcome wins); sets
  * the run id when given.
  * @param now ISO-8601
  * @returns whether it wrote (false for a missing operation or a phase already reached)
@@ -83,6 +86,7 @@ export async function advanceOperation(
   id: string,
   transition: OperationTransition,
   now: string,
+  produced?: Selectable<SandboxesTable>,
 ): Promise<boolean> {
   const earlier = EARLIER_PHASES[transition.phase];
   if (earlier.length === 0) return false;
@@ -103,6 +107,9 @@ export async function advanceOperation(
               error ? JSON.stringify(error.details) : null,
               'error_details',
             ),
+            ...(produced
+              ? { result_sandbox: whileRunning(resultColumn(produced), 'result_sandbox') }
+              : {}),
             // Last: SQL evaluates every SET expression against the row before the update.
             status: whileRunning(status, 'status'),
           }
@@ -201,6 +208,7 @@ function toOperationRecord(row: JoinedRow): OperationRecord {
   const sandboxRow = Object.fromEntries(
     SANDBOX_COLUMNS.map((column) => [column, row[`sandbox_${column}`]]),
   ) as unknown as Selectable<SandboxesTable>;
+  const sandbox = row.sandbox_id !== null && sandboxRow.id !== null ? toRecord(sandboxRow) : null;
   return {
     id: row.id,
     type: row.type as OperationType,
@@ -217,7 +225,16 @@ function toOperationRecord(row: JoinedRow): OperationRecord {
     traceId: row.trace_id,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
-    sandbox: row.sandbox_id !== null && sandboxRow.id !== null ? toRecord(sandboxRow) : null,
+    sandbox,
+    result: operationResult(
+      {
+        type: row.type as OperationType,
+        status: row.status as OperationStatus,
+        updatedAt: row.updated_at,
+        resultSandbox: row.result_sandbox,
+      },
+      sandbox,
+    ),
   };
 }
 

@@ -62,6 +62,14 @@ export async function selectSandbox(
   return row && toRecord(row);
 }
 
+/** The sandbox's row as stored (for an operation's result); undefined when there is none. */
+export async function selectSandboxRow(
+  db: Kysely<Database>,
+  id: string,
+): Promise<Selectable<SandboxesTable> | undefined> {
+  return db.selectFrom('sandboxes').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
 /**
  * A page of the tenant's sandboxes, newest first (created_at desc, id desc), keyset-paged.
  * @throws RangeError when `limit` is not an integer in 1..{@link PAGE_SIZE.max}
@@ -267,6 +275,26 @@ export async function setRunningLost(
     .returning('id')
     .execute();
   return rows.map((row) => row.id);
+}
+
+/**
+ * The pod uids of the sandboxes (any tenant) still `creating` with a recorded pod, oldest
+ * first, at most `limit`.
+ */
+export async function selectCreatingPodUids(
+  db: Kysely<Database>,
+  limit: number,
+): Promise<string[]> {
+  const rows = await db
+    .selectFrom('sandboxes')
+    .select('pod_uid')
+    .where('state', '=', 'creating')
+    .where('pod_uid', 'is not', null)
+    .orderBy('created_at')
+    .orderBy('id')
+    .limit(limit)
+    .execute();
+  return rows.map((row) => row.pod_uid as string);
 }
 
 /**

@@ -103,6 +103,12 @@ export interface OperationsTable {
   placements: string | null;
   /** W3C trace id of the create's trace (migration 0007); null when traces were off. */
   trace_id: string | null;
+  /**
+   * JSON of the sandbox's `sandboxes` row as it was when the operation succeeded (migration
+   * 0009, store/operation-results.ts); null before, for failed and cancelled operations, and
+   * on rows written by the release before.
+   */
+  result_sandbox: string | null;
   created_at: string;
   updated_at: string;
 }

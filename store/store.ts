@@ -3,7 +3,7 @@
  * short transaction composed of the row queries in sandboxes.ts, executions.ts and
  * idempotency.ts; fenced writes lock the sandbox first (fencing.ts).
  */
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely, type Selectable } from 'kysely';
 import { openDatabase } from './database.js';
 import { retireActiveExecutions, retireCurrentExecution, insertExecution } from './executions.js';
 import { lockSandbox } from './fencing.js';
@@ -30,6 +30,7 @@ import {
   insertSandbox,
   selectSandbox,
   selectSandboxPage,
+  selectSandboxRow,
   setFailedWhileCreating,
   setPod,
   setRetiredOutcome,
@@ -38,10 +39,11 @@ import {
   setRunning,
   setRunningLost,
   selectRunningBefore,
+  selectCreatingPodUids,
   setLost,
 } from './sandboxes.js';
 import { POD_LOST } from '../contract/index.js';
-import type { Database } from './schema.js';
+import type { Database, SandboxesTable } from './schema.js';
 import type { OperationTransition, RetireExecutionInput, Store, StoreOptions } from './types.js';
 
 /** The retirement reason that, with a null failure, marks the sandbox `deleted`. */
@@ -84,9 +86,10 @@ export async function openStore(options: StoreOptions): Promise<Store> {
     id: string | undefined,
     transition: OperationTransition,
     at: string,
+    result?: Selectable<SandboxesTable>,
   ): Promise<string | undefined> {
     if (id === undefined) return undefined;
-    if (!(await advanceOperation(trx, id, transition, at))) return undefined;
+    if (!(await advanceOperation(trx, id, transition, at, result))) return undefined;
     return id;
   }
 
@@ -188,14 +191,16 @@ export async function openStore(options: StoreOptions): Promise<Store> {
             : ('fenced' as const);
         // The wait has been decided (docs/architecture.md, "Waiting costs nothing").
         if (input.operationId) await deleteReadinessWaitsOf(trx, input.operationId);
-        if (result !== 'fenced') {
+        if (result !== 'fenced' && input.operationId) {
           const transition = {
             phase: 'finished' as const,
             status: 'succeeded' as const,
             error: null,
             runId: input.runId,
           };
-          note(changed, await advanceIn(trx, input.operationId, transition, at));
+          // The create's result: the sandbox as it is at this moment, running with its IP.
+          const produced = await selectSandboxRow(trx, input.sandboxId);
+          note(changed, await advanceIn(trx, input.operationId, transition, at, produced));
         }
         return result;
       });
@@ -255,8 +260,11 @@ export async function openStore(options: StoreOptions): Promise<Store> {
         const at = now();
         const deleted = await setDeleted(trx, input.sandboxId, at);
         if (deleted) await retireActiveExecutions(trx, input.sandboxId, DELETED_REASON, at);
-        const transition = { phase: 'finished' as const, status: 'succeeded' as const };
-        note(changed, await advanceIn(trx, input.operationId, transition, at));
+        if (input.operationId) {
+          const transition = { phase: 'finished' as const, status: 'succeeded' as const };
+          const produced = await selectSandboxRow(trx, input.sandboxId);
+          note(changed, await advanceIn(trx, input.operationId, transition, at, produced));
+        }
         return deleted;
       });
     },
@@ -356,6 +364,10 @@ export async function openStore(options: StoreOptions): Promise<Store> {
 
     listRunningSandboxes(input) {
       return selectRunningBefore(db, input);
+    },
+
+    listCreatingPodUids(limit = 10_000) {
+      return selectCreatingPodUids(db, limit);
     },
 
     recordReadinessWait(wait) {

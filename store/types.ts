@@ -91,7 +91,8 @@ export interface NewSandboxInput {
 
 /**
  * An operation as stored (docs/architecture.md, "Consistency between Temporal and the store"),
- * with its sandbox as it is now (null when the sandbox row is gone). Timestamps ISO-8601 UTC.
+ * with its sandbox as it is now (null when the sandbox row is gone) and its result as it was
+ * when it ended. Timestamps ISO-8601 UTC.
  */
 export interface OperationRecord {
   /** `op_…`, also the workflow id. */
@@ -114,7 +115,14 @@ export interface OperationRecord {
   traceId: string | null;
   createdAt: string;
   updatedAt: string;
+  /** The sandbox as it is now. */
   sandbox: SandboxRecord | null;
+  /**
+   * What the operation produced when it ended, for one that succeeded (a create: its sandbox
+   * `running` with its pod and IP; a delete: `deleted`), whatever became of the sandbox since;
+   * null otherwise (store/operation-results.ts, also for rows written before migration 0010).
+   */
+  result: { sandbox: SandboxRecord } | null;
 }
 
 /** A forward move of an operation: its new phase, and (once) its outcome. */
@@ -363,6 +371,12 @@ export interface Store {
     limit: number;
     after?: { updatedAt: string; id: string };
   }): Promise<SandboxRecord[]>;
+  /**
+   * The pod uids recorded for sandboxes still `creating` (any tenant), oldest first, at most
+   * `limit` (default 10,000): the pods their creates wait for. For the embedded stack at start,
+   * whose cluster restarted empty: these pods are gone, though nothing deleted them.
+   */
+  listCreatingPodUids(limit?: number): Promise<string[]>;
   /**
    * Records a readiness wait in progress (docs/architecture.md, "Waiting costs nothing"),
    * replacing the row of an earlier attempt for the same pod uid.

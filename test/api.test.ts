@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { requestHash } from '../api/idempotency.js';
 import { newOperationId, newSandboxId } from '../api/ids.js';
 import { resourcesFromWire } from '../api/wire.js';
+import { openDatabase } from '../store/database.js';
 import {
   awaitOperation,
   bearer,
@@ -366,6 +367,44 @@ describe('delete', () => {
       .set(bearer(api.tenantA));
     expect(again.status).toBe(409);
     expect(again.body.error.code).toBe('already_done');
+  });
+
+  it("keeps a succeeded create's result as the create left it (running, its pod and IP) after the sandbox is deleted", async () => {
+    const created = await awaitOperation(api.app, api.tenantA, (await createAsync(2048)).body.id);
+    expect(created.result?.sandbox).toMatchObject({ state: 'running', failure: null });
+    const deleting = await request(api.app)
+      .delete(`/v1/sandboxes/${created.sandbox_id}`)
+      .set(bearer(api.tenantA));
+    expect(deleting.status, deleting.text).toBe(202);
+    await awaitOperation(api.app, api.tenantA, deleting.body.id);
+
+    const read = async () =>
+      (await request(api.app).get(`/v1/operations/${created.id}`).set(bearer(api.tenantA)))
+        .body as OperationBody;
+    // From the store: the operation's result, not the sandbox now (which is deleted).
+    const after = await read();
+    expect(after).toMatchObject({ status: 'succeeded', result: created.result });
+    const listed = await request(api.app).get('/v1/operations').set(bearer(api.tenantA));
+    const inList = (listed.body.operations as OperationBody[]).find((op) => op.id === created.id);
+    expect(inList?.result).toEqual(created.result);
+    const sandbox = await request(api.app)
+      .get(`/v1/sandboxes/${created.sandbox_id}`)
+      .set(bearer(api.tenantA));
+    expect(sandbox.body).toMatchObject({ state: 'deleted', pod: { ip: null } });
+
+    // Read back from Temporal (an operation without a row): the pod and IP the workflow returned.
+    const { db } = openDatabase(api.stack.storeOptions);
+    try {
+      await db.deleteFrom('operations').where('id', '=', created.id).execute();
+    } finally {
+      await db.destroy();
+    }
+    const fromTemporal = await read();
+    expect(fromTemporal.result?.sandbox).toMatchObject({
+      state: 'running',
+      failure: null,
+      pod: (created.result?.sandbox as { pod: unknown }).pod,
+    });
   });
 
   it('deletes a failed sandbox: it ends deleted and keeps its failure as history', async () => {

@@ -8,6 +8,8 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, expect, it } from 'vitest';
+import { clusterResetReason, explainPodsOfBefore } from '../scripts/cluster-reset.js';
+import { openStore } from '../store/index.js';
 import { startStackProcess, type StackProcess } from './support/stack-process.js';
 import { until } from './support/until.js';
 
@@ -115,3 +117,36 @@ it('ends a create that was waiting when the stack stopped as pod_failed after a 
   ).json()) as { sandboxes: Array<{ id: string }> };
   expect(listed.sandboxes.map((s) => s.id)).not.toContain(runningOp.sandbox_id);
 }, 300_000);
+
+it('blames the restart only for the pods of creates waiting before it; a pod made after says deleted', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'durable-sandbox-restart-store-'));
+  const store = await openStore({ sqliteFile: join(dir, 'store.db') });
+  try {
+    const create = async (n: number) => {
+      const ids = { id: `sbx_reset${n}`, operationId: `op_reset${n}` };
+      await store.createSandbox({
+        ...ids,
+        tenant: 'dev',
+        template: 'base',
+        resources: { cpu: 1, memoryMib: 256, diskMib: 2048 },
+      });
+      const ref = { sandboxId: ids.id, generation: 1, attempt: 1 };
+      await store.recordPod({ ...ref, podName: `sbx-reset${n}-g1`, podUid: `uid-${n}` });
+    };
+    await create(1);
+    const reason = clusterResetReason(false);
+    const explain = await explainPodsOfBefore(store, reason);
+    await create(2); // after the restart
+    expect(explain({ name: 'sbx-reset1-g1', uid: 'uid-1' })).toBe(
+      'the embedded stack restarted with an empty simulated cluster (nothing deleted it)',
+    );
+    expect(explain({ name: 'sbx-reset2-g1', uid: 'uid-2' })).toBeUndefined();
+    expect(explain({ name: 'sbx-reset1-g1', uid: 'uid-other' })).toBeUndefined();
+    expect(clusterResetReason(true)).toBe(
+      'the embedded stack restarted with an empty apiserver tier',
+    );
+  } finally {
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

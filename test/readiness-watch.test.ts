@@ -244,6 +244,36 @@ describe('readiness wait over the informers', () => {
     );
     expect(podGets).toHaveLength(1);
   });
+
+  it('says why a pod that is gone went when nothing deleted it, and that any other was deleted', async () => {
+    cluster.faults.neverReady(true);
+    // Both gone before the informers listed: one the cluster's reset took, one a person deleted.
+    const reset = await newPod(2048);
+    const deleted = await newPod(2048);
+    for (const pod of [reset, deleted]) {
+      await client.core.deleteNamespacedPod({ name: pod.name, namespace: NAMESPACE });
+    }
+    const explained: string[] = [];
+    startInformers({
+      explainMissingPod: (pod) => {
+        explained.push(pod.uid);
+        return pod.uid === reset.uid
+          ? 'the cluster restarted empty (nothing deleted it)'
+          : undefined;
+      },
+    });
+    await synced();
+    const [resetOutcome, deletedOutcome] = await Promise.all([wait(reset), wait(deleted)]);
+    expect(resetOutcome).toEqual({
+      outcome: 'podFailed',
+      reason: `pod ${reset.name} no longer exists; the cluster restarted empty (nothing deleted it)`,
+    });
+    expect(deletedOutcome).toEqual({
+      outcome: 'podFailed',
+      reason: `pod ${deleted.name} no longer exists; it was deleted before it had an IP`,
+    });
+    expect(explained.sort()).toEqual([reset.uid, deleted.uid].sort());
+  });
 });
 
 describe('informers: watch failures', () => {

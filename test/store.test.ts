@@ -573,6 +573,20 @@ describe.each(storeBackends())('store on $name', (backend) => {
       expect(await store.markRunningSandboxesLost({ reason: 'again' })).toEqual([]);
     });
 
+    it("lists the pods of the sandboxes still creating, whatever their tenant, and no other's", async () => {
+      const pod = (n: number) => ({ podName: `sbx-${n}-g1`, podUid: `uid-${n}` });
+      await created(sandboxInput(1));
+      await store.recordPod({ ...firstExecution('sbx_0001'), ...pod(1) });
+      await created(sandboxInput(2, { tenant: 'other' }));
+      await store.recordPod({ ...firstExecution('sbx_0002'), ...pod(2) });
+      await created(sandboxInput(3)); // no pod yet
+      await created(sandboxInput(4));
+      await store.recordPod({ ...firstExecution('sbx_0004'), ...pod(4) });
+      await store.markSandboxRunning({ ...firstExecution('sbx_0004'), podIp: '10.0.0.4' });
+      expect(await store.listCreatingPodUids()).toEqual(['uid-1', 'uid-2']);
+      expect(await store.listCreatingPodUids(1)).toEqual(['uid-1']);
+    });
+
     it('the migration that adds the state keeps every sandbox and execution row', async () => {
       await created(sandboxInput(1));
       await store.markSandboxRunning({ ...firstExecution('sbx_0001'), podIp: '10.0.0.7' });
@@ -831,6 +845,87 @@ describe.each(storeBackends())('store on $name', (backend) => {
         done: true,
         error: { code: 'invalid_request', message: 'refused', details: { podName: 'p' } },
       });
+    });
+
+    /** A create of sandbox `n` that succeeded on pod `sbx-<n>-g1` with IP 10.0.0.<n>. */
+    async function succeededCreate(n: number) {
+      const sandbox = await created(sandboxInput(n));
+      const ref = { ...firstExecution(sandbox.id), operationId: sandbox.operationId };
+      await store.recordPod({ ...ref, podName: `sbx-${n}-g1`, podUid: `uid-${n}` });
+      expect(await store.markSandboxRunning({ ...ref, podIp: `10.0.0.${n}` })).toBe('marked');
+      return sandbox;
+    }
+
+    it("keeps a succeeded create's result as the create left it: running with its IP, after the sandbox is deleted or lost", async () => {
+      const deleted = await succeededCreate(11);
+      const lost = await succeededCreate(12);
+      const whenCreated = (await store.getOperation('acme', 'op_0011'))?.result?.sandbox;
+      expect(whenCreated).toMatchObject({
+        state: 'running',
+        pod: { name: 'sbx-11-g1', uid: 'uid-11', ip: '10.0.0.11' },
+        failure: null,
+      });
+
+      await store.insertOperation({
+        id: 'op_delete_0011',
+        type: 'sandbox.delete',
+        tenant: 'acme',
+        sandboxId: deleted.id,
+        phase: 'deleting',
+      });
+      expect(
+        await store.markSandboxDeleted({ sandboxId: deleted.id, operationId: 'op_delete_0011' }),
+      ).toBe(true);
+      expect(
+        await store.markSandboxLost({ sandboxId: lost.id, podUid: 'uid-12', reason: 'gone' }),
+      ).toBe(true);
+
+      const create = await store.getOperation('acme', 'op_0011');
+      expect(create).toMatchObject({ status: 'succeeded', sandbox: { state: 'deleted' } });
+      expect(create?.result?.sandbox).toEqual(whenCreated);
+      expect((await store.getOperation('acme', 'op_0012'))?.result?.sandbox).toMatchObject({
+        state: 'running',
+        pod: { ip: '10.0.0.12' },
+        failure: null,
+      });
+      // A delete's result is the sandbox it deleted.
+      expect((await store.getOperation('acme', 'op_delete_0011'))?.result?.sandbox).toMatchObject({
+        id: deleted.id,
+        state: 'deleted',
+        pod: { name: 'sbx-11-g1', ip: null },
+      });
+      // A create that failed has none.
+      await created(sandboxInput(13));
+      await store.recordOperationOutcome({ operationId: 'op_0013', ...outcome });
+      expect((await store.getOperation('acme', 'op_0013'))?.result).toBeNull();
+    });
+
+    it('the result migration keeps the results of operations that ended before it', async () => {
+      // Ended before the migration: one whose sandbox still runs, one whose sandbox was deleted.
+      const running = await succeededCreate(21);
+      const before = await store.getOperation('acme', 'op_0021');
+      const deletedBefore = await succeededCreate(22);
+      await store.markSandboxDeleted({ sandboxId: deletedBefore.id });
+      const { db } = openDatabase(target.options);
+      const migration = MIGRATIONS['0010-operation-result']!;
+      try {
+        await migration.down!(db as never);
+        await migration.up(db as never);
+      } finally {
+        await db.destroy();
+      }
+      // Deleted after the migration: its result is still the one it had, IP included.
+      await store.markSandboxDeleted({ sandboxId: running.id });
+      expect((await store.getOperation('acme', 'op_0021'))?.result).toEqual(before?.result);
+      // Its sandbox already moved on: rebuilt as the create left it; the cleared IP is unknown.
+      const rebuilt = await store.getOperation('acme', 'op_0022');
+      expect(rebuilt?.result?.sandbox).toEqual({
+        ...rebuilt?.sandbox,
+        state: 'running',
+        failure: null,
+        updatedAt: rebuilt?.updatedAt,
+      });
+      expect(rebuilt?.result?.sandbox.pod).toEqual({ name: 'sbx-22-g1', uid: 'uid-22', ip: null });
     });
 
     it('appends refused placements once each, and only while the create runs', async () => {

@@ -14,7 +14,7 @@ import { freePort } from '../config/free-port.js';
 import { listenStep, startupStep, temporalStep } from '../config/startup-failure.js';
 import type { Config } from '../config/index.js';
 import type { KubernetesClient } from '../kubernetes/client.js';
-import { SandboxInformers } from '../kubernetes/sandbox-informers.js';
+import { SandboxInformers, type SandboxInformersOptions } from '../kubernetes/sandbox-informers.js';
 import type { Store } from '../store/index.js';
 import { startMetricsServer } from './metrics-server.js';
 import { checkSearchAttributes } from '../temporal/search-attributes.js';
@@ -47,8 +47,8 @@ export interface ServeWorkerOptions {
    * true); the embedded stack gives them to the API's endpoint instead.
    */
   processMetrics?: boolean;
-  /** Why a waited-for pod that no longer exists is gone (SandboxInformers' option). */
-  missingPodExplanation?: string;
+  /** Why a waited-for pod that no longer exists is gone when nothing deleted it (SandboxInformers' option). */
+  explainMissingPod?: SandboxInformersOptions['explainMissingPod'];
 }
 
 /** A running worker. */
@@ -122,7 +122,7 @@ export async function serveWorker(options: ServeWorkerOptions): Promise<ServedWo
     watchTimeoutSeconds: config.watchTimeoutSeconds,
     logger: options.logger,
     observer: metrics.watchObserver,
-    missingPodExplanation: options.missingPodExplanation,
+    explainMissingPod: options.explainMissingPod,
   });
   // Decides the recorded readiness waits, this worker's and any other's (docs/architecture.md,
   // "Waiting costs nothing"); stops with the informers.

@@ -14,6 +14,7 @@ import { operationPlacements } from './0006-operation-placements.js';
 import { operationTraceId } from './0007-operation-trace-id.js';
 import { sandboxCpuMillicores } from './0008-sandbox-cpu-millicores.js';
 import { sandboxesStateUpdatedAt } from './0009-sandboxes-state-updated-at.js';
+import { operationResult } from './0010-operation-result.js';
 
 /** Every migration by name. */
 export const MIGRATIONS: Readonly<Record<string, Migration>> = {
@@ -26,6 +27,7 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0007-operation-trace-id': operationTraceId,
   '0008-sandbox-cpu-millicores': sandboxCpuMillicores,
   '0009-sandboxes-state-updated-at': sandboxesStateUpdatedAt,
+  '0010-operation-result': operationResult,
 };
 
 const provider: MigrationProvider = {
