@@ -3,18 +3,33 @@
  * of failed, deleted or superseded sandboxes, and nothing else.
  */
 import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPod } from '../kubernetes/pods.js';
-import { isWorkflowOpen as isWorkflowOpenIn } from '../temporal/workflow-status.js';
+import {
+  isWorkflowOpen as isWorkflowOpenIn,
+  listRunningWorkflowIds,
+} from '../temporal/workflow-status.js';
 import { sweepOrphanPods } from '../worker/orphan-sweeper.js';
+import { startGrpcCounter, type GrpcCounter } from './support/grpc-counter.js';
 import { startTestStack, type TestStack } from './support/stack.js';
 
 let stack: TestStack;
+let counter: GrpcCounter;
+let countedConnection: Connection;
+let countedClient: Client;
 beforeAll(async () => {
   stack = await startTestStack({ worker: false, cluster: { startupDelayMs: 100 } });
   stack.cluster.faults.neverReady(true);
+  // The sweep's Temporal requests, counted by what reached the server.
+  counter = await startGrpcCounter(stack.temporal.address);
+  countedConnection = await Connection.connect({ address: counter.address });
+  countedClient = new Client({ connection: countedConnection, namespace: 'default' });
 });
 afterAll(async () => {
+  await countedConnection?.close();
+  await counter?.close();
   await stack?.stop();
 });
 
@@ -240,5 +255,124 @@ describe('orphan pod sweeper', () => {
       expect((await stack.store.getSandboxById(id))?.state).toBe('lost');
     }
     expect((await stack.store.getSandboxById(alive.id))?.state).toBe('running');
+  });
+
+  describe('the Temporal cost of the creates stuck creating', () => {
+    /** The sweep as the worker wires it (worker/serve.ts), through the counting proxy. */
+    const counted = {
+      isWorkflowOpen: (workflowId: string) =>
+        isWorkflowOpenIn(countedConnection, 'default', workflowId),
+      listRunningCreates: () => listRunningWorkflowIds(countedClient, 'createSandbox'),
+    };
+    const idle = `idle-${randomUUID()}`;
+    const waiting: Awaited<ReturnType<typeof sandboxWithPod>>[] = [];
+    const operationOf = async (id: string) => (await stack.store.getSandboxById(id))!.operationId;
+
+    /** `n` more creates waiting: pod made, sandbox creating, workflow open (nobody polls). */
+    async function addWaits(n: number) {
+      for (let i = 0; i < n; i++) {
+        const wait = await sandboxWithPod();
+        await stack.temporal.client.workflow.start('createSandbox', {
+          workflowId: await operationOf(wait.id),
+          taskQueue: idle,
+          args: [{}],
+        });
+        waiting.push(wait);
+      }
+    }
+
+    /** Until visibility (eventually consistent) agrees that exactly `open` are running. */
+    async function visibilitySettled(open: string[], closed: string[] = []) {
+      for (let tries = 0; ; tries++) {
+        const running = await listRunningWorkflowIds(stack.temporal.client, 'createSandbox');
+        if (open.every((id) => running.has(id)) && !closed.some((id) => running.has(id))) return;
+        if (tries > 300) throw new Error('visibility did not settle in 30 s');
+        await sleep(100);
+      }
+    }
+
+    /** One sweep; the requests it sent, by method. */
+    async function countedSweep(deps: Partial<typeof counted> = counted) {
+      const before = {
+        describe: counter.count('DescribeWorkflowExecution'),
+        list: counter.count('ListWorkflowExecutions'),
+      };
+      const sweep = await sweepOrphanPods({ ...stack, graceMs: 0, ...deps });
+      return {
+        sweep,
+        describes: counter.count('DescribeWorkflowExecution') - before.describe,
+        lists: counter.count('ListWorkflowExecutions') - before.list,
+      };
+    }
+
+    afterAll(async () => {
+      for (const { id } of waiting) {
+        await stack.temporal.client.workflow
+          .getHandle(await operationOf(id))
+          .terminate()
+          .catch(() => undefined);
+      }
+    });
+
+    it('costs the same few requests with 2 or 8 creates waiting, and no describe', async () => {
+      // Earlier tests' pods stuck creating without an open workflow: deleted by a sweep that
+      // describes each (no list, so visibility's lag cannot keep one for a later sweep).
+      await sweepOrphanPods({ ...stack, graceMs: 0, isWorkflowOpen: counted.isWorkflowOpen });
+      await addWaits(2);
+      await visibilitySettled(await Promise.all(waiting.map(({ id }) => operationOf(id))));
+      const two = await countedSweep();
+      await addWaits(6);
+      await visibilitySettled(await Promise.all(waiting.map(({ id }) => operationOf(id))));
+      const eight = await countedSweep();
+
+      expect(two.sweep.deleted).toEqual([]);
+      expect(eight.sweep.deleted).toEqual([]);
+      expect(two.describes).toBe(0);
+      expect(eight.describes).toBe(0);
+      // One page of running creates (others' tests' too: far fewer than 1,000).
+      expect(two.lists).toBe(1);
+      expect(eight.lists).toBe(1);
+      const left = await podNames();
+      for (const { pod } of waiting) expect(left).toContain(pod.name);
+    });
+
+    it('still deletes the pod of a create whose workflow was terminated, confirming with one describe', async () => {
+      expect(waiting.length).toBeGreaterThanOrEqual(8);
+      const [ended, ...open] = waiting;
+      const endedOp = await operationOf(ended!.id);
+      await stack.temporal.client.workflow.getHandle(endedOp).terminate('test: the create ended');
+      const openOps = await Promise.all(open.map(({ id }) => operationOf(id)));
+      await visibilitySettled(openOps, [endedOp]);
+
+      const { sweep, describes, lists } = await countedSweep();
+      expect(sweep.deleted).toEqual([ended!.pod.name]);
+      expect(describes).toBe(1);
+      expect(lists).toBe(1);
+      const left = await podNames();
+      expect(left).not.toContain(ended!.pod.name);
+      for (const { pod } of open) expect(left).toContain(pod.name);
+      waiting.splice(0, 1);
+    });
+
+    it('confirms an absence from the list before deleting: a lagging list deletes nothing', async () => {
+      // Visibility that has not seen the creates yet: each absent one is described, found open.
+      const { sweep, describes } = await countedSweep({
+        ...counted,
+        listRunningCreates: () => Promise.resolve(new Set<string>()),
+      });
+      expect(sweep.deleted).toEqual([]);
+      expect(describes).toBe(waiting.length);
+    });
+
+    it('leaves every creating sandbox alone when the list fails, describing none', async () => {
+      const { sweep, describes } = await countedSweep({
+        ...counted,
+        listRunningCreates: () => Promise.reject(new Error('test: visibility unavailable')),
+      });
+      expect(sweep.deleted).toEqual([]);
+      expect(describes).toBe(0);
+      const left = await podNames();
+      for (const { pod } of waiting) expect(left).toContain(pod.name);
+    });
   });
 });

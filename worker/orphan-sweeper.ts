@@ -5,9 +5,10 @@
  * it. Every ORPHAN_SWEEP_INTERVAL_MS the worker lists the pods it manages and deletes those
  * whose sandbox the store knows as `failed` or `deleted`, or at a newer generation, or at an
  * earlier placement than the pod the store records (re-placement), or stuck `creating` while
- * its create workflow is closed. The same sweep marks a `running` sandbox whose
- * pod is gone (or being deleted) `lost`, with when and why, instead of listing it as running
- * with a dead IP.
+ * its create workflow is closed (one visibility list a sweep, and a describe only to confirm
+ * an absence: Temporal requests independent of how many creates wait). The same sweep marks a
+ * `running` sandbox whose pod is gone (or being deleted) `lost`, with when and why, instead of
+ * listing it as running with a dead IP.
  *
  * A list on a timer, outside any create: the readiness wait itself never polls.
  */
@@ -37,6 +38,14 @@ export interface OrphanSweepDeps {
    * Unset: sandboxes stuck `creating` are not swept.
    */
   isWorkflowOpen?: (workflowId: string) => Promise<boolean>;
+  /**
+   * The ids of the create workflows running now, from one paged visibility query
+   * (temporal/workflow-status.ts `listRunningWorkflowIds`). Asked at most once a sweep, and
+   * only when a sweep meets a pod stuck `creating`; a workflow in it is open without asking
+   * {@link isWorkflowOpen}, which then confirms only the absent ones. Unset: every such pod is
+   * asked of `isWorkflowOpen`.
+   */
+  listRunningCreates?: () => Promise<ReadonlySet<string>>;
   /** `running` sandboxes read per store query (default {@link LOST_CHECK_PAGE_SIZE}). */
   lostCheckPageSize?: number;
 }
@@ -108,12 +117,13 @@ export async function sweepOrphanPods(
   const updatedBefore = new Date().toISOString();
   const pods = await listSandboxPods(deps.kubernetes);
   const deleted: string[] = [];
+  const workflowOpen = workflowOpenThisSweep(deps);
   for (const pod of pods) {
     if (pod.terminating || !pod.createdAt || now - pod.createdAt.getTime() < graceMs) continue;
     // One pod that cannot be looked up or deleted must not keep the others from being swept.
     try {
       const sandbox = await deps.store.getSandboxById(pod.sandboxId);
-      const reason = await orphanReason(pod, sandbox, deps.isWorkflowOpen);
+      const reason = await orphanReason(pod, sandbox, workflowOpen);
       if (!reason) continue;
       if ((await deletePod(deps.kubernetes, pod)) !== 'deleted') continue;
       deleted.push(pod.name);
@@ -136,6 +146,35 @@ export async function sweepOrphanPods(
   }
   const lost = await markLostSandboxes(deps, updatedBefore, pods);
   return { checked: pods.length, deleted, lost };
+}
+
+/**
+ * The sweep's question "is this create workflow open?", at a cost independent of how many
+ * creates wait: the first ask lists the running creates (`listRunningCreates`); a workflow in
+ * that list is open; one absent from it is confirmed with `isWorkflowOpen` (one describe),
+ * since visibility lags: only a create started moments ago, or one that has closed, is absent.
+ * One closed but still listed as running is left for a later sweep. When the list fails the
+ * sweep leaves every `creating` sandbox alone (logged once) rather than describe each.
+ * @returns undefined when `isWorkflowOpen` is unset (`creating` sandboxes are not swept)
+ */
+function workflowOpenThisSweep(
+  deps: OrphanSweepDeps,
+): ((workflowId: string) => Promise<boolean>) | undefined {
+  const { isWorkflowOpen, listRunningCreates } = deps;
+  if (!isWorkflowOpen || !listRunningCreates) return isWorkflowOpen;
+  let running: Promise<ReadonlySet<string> | undefined> | undefined;
+  return async (workflowId) => {
+    running ??= listRunningCreates().catch((err: unknown) => {
+      deps.logger.warn(
+        { err },
+        'listing the running create workflows failed; creating sandboxes are left to the next sweep',
+      );
+      return undefined;
+    });
+    const ids = await running;
+    if (!ids || ids.has(workflowId)) return true;
+    return isWorkflowOpen(workflowId);
+  };
 }
 
 let sandboxesLost: Counter | undefined;

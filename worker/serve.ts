@@ -18,7 +18,7 @@ import { SandboxInformers, type SandboxInformersOptions } from '../kubernetes/sa
 import type { Store } from '../store/index.js';
 import { startMetricsServer } from './metrics-server.js';
 import { checkSearchAttributes } from '../temporal/search-attributes.js';
-import { isWorkflowOpen } from '../temporal/workflow-status.js';
+import { isWorkflowOpen, listRunningWorkflowIds } from '../temporal/workflow-status.js';
 import { startOrphanSweeper } from './orphan-sweeper.js';
 import { installRuntime } from './runtime.js';
 import { createSandboxWorker } from './worker.js';
@@ -126,10 +126,11 @@ export async function serveWorker(options: ServeWorkerOptions): Promise<ServedWo
   });
   // Decides the recorded readiness waits, this worker's and any other's (docs/architecture.md,
   // "Waiting costs nothing"); stops with the informers.
+  const client = new Client({ connection, namespace: config.temporalNamespace });
   const decider = new ReadinessDecider({
     informers,
     store: options.store,
-    client: new Client({ connection, namespace: config.temporalNamespace }),
+    client,
     logger: options.logger,
   });
   decider.start();
@@ -156,6 +157,7 @@ export async function serveWorker(options: ServeWorkerOptions): Promise<ServedWo
           intervalMs: config.orphanSweepIntervalMs,
           isWorkflowOpen: (workflowId) =>
             isWorkflowOpen(connection, config.temporalNamespace, workflowId),
+          listRunningCreates: () => listRunningWorkflowIds(client, 'createSandbox'),
         })
       : () => undefined;
   const done = worker.run().finally(async () => {
