@@ -29,6 +29,7 @@ import { apiRegistry } from './metrics.js';
 import { collectProcessMetrics } from '../config/process-metrics.js';
 import { tracingRequested } from '../tracing/spans.js';
 import { tracingClientInterceptors } from '../tracing/temporal.js';
+import { requireApiCredentials } from '../config/api-credentials.js';
 
 const logger = createLogger('api');
 
@@ -44,15 +45,7 @@ async function main(): Promise<void> {
       'is required by `npm run api` (npm start runs its own)',
     );
   }
-  // A production API never falls back to a token everyone knows (docs/security.md).
-  if (config.devToken && !config.allowDevToken) {
-    throw new ConfigError(
-      'API_TOKENS',
-      'is required by `npm run api` when OIDC_ISSUER is unset: set API_TOKENS=tenant:token,… ' +
-        'or OIDC_* (docs/security.md); for development only, ALLOW_DEV_TOKEN=true accepts the ' +
-        `dev token (${DEV_TOKEN})`,
-    );
-  }
+  requireApiCredentials(config);
   const sqliteFile = join(config.dataDir, 'store.db');
   const store = await startupStep(storeStep(config, sqliteFile), () =>
     openStore({ databaseUrl: config.databaseUrl, sqliteFile }),

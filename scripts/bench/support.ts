@@ -13,6 +13,17 @@ import { freePort } from '../../config/free-port.js';
 /** The embedded stack's development token. */
 export const TOKEN = 'dev-token';
 
+/**
+ * What every bench rig adds to the environment of the API and worker processes it starts
+ * (scripts/bench/waits.ts, replace.ts, topology.ts): JSON logs, and ALLOW_DEV_TOKEN so an API
+ * started with `npm run api` accepts {@link TOKEN} (config/api-credentials.ts refuses to start
+ * without credentials otherwise, docs/security.md).
+ */
+export const BENCH_SERVICE_ENV: Readonly<Record<string, string>> = {
+  ALLOW_DEV_TOKEN: 'true',
+  LOG_FORMAT: 'json',
+};
+
 /** The checks that failed in this run; any entry makes the process exit 1 (see `finish`). */
 export const problems: string[] = [];
 

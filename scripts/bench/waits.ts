@@ -34,6 +34,7 @@ import type { GoalFigures, GoalRowId, GoalSizes } from './goals.js';
 import { scrape, sumBy, sumOf } from './prometheus.js';
 import {
   api,
+  BENCH_SERVICE_ENV,
   awaitOperation,
   memoryMib,
   outcomeVisible,
@@ -291,11 +292,8 @@ class Rig {
       // The default (config/index.ts): the window counts the orphan sweep's requests too (one
       // visibility list a sweep, plus a describe for each create absent from it).
       ORPHAN_SWEEP_INTERVAL_MS: '60000',
-      // The bench calls with the development token (support.ts TOKEN); api/main.ts refuses
-      // to start without credentials unless this says so (docs/security.md).
-      ALLOW_DEV_TOKEN: 'true',
+      ...BENCH_SERVICE_ENV,
       LOG_LEVEL: 'error',
-      LOG_FORMAT: 'json',
       ...(this.database ? { DATABASE_URL: this.database.url } : {}),
     };
   }
