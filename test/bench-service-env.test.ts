@@ -5,8 +5,9 @@
  */
 import { describe, expect, it } from 'vitest';
 import { requireApiCredentials } from '../config/api-credentials.js';
+import { freePort } from '../config/free-port.js';
 import { ConfigError, DEV_TOKEN, loadConfig } from '../config/index.js';
-import { BENCH_SERVICE_ENV, TOKEN } from '../scripts/bench/support.js';
+import { BENCH_SERVICE_ENV, errorText, TOKEN } from '../scripts/bench/support.js';
 
 describe('the bench rigs’ service environment', () => {
   it('lets `npm run api` start on the token the bench calls with', () => {
@@ -20,5 +21,14 @@ describe('the bench rigs’ service environment', () => {
     const config = loadConfig({ TEMPORAL_ADDRESS: '127.0.0.1:7233' });
     expect(() => requireApiCredentials(config)).toThrow(ConfigError);
     expect(() => requireApiCredentials(config)).toThrow(/API_TOKENS.*ALLOW_DEV_TOKEN=true/);
+  });
+});
+
+describe('the bench’s problem lines', () => {
+  it('name why a fetch failed', async () => {
+    // A port nothing listens on: undici's "fetch failed" with ECONNREFUSED as its cause.
+    const err = await fetch(`http://127.0.0.1:${await freePort()}/`).catch((e: unknown) => e);
+    expect(errorText(err)).toMatch(/^fetch failed \(ECONNREFUSED: .*ECONNREFUSED/);
+    expect(errorText(new Error('plain'))).toBe('plain');
   });
 });

@@ -27,6 +27,17 @@ export const BENCH_SERVICE_ENV: Readonly<Record<string, string>> = {
 /** The checks that failed in this run; any entry makes the process exit 1 (see `finish`). */
 export const problems: string[] = [];
 
+/**
+ * An error as a problem line: its message and, for a failed fetch, the cause undici gives
+ * (`fetch failed (UND_ERR_SOCKET: other side closed)`).
+ */
+export function errorText(err: unknown): string {
+  const error = err as Error & { cause?: Error & { code?: string } };
+  const cause = error?.cause;
+  if (!(cause instanceof Error)) return String(error?.message ?? err);
+  return `${error.message} (${cause.code ? `${cause.code}: ` : ''}${cause.message})`;
+}
+
 /** An operation as `GET /v1/operations/{id}` answers it (the fields the bench reads). */
 export interface Operation {
   id: string;

@@ -35,6 +35,7 @@ import { scrape, sumBy, sumOf } from './prometheus.js';
 import {
   api,
   BENCH_SERVICE_ENV,
+  errorText,
   awaitOperation,
   memoryMib,
   outcomeVisible,
@@ -429,7 +430,7 @@ class Rig {
       }
       return performance.now() - sinceMs;
     } catch (err) {
-      problems.push(`${this.checkout.label}: ${create.operationId}: ${(err as Error).message}`);
+      problems.push(`${this.checkout.label}: ${create.operationId}: ${errorText(err)}`);
       return NaN;
     }
   }
@@ -651,8 +652,7 @@ async function phase(
   try {
     await fn();
   } catch (err) {
-    const cause = (err as Error).cause as Error | undefined;
-    const message = `${(err as Error).message}${cause ? ` (${cause.message})` : ''}`;
+    const message = errorText(err);
     problems.push(`${label}: ${name}: ${message}`);
     console.log(`  ${stamp()} ${label}: ${name} failed: ${message}\n${(err as Error).stack}`);
   }
@@ -808,7 +808,7 @@ export async function measureWaitFigures(
       figures.push({ label: checkout.label, figures: measured.figures });
     } catch (err) {
       // Its rows stay unmeasured (errors in the table); the other checkout still runs.
-      problems.push(`${checkout.label}: waits: ${(err as Error).message}`);
+      problems.push(`${checkout.label}: waits: ${errorText(err)}`);
       figures.push({ label: checkout.label, figures: {} });
     }
     onFigures(figures.at(-1)!);
