@@ -8,7 +8,6 @@
  * naming what failed and what to do, or a JSON line with LOG_FORMAT=json
  * (config/startup-failure.ts).
  */
-import type { Server } from 'node:http';
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { ConfigError, DEV_TOKEN, loadConfig } from '../config/index.js';
@@ -25,10 +24,12 @@ import { createKubernetesClient } from '../kubernetes/client.js';
 import { openStore } from '../store/index.js';
 import { checkSearchAttributes } from '../temporal/search-attributes.js';
 import { createApp } from './app.js';
+import { listenApi } from './http-server.js';
 import { apiRegistry } from './metrics.js';
 import { collectProcessMetrics } from '../config/process-metrics.js';
 import { tracingRequested } from '../tracing/spans.js';
 import { tracingClientInterceptors } from '../tracing/temporal.js';
+import { requireApiCredentials } from '../config/api-credentials.js';
 
 const logger = createLogger('api');
 
@@ -44,15 +45,7 @@ async function main(): Promise<void> {
       'is required by `npm run api` (npm start runs its own)',
     );
   }
-  // A production API never falls back to a token everyone knows (docs/security.md).
-  if (config.devToken && !config.allowDevToken) {
-    throw new ConfigError(
-      'API_TOKENS',
-      'is required by `npm run api` when OIDC_ISSUER is unset: set API_TOKENS=tenant:token,… ' +
-        'or OIDC_* (docs/security.md); for development only, ALLOW_DEV_TOKEN=true accepts the ' +
-        `dev token (${DEV_TOKEN})`,
-    );
-  }
+  requireApiCredentials(config);
   const sqliteFile = join(config.dataDir, 'store.db');
   const store = await startupStep(storeStep(config, sqliteFile), () =>
     openStore({ databaseUrl: config.databaseUrl, sqliteFile }),
@@ -87,15 +80,8 @@ async function main(): Promise<void> {
   collectProcessMetrics(apiRegistry);
   const app = createApp({ temporal, store, config, logger, kubernetes });
 
-  const server = await startupStep(
-    listenStep('PORT', config.port),
-    () =>
-      new Promise<Server>((resolve, reject) => {
-        // Express 5 hands a listen error (e.g. EADDRINUSE) to this callback, not to 'error'.
-        const listening = app.listen(config.port, (err?: Error) =>
-          err ? reject(err) : resolve(listening),
-        );
-      }),
+  const server = await startupStep(listenStep('PORT', config.port), () =>
+    listenApi(app, { port: config.port, keepAliveTimeoutMs: config.httpKeepAliveTimeoutMs }),
   );
   logger.info({ port: config.port, temporal: config.temporalAddress }, 'api listening');
   if (config.devToken)

@@ -107,6 +107,12 @@ export interface Config {
    * (docs/architecture.md, "Workflow cache").
    */
   maxCachedWorkflows: number;
+  /**
+   * How long the API keeps an idle keep-alive connection open, in ms (`HTTP_KEEP_ALIVE_TIMEOUT_MS`,
+   * default {@link DEFAULT_HTTP_KEEP_ALIVE_TIMEOUT_MS}): longer than the idle timeout of the load
+   * balancer or client in front of it (api/http-server.ts).
+   */
+  httpKeepAliveTimeoutMs: number;
 }
 
 /** Thrown by {@link loadConfig}; the message starts with the variable's name. */
@@ -147,6 +153,7 @@ export const CONFIG_VARIABLES = [
   'METRICS_PORT',
   'ORPHAN_SWEEP_INTERVAL_MS',
   'MAX_CACHED_WORKFLOWS',
+  'HTTP_KEEP_ALIVE_TIMEOUT_MS',
   ...OIDC_VARIABLES,
 ] as const;
 
@@ -161,6 +168,14 @@ export const CONFIG_VARIABLES = [
  * seconds) for about 64 MiB, and keeps RSS at 1,000 waiting within 1.3x of 1 waiting.
  */
 export const DEFAULT_MAX_CACHED_WORKFLOWS = 250;
+
+/**
+ * How long the API keeps an idle keep-alive connection open unless HTTP_KEEP_ALIVE_TIMEOUT_MS
+ * says otherwise, in ms: above the 60 s idle timeout of common load balancers (AWS's Application
+ * Load Balancer; Node's own default is 5 s), so the server is never the side that closes a
+ * connection a request is already on its way over (api/http-server.ts).
+ */
+export const DEFAULT_HTTP_KEEP_ALIVE_TIMEOUT_MS = 65_000;
 
 /** The dev tenant and token used when API_TOKENS is unset (docs/api.md). */
 export const DEV_TENANT = 'dev';
@@ -374,5 +389,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       env.MAX_CACHED_WORKFLOWS?.trim() === '0'
         ? 0
         : positiveInt(env, 'MAX_CACHED_WORKFLOWS', DEFAULT_MAX_CACHED_WORKFLOWS),
+    httpKeepAliveTimeoutMs: positiveInt(
+      env,
+      'HTTP_KEEP_ALIVE_TIMEOUT_MS',
+      DEFAULT_HTTP_KEEP_ALIVE_TIMEOUT_MS,
+    ),
   };
 }

@@ -9,10 +9,10 @@
  * on stderr, or a JSON line with LOG_FORMAT=json (config/startup-failure.ts).
  */
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import type { Server } from 'node:http';
 import { join, resolve } from 'node:path';
 import { Client } from '@temporalio/client';
 import { createApp } from '../api/app.js';
+import { listenApi } from '../api/http-server.js';
 import { rootfsFloorsOf } from '../api/rootfs-floors.js';
 import { apiRegistry } from '../api/metrics.js';
 import { collectProcessMetrics } from '../config/process-metrics.js';
@@ -168,13 +168,12 @@ async function main(): Promise<void> {
     eagerWorkflowStart: true,
     spanStore: traces.spanStore,
   });
-  const server = await new Promise<Server>((resolveListen, reject) => {
-    // Express 5 hands a listen error (e.g. EADDRINUSE) to this callback, not to 'error'.
-    const listening = app.listen(config.port, '127.0.0.1', (err?: Error) =>
-      err
-        ? reject(new ConfigError('PORT', `${config.port} cannot be used: ${err.message}`))
-        : resolveListen(listening),
-    );
+  const server = await listenApi(app, {
+    port: config.port,
+    host: '127.0.0.1',
+    keepAliveTimeoutMs: config.httpKeepAliveTimeoutMs,
+  }).catch((err: Error) => {
+    throw new ConfigError('PORT', `${config.port} cannot be used: ${err.message}`);
   });
   cleanups.push(
     () =>

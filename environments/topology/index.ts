@@ -225,6 +225,8 @@ async function storeDatabase(admin: URL, postgres: PostgresInstance | undefined)
 
 interface SupervisedService extends ServiceProcess {
   stop(): Promise<void>;
+  /** The service's last 10 lines of output, across its restarts. */
+  recentOutput(): string;
 }
 
 /** Runs `node --import tsx <entry>` under the guard, starting it again 500 ms after it exits. */
@@ -238,6 +240,7 @@ function superviseService(
   let current: GuardedProcess | undefined;
   let starts = 0;
   let stopped = false;
+  const recent: string[] = [];
   const start = () => {
     starts += 1;
     // The guard runs a copy of this process's environment plus the service's settings.
@@ -251,7 +254,11 @@ function superviseService(
         'tsx',
         entry,
       ],
-      (line) => log(`${name}: ${line}`),
+      (line) => {
+        recent.push(line);
+        if (recent.length > 10) recent.shift();
+        log(`${name}: ${line}`);
+      },
       REPO_ROOT,
     );
     current = guarded;
@@ -285,6 +292,7 @@ function superviseService(
       if (pid) process.kill(pid, 'SIGKILL');
     },
     starts: () => starts,
+    recentOutput: () => recent.join('\n'),
     async stop() {
       stopped = true;
       await current?.stop(30_000);
@@ -292,11 +300,26 @@ function superviseService(
   };
 }
 
-/** Polls `<url>/readyz` until it answers 200 (the API checks Temporal, the store, the cluster). */
+/** A service that has started this often before the topology is ready fails at start. */
+const STARTS_BEFORE_GIVING_UP = 4;
+
+/**
+ * Polls `<url>/readyz` until it answers 200 (the API checks Temporal, the store, the cluster).
+ * @throws Error after 180 s, or at once when a service has started
+ *   {@link STARTS_BEFORE_GIVING_UP} times (it exits at start: a configuration error), with its
+ *   last lines of output
+ */
 async function waitForReady(url: string, services: SupervisedService[]): Promise<void> {
   const deadlineAtMs = Date.now() + 180_000;
   let last = '';
   while (Date.now() < deadlineAtMs) {
+    const failing = services.find((service) => service.starts() >= STARTS_BEFORE_GIVING_UP);
+    if (failing) {
+      throw new Error(
+        `${failing.name} exited ${failing.starts() - 1} times before the topology was ready; ` +
+          `its last output:\n${failing.recentOutput()}`,
+      );
+    }
     const answer = await fetch(`${url}/readyz`).then(
       async (response) => `${response.status} ${await response.text()}`,
       (err: Error) => err.message,

@@ -43,7 +43,7 @@ import { measureOutcomes } from './outcomes.js';
 import { compareRefusalLatency } from './real.js';
 import { measureReplacement } from './replace.js';
 import { measureTopologyThroughput } from './topology.js';
-import { finish, problems, writeResults } from './support.js';
+import { errorText, finish, problems, writeResults } from './support.js';
 import { measureWaitFigures, waitSizesOf } from './waits.js';
 
 /** One checkout's figures, as the table takes them. */
@@ -77,7 +77,7 @@ async function stackGoals(
       steps.push({ checkout: checkout.label, steps: measured.steps });
     } catch (err) {
       // Its rows stay unmeasured (an error in the table); the other checkout still runs.
-      problems.push(`${checkout.label}: stack rows: ${(err as Error).message}`);
+      problems.push(`${checkout.label}: stack rows: ${errorText(err)}`);
       figures.push({ label: checkout.label, figures: {} });
     }
     onFigures(figures.at(-1)!);

@@ -16,6 +16,7 @@ import type { Checkout } from './checkouts.js';
 import type { GoalFigures } from './goals.js';
 import { startFloors } from './outcomes.js';
 import {
+  errorText,
   asyncCreate,
   atOnce,
   expectRefused,
@@ -265,7 +266,7 @@ export async function measureStackFigures(
         expectRefused(op);
         return op.status === 'failed' ? ms : NaN;
       } catch (err) {
-        problems.push(`${checkout.label}: refused create: ${(err as Error).message}`);
+        problems.push(`${checkout.label}: refused create: ${errorText(err)}`);
         return NaN;
       }
     };
@@ -282,7 +283,7 @@ export async function measureStackFigures(
         const seenAtMs = watch.seenAtMs(podNameFor(op.sandbox_id, 1));
         return seenAtMs === undefined ? NaN : atMs - seenAtMs;
       } catch (err) {
-        problems.push(`${checkout.label}: refused create: ${(err as Error).message}`);
+        problems.push(`${checkout.label}: refused create: ${errorText(err)}`);
         return NaN;
       }
     };
@@ -300,7 +301,7 @@ export async function measureStackFigures(
         }
         return ms;
       } catch (err) {
-        problems.push(`${checkout.label}: successful create: ${(err as Error).message}`);
+        problems.push(`${checkout.label}: successful create: ${errorText(err)}`);
         return NaN;
       }
     };

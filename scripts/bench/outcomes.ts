@@ -29,6 +29,7 @@ import { Agent, fetch as undiciFetch } from 'undici';
 import { podNameFor } from '../../kubernetes/pod-spec.js';
 import type { FloorActivities } from './floor-workflows.js';
 import {
+  errorText,
   asyncCreate,
   atOnce,
   expectRefused,
@@ -246,7 +247,7 @@ export async function measureOutcomes(
         expectRefused(op);
         return sinceRefusal(watch, podNameFor(op.sandbox_id, 1), atMs);
       } catch (err) {
-        problems.push(`refused create: ${(err as Error).message}`);
+        problems.push(`refused create: ${errorText(err)}`);
         return NaN;
       }
     };
@@ -316,7 +317,7 @@ export async function measureOutcomes(
         await response.arrayBuffer();
         if (response.status !== 200) problems.push(`GET operation answered ${response.status}`);
       } catch (err) {
-        problems.push(`GET operation failed: ${(err as Error).message}`);
+        problems.push(`GET operation failed: ${errorText(err)}`);
       }
       return performance.now() - startedAtMs;
     });

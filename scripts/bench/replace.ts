@@ -28,6 +28,7 @@ import { startDevServer, type DevServer } from '../dev-server.js';
 import { stopChild } from './checkouts.js';
 import { scrape, sumOf } from './prometheus.js';
 import {
+  BENCH_SERVICE_ENV,
   awaitOperation,
   isDone,
   postCreate,
@@ -167,9 +168,8 @@ class Rig {
       SANDBOX_TEMPLATES: JSON.stringify({
         [TEMPLATE]: { image: 'ghcr.io/durable-sandbox/base:1', replace_on: ['ResourceExhausted'] },
       }),
-      ALLOW_DEV_TOKEN: 'true', // the bench calls with the development token (support.ts)
+      ...BENCH_SERVICE_ENV,
       LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'error',
-      LOG_FORMAT: 'json',
     };
     const apiPort = await freePort();
     const workerMetricsPort = await freePort();

@@ -13,8 +13,30 @@ import { freePort } from '../../config/free-port.js';
 /** The embedded stack's development token. */
 export const TOKEN = 'dev-token';
 
+/**
+ * What every bench rig adds to the environment of the API and worker processes it starts
+ * (scripts/bench/waits.ts, replace.ts, topology.ts): JSON logs, and ALLOW_DEV_TOKEN so an API
+ * started with `npm run api` accepts {@link TOKEN} (config/api-credentials.ts refuses to start
+ * without credentials otherwise, docs/security.md).
+ */
+export const BENCH_SERVICE_ENV: Readonly<Record<string, string>> = {
+  ALLOW_DEV_TOKEN: 'true',
+  LOG_FORMAT: 'json',
+};
+
 /** The checks that failed in this run; any entry makes the process exit 1 (see `finish`). */
 export const problems: string[] = [];
+
+/**
+ * An error as a problem line: its message and, for a failed fetch, the cause undici gives
+ * (`fetch failed (UND_ERR_SOCKET: other side closed)`).
+ */
+export function errorText(err: unknown): string {
+  const error = err as Error & { cause?: Error & { code?: string } };
+  const cause = error?.cause;
+  if (!(cause instanceof Error)) return String(error?.message ?? err);
+  return `${error.message} (${cause.code ? `${cause.code}: ` : ''}${cause.message})`;
+}
 
 /** An operation as `GET /v1/operations/{id}` answers it (the fields the bench reads). */
 export interface Operation {

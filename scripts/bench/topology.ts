@@ -23,7 +23,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { startTopology, type Topology } from '../../environments/topology/index.js';
 import { measureNotify } from './notify.js';
 import { measureOutcomes, type OutcomeRow } from './outcomes.js';
-import { FreshTemplates, memoryMib, type BenchStack } from './support.js';
+import { BENCH_SERVICE_ENV, FreshTemplates, memoryMib, type BenchStack } from './support.js';
 
 /**
  * The production topology as a {@link BenchStack} of the outcome benchmark.
@@ -44,7 +44,7 @@ async function startTopologyStack(
     rootfsMib: Object.fromEntries(
       Object.keys(JSON.parse(fresh.catalog())).map((name) => [name, 451]),
     ),
-    env: { LOG_LEVEL: 'warn', LOG_FORMAT: 'json', SANDBOX_TEMPLATES: catalogFile },
+    env: { ...BENCH_SERVICE_ENV, LOG_LEVEL: 'warn', SANDBOX_TEMPLATES: catalogFile },
   }).catch((err: unknown) => {
     rmSync(dataDir, { recursive: true, force: true });
     throw err;

@@ -34,6 +34,8 @@ import type { GoalFigures, GoalRowId, GoalSizes } from './goals.js';
 import { scrape, sumBy, sumOf } from './prometheus.js';
 import {
   api,
+  BENCH_SERVICE_ENV,
+  errorText,
   awaitOperation,
   memoryMib,
   outcomeVisible,
@@ -291,11 +293,8 @@ class Rig {
       // The default (config/index.ts): the window counts the orphan sweep's requests too (one
       // visibility list a sweep, plus a describe for each create absent from it).
       ORPHAN_SWEEP_INTERVAL_MS: '60000',
-      // The bench calls with the development token (support.ts TOKEN); api/main.ts refuses
-      // to start without credentials unless this says so (docs/security.md).
-      ALLOW_DEV_TOKEN: 'true',
+      ...BENCH_SERVICE_ENV,
       LOG_LEVEL: 'error',
-      LOG_FORMAT: 'json',
       ...(this.database ? { DATABASE_URL: this.database.url } : {}),
     };
   }
@@ -431,7 +430,7 @@ class Rig {
       }
       return performance.now() - sinceMs;
     } catch (err) {
-      problems.push(`${this.checkout.label}: ${create.operationId}: ${(err as Error).message}`);
+      problems.push(`${this.checkout.label}: ${create.operationId}: ${errorText(err)}`);
       return NaN;
     }
   }
@@ -653,8 +652,7 @@ async function phase(
   try {
     await fn();
   } catch (err) {
-    const cause = (err as Error).cause as Error | undefined;
-    const message = `${(err as Error).message}${cause ? ` (${cause.message})` : ''}`;
+    const message = errorText(err);
     problems.push(`${label}: ${name}: ${message}`);
     console.log(`  ${stamp()} ${label}: ${name} failed: ${message}\n${(err as Error).stack}`);
   }
@@ -810,7 +808,7 @@ export async function measureWaitFigures(
       figures.push({ label: checkout.label, figures: measured.figures });
     } catch (err) {
       // Its rows stay unmeasured (errors in the table); the other checkout still runs.
-      problems.push(`${checkout.label}: waits: ${(err as Error).message}`);
+      problems.push(`${checkout.label}: waits: ${errorText(err)}`);
       figures.push({ label: checkout.label, figures: {} });
     }
     onFigures(figures.at(-1)!);
