@@ -140,7 +140,14 @@ describe('re-placement under attack', () => {
       expect(closes.filter((type) => type === 'NodeRefused')).toHaveLength(1);
       expect((await podsOf(input.sandboxId)).map((pod) => pod.spec?.nodeName)).toEqual(['node-b']);
       await other.stop();
-      expect(warnings).toEqual([]);
+      // The other decider may win the race to fail the first placement's wait (any worker's
+      // informers may decide it): that decision's own line is all it may log, at most once.
+      expect(warnings.length).toBeLessThanOrEqual(1);
+      expect(
+        warnings.filter(
+          (w) => w !== 'the node cannot run the pod; the create moves to another node; wait failed',
+        ),
+      ).toEqual([]);
       expect(await stack.store.listReadinessWaits()).toEqual([]);
     } finally {
       await other.stop();
