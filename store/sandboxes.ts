@@ -56,18 +56,22 @@ export async function selectSandbox(
   id: string,
   tenant?: string,
 ): Promise<SandboxRecord | undefined> {
-  let query = db.selectFrom('sandboxes').selectAll().where('id', '=', id);
-  if (tenant !== undefined) query = query.where('tenant', '=', tenant);
-  const row = await query.executeTakeFirst();
+  const row = await selectSandboxRow(db, id, tenant);
   return row && toRecord(row);
 }
 
-/** The sandbox's row as stored (for an operation's result); undefined when there is none. */
+/**
+ * The sandbox's row as stored (for an operation's result), limited to `tenant` when given;
+ * undefined when there is none.
+ */
 export async function selectSandboxRow(
   db: Kysely<Database>,
   id: string,
+  tenant?: string,
 ): Promise<Selectable<SandboxesTable> | undefined> {
-  return db.selectFrom('sandboxes').selectAll().where('id', '=', id).executeTakeFirst();
+  let query = db.selectFrom('sandboxes').selectAll().where('id', '=', id);
+  if (tenant !== undefined) query = query.where('tenant', '=', tenant);
+  return query.executeTakeFirst();
 }
 
 /**

@@ -15,6 +15,7 @@ import {
 } from '../environments/postgresql/instance.js';
 import { startTemporalTier, type TemporalTier } from '../environments/temporal-tier/launcher.js';
 import { uniqueTaskQueue } from './support/temporal.js';
+import { until } from './support/until.js';
 
 let postgres: PostgresInstance | undefined;
 let tier: TemporalTier | undefined;
@@ -81,12 +82,11 @@ describe('the Temporal server tier', () => {
       // reach /metrics a moment later; a worker may also decline one (no slot free at that
       // instant). So: at least one of the three, read until it shows. With the flag off the
       // server dispatches none and the counter stays 0.
-      const deadlineAtMs = Date.now() + 30_000;
       let eager = 0;
-      while ((eager = await serverCounter('activity_eager_execution', taskQueue)) < 1) {
-        if (Date.now() > deadlineAtMs) break;
-        await new Promise((resolve) => setTimeout(resolve, 500));
-      }
+      await until(
+        async () => (eager = await serverCounter('activity_eager_execution', taskQueue)) >= 1,
+        30_000,
+      ).catch(() => undefined); // the assertion below says what was seen
       expect(eager).toBeGreaterThanOrEqual(1);
       expect(eager).toBeLessThanOrEqual(3);
     } finally {

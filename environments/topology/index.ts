@@ -225,7 +225,10 @@ async function storeDatabase(admin: URL, postgres: PostgresInstance | undefined)
 
 interface SupervisedService extends ServiceProcess {
   stop(): Promise<void>;
-  /** The service's last 10 lines of output, across its restarts. */
+  /**
+   * The last output of its current run (the guard keeps 4,000 characters), or of the run before
+   * while the current one has written nothing yet.
+   */
   recentOutput(): string;
 }
 
@@ -240,7 +243,7 @@ function superviseService(
   let current: GuardedProcess | undefined;
   let starts = 0;
   let stopped = false;
-  const recent: string[] = [];
+  let outputBefore = '';
   const start = () => {
     starts += 1;
     // The guard runs a copy of this process's environment plus the service's settings.
@@ -254,15 +257,12 @@ function superviseService(
         'tsx',
         entry,
       ],
-      (line) => {
-        recent.push(line);
-        if (recent.length > 10) recent.shift();
-        log(`${name}: ${line}`);
-      },
+      (line) => log(`${name}: ${line}`),
       REPO_ROOT,
     );
     current = guarded;
     void guarded.exited.then(() => {
+      outputBefore = guarded.recentOutput() || outputBefore;
       if (!stopped && current === guarded) {
         log(`${name}: exited; starting it again`);
         setTimeout(() => !stopped && start(), 500);
@@ -292,7 +292,7 @@ function superviseService(
       if (pid) process.kill(pid, 'SIGKILL');
     },
     starts: () => starts,
-    recentOutput: () => recent.join('\n'),
+    recentOutput: () => current?.recentOutput() || outputBefore,
     async stop() {
       stopped = true;
       await current?.stop(30_000);

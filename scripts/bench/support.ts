@@ -9,9 +9,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api, KubeConfig, Watch, type CoreV1Event } from '@kubernetes/client-node';
 import { freePort } from '../../config/free-port.js';
+import { DEV_TOKEN } from '../../config/index.js';
 
 /** The embedded stack's development token. */
-export const TOKEN = 'dev-token';
+export const TOKEN = DEV_TOKEN;
 
 /**
  * What every bench rig adds to the environment of the API and worker processes it starts
