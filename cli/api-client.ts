@@ -60,12 +60,18 @@ export class ApiClient {
    * Sends one request.
    * @param path starting with `/`, query included
    * @param body sent as JSON when given
+   * @param headers extra request headers (e.g. `Idempotency-Key`), sent as given
    * @returns status, headers and the parsed JSON body of a 2xx answer
    * @throws ApiCallError with the API's error code for a non-2xx answer, `unavailable` (status
    *   0) when the API cannot be reached, `internal` when the answer is not JSON
    * @throws Interrupted when the client's signal aborts
    */
-  async call<T>(method: string, path: string, body?: unknown): Promise<ApiResponse<T>> {
+  async call<T>(
+    method: string,
+    path: string,
+    body?: unknown,
+    headers: Readonly<Record<string, string>> = {},
+  ): Promise<ApiResponse<T>> {
     const url = `${this.baseUrl}${path}`;
     const signal = this.options.signal;
     if (signal?.aborted) throw new Interrupted();
@@ -78,6 +84,7 @@ export class ApiClient {
           Authorization: `Bearer ${this.options.token}`,
           Accept: 'application/json',
           ...(body === undefined ? {} : { 'Content-Type': 'application/json' }),
+          ...headers,
         },
         body: body === undefined ? undefined : JSON.stringify(body),
         signal,

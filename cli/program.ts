@@ -394,10 +394,20 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
               disk_mib: options.diskMib,
             },
           };
+          // The API replays the first answer to a repeated key (docs/api.md, `Idempotency-Key`).
+          const headers: Record<string, string> =
+            options.idempotencyKey === undefined
+              ? {}
+              : { 'Idempotency-Key': options.idempotencyKey };
           if (options.sync) {
             const spinner = (await s.spinner('creating sandbox (synchronous)')).start();
             try {
-              const response = await s.client.call<Sandbox>('POST', '/sync/v1/sandboxes', body);
+              const response = await s.client.call<Sandbox>(
+                'POST',
+                '/sync/v1/sandboxes',
+                body,
+                headers,
+              );
               s.outcome(spinner, true, `sandbox ${response.body.id} running`);
               s.show(response.body, formatSandbox);
               return 0;
@@ -412,7 +422,7 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
               throw err;
             }
           }
-          const response = await s.client.call<Operation>('POST', '/v1/sandboxes', body);
+          const response = await s.client.call<Operation>('POST', '/v1/sandboxes', body, headers);
           return s.accepted(response.body, options.wait);
         },
       ),

@@ -191,6 +191,22 @@ describe('cli', () => {
     );
   });
 
+  it('create --idempotency-key run twice is one create: the same operation, one sandbox', async () => {
+    const key = `cli-key-${Date.now()}`;
+    const args = ['--json', 'create', '--disk-mib', '2048', '--idempotency-key', key];
+    const first = await cli(...args);
+    const second = await cli(...args);
+    expect(first.code, first.stderr).toBe(0);
+    expect(second.code, second.stderr).toBe(0);
+    const [a, b] = [JSON.parse(first.stdout), JSON.parse(second.stdout)];
+    expect(b.id).toBe(a.id);
+    expect(b.sandbox_id).toBe(a.sandbox_id);
+    // The same key with another body is the API's conflict, shown as such.
+    const other = await cli('create', '--disk-mib', '4096', '--idempotency-key', key);
+    expect(other.code).toBe(1);
+    expect(other.stderr).toMatch(/^error: idempotency_conflict: /m);
+  });
+
   it('--json prints only the operation as JSON', async () => {
     const result = await cli('--json', 'create', '--disk-mib', '2048', '--wait');
     expect(result.code, result.stderr).toBe(0);
