@@ -85,7 +85,8 @@ export function createApp(appDeps: AppDeps): express.Express {
     );
     app.all(path, methodNotAllowedHandler(methods));
   }
-  if (deps.spanStore) app.get(DEBUG_TRACE_PATH, authenticate, tenantSpan, debugTraceHandler(deps.spanStore));
+  if (deps.spanStore)
+    app.get(DEBUG_TRACE_PATH, authenticate, tenantSpan, debugTraceHandler(deps.spanStore));
   app.use(notFoundHandler);
   app.use(errorHandler(deps.logger, '64 KiB'));
   return app;

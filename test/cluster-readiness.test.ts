@@ -15,11 +15,7 @@ import { createApp } from '../api/app.js';
 import { operationErrorOf } from '../api/failures.js';
 import { NOT_READY_MESSAGE } from '../api/handlers/health.js';
 import { createKubernetesClient, type KubernetesClient } from '../kubernetes/client.js';
-import {
-  API_PERMISSIONS,
-  WORKER_PERMISSIONS,
-  checkCluster,
-} from '../kubernetes/cluster-check.js';
+import { API_PERMISSIONS, WORKER_PERMISSIONS, checkCluster } from '../kubernetes/cluster-check.js';
 import { SimulatedCluster } from '../environments/simulated-cluster/index.js';
 import { uniqueTaskQueue } from './support/temporal.js';
 import { bearer, createBody, startApiStack, type ApiStack } from './support/api.js';
@@ -119,7 +115,7 @@ describe("the API's cluster check", () => {
     );
   });
 
-  it('asks for no permission, and deploy/ binds the API\'s account to no Role', () => {
+  it("asks for no permission, and deploy/ binds the API's account to no Role", () => {
     expect(API_PERMISSIONS).toEqual([]);
     const bindings = ['rbac.yaml', 'service-account.yaml']
       .flatMap((file) => parseAllDocuments(readFileSync(`deploy/${file}`, 'utf8')))

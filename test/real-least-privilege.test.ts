@@ -23,11 +23,7 @@ import {
 } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { renderTierKubeconfig } from '../environments/apiserver-tier/kubeconfig.js';
-import {
-  API_PERMISSIONS,
-  WORKER_PERMISSIONS,
-  checkCluster,
-} from '../kubernetes/cluster-check.js';
+import { API_PERMISSIONS, WORKER_PERMISSIONS, checkCluster } from '../kubernetes/cluster-check.js';
 import { createKubernetesClient, httpStatusOf } from '../kubernetes/client.js';
 import { sandboxPod } from '../kubernetes/pod-spec.js';
 import { startRealTier, type RealTier } from './support/real-tier.js';

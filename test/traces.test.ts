@@ -193,9 +193,7 @@ describe('one trace per create', () => {
 describe('the debug trace route (npm start)', () => {
   /** `GET /debug/traces/{traceId}` as `who`, over the traced stack's span store. */
   function readTrace(traceId: string, who: typeof api.tenantA) {
-    return request(api.appWith({}, { spanStore }))
-      .get(`/debug/traces/${traceId}`)
-      .set(bearer(who));
+    return request(api.appWith({}, { spanStore })).get(`/debug/traces/${traceId}`).set(bearer(who));
   }
 
   it('serves a trace to the tenant whose request made it, and 404 to any other tenant', async () => {

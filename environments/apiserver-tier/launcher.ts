@@ -54,12 +54,7 @@ export interface ApiserverTierOptions {
  * node's.
  */
 export type TierUser =
-  | 'admin'
-  | 'durable-sandbox'
-  | 'durable-sandbox-api'
-  | 'node'
-  | 'scheduler'
-  | `node:${string}`;
+  'admin' | 'durable-sandbox' | 'durable-sandbox-api' | 'node' | 'scheduler' | `node:${string}`;
 
 /** A running tier. */
 export interface ApiserverTier {
