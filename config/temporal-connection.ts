@@ -48,9 +48,7 @@ export class TemporalConnectionProblem extends Error {
 }
 
 /** PEM text given in a file (read again when it rotates) or inline in a variable. */
-export type PemSource =
-  | { variable: string; path: string }
-  | { variable: string; data: string };
+export type PemSource = { variable: string; path: string } | { variable: string; data: string };
 
 /** TLS to the frontend. Absent parts: the system's roots, the address's host, no client certificate. */
 export interface TemporalTls {
@@ -342,7 +340,7 @@ export function clientConnectionOptions(
   address: string,
   credentials: TemporalCredentials,
   refreshIntervalMs = CERTIFICATE_REFRESH_INTERVAL_MS,
-): ConnectionOptions {
+): ConnectionOptions & { address: string } {
   const { tls, apiKey } = credentials;
   if (!tls) return { address, apiKey, tls: false };
   if (!hasFiles(tls)) return { address, apiKey, tls: staticTls(tls) };

@@ -78,7 +78,17 @@ export async function createCertificateAuthority(
     const keyPath = join(dir, `${name}-key.pem`);
     const csrPath = join(dir, `${name}.csr`);
     const extPath = join(dir, `${name}.ext`);
-    await openssl(['req', '-new', ...KEY, '-keyout', keyPath, '-out', csrPath, '-subj', `/CN=${name}`]);
+    await openssl([
+      'req',
+      '-new',
+      ...KEY,
+      '-keyout',
+      keyPath,
+      '-out',
+      csrPath,
+      '-subj',
+      `/CN=${name}`,
+    ]);
     writeFileSync(extPath, [...extensions, 'basicConstraints=CA:FALSE', ''].join('\n'));
     await openssl([
       'x509',
