@@ -7,6 +7,12 @@ import { existsSync, readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { OIDC_VARIABLES, OidcConfigProblem, parseOidc, type OidcConfig } from './oidc.js';
 import { isLogLevel, LOG_LEVELS } from './logger.js';
+import {
+  parseTemporalCredentials,
+  TEMPORAL_CONNECTION_VARIABLES,
+  TemporalConnectionProblem,
+  type TemporalCredentials,
+} from './temporal-connection.js';
 
 export type { OidcConfig } from './oidc.js';
 import {
@@ -68,6 +74,11 @@ export interface Config {
   oidc?: OidcConfig;
   /** Unset: the embedded stack starts a dev server. */
   temporalAddress?: string;
+  /**
+   * TLS, mTLS client certificate and API key of the connection to TEMPORAL_ADDRESS, from the
+   * Temporal CLI's variables (config/temporal-connection.ts); `{}` is plaintext.
+   */
+  temporalCredentials: TemporalCredentials;
   temporalNamespace: string;
   taskQueue: string;
   /**
@@ -139,6 +150,7 @@ export const CONFIG_VARIABLES = [
   'TEMPORAL_NAMESPACE',
   'TEMPORAL_TASK_QUEUE',
   'TEMPORAL_UI_URL',
+  ...TEMPORAL_CONNECTION_VARIABLES,
   'KUBECONFIG',
   'SANDBOX_NAMESPACE',
   'DATA_DIR',
@@ -333,6 +345,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (temporalAddress && !/^[^\s:]+:\d+$/.test(temporalAddress)) {
     throw new ConfigError('TEMPORAL_ADDRESS', `must be host:port, got "${temporalAddress}"`);
   }
+  let temporalCredentials: TemporalCredentials;
+  try {
+    temporalCredentials = parseTemporalCredentials(env);
+  } catch (err) {
+    if (err instanceof TemporalConnectionProblem) throw new ConfigError(err.variable, err.message);
+    throw err;
+  }
   const temporalUiUrl = nonEmpty(env, 'TEMPORAL_UI_URL')?.replace(/\/+$/, '');
   if (temporalUiUrl && !/^https?:\/\/\S+$/.test(temporalUiUrl)) {
     throw new ConfigError(
@@ -366,6 +385,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     allowDevToken: allowDevToken === 'true',
     oidc,
     temporalAddress,
+    temporalCredentials,
     temporalNamespace: nonEmpty(env, 'TEMPORAL_NAMESPACE', 'default') as string,
     taskQueue: nonEmpty(env, 'TEMPORAL_TASK_QUEUE', 'sandbox-create') as string,
     temporalUiUrl,

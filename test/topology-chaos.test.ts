@@ -6,10 +6,17 @@
  * worker SIGKILL mid-wait, a PostgreSQL restart, a Temporal server restart and a kube-apiserver
  * restart (which answers RBAC 403 until its caches have synced, and refuses the node agent's
  * status updates while it is down); every row must be perfect, as the cluster, the store and
- * the API report it. The full matrix is
+ * the API report it. The Temporal server serves mTLS only (a CA of the tier's own): the API
+ * replicas, the workers and the UI server connect with client certificates, a client without one
+ * is refused. The full matrix is
  * `npm run chaos -- --topology` (docs/production.md).
  */
+import { Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  clientConnectionOptions,
+  parseTemporalCredentials,
+} from '../config/temporal-connection.js';
 import { startTopology, type Topology } from '../environments/topology/index.js';
 import { FaultMatrix, type FaultScenario } from '../environments/topology/fault-matrix.js';
 
@@ -34,6 +41,28 @@ describe('the fault matrix on the production topology', () => {
     const pids = [...topology.apis, ...topology.workers].map((service) => service.pid());
     expect(pids.every((pid) => typeof pid === 'number' && pid !== process.pid)).toBe(true);
     expect(new Set(pids).size).toBe(4);
+  });
+
+  it('serves Temporal over mTLS only: the UI connects with its certificate, a client without one is refused', async () => {
+    // The API replicas answered /readyz and the warm-up's creates ran on the workers: both
+    // connected with their certificates (environments/topology/index.ts).
+    expect(topology.temporal.tls).toBeDefined();
+    const namespaces = await fetch(`${topology.temporal.uiUrl}/api/v1/namespaces`);
+    expect(namespaces.status).toBe(200);
+    expect(await namespaces.text()).toContain(`"${topology.temporal.namespace}"`);
+    const { tls } = parseTemporalCredentials(await topology.temporal.clientEnv('test-probe'));
+    const { clientCert: _none, ...withoutCertificate } = tls!;
+    const refused = Connection.connect({
+      ...clientConnectionOptions(topology.temporal.address, { tls: withoutCertificate }),
+      connectTimeout: 5_000,
+    }).then(async (connection) => {
+      try {
+        return await connection.healthService.check({});
+      } finally {
+        await connection.close();
+      }
+    });
+    await expect(refused).rejects.toThrow();
   });
 
   it.each<[FaultScenario, string]>([

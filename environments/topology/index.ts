@@ -3,7 +3,9 @@
  *
  * - PostgreSQL: an instance of its own (environments/postgresql/instance.ts) unless
  *   `databaseUrl` is given; it holds Temporal's two databases and the sandbox store;
- * - the Temporal server tier on it (environments/temporal-tier/launcher.ts) with its UI;
+ * - the Temporal server tier on it (environments/temporal-tier/launcher.ts) with its UI, serving
+ *   mTLS only: the API replicas and the workers connect with client certificates of the
+ *   tier's CA (TEMPORAL_TLS_CLIENT_CERT_PATH and the rest, config/temporal-connection.ts);
  * - the real apiserver tier (etcd + kube-apiserver) with the node agent in kubelet's place;
  * - two API replicas (`api/main.ts`) behind a round-robin TCP load balancer, and two workers
  *   (`worker/main.ts`), each a process of its own, restarted when it exits (as a supervisor or
@@ -166,6 +168,9 @@ export async function startTopology(options: TopologyOptions = {}): Promise<Topo
       ...(temporal.uiUrl ? { TEMPORAL_UI_URL: temporal.uiUrl } : {}),
       ...options.env,
     };
+    // Each role its own client certificate, as a platform issues them.
+    const apiTemporalEnv = await temporal.clientEnv('durable-sandbox-api');
+    const workerTemporalEnv = await temporal.clientEnv('durable-sandbox-worker');
     const services: SupervisedService[] = [];
     cleanups.push(async () => {
       await Promise.all(services.map((service) => service.stop()));
@@ -173,7 +178,12 @@ export async function startTopology(options: TopologyOptions = {}): Promise<Topo
     const apiPorts = [await freePort(), await freePort()];
     for (const [i, port] of apiPorts.entries()) {
       services.push(
-        superviseService(`api-${i + 1}`, 'api/main.ts', { ...env, PORT: String(port) }, log),
+        superviseService(
+          `api-${i + 1}`,
+          'api/main.ts',
+          { ...apiTemporalEnv, ...env, PORT: String(port) },
+          log,
+        ),
       );
     }
     for (const i of [1, 2]) {
@@ -183,6 +193,7 @@ export async function startTopology(options: TopologyOptions = {}): Promise<Topo
           `worker-${i}`,
           'worker/main.ts',
           {
+            ...workerTemporalEnv,
             ...env,
             METRICS_PORT: String(metricsPort),
             ...(i === 2 ? { KUBECONFIG: proxiedKubeconfigPath } : {}),
