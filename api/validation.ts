@@ -84,7 +84,17 @@ export function createRequestSchema(templates: Record<string, TemplateConfig>) {
       ),
     },
     { error: 'must be a JSON object' },
-  );
+  ).superRefine((request, ctx) => {
+    // The template's own largest disk (`max_disk_mib`), below the global limit.
+    const max = templates[request.template]?.max_disk_mib;
+    if (max !== undefined && request.resources.disk_mib > max) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['resources', 'disk_mib'],
+        message: `must be at most ${max} for template ${request.template}`,
+      });
+    }
+  });
 }
 
 // Building the schema costs more than checking a body; a catalog is built once per process.

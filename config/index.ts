@@ -13,6 +13,7 @@ import {
   DEFAULT_MAX_PLACEMENTS,
   MAX_PLACEMENTS_LIMIT,
   REQUEST_REFUSAL_CODE,
+  RESOURCE_LIMITS,
   SHIM_CODES,
   type ShimCode,
 } from '../contract/index.js';
@@ -23,6 +24,12 @@ export interface TemplateConfig {
   image: string;
   /** A known floor for the root filesystem in MiB, if the operator knows it; optional. */
   rootfs_mib?: number;
+  /**
+   * The largest `disk_mib` a create of this template may ask for, in MiB (default and upper
+   * limit: RESOURCE_LIMITS.diskMib). A larger request answers 400; a node refusal claiming a
+   * rootfs above it decides and teaches nothing (kubernetes/refusal-bounds.ts).
+   */
+  max_disk_mib?: number;
   /**
    * The runtime shim codes (`[space-err=<Code>]`) on which a create deletes its pod and tries
    * another node, e.g. `["ResourceExhausted", "Unavailable"]` (docs/architecture.md,
@@ -205,6 +212,12 @@ const templateSchema = z
   .object({
     image: z.string().min(1),
     rootfs_mib: z.number().int().positive().optional(),
+    max_disk_mib: z
+      .number()
+      .int()
+      .positive()
+      .max(RESOURCE_LIMITS.diskMib, `must be at most ${RESOURCE_LIMITS.diskMib}`)
+      .optional(),
     replace_on: z
       .array(shimCode)
       .refine((codes) => new Set(codes).size === codes.length, 'names a code twice')
@@ -223,6 +236,17 @@ const templateSchema = z
         code: 'custom',
         path: ['max_placements'],
         message: 'needs replace_on: without it a create never uses a second placement',
+      });
+    }
+    if (
+      template.rootfs_mib !== undefined &&
+      template.max_disk_mib !== undefined &&
+      template.rootfs_mib > template.max_disk_mib
+    ) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['rootfs_mib'],
+        message: 'is above max_disk_mib: no create of the template could run',
       });
     }
   });
