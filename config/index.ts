@@ -63,6 +63,12 @@ export interface Config {
   port: number;
   /** token -> tenant id; empty when API_TOKENS is unset and OIDC is on. */
   apiTokens: Map<string, string>;
+  /**
+   * token -> operator name, from ADMIN_TOKENS (`operator:token` pairs): the only credentials of
+   * the operator routes (`/admin/v1/…`, docs/api.md "Operator routes"); empty (the default):
+   * those routes are not served. No token may also be a tenant's (API_TOKENS).
+   */
+  adminTokens: Map<string, string>;
   /** True when API_TOKENS and OIDC_ISSUER were unset and the dev token is in use. */
   devToken: boolean;
   /**
@@ -141,6 +147,7 @@ export class ConfigError extends Error {
 export const CONFIG_VARIABLES = [
   'PORT',
   'API_TOKENS',
+  'ADMIN_TOKENS',
   'ALLOW_DEV_TOKEN',
   'TEMPORAL_ADDRESS',
   'TEMPORAL_NAMESPACE',
@@ -302,6 +309,36 @@ function parseTokens(
   return { tokens, dev: false };
 }
 
+/**
+ * ADMIN_TOKENS: comma-separated `operator:token` pairs (the operator's name is logged with each
+ * admin request), disjoint from the tenants' tokens.
+ * @throws ConfigError on a malformed pair, a token listed twice, or a token that is a tenant's
+ */
+function parseAdminTokens(
+  raw: string | undefined,
+  tenantTokens: ReadonlyMap<string, string>,
+): Map<string, string> {
+  const tokens = new Map<string, string>();
+  if (raw === undefined || raw.trim() === '') return tokens;
+  for (const pair of raw.split(',')) {
+    const separator = pair.indexOf(':');
+    const operator = pair.slice(0, separator).trim();
+    const token = pair.slice(separator + 1).trim();
+    if (separator <= 0 || !TENANT_ID_PATTERN.test(operator) || !token) {
+      throw new ConfigError(
+        'ADMIN_TOKENS',
+        'must be comma-separated operator:token pairs (operator [A-Za-z0-9_.-]{1,64})',
+      );
+    }
+    if (tokens.has(token)) throw new ConfigError('ADMIN_TOKENS', 'a token is listed twice');
+    if (tenantTokens.has(token)) {
+      throw new ConfigError('ADMIN_TOKENS', "a token is also a tenant's token (API_TOKENS)");
+    }
+    tokens.set(token, operator);
+  }
+  return tokens;
+}
+
 function parseTemplates(raw: string | undefined): Record<string, TemplateConfig> {
   if (raw === undefined || raw.trim() === '') return DEFAULT_TEMPLATES;
   let text = raw.trim();
@@ -386,6 +423,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   return {
     port: positiveInt(env, 'PORT', 8080, 65535),
     apiTokens: tokens,
+    adminTokens: parseAdminTokens(env.ADMIN_TOKENS, tokens),
     devToken: dev,
     allowDevToken: allowDevToken === 'true',
     oidc,

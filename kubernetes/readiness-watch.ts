@@ -107,7 +107,9 @@ export function awaitPodReady(options: ReadinessWaitOptions): Promise<ReadinessO
     const unsubscribe = informers.subscribe(pod, {
       // A pod just bound to its node may make a refusal already cached count.
       onPod: (type, current) =>
-        decide(podOutcome(type, current, pod.uid) ?? cachedOutcome(informers, pod, undefined, bounds)),
+        decide(
+          podOutcome(type, current, pod.uid) ?? cachedOutcome(informers, pod, undefined, bounds),
+        ),
       onEvent: (event) =>
         decide(refusalOutcome(event, informers.cachedPod(pod.name), undefined, bounds)),
       onPodsRefused: (reason) => decide({ outcome: 'watchRefused', reason }),

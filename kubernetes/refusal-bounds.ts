@@ -57,7 +57,8 @@ export function maxDiskMibOf(
   templates: Readonly<Record<string, BoundedTemplate>> | undefined,
   template: string | undefined,
 ): number {
-  const own = template && templates && Object.hasOwn(templates, template) ? templates[template] : {};
+  const own =
+    template && templates && Object.hasOwn(templates, template) ? templates[template] : {};
   return own?.max_disk_mib ?? RESOURCE_LIMITS.diskMib;
 }
 

@@ -46,7 +46,9 @@ describe('classifyRefusal', () => {
 
 describe('nodeRefusal', () => {
   it("reads a kubelet event of the pod's uid whose code is in replace_on", () => {
-    expect(nodeRefusal(kubeletEvent('ResourceExhausted'), podOf('uid-1'), ['ResourceExhausted'])).toEqual({
+    expect(
+      nodeRefusal(kubeletEvent('ResourceExhausted'), podOf('uid-1'), ['ResourceExhausted']),
+    ).toEqual({
       code: 'ResourceExhausted',
       reason: 'no sandbox capacity left',
       decisive: false,
@@ -54,16 +56,16 @@ describe('nodeRefusal', () => {
   });
 
   it('ignores another pod, another code, and a template without replace_on', () => {
-    expect(nodeRefusal(kubeletEvent('ResourceExhausted'), podOf('uid-2'), ['ResourceExhausted'])).toBe(
-      undefined,
-    );
+    expect(
+      nodeRefusal(kubeletEvent('ResourceExhausted'), podOf('uid-2'), ['ResourceExhausted']),
+    ).toBe(undefined);
     expect(nodeRefusal(kubeletEvent('Unavailable'), podOf('uid-1'), ['ResourceExhausted'])).toBe(
       undefined,
     );
     expect(nodeRefusal(kubeletEvent('ResourceExhausted'), podOf('uid-1'), [])).toBeUndefined();
-    expect(nodeRefusal(kubeletEvent('InvalidArgument'), podOf('uid-1'), ['ResourceExhausted'])).toBe(
-      undefined,
-    );
+    expect(
+      nodeRefusal(kubeletEvent('InvalidArgument'), podOf('uid-1'), ['ResourceExhausted']),
+    ).toBe(undefined);
   });
 });
 

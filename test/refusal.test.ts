@@ -148,7 +148,9 @@ describe('decisiveRefusal: which events count', () => {
   });
 
   it('ignores every event of a pod not bound to a node, or without a uid', () => {
-    expect(decisiveRefusal(kubeletEvent(), { metadata: { uid: 'uid-1' }, spec: {} })).toBeUndefined();
+    expect(
+      decisiveRefusal(kubeletEvent(), { metadata: { uid: 'uid-1' }, spec: {} }),
+    ).toBeUndefined();
     expect(decisiveRefusal(kubeletEvent(), { spec: { nodeName: 'node-1' } })).toBeUndefined();
     expect(decisiveRefusal(kubeletEvent(), undefined)).toBeUndefined();
   });
@@ -156,16 +158,18 @@ describe('decisiveRefusal: which events count', () => {
   it('ignores another uid, another type, another reason or another reporter', () => {
     expect(decisiveRefusal(kubeletEvent(), podOf('uid-2'))).toBeUndefined();
     expect(decisiveRefusal(kubeletEvent({ type: 'Normal' }), podOf('uid-1'))).toBeUndefined();
-    expect(decisiveRefusal(kubeletEvent({ reason: 'FailedMount' }), podOf('uid-1'))).toBeUndefined();
+    expect(
+      decisiveRefusal(kubeletEvent({ reason: 'FailedMount' }), podOf('uid-1')),
+    ).toBeUndefined();
     expect(
       decisiveRefusal(
         kubeletEvent({ source: { component: 'my-controller', host: 'node-1' } }),
         podOf('uid-1'),
       ),
     ).toBeUndefined();
-    expect(
-      isSandboxFailureOf(eventsV1Refusal('my-controller', 'node-1'), podOf('uid-1')),
-    ).toBe(false);
+    expect(isSandboxFailureOf(eventsV1Refusal('my-controller', 'node-1'), podOf('uid-1'))).toBe(
+      false,
+    );
     // No reporter at all.
     expect(isSandboxFailureOf(kubeletEvent({ source: {} }), podOf('uid-1'))).toBe(false);
   });
