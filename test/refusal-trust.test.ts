@@ -10,6 +10,7 @@
  */
 import { EventsV1Api, type CoreV1Event, type V1Pod } from '@kubernetes/client-node';
 import type { Express } from 'express';
+import type { TemplateConfig } from '../config/index.js';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -24,7 +25,7 @@ import {
 const NAMESPACE = 'sandboxes';
 const NODE = 'sim-node-1';
 /** One template per test, so each starts with no floor; `bounded` allows at most 8 GiB. */
-const TEMPLATES = {
+const TEMPLATES: Record<string, TemplateConfig> = {
   othernode: { image: 'example.test/othernode:1' },
   bounded: { image: 'example.test/bounded:1', max_disk_mib: 8192 },
   future: { image: 'example.test/future:1' },
