@@ -21,6 +21,7 @@ import {
 } from '../config/temporal-connection.js';
 import type { KubernetesClient } from '../kubernetes/client.js';
 import { SandboxInformers, type SandboxInformersOptions } from '../kubernetes/sandbox-informers.js';
+import { RefusalBounds } from '../kubernetes/refusal-bounds.js';
 import type { Store } from '../store/index.js';
 import { startMetricsServer } from './metrics-server.js';
 import { checkSearchAttributes } from '../temporal/search-attributes.js';
@@ -152,6 +153,8 @@ export async function serveWorker(options: ServeWorkerOptions): Promise<ServedWo
     store: options.store,
     client,
     logger: options.logger,
+    // What a refusal event may claim: its template's largest disk, no time in the future.
+    bounds: new RefusalBounds({ templates: config.templates, logger: options.logger }),
   });
   decider.start();
   informers.start();
