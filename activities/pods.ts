@@ -195,7 +195,12 @@ export function podActivities(deps: PodActivityDeps) {
       };
       // Recorded before the caches are read: a change after the read finds the row.
       await deps.store.recordReadinessWait(wait);
-      const outcome = cachedOutcome(deps.informers, input.pod, input.placement);
+      const outcome = cachedOutcome(
+        deps.informers,
+        input.pod,
+        input.placement,
+        deps.decider.bounds,
+      );
       if (!outcome) {
         deps.decider.track(wait);
         log.info('waiting for the pod; the informers complete the wait');
@@ -285,6 +290,7 @@ async function waitInProcess(
     informers: deps.informers,
     pod: input.pod,
     signal: cancellationSignal,
+    bounds: deps.decider.bounds,
   });
   let outcome: ReadinessOutcome;
   try {

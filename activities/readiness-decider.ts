@@ -21,6 +21,7 @@ import {
   type ReadinessOutcome,
 } from '../kubernetes/readiness-watch.js';
 import { parseRefusal } from '../kubernetes/refusal.js';
+import { DEFAULT_REFUSAL_BOUNDS, type RefusalBounds } from '../kubernetes/refusal-bounds.js';
 import type { InformerLogger, SandboxInformers } from '../kubernetes/sandbox-informers.js';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { ReadinessWait, Store, UnrecordedWait } from '../store/index.js';
@@ -59,6 +60,12 @@ export interface ReadinessDeciderOptions {
    * {@link UNRECORDED_PAGE_SIZE}); each is described, so a check reads at most two pages.
    */
   unrecordedPageSize?: number;
+  /**
+   * What a refusal event may claim (kubernetes/refusal-bounds.ts; default
+   * {@link DEFAULT_REFUSAL_BOUNDS}: the global disk limit, 5 minutes of clock skew, no log).
+   * The worker builds it from its template catalog, with its logger.
+   */
+  bounds?: RefusalBounds;
   /** Completion attempts per decision before the next reconcile takes over (default 8). */
   completionAttempts?: number;
   /** First delay between completion attempts, in ms (default 500; doubling, cap 10 000). */
@@ -107,6 +114,11 @@ export class ReadinessDecider {
 
   constructor(private readonly options: ReadinessDeciderOptions) {}
 
+  /** The bounds refusal events are held to (the wait activity judges its cache read by them too). */
+  get bounds(): RefusalBounds {
+    return this.options.bounds ?? DEFAULT_REFUSAL_BOUNDS;
+  }
+
   /** Starts following the informers; decides every recorded wait once they have listed. */
   start(): void {
     if (!this.stopped) return;
@@ -118,6 +130,12 @@ export class ReadinessDecider {
         if (!uid) return;
         if (podOutcome(type, pod, uid)) {
           this.decideByUid(uid, (wait) => podOutcome(type, pod, uid, wait.placement));
+        } else if (pod.spec?.nodeName && informers.cachedEvents(uid).length > 0) {
+          // Bound to its node now: a refusal cached before the binding was seen may count.
+          const ref = { name: pod.metadata?.name ?? '', uid };
+          this.decideByUid(uid, (wait) =>
+            cachedOutcome(informers, ref, wait.placement, this.bounds),
+          );
         } else if (mayBeUnschedulable(pod)) {
           // Decisive only for a re-placing wait (its policy is on the wait's row).
           this.decideByUid(uid, (wait) => podOutcome(type, pod, uid, wait.placement));
@@ -126,10 +144,11 @@ export class ReadinessDecider {
       onEvent: (event) => {
         const uid = event.involvedObject?.uid;
         if (!uid) return;
-        // A decisive refusal, or one a re-placing wait may end on (its codes are on its row).
-        if (refusalOutcome(event, uid) || parseRefusal(event.message)) {
-          this.decideByUid(uid, (wait) => refusalOutcome(event, uid, wait.placement));
-        }
+        // A decisive refusal, or one a re-placing wait may end on (its codes are on its row),
+        // judged against the pod as cached (its uid, its node).
+        const pod = informers.cachedPod(event.involvedObject?.name ?? '');
+        if (pod?.metadata?.uid !== uid || !parseRefusal(event.message)) return;
+        this.decideByUid(uid, (wait) => refusalOutcome(event, pod, wait.placement, this.bounds));
       },
       onPodsRefused: () => void this.reconcile(),
       onListed: () => void this.reconcile(),
@@ -240,7 +259,7 @@ export class ReadinessDecider {
       const pending: Array<() => Promise<void>> = [];
       for (const wait of waits) {
         const pod = { name: wait.podName, uid: wait.podUid };
-        const outcome = cachedOutcome(informers, pod, wait.placement);
+        const outcome = cachedOutcome(informers, pod, wait.placement, this.bounds);
         if (outcome) pending.push(() => this.decide(wait, outcome));
         else if (!informers.cachedPod(wait.podName)) pending.push(() => this.readAndDecide(wait));
       }

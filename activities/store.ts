@@ -5,14 +5,16 @@
 import type { PodRef } from '../kubernetes/pods.js';
 import { Context, log } from '@temporalio/activity';
 import type { Store } from '../store/index.js';
-import type {
-  ExecutionRef,
-  LearnedRootfsFloor,
-  OperationErrorCode,
-  OperationErrorRecord,
-  PlacementRecord,
+import {
+  RESOURCE_LIMITS,
+  type ExecutionRef,
+  type LearnedRootfsFloor,
+  type OperationErrorCode,
+  type OperationErrorRecord,
+  type PlacementRecord,
 } from '../contract/index.js';
 import type { CreateMetrics } from './metrics.js';
+import { CLOCK_SKEW_ALLOWANCE_MS } from '../kubernetes/refusal-bounds.js';
 
 /** Dependencies of the store activities. */
 export interface StoreActivityDeps {
@@ -164,24 +166,39 @@ export function storeActivities(deps: StoreActivityDeps) {
   };
 }
 
-/** Stores the floor a refusal taught; its time is the refusal event's, else now. */
+/**
+ * Stores the floor a refusal taught; its time is the refusal event's, else now. The stored
+ * `reason` is only the size the node stated (`cloned rootfs size <n> MiB`): the node's full text
+ * names the refused request's disk, another tenant's value for everyone else who reads the floor
+ * (docs/security.md, "Refusal events and learned floors"). Evidence out of bounds (a time more
+ * than the clock-skew allowance in the future, a size above any create's largest disk) is not
+ * stored, only logged: the wait's bounds (kubernetes/refusal-bounds.ts) keep it from reaching
+ * here, and this keeps a workflow that carries it anyway from teaching it.
+ */
 async function recordRootfsFloor(
   store: Store,
   operationId: string,
   evidence: RootfsFloorEvidence,
 ): Promise<void> {
-  const { eventAt, ...floor } = evidence;
+  const { eventAt, reason: _nodeText, ...floor } = evidence;
   const eventAtMs = eventAt ? Date.parse(eventAt) : NaN;
-  const recorded = await store.recordRootfsFloor({
-    ...floor,
-    operationId,
-    learnedAtMs: Number.isFinite(eventAtMs) ? eventAtMs : Date.now(),
-  });
-  log.info('rootfs floor learned', {
+  const now = Date.now();
+  const learnedAtMs = Number.isFinite(eventAtMs) ? eventAtMs : now;
+  const fields = {
     image: floor.image,
     template: floor.template,
     rootfs_mib: floor.rootfsMib,
     node_name: floor.nodeName,
-    recorded,
+  };
+  if (learnedAtMs > now + CLOCK_SKEW_ALLOWANCE_MS || floor.rootfsMib > RESOURCE_LIMITS.diskMib) {
+    log.warn('rootfs floor out of bounds; not learned', { ...fields, event_at: eventAt });
+    return;
+  }
+  const recorded = await store.recordRootfsFloor({
+    ...floor,
+    reason: `cloned rootfs size ${floor.rootfsMib} MiB`,
+    operationId,
+    learnedAtMs,
   });
+  log.info('rootfs floor learned', { ...fields, recorded });
 }

@@ -20,6 +20,7 @@ import { sandboxHandlers } from './handlers/sandboxes.js';
 import { syncCreateHandlers } from './handlers/sync-create.js';
 import { templateHandlers } from './handlers/templates.js';
 import { DEBUG_TRACE_PATH, debugTraceHandler } from './handlers/debug-traces.js';
+import { ADMIN_PREFIX, adminRouter } from './handlers/admin-floors.js';
 import { requestId } from './request-id.js';
 import { requestLog } from './request-log.js';
 import { ROUTES, type RouteName } from './routes.js';
@@ -87,6 +88,8 @@ export function createApp(appDeps: AppDeps): express.Express {
   }
   if (deps.spanStore)
     app.get(DEBUG_TRACE_PATH, authenticate, tenantSpan, debugTraceHandler(deps.spanStore));
+  // Operator routes (docs/api.md, "Operator routes"): only with ADMIN_TOKENS, never a tenant's token.
+  if (deps.config.adminTokens.size > 0) app.use(ADMIN_PREFIX, adminRouter(deps));
   app.use(notFoundHandler);
   app.use(errorHandler(deps.logger, '64 KiB'));
   return app;

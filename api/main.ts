@@ -30,6 +30,10 @@ import { collectProcessMetrics } from '../config/process-metrics.js';
 import { tracingRequested } from '../tracing/spans.js';
 import { tracingClientInterceptors } from '../tracing/temporal.js';
 import { requireApiCredentials } from '../config/api-credentials.js';
+import {
+  clientConnectionOptions,
+  temporalConnectionWarnings,
+} from '../config/temporal-connection.js';
 
 const logger = createLogger('api');
 
@@ -51,8 +55,12 @@ async function main(): Promise<void> {
     openStore({ databaseUrl: config.databaseUrl, sqliteFile }),
   );
   const temporalAddress = config.temporalAddress;
+  for (const warning of temporalConnectionWarnings(temporalAddress, config.temporalCredentials)) {
+    logger.warn({ temporal: temporalAddress }, warning);
+  }
+  // Certificate files given by path are read again while it runs (config/temporal-connection.ts).
   const connection = await startupStep(temporalStep(temporalAddress), () =>
-    Connection.connect({ address: temporalAddress }),
+    Connection.connect(clientConnectionOptions(temporalAddress, config.temporalCredentials)),
   );
   const temporal = new Client({
     connection,

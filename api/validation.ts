@@ -60,31 +60,43 @@ const cpuQuantity = z.unknown().transform((value, ctx) => {
 /** The create body's schema over a template catalog. */
 export function createRequestSchema(templates: Record<string, TemplateConfig>) {
   const names = Object.keys(templates).sort();
-  return z.strictObject(
-    {
-      template: z
-        .string({
-          error: (issue) => (issue.input === undefined ? 'is required' : 'must be a string'),
-        })
-        .refine((name) => Object.hasOwn(templates, name), {
-          error: `must be one of: ${names.join(', ')}`,
-        }),
-      resources: z.strictObject(
-        {
-          cpu: cpuQuantity,
-          memory_mib: positiveInteger(RESOURCE_LIMITS.memoryMib),
-          disk_mib: positiveInteger(RESOURCE_LIMITS.diskMib),
-        },
-        {
-          error: (issue) =>
-            issue.input === undefined
-              ? 'is required'
-              : 'must be an object with cpu, memory_mib and disk_mib',
-        },
-      ),
-    },
-    { error: 'must be a JSON object' },
-  );
+  return z
+    .strictObject(
+      {
+        template: z
+          .string({
+            error: (issue) => (issue.input === undefined ? 'is required' : 'must be a string'),
+          })
+          .refine((name) => Object.hasOwn(templates, name), {
+            error: `must be one of: ${names.join(', ')}`,
+          }),
+        resources: z.strictObject(
+          {
+            cpu: cpuQuantity,
+            memory_mib: positiveInteger(RESOURCE_LIMITS.memoryMib),
+            disk_mib: positiveInteger(RESOURCE_LIMITS.diskMib),
+          },
+          {
+            error: (issue) =>
+              issue.input === undefined
+                ? 'is required'
+                : 'must be an object with cpu, memory_mib and disk_mib',
+          },
+        ),
+      },
+      { error: 'must be a JSON object' },
+    )
+    .superRefine((request, ctx) => {
+      // The template's own largest disk (`max_disk_mib`), below the global limit.
+      const max = templates[request.template]?.max_disk_mib;
+      if (max !== undefined && request.resources.disk_mib > max) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['resources', 'disk_mib'],
+          message: `must be at most ${max} for template ${request.template}`,
+        });
+      }
+    });
 }
 
 // Building the schema costs more than checking a body; a catalog is built once per process.

@@ -5,6 +5,7 @@
  * out. The JSON shapes are documented in api/openapi.json.
  */
 import type {
+  LearnedRootfsFloor,
   RootfsFloor,
   RootfsFloorSource,
   OperationErrorCode,
@@ -197,9 +198,26 @@ export function rootfsFloorToWire(floor: RootfsFloor, tenant: string): RootfsFlo
     rootfs_mib: floor.rootfsMib,
     learned_at: new Date(learned.learnedAtMs).toISOString(),
     node_name: learned.nodeName,
-    reason: learned.reason,
+    reason: learnedFloorReason(learned),
     operation_id: learned.tenantId === tenant ? learned.operationId : null,
   };
+}
+
+/**
+ * A learned floor's `reason` as every tenant sees it, built from the floor's own fields (template,
+ * size, node, time) and never from the node's text, which names the refused request's disk
+ * (another tenant's value): `node sim-node-1 refused a create of template base: cloned rootfs
+ * size 451 MiB (2026-01-01T00:00:00.000Z)`. Floors stored before this rule keep the node's text
+ * in the store; it is shown only on the operators' route (docs/api.md, "Operator routes").
+ */
+export function learnedFloorReason(
+  learned: Pick<LearnedRootfsFloor, 'template' | 'rootfsMib' | 'nodeName' | 'learnedAtMs'>,
+): string {
+  const node = learned.nodeName ? `node ${learned.nodeName}` : 'a node';
+  return (
+    `${node} refused a create of template ${learned.template}: cloned rootfs size ` +
+    `${learned.rootfsMib} MiB (${new Date(learned.learnedAtMs).toISOString()})`
+  );
 }
 
 /** A catalog entry as `GET /v1/templates` shows it. */

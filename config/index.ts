@@ -7,12 +7,19 @@ import { existsSync, readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { OIDC_VARIABLES, OidcConfigProblem, parseOidc, type OidcConfig } from './oidc.js';
 import { isLogLevel, LOG_LEVELS } from './logger.js';
+import {
+  parseTemporalCredentials,
+  TEMPORAL_CONNECTION_VARIABLES,
+  TemporalConnectionProblem,
+  type TemporalCredentials,
+} from './temporal-connection.js';
 
 export type { OidcConfig } from './oidc.js';
 import {
   DEFAULT_MAX_PLACEMENTS,
   MAX_PLACEMENTS_LIMIT,
   REQUEST_REFUSAL_CODE,
+  RESOURCE_LIMITS,
   SHIM_CODES,
   type ShimCode,
 } from '../contract/index.js';
@@ -23,6 +30,12 @@ export interface TemplateConfig {
   image: string;
   /** A known floor for the root filesystem in MiB, if the operator knows it; optional. */
   rootfs_mib?: number;
+  /**
+   * The largest `disk_mib` a create of this template may ask for, in MiB (default and upper
+   * limit: RESOURCE_LIMITS.diskMib). A larger request answers 400; a node refusal claiming a
+   * rootfs above it decides and teaches nothing (kubernetes/refusal-bounds.ts).
+   */
+  max_disk_mib?: number;
   /**
    * The runtime shim codes (`[space-err=<Code>]`) on which a create deletes its pod and tries
    * another node, e.g. `["ResourceExhausted", "Unavailable"]` (docs/architecture.md,
@@ -56,6 +69,12 @@ export interface Config {
   port: number;
   /** token -> tenant id; empty when API_TOKENS is unset and OIDC is on. */
   apiTokens: Map<string, string>;
+  /**
+   * token -> operator name, from ADMIN_TOKENS (`operator:token` pairs): the only credentials of
+   * the operator routes (`/admin/v1/…`, docs/api.md "Operator routes"); empty (the default):
+   * those routes are not served. No token may also be a tenant's (API_TOKENS).
+   */
+  adminTokens: Map<string, string>;
   /** True when API_TOKENS and OIDC_ISSUER were unset and the dev token is in use. */
   devToken: boolean;
   /**
@@ -68,6 +87,11 @@ export interface Config {
   oidc?: OidcConfig;
   /** Unset: the embedded stack starts a dev server. */
   temporalAddress?: string;
+  /**
+   * TLS, mTLS client certificate and API key of the connection to TEMPORAL_ADDRESS, from the
+   * Temporal CLI's variables (config/temporal-connection.ts); `{}` is plaintext.
+   */
+  temporalCredentials: TemporalCredentials;
   temporalNamespace: string;
   taskQueue: string;
   /**
@@ -134,11 +158,13 @@ export class ConfigError extends Error {
 export const CONFIG_VARIABLES = [
   'PORT',
   'API_TOKENS',
+  'ADMIN_TOKENS',
   'ALLOW_DEV_TOKEN',
   'TEMPORAL_ADDRESS',
   'TEMPORAL_NAMESPACE',
   'TEMPORAL_TASK_QUEUE',
   'TEMPORAL_UI_URL',
+  ...TEMPORAL_CONNECTION_VARIABLES,
   'KUBECONFIG',
   'SANDBOX_NAMESPACE',
   'DATA_DIR',
@@ -205,6 +231,12 @@ const templateSchema = z
   .object({
     image: z.string().min(1),
     rootfs_mib: z.number().int().positive().optional(),
+    max_disk_mib: z
+      .number()
+      .int()
+      .positive()
+      .max(RESOURCE_LIMITS.diskMib, `must be at most ${RESOURCE_LIMITS.diskMib}`)
+      .optional(),
     replace_on: z
       .array(shimCode)
       .refine((codes) => new Set(codes).size === codes.length, 'names a code twice')
@@ -223,6 +255,17 @@ const templateSchema = z
         code: 'custom',
         path: ['max_placements'],
         message: 'needs replace_on: without it a create never uses a second placement',
+      });
+    }
+    if (
+      template.rootfs_mib !== undefined &&
+      template.max_disk_mib !== undefined &&
+      template.rootfs_mib > template.max_disk_mib
+    ) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['rootfs_mib'],
+        message: 'is above max_disk_mib: no create of the template could run',
       });
     }
   });
@@ -276,6 +319,36 @@ function parseTokens(
     tokens.set(token, tenant);
   }
   return { tokens, dev: false };
+}
+
+/**
+ * ADMIN_TOKENS: comma-separated `operator:token` pairs (the operator's name is logged with each
+ * admin request), disjoint from the tenants' tokens.
+ * @throws ConfigError on a malformed pair, a token listed twice, or a token that is a tenant's
+ */
+function parseAdminTokens(
+  raw: string | undefined,
+  tenantTokens: ReadonlyMap<string, string>,
+): Map<string, string> {
+  const tokens = new Map<string, string>();
+  if (raw === undefined || raw.trim() === '') return tokens;
+  for (const pair of raw.split(',')) {
+    const separator = pair.indexOf(':');
+    const operator = pair.slice(0, separator).trim();
+    const token = pair.slice(separator + 1).trim();
+    if (separator <= 0 || !TENANT_ID_PATTERN.test(operator) || !token) {
+      throw new ConfigError(
+        'ADMIN_TOKENS',
+        'must be comma-separated operator:token pairs (operator [A-Za-z0-9_.-]{1,64})',
+      );
+    }
+    if (tokens.has(token)) throw new ConfigError('ADMIN_TOKENS', 'a token is listed twice');
+    if (tenantTokens.has(token)) {
+      throw new ConfigError('ADMIN_TOKENS', "a token is also a tenant's token (API_TOKENS)");
+    }
+    tokens.set(token, operator);
+  }
+  return tokens;
 }
 
 function parseTemplates(raw: string | undefined): Record<string, TemplateConfig> {
@@ -333,6 +406,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (temporalAddress && !/^[^\s:]+:\d+$/.test(temporalAddress)) {
     throw new ConfigError('TEMPORAL_ADDRESS', `must be host:port, got "${temporalAddress}"`);
   }
+  let temporalCredentials: TemporalCredentials;
+  try {
+    temporalCredentials = parseTemporalCredentials(env);
+  } catch (err) {
+    if (err instanceof TemporalConnectionProblem) throw new ConfigError(err.variable, err.message);
+    throw err;
+  }
   const temporalUiUrl = nonEmpty(env, 'TEMPORAL_UI_URL')?.replace(/\/+$/, '');
   if (temporalUiUrl && !/^https?:\/\/\S+$/.test(temporalUiUrl)) {
     throw new ConfigError(
@@ -362,10 +442,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   return {
     port: positiveInt(env, 'PORT', 8080, 65535),
     apiTokens: tokens,
+    adminTokens: parseAdminTokens(env.ADMIN_TOKENS, tokens),
     devToken: dev,
     allowDevToken: allowDevToken === 'true',
     oidc,
     temporalAddress,
+    temporalCredentials,
     temporalNamespace: nonEmpty(env, 'TEMPORAL_NAMESPACE', 'default') as string,
     taskQueue: nonEmpty(env, 'TEMPORAL_TASK_QUEUE', 'sandbox-create') as string,
     temporalUiUrl,

@@ -7,6 +7,7 @@
 import type { CoreV1Event, V1Pod } from '@kubernetes/client-node';
 import type { PodRef } from './pods.js';
 import { decisiveRefusal, nodeRefusal } from './refusal.js';
+import { DEFAULT_REFUSAL_BOUNDS, type RefusalBounds } from './refusal-bounds.js';
 import type { WaitPlacement } from '../contract/index.js';
 import type { SandboxInformers } from './sandbox-informers.js';
 
@@ -22,7 +23,7 @@ export type ReadinessOutcome =
       /** The refusal event's name, and its lastTimestamp (ISO-8601) if it had one. */
       eventName: string;
       eventLastTimestamp?: string;
-      /** The node that refused: the event's `source.host` (or `reportingInstance`). */
+      /** The node that refused: the pod's node, which reported the event. */
       nodeName?: string;
     }
   /**
@@ -35,7 +36,7 @@ export type ReadinessOutcome =
       reason: string;
       eventName: string;
       eventLastTimestamp?: string;
-      /** The event's `source.host` (or `reportingInstance`); empty when it names none. */
+      /** The pod's node, which reported the event. */
       nodeName: string;
     }
   /** The scheduler found no node the pod's affinity allows (a re-placement's pod only). */
@@ -58,6 +59,8 @@ export interface ReadinessWaitOptions {
   signal?: AbortSignal;
   /** How long the pods cache may lack the pod before it is read once by name, in ms (default 5 000). */
   podReadDelayMs?: number;
+  /** What a refusal may claim (default {@link DEFAULT_REFUSAL_BOUNDS}). */
+  bounds?: RefusalBounds;
 }
 
 /** Default of {@link ReadinessWaitOptions.podReadDelayMs}, in ms. */
@@ -100,13 +103,19 @@ export function awaitPodReady(options: ReadinessWaitOptions): Promise<ReadinessO
     };
     const onAbort = (): void => finish({ error: abortReason(signal as AbortSignal) });
     signal?.addEventListener('abort', onAbort, { once: true });
+    const bounds = options.bounds ?? DEFAULT_REFUSAL_BOUNDS;
     const unsubscribe = informers.subscribe(pod, {
-      onPod: (type, current) => decide(podOutcome(type, current, pod.uid)),
-      onEvent: (event) => decide(refusalOutcome(event, pod.uid)),
+      // A pod just bound to its node may make a refusal already cached count.
+      onPod: (type, current) =>
+        decide(
+          podOutcome(type, current, pod.uid) ?? cachedOutcome(informers, pod, undefined, bounds),
+        ),
+      onEvent: (event) =>
+        decide(refusalOutcome(event, informers.cachedPod(pod.name), undefined, bounds)),
       onPodsRefused: (reason) => decide({ outcome: 'watchRefused', reason }),
     });
     // What the caches already hold.
-    decide(cachedOutcome(informers, pod));
+    decide(cachedOutcome(informers, pod, undefined, bounds));
     if (settled || informers.cachedPod(pod.name)) return;
     // Not in the cache yet: the informer normally delivers the new pod within milliseconds.
     // If it still has not after `podReadDelayMs`, the pod may have been deleted before this
@@ -133,7 +142,8 @@ export function awaitPodReady(options: ReadinessWaitOptions): Promise<ReadinessO
 
 /**
  * The decisive outcome the informers' caches hold for the pod now, if any: the pods informer
- * refused, a decisive refusal event of its uid, or its cached pod's state ({@link podOutcome}).
+ * refused, a decisive refusal event of its uid from its node's kubelet (judged against the
+ * cached pod: {@link refusalOutcome}), or its cached pod's state ({@link podOutcome}).
  * Undefined when nothing is decided yet, including when the cache lacks the pod (it may not
  * have arrived yet, or may have been deleted before the informer listed: the caller reads it).
  */
@@ -141,46 +151,56 @@ export function cachedOutcome(
   informers: SandboxInformers,
   pod: { name: string; uid: string },
   placement?: WaitPlacement,
+  bounds: RefusalBounds = DEFAULT_REFUSAL_BOUNDS,
 ): ReadinessOutcome | undefined {
   if (informers.podsRefusal) return { outcome: 'watchRefused', reason: informers.podsRefusal };
-  for (const event of informers.cachedEvents(pod.uid)) {
-    const refused = refusalOutcome(event, pod.uid, placement);
-    if (refused) return refused;
-  }
   const cached = informers.cachedPod(pod.name);
+  if (cached?.metadata?.uid === pod.uid) {
+    for (const event of informers.cachedEvents(pod.uid)) {
+      const refused = refusalOutcome(event, cached, placement, bounds);
+      if (refused) return refused;
+    }
+  }
   return cached ? podOutcome('MODIFIED', cached, pod.uid, placement) : undefined;
 }
 
 /**
- * The outcome an event carries for the pod with `uid`: `refused` for a decisive refusal,
- * `nodeRefused` for a code of `placement.replaceOn` (kubernetes/refusal.ts, classifyRefusal),
- * else undefined.
+ * The outcome an event carries for `pod` (as the pods cache holds it; undefined: not cached, so
+ * no event counts yet): `refused` for a decisive refusal, `nodeRefused` for a code of
+ * `placement.replaceOn` (kubernetes/refusal.ts, classifyRefusal), else undefined. Only an event
+ * of the pod's uid reported by the kubelet of the pod's node counts (kubernetes/refusal.ts,
+ * isSandboxFailureOf), and only within `bounds` (kubernetes/refusal-bounds.ts: an event from
+ * the future, or a decisive one claiming a rootfs above the template's largest disk, decides
+ * nothing and is logged). The event's time is its `lastTimestamp`, else `series.lastObservedTime`,
+ * else `eventTime` (an event written through events.k8s.io/v1 has no `lastTimestamp`).
  */
 export function refusalOutcome(
   event: CoreV1Event,
-  uid: string,
+  pod: V1Pod | undefined,
   placement?: WaitPlacement,
+  bounds: RefusalBounds = DEFAULT_REFUSAL_BOUNDS,
 ): ReadinessOutcome | undefined {
-  const onNode = placement ? nodeRefusal(event, uid, placement.replaceOn) : undefined;
+  if (!pod) return undefined;
+  const nodeName = pod.spec?.nodeName ?? '';
+  const eventName = event.metadata?.name ?? '';
+  const eventLastTimestamp = isoOrUndefined(
+    event.lastTimestamp ?? event.series?.lastObservedTime ?? event.eventTime,
+  );
+  const onNode = placement ? nodeRefusal(event, pod, placement.replaceOn) : undefined;
   if (onNode) {
-    return {
-      outcome: 'nodeRefused',
-      code: onNode.code,
-      reason: onNode.reason,
-      eventName: event.metadata?.name ?? '',
-      eventLastTimestamp: isoOrUndefined(event.lastTimestamp ?? event.eventTime),
-      nodeName: event.source?.host || event.reportingInstance || '',
-    };
+    if (bounds.outOfBounds(event, pod, onNode)) return undefined;
+    const { code, reason } = onNode;
+    return { outcome: 'nodeRefused', code, reason, eventName, eventLastTimestamp, nodeName };
   }
-  const refusal = decisiveRefusal(event, uid);
-  if (!refusal) return undefined;
+  const refusal = decisiveRefusal(event, pod);
+  if (!refusal || bounds.outOfBounds(event, pod, refusal)) return undefined;
   return {
     outcome: 'refused',
     code: 'InvalidArgument',
     reason: refusal.reason,
-    eventName: event.metadata?.name ?? '',
-    eventLastTimestamp: isoOrUndefined(event.lastTimestamp ?? event.eventTime),
-    nodeName: event.source?.host || event.reportingInstance || undefined,
+    eventName,
+    eventLastTimestamp,
+    nodeName,
   };
 }
 

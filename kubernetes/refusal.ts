@@ -22,7 +22,11 @@ export const REFUSAL_RULES = {
   reason: 'FailedCreatePodSandBox',
   /** Event type that counts. */
   type: 'Warning',
-  /** The only reporter that counts (`source.component` or `reportingComponent`). */
+  /**
+   * The reporter that counts in the core/v1 shape kubelet writes: `source.component` (kubelet's
+   * legacy recorder, cmd/kubelet/app/server.go `makeEventRecorder`:
+   * `EventSource{Component: "kubelet", Host: nodeName}`), with `source.host` the node.
+   */
   component: 'kubelet',
   /** gRPC codes that end the create at once; any other code keeps the wait going. */
   decisiveCodes: new Set(['InvalidArgument']),
@@ -55,8 +59,78 @@ export interface EventLike {
   reason?: string;
   message?: string;
   reportingComponent?: string;
+  reportingInstance?: string;
   source?: { component?: string; host?: string };
   involvedObject?: { uid?: string; kind?: string; name?: string };
+}
+
+/** The fields of the pod an event claims to be about that this module reads. */
+export interface PodLike {
+  metadata?: { uid?: string };
+  /** `spec.nodeName`: the node the pod is bound to; unset while unscheduled. */
+  spec?: { nodeName?: string };
+}
+
+/**
+ * The reporting controllers (`reportingController` of events.k8s.io/v1, served as core/v1
+ * `reportingComponent`) that speak for a node's kubelet:
+ * - `kubelet`: kubelet's legacy recorder writes core/v1 events, and client-go tools/record
+ *   (`recorderImpl.generateEvent`) sets `ReportingController = source.Component` and
+ *   `ReportingInstance = source.Host`, i.e. `kubelet` and the node name;
+ * - `kubernetes.io/kubelet`: the name the events.k8s.io/v1 API documents for kubelet
+ *   (`reportingController`, "e.g. `kubernetes.io/kubelet`"). An event created through
+ *   events.k8s.io/v1 has no `source` at all: the apiserver refuses a `deprecatedSource` on create
+ *   (pkg/apis/core/validation/events.go `ValidateEventCreate`: "source: needs to be unset"), and
+ *   serves it as core/v1 with `reportingComponent`/`reportingInstance` copied and `source` empty
+ *   (pkg/apis/events/v1/conversion.go `Convert_v1_Event_To_core_Event`).
+ */
+export const KUBELET_REPORTING_CONTROLLERS: ReadonlySet<string> = new Set([
+  'kubelet',
+  'kubernetes.io/kubelet',
+]);
+
+/**
+ * The `reportingInstance` values that name node `nodeName` for a reporting controller: the node
+ * name itself (client-go tools/record, as above), or `<controller>-<hostname>`, which client-go
+ * tools/events `eventBroadcasterImpl.NewRecorder` sets (`reportingController + "-" + hostname`;
+ * kubelet's node name is its hostname unless `--hostname-override` says otherwise).
+ */
+export function reportingInstancesOf(controller: string, nodeName: string): string[] {
+  return [nodeName, `${controller}-${nodeName}`];
+}
+
+/**
+ * Whether an event is reported by the kubelet of node `nodeName`, in either shape the apiserver
+ * serves a kubelet's event as core/v1:
+ * - written as core/v1 (or as events.k8s.io/v1 `deprecatedSource`, the same field): `source`
+ *   `{component: "kubelet", host: nodeName}`;
+ * - written through events.k8s.io/v1: no `source`, `reportingComponent` one of
+ *   {@link KUBELET_REPORTING_CONTROLLERS} and `reportingInstance` naming the node
+ *   ({@link reportingInstancesOf}).
+ * Every reporter field the event sets must agree: a `source` of another component or host, or a
+ * reporting pair of another controller or node, is refused even when the other shape matches.
+ * An empty `nodeName` (the pod is not bound) matches nothing.
+ *
+ * These fields are written by whoever creates the event (the apiserver does not check them
+ * against the writer's identity): this narrows who can forge a refusal to those who know the
+ * pod's node, it does not authenticate (docs/security.md, "Refusal events and learned floors").
+ */
+export function isReportedByKubeletOf(event: EventLike, nodeName: string | undefined): boolean {
+  if (!nodeName) return false;
+  const { component, host } = event.source ?? {};
+  const hasSource = Boolean(component || host);
+  if (hasSource && (component !== REFUSAL_RULES.component || host !== nodeName)) return false;
+  const controller = event.reportingComponent ?? '';
+  const instance = event.reportingInstance ?? '';
+  const hasReporting = Boolean(controller || instance);
+  if (
+    hasReporting &&
+    (!KUBELET_REPORTING_CONTROLLERS.has(controller) ||
+      !reportingInstancesOf(controller, nodeName).includes(instance))
+  ) {
+    return false;
+  }
+  return hasSource || hasReporting;
 }
 
 /** A marker found in an event message. */
@@ -105,15 +179,18 @@ export function cleanReason(text: string): string {
 
 /**
  * Whether an event is a kubelet sandbox-creation failure of this pod: its `involvedObject.uid`
- * is `podUid`, type Warning, reason `FailedCreatePodSandBox`, reported by kubelet.
+ * is the pod's uid, type Warning, reason `FailedCreatePodSandBox`, reported by the kubelet of
+ * the node the pod is bound to (`spec.nodeName`; {@link isReportedByKubeletOf}). A pod without
+ * a uid or a node has no such event.
  */
-export function isSandboxFailureOf(event: EventLike, podUid: string): boolean {
-  const reporter = event.source?.component || event.reportingComponent;
+export function isSandboxFailureOf(event: EventLike, pod: PodLike | undefined): boolean {
+  const uid = pod?.metadata?.uid;
   return (
-    event.involvedObject?.uid === podUid &&
+    Boolean(uid) &&
+    event.involvedObject?.uid === uid &&
     event.type === REFUSAL_RULES.type &&
     event.reason === REFUSAL_RULES.reason &&
-    reporter === REFUSAL_RULES.component
+    isReportedByKubeletOf(event, pod?.spec?.nodeName)
   );
 }
 
@@ -122,8 +199,11 @@ export function isSandboxFailureOf(event: EventLike, podUid: string): boolean {
  * @returns the parsed refusal when the event counts (see {@link isSandboxFailureOf}) and its
  *   marker's code is decisive; undefined otherwise. Never throws.
  */
-export function decisiveRefusal(event: EventLike, podUid: string): ParsedRefusal | undefined {
-  if (!isSandboxFailureOf(event, podUid)) return undefined;
+export function decisiveRefusal(
+  event: EventLike,
+  pod: PodLike | undefined,
+): ParsedRefusal | undefined {
+  if (!isSandboxFailureOf(event, pod)) return undefined;
   const refusal = parseRefusal(event.message);
   return refusal?.decisive ? refusal : undefined;
 }
@@ -135,10 +215,10 @@ export function decisiveRefusal(event: EventLike, podUid: string): ParsedRefusal
  */
 export function nodeRefusal(
   event: EventLike,
-  podUid: string,
+  pod: PodLike | undefined,
   replaceOn: readonly string[],
 ): ParsedRefusal | undefined {
-  if (replaceOn.length === 0 || !isSandboxFailureOf(event, podUid)) return undefined;
+  if (replaceOn.length === 0 || !isSandboxFailureOf(event, pod)) return undefined;
   const refusal = parseRefusal(event.message);
   return refusal && classifyRefusal(refusal.code, replaceOn) === 'node' ? refusal : undefined;
 }

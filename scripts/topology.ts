@@ -65,6 +65,8 @@ try {
     log: (line) => logStream.write(`${line}\n`),
   });
   const t = topology;
+  // A client certificate of the tier's CA for the operator's own tools (the Temporal CLI).
+  const operatorEnv = await t.temporal.clientEnv('operator');
   const token = process.env.API_TOKENS ? '<a token from API_TOKENS>' : DEV_TOKEN;
   const lines = [
     '',
@@ -73,6 +75,14 @@ try {
     `  Workers:      ${t.workers.map((w) => `${w.name} (metrics ${w.url})`).join(', ')}; worker-2 reaches kube-apiserver through 127.0.0.1:${t.worker2ApiserverLink.port}`,
     `  Temporal:     ${t.temporal.address} (temporal-server v1.29.1 on PostgreSQL, SQL visibility), namespace ${t.temporal.namespace}`,
     `  Temporal UI:  ${t.temporal.uiUrl ?? '(off)'}`,
+    ...(t.temporal.tls
+      ? [
+          `  Temporal TLS: mTLS only, CA ${t.temporal.tls.caPath}; the Temporal CLI connects with`,
+          `    ${Object.entries(operatorEnv)
+            .map(([name, value]) => `${name}=${value}`)
+            .join(' \\\n    ')} \\\n    temporal --address ${t.temporal.address} workflow list`,
+        ]
+      : []),
     `  Kubernetes:   real kube-apiserver ${t.apiserver.url} (etcd, node agent ${t.apiserver.nodeName}); kubectl --kubeconfig ${t.adminKubeconfigPath} get pods,events`,
     `  PostgreSQL:   ${t.postgres ? `own instance 127.0.0.1:${t.postgres.port} (databases temporal, temporal_visibility, durable_sandbox)` : 'DATABASE_URL'}`,
     `  Store:        ${t.storeUrl.replace(/:[^:@/]+@/, ':***@')}`,

@@ -51,7 +51,33 @@ export async function selectRootfsFloors(
     .selectAll()
     .where('image', 'in', [...images])
     .execute();
-  return rows.map((row) => ({
+  return rows.map(toFloor);
+}
+
+/** Every learned floor, by image (one row per image, so a few per template at most). */
+export async function selectAllRootfsFloors(db: Kysely<Database>): Promise<LearnedRootfsFloor[]> {
+  const rows = await db.selectFrom('rootfs_floors').selectAll().orderBy('image').execute();
+  return rows.map(toFloor);
+}
+
+/**
+ * Forgets the floor learned for an image (an operator's decision, docs/api.md "Operator routes").
+ * @returns the floor removed, or undefined when the image had none
+ */
+export async function deleteRootfsFloor(
+  db: Kysely<Database>,
+  image: string,
+): Promise<LearnedRootfsFloor | undefined> {
+  const row = await db
+    .deleteFrom('rootfs_floors')
+    .where('image', '=', image)
+    .returningAll()
+    .executeTakeFirst();
+  return row && toFloor(row);
+}
+
+function toFloor(row: RootfsFloorsTable): LearnedRootfsFloor {
+  return {
     image: row.image,
     template: row.template,
     rootfsMib: row.rootfs_mib,
@@ -60,5 +86,5 @@ export async function selectRootfsFloors(
     tenantId: row.tenant,
     nodeName: row.node_name,
     reason: row.reason,
-  }));
+  };
 }

@@ -17,7 +17,12 @@ import {
   selectUnrecordedWaits,
   upsertReadinessWait,
 } from './readiness-waits.js';
-import { selectRootfsFloors, upsertRootfsFloor } from './rootfs-floors.js';
+import {
+  deleteRootfsFloor,
+  selectAllRootfsFloors,
+  selectRootfsFloors,
+  upsertRootfsFloor,
+} from './rootfs-floors.js';
 import { createOperationNotifier } from './operation-notifier.js';
 import {
   advanceOperation,
@@ -345,6 +350,12 @@ export async function openStore(options: StoreOptions): Promise<Store> {
 
     listRootfsFloors(images) {
       return selectRootfsFloors(db, images);
+    },
+    listAllRootfsFloors() {
+      return selectAllRootfsFloors(db);
+    },
+    deleteRootfsFloor(image) {
+      return deleteRootfsFloor(db, image);
     },
 
     findIdempotencyKey(tenant, key) {

@@ -299,6 +299,13 @@ export interface Store {
   recordRootfsFloor(floor: LearnedRootfsFloor): Promise<boolean>;
   /** The learned floors of these images; an image without one is absent from the result. */
   listRootfsFloors(images: readonly string[]): Promise<LearnedRootfsFloor[]>;
+  /** Every learned floor, by image (the operators' list, docs/api.md "Operator routes"). */
+  listAllRootfsFloors(): Promise<LearnedRootfsFloor[]>;
+  /**
+   * Forgets the floor learned for an image; the next decisive refusal teaches it again.
+   * @returns the floor removed, or undefined when the image had none
+   */
+  deleteRootfsFloor(image: string): Promise<LearnedRootfsFloor | undefined>;
   /**
    * The create that claimed the tenant's `Idempotency-Key`, with its request hash; undefined
    * when the key is unused. Read-only (createSandbox claims keys).

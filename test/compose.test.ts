@@ -92,8 +92,9 @@ describe('docker-compose.yml', () => {
 
   it('publishes the api, the Temporal frontend and the UI, and no worker port', () => {
     expect(service('api').ports).toEqual([`8080:${resolvedEnvironment('api').PORT}`]);
-    expect(service('temporal').ports).toEqual(['7233:7233']);
-    expect(service('temporal-ui').ports).toEqual(['8233:8080']);
+    // The plaintext frontend and its UI only on the host's loopback, not every interface.
+    expect(service('temporal').ports).toEqual(['127.0.0.1:7233:7233']);
+    expect(service('temporal-ui').ports).toEqual(['127.0.0.1:8233:8080']);
     expect(service('worker').ports).toBeUndefined();
     expect(service('postgresql').ports).toBeUndefined();
   });

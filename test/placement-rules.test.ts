@@ -12,6 +12,9 @@ import { nodeAffinityAllows, nodeLabels } from '../environments/simulated-cluste
 const MARKED = (code: string) =>
   `Failed to create pod sandbox: rpc error: code = Unknown desc = [space-err=${code}] no sandbox capacity left`;
 
+/** A pod of uid `uid` bound to node-a, the node of {@link kubeletEvent}. */
+const podOf = (uid: string) => ({ metadata: { uid }, spec: { nodeName: 'node-a' } });
+
 function kubeletEvent(code: string, uid = 'uid-1'): EventLike {
   return {
     type: 'Warning',
@@ -43,7 +46,9 @@ describe('classifyRefusal', () => {
 
 describe('nodeRefusal', () => {
   it("reads a kubelet event of the pod's uid whose code is in replace_on", () => {
-    expect(nodeRefusal(kubeletEvent('ResourceExhausted'), 'uid-1', ['ResourceExhausted'])).toEqual({
+    expect(
+      nodeRefusal(kubeletEvent('ResourceExhausted'), podOf('uid-1'), ['ResourceExhausted']),
+    ).toEqual({
       code: 'ResourceExhausted',
       reason: 'no sandbox capacity left',
       decisive: false,
@@ -51,16 +56,16 @@ describe('nodeRefusal', () => {
   });
 
   it('ignores another pod, another code, and a template without replace_on', () => {
-    expect(nodeRefusal(kubeletEvent('ResourceExhausted'), 'uid-2', ['ResourceExhausted'])).toBe(
+    expect(
+      nodeRefusal(kubeletEvent('ResourceExhausted'), podOf('uid-2'), ['ResourceExhausted']),
+    ).toBe(undefined);
+    expect(nodeRefusal(kubeletEvent('Unavailable'), podOf('uid-1'), ['ResourceExhausted'])).toBe(
       undefined,
     );
-    expect(nodeRefusal(kubeletEvent('Unavailable'), 'uid-1', ['ResourceExhausted'])).toBe(
-      undefined,
-    );
-    expect(nodeRefusal(kubeletEvent('ResourceExhausted'), 'uid-1', [])).toBeUndefined();
-    expect(nodeRefusal(kubeletEvent('InvalidArgument'), 'uid-1', ['ResourceExhausted'])).toBe(
-      undefined,
-    );
+    expect(nodeRefusal(kubeletEvent('ResourceExhausted'), podOf('uid-1'), [])).toBeUndefined();
+    expect(
+      nodeRefusal(kubeletEvent('InvalidArgument'), podOf('uid-1'), ['ResourceExhausted']),
+    ).toBe(undefined);
   });
 });
 

@@ -5,8 +5,11 @@
  * `quota_exceeded`, and a namespace without the RoleBinding makes the worker's cluster check
  * name the missing permissions (the API needs none and stays ready), while a create already
  * under way ends `unavailable`.
+ * And the kubelet's refusal written through events.k8s.io/v1, which the real apiserver serves to
+ * the service's core/v1 events informer with no `source` (pkg/apis/events/v1/conversion.go), ends
+ * the create `invalid_request`.
  */
-import { RbacAuthorizationV1Api } from '@kubernetes/client-node';
+import { EventsV1Api, RbacAuthorizationV1Api, V1MicroTime } from '@kubernetes/client-node';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from '../api/app.js';
@@ -144,6 +147,70 @@ describe('apiserver refusals on a real kube-apiserver', () => {
     const createPodAttempts = result.history.find((e) => e.activityTaskStartedEventAttributes)
       ?.activityTaskStartedEventAttributes?.attempt;
     expect(createPodAttempts).toBeGreaterThan(1);
+  });
+
+  it('the refusal written through events.k8s.io/v1 by a kubelet-like reporter ends the create invalid_request', async () => {
+    real.agent.neverReady(true);
+    try {
+      const accepted = await request(api.app)
+        .post('/v1/sandboxes')
+        .set(bearer(api.tenantA))
+        .send(createBody(300));
+      expect(accepted.status, accepted.text).toBe(202);
+      const sandboxId = (accepted.body as OperationBody).sandbox_id;
+      const pod = await eventually(
+        async () => {
+          const pods = await real.adminCore.listNamespacedPod({ namespace });
+          return pods.items.find(
+            (p) =>
+              p.metadata?.labels?.['durable-sandbox.dev/sandbox-id'] === sandboxId &&
+              p.spec?.nodeName,
+          );
+        },
+        { what: `the pod of ${sandboxId} bound to a node` },
+      );
+      const nodeName = pod.spec?.nodeName as string;
+      // Written as client-go tools/events writes it (no deprecated fields: the apiserver
+      // refuses them on an events.k8s.io/v1 create).
+      const events = real.admin.makeApiClient(EventsV1Api);
+      const name = `${pod.metadata?.name}.${Date.now().toString(16)}`;
+      await events.createNamespacedEvent({
+        namespace,
+        body: {
+          metadata: { name },
+          eventTime: new V1MicroTime(),
+          reportingController: 'kubernetes.io/kubelet',
+          reportingInstance: nodeName,
+          action: 'CreatePodSandbox',
+          reason: 'FailedCreatePodSandBox',
+          regarding: {
+            kind: 'Pod',
+            namespace,
+            name: pod.metadata?.name,
+            uid: pod.metadata?.uid,
+            apiVersion: 'v1',
+          },
+          note:
+            'Failed to create pod sandbox: rpc error: code = Unknown desc = ' +
+            '[space-err=InvalidArgument] rootfs_size_mb=300 is smaller than cloned rootfs size 451 MiB',
+          type: 'Warning',
+        },
+      });
+      // The core/v1 shape the service's informer reads: no source, the reporting pair as written.
+      const served = await real.adminCore.readNamespacedEvent({ name, namespace });
+      expect(served.source?.component ?? '').toBe('');
+      expect(served.source?.host ?? '').toBe('');
+      expect(served).toMatchObject({
+        reportingComponent: 'kubernetes.io/kubelet',
+        reportingInstance: nodeName,
+        involvedObject: { uid: pod.metadata?.uid },
+      });
+      const op = await awaitOperation(api.app, api.tenantA, (accepted.body as OperationBody).id);
+      expect(op.error?.code, JSON.stringify(op.error)).toBe('invalid_request');
+      expect(op.error?.details).toMatchObject({ node_name: nodeName, rootfs_mib: 451 });
+    } finally {
+      real.agent.neverReady(false);
+    }
   });
 });
 

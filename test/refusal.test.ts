@@ -103,29 +103,81 @@ describe('parseRefusal', () => {
   });
 });
 
+/** A pod of uid `uid` bound to `nodeName` (node-1 is the node of {@link kubeletEvent}). */
+const podOf = (uid: string, nodeName: string | undefined = 'node-1') => ({
+  metadata: { uid },
+  spec: { nodeName },
+});
+
+/**
+ * The same refusal written through events.k8s.io/v1 and served as core/v1 (pkg/apis/events/v1
+ * conversion.go): no `source` (the apiserver refuses a deprecatedSource on create),
+ * reportingController and reportingInstance as written.
+ */
+function eventsV1Refusal(controller: string, instance: string): EventLike {
+  return kubeletEvent({ source: {}, reportingComponent: controller, reportingInstance: instance });
+}
+
 describe('decisiveRefusal: which events count', () => {
-  it('counts a kubelet Warning FailedCreatePodSandBox event of this pod uid', () => {
-    expect(decisiveRefusal(kubeletEvent(), 'uid-1')?.reason).toContain('451 MiB');
+  it("counts a kubelet Warning FailedCreatePodSandBox event of this pod uid from the pod's node", () => {
+    expect(decisiveRefusal(kubeletEvent(), podOf('uid-1'))?.reason).toContain('451 MiB');
   });
 
-  it('accepts kubelet as reportingComponent when source is empty (events.k8s.io shape)', () => {
-    const event = kubeletEvent({ source: {}, reportingComponent: 'kubelet' });
-    expect(isSandboxFailureOf(event, 'uid-1')).toBe(true);
+  it('counts the core/v1 shape of client-go tools/record: source and reporting pair agree', () => {
+    const event = kubeletEvent({ reportingComponent: 'kubelet', reportingInstance: 'node-1' });
+    expect(isSandboxFailureOf(event, podOf('uid-1'))).toBe(true);
+  });
+
+  it('counts the events.k8s.io/v1 shape: kubelet reporting controllers, instance naming the node', () => {
+    for (const [controller, instance] of [
+      ['kubernetes.io/kubelet', 'node-1'],
+      ['kubernetes.io/kubelet', 'kubernetes.io/kubelet-node-1'],
+      ['kubelet', 'node-1'],
+    ] as const) {
+      expect(isSandboxFailureOf(eventsV1Refusal(controller, instance), podOf('uid-1'))).toBe(true);
+    }
+  });
+
+  it("ignores an event reported for another node than the pod's, in either shape", () => {
+    expect(decisiveRefusal(kubeletEvent(), podOf('uid-1', 'node-2'))).toBeUndefined();
+    const forged = eventsV1Refusal('kubernetes.io/kubelet', 'node-2');
+    expect(isSandboxFailureOf(forged, podOf('uid-1'))).toBe(false);
+    // One shape right, the other naming another node: refused.
+    const mixed = kubeletEvent({ reportingComponent: 'kubelet', reportingInstance: 'node-2' });
+    expect(isSandboxFailureOf(mixed, podOf('uid-1'))).toBe(false);
+  });
+
+  it('ignores every event of a pod not bound to a node, or without a uid', () => {
+    expect(
+      decisiveRefusal(kubeletEvent(), { metadata: { uid: 'uid-1' }, spec: {} }),
+    ).toBeUndefined();
+    expect(decisiveRefusal(kubeletEvent(), { spec: { nodeName: 'node-1' } })).toBeUndefined();
+    expect(decisiveRefusal(kubeletEvent(), undefined)).toBeUndefined();
   });
 
   it('ignores another uid, another type, another reason or another reporter', () => {
-    expect(decisiveRefusal(kubeletEvent(), 'uid-2')).toBeUndefined();
-    expect(decisiveRefusal(kubeletEvent({ type: 'Normal' }), 'uid-1')).toBeUndefined();
-    expect(decisiveRefusal(kubeletEvent({ reason: 'FailedMount' }), 'uid-1')).toBeUndefined();
+    expect(decisiveRefusal(kubeletEvent(), podOf('uid-2'))).toBeUndefined();
+    expect(decisiveRefusal(kubeletEvent({ type: 'Normal' }), podOf('uid-1'))).toBeUndefined();
     expect(
-      decisiveRefusal(kubeletEvent({ source: { component: 'my-controller' } }), 'uid-1'),
+      decisiveRefusal(kubeletEvent({ reason: 'FailedMount' }), podOf('uid-1')),
     ).toBeUndefined();
+    expect(
+      decisiveRefusal(
+        kubeletEvent({ source: { component: 'my-controller', host: 'node-1' } }),
+        podOf('uid-1'),
+      ),
+    ).toBeUndefined();
+    expect(isSandboxFailureOf(eventsV1Refusal('my-controller', 'node-1'), podOf('uid-1'))).toBe(
+      false,
+    );
+    // No reporter at all.
+    expect(isSandboxFailureOf(kubeletEvent({ source: {} }), podOf('uid-1'))).toBe(false);
   });
 
   it('ignores a non-decisive code from kubelet', () => {
     const message = KUBELET_MESSAGE.replace('InvalidArgument', 'Unavailable');
-    expect(isSandboxFailureOf(kubeletEvent({ message }), 'uid-1')).toBe(true);
-    expect(decisiveRefusal(kubeletEvent({ message }), 'uid-1')).toBeUndefined();
+    expect(isSandboxFailureOf(kubeletEvent({ message }), podOf('uid-1'))).toBe(true);
+    expect(decisiveRefusal(kubeletEvent({ message }), podOf('uid-1'))).toBeUndefined();
   });
 });
 

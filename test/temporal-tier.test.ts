@@ -5,7 +5,14 @@
  * a workflow's activity is handed to the worker eagerly, in the answer to the workflow task that
  * scheduled it, as the server's own `activity_eager_execution` counter for the task queue
  * reports (docs/architecture.md, "Round trips per create"). A real worker, the harness workflow.
+ *
+ * The tier serves mTLS only, from a CA of its own (docs/security.md, "Connecting to Temporal"):
+ * a client without a certificate of that CA is refused; the worker's and the client's
+ * connections, configured by the variables of config/temporal-connection.ts, get through.
  */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -14,11 +21,20 @@ import {
   type PostgresInstance,
 } from '../environments/postgresql/instance.js';
 import { startTemporalTier, type TemporalTier } from '../environments/temporal-tier/launcher.js';
+import {
+  clientConnectionOptions,
+  nativeConnectionOptions,
+  parseTemporalCredentials,
+  type TemporalCredentials,
+} from '../config/temporal-connection.js';
+import { createCertificateAuthority } from '../environments/tls/certificate-authority.js';
 import { uniqueTaskQueue } from './support/temporal.js';
 import { until } from './support/until.js';
 
 let postgres: PostgresInstance | undefined;
 let tier: TemporalTier | undefined;
+/** A client certificate of the tier's CA, as the API and the worker get theirs. */
+let credentials: TemporalCredentials;
 // A cold build of the tier's binaries may run in this hook (they are cached afterwards).
 beforeAll(async () => {
   postgres = await startPostgresInstance();
@@ -32,6 +48,7 @@ beforeAll(async () => {
     },
     ui: false,
   });
+  credentials = parseTemporalCredentials(await tier.clientEnv('temporal-tier-test'));
 }, 15 * 60_000);
 afterAll(async () => {
   await tier?.stop();
@@ -53,8 +70,12 @@ async function serverCounter(name: string, taskQueue: string): Promise<number> {
 describe('the Temporal server tier', () => {
   it("hands a workflow's first activity to the worker eagerly (system.enableActivityEagerExecution)", async () => {
     const taskQueue = uniqueTaskQueue('temporal-tier');
-    const connection = await Connection.connect({ address: tier!.address });
-    const nativeConnection = await NativeConnection.connect({ address: tier!.address });
+    const connection = await Connection.connect(
+      clientConnectionOptions(tier!.address, credentials),
+    );
+    const nativeConnection = await NativeConnection.connect(
+      nativeConnectionOptions(tier!.address, credentials),
+    );
     try {
       const worker = await Worker.create({
         connection: nativeConnection,
@@ -92,6 +113,52 @@ describe('the Temporal server tier', () => {
     } finally {
       await nativeConnection.close();
       await connection.close();
+    }
+  });
+});
+
+describe("the tier's mTLS", () => {
+  /** What the frontend answers a health check on a connection with `options`. */
+  const healthCheck = async (options: Parameters<typeof Connection.connect>[0]) => {
+    const connection = await Connection.connect({ ...options, connectTimeout: 5_000 });
+    try {
+      return await connection.healthService.check({});
+    } finally {
+      await connection.close();
+    }
+  };
+
+  it('serves a client with a certificate of its CA', async () => {
+    const answer = await healthCheck(clientConnectionOptions(tier!.address, credentials));
+    expect(answer.status).toBe(1); // SERVING
+  });
+
+  it('refuses a plaintext client', async () => {
+    await expect(healthCheck({ address: tier!.address })).rejects.toThrow();
+  });
+
+  it('refuses a TLS client that trusts the CA but shows no certificate', async () => {
+    const { clientCert: _dropped, ...serverOnly } = credentials.tls!;
+    await expect(
+      healthCheck(clientConnectionOptions(tier!.address, { tls: serverOnly })),
+    ).rejects.toThrow(/certificate|handshake|socket|Failed to connect|UNAVAILABLE/i);
+  });
+
+  it('refuses a client whose certificate another CA signed', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'durable-sandbox-other-ca-'));
+    try {
+      const other = await createCertificateAuthority(dir);
+      const stranger = await other.issueClient('durable-sandbox-api');
+      const tls = {
+        ...credentials.tls!,
+        clientCert: {
+          cert: { variable: 'TEMPORAL_TLS_CLIENT_CERT_PATH', path: stranger.certPath },
+          key: { variable: 'TEMPORAL_TLS_CLIENT_KEY_PATH', path: stranger.keyPath },
+        },
+      };
+      await expect(healthCheck(clientConnectionOptions(tier!.address, { tls }))).rejects.toThrow();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });

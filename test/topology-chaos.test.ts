@@ -6,13 +6,20 @@
  * worker SIGKILL mid-wait, a PostgreSQL restart, a Temporal server restart and a kube-apiserver
  * restart (which answers RBAC 403 until its caches have synced, and refuses the node agent's
  * status updates while it is down); every row must be perfect, as the cluster, the store and
- * the API report it. The full matrix is
+ * the API report it. The Temporal server serves mTLS only (a CA of the tier's own): the API
+ * replicas, the workers and the UI server connect with client certificates, a client without one
+ * is refused. The full matrix is
  * `npm run chaos -- --topology` (docs/production.md).
  */
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import { Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  clientConnectionOptions,
+  parseTemporalCredentials,
+} from '../config/temporal-connection.js';
 import { httpStatusOf } from '../kubernetes/client.js';
 import { sandboxPod } from '../kubernetes/pod-spec.js';
 import { startTopology, type Topology } from '../environments/topology/index.js';
@@ -65,6 +72,28 @@ describe('the fault matrix on the production topology', () => {
     for (const api of topology.apis) {
       expect((await fetch(`${api.url}/readyz`)).status, api.name).toBe(200);
     }
+  });
+
+  it('serves Temporal over mTLS only: the UI connects with its certificate, a client without one is refused', async () => {
+    // The API replicas answered /readyz and the warm-up's creates ran on the workers: both
+    // connected with their certificates (environments/topology/index.ts).
+    expect(topology.temporal.tls).toBeDefined();
+    const namespaces = await fetch(`${topology.temporal.uiUrl}/api/v1/namespaces`);
+    expect(namespaces.status).toBe(200);
+    expect(await namespaces.text()).toContain(`"${topology.temporal.namespace}"`);
+    const { tls } = parseTemporalCredentials(await topology.temporal.clientEnv('test-probe'));
+    const { clientCert: _none, ...withoutCertificate } = tls!;
+    const refused = Connection.connect({
+      ...clientConnectionOptions(topology.temporal.address, { tls: withoutCertificate }),
+      connectTimeout: 5_000,
+    }).then(async (connection) => {
+      try {
+        return await connection.healthService.check({});
+      } finally {
+        await connection.close();
+      }
+    });
+    await expect(refused).rejects.toThrow();
   });
 
   it.each<[FaultScenario, string]>([

@@ -5,12 +5,14 @@
  * that polled recently), the namespace has the workflows' search attributes, and the cluster
  * can be used (kubernetes/cluster-check.ts: reachable, credentials, the worker's permissions of
  * deploy/rbac.yaml, `WORKER_PERMISSIONS`). Exits 0 when healthy, else 1 with one line on stderr saying why.
- * Reads TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE and TEMPORAL_TASK_QUEUE like the worker does.
+ * Reads TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_TASK_QUEUE and the TLS / API key variables
+ * (config/temporal-connection.ts) like the worker does.
  */
 import { hostname } from 'node:os';
 import { pathToFileURL } from 'node:url';
 import { Connection, type ConnectionLike } from '@temporalio/client';
 import { loadConfig } from '../config/index.js';
+import { clientConnectionOptions } from '../config/temporal-connection.js';
 import { createKubernetesClient } from '../kubernetes/client.js';
 import { WORKER_PERMISSIONS, checkCluster } from '../kubernetes/cluster-check.js';
 import { checkSearchAttributes } from '../temporal/search-attributes.js';
@@ -67,7 +69,7 @@ async function main(): Promise<void> {
   const config = loadConfig();
   if (!config.temporalAddress) throw new Error('TEMPORAL_ADDRESS is not set');
   const connection = await Connection.connect({
-    address: config.temporalAddress,
+    ...clientConnectionOptions(config.temporalAddress, config.temporalCredentials),
     connectTimeout: 5_000,
   });
   try {

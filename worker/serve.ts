@@ -13,8 +13,15 @@ import { collectProcessMetrics } from '../config/process-metrics.js';
 import { freePort } from '../config/free-port.js';
 import { listenStep, startupStep, temporalStep } from '../config/startup-failure.js';
 import type { Config } from '../config/index.js';
+import {
+  nativeConnectionOptions,
+  temporalConnectionWarnings,
+  watchCertificateFiles,
+  type TemporalCredentials,
+} from '../config/temporal-connection.js';
 import type { KubernetesClient } from '../kubernetes/client.js';
 import { SandboxInformers, type SandboxInformersOptions } from '../kubernetes/sandbox-informers.js';
+import { RefusalBounds } from '../kubernetes/refusal-bounds.js';
 import type { Store } from '../store/index.js';
 import { startMetricsServer } from './metrics-server.js';
 import { checkSearchAttributes } from '../temporal/search-attributes.js';
@@ -36,6 +43,13 @@ export interface ServeWorkerOptions {
   config: Config;
   /** `host:port` of the Temporal frontend. */
   temporalAddress: string;
+  /**
+   * TLS, client certificate and API key of that frontend (default: config.temporalCredentials
+   * when `temporalAddress` is config.temporalAddress, else plaintext: npm start's own server).
+   */
+  temporalCredentials?: TemporalCredentials;
+  /** How often certificate files are checked for a rotation, in ms (tests; default 60 s). */
+  certificateRefreshIntervalMs?: number;
   kubernetes: KubernetesClient;
   store: Store;
   logger: Logger;
@@ -88,7 +102,14 @@ export async function serveWorker(options: ServeWorkerOptions): Promise<ServedWo
       sdkMetricsUrl: `http://127.0.0.1:${sdkMetricsPort}/metrics`,
     }),
   );
-  const connect = () => NativeConnection.connect({ address: options.temporalAddress });
+  const credentials =
+    options.temporalCredentials ??
+    (options.temporalAddress === config.temporalAddress ? config.temporalCredentials : {});
+  for (const warning of temporalConnectionWarnings(options.temporalAddress, credentials)) {
+    options.logger.warn({ temporal: options.temporalAddress }, warning);
+  }
+  const connect = () =>
+    NativeConnection.connect(nativeConnectionOptions(options.temporalAddress, credentials));
   // TEMPORAL_ADDRESS named only when it chose the address (not npm start's own dev server).
   const connection = await (
     options.temporalAddress === config.temporalAddress
@@ -132,6 +153,8 @@ export async function serveWorker(options: ServeWorkerOptions): Promise<ServedWo
     store: options.store,
     client,
     logger: options.logger,
+    // What a refusal event may claim: its template's largest disk, no time in the future.
+    bounds: new RefusalBounds({ templates: config.templates, logger: options.logger }),
   });
   decider.start();
   informers.start();
@@ -160,7 +183,23 @@ export async function serveWorker(options: ServeWorkerOptions): Promise<ServedWo
           listRunningCreates: () => listRunningWorkflowIds(client, 'createSandbox'),
         })
       : () => undefined;
+  // The worker's connection takes its certificate at connect only: when a file rotates, the
+  // worker drains and stops, and its supervisor starts it again with the new files
+  // (docs/security.md, "Connecting to Temporal").
+  const stopWatching = watchCertificateFiles(
+    credentials,
+    (variables) => {
+      options.logger.warn(
+        { temporal: options.temporalAddress, rotated: variables },
+        'the Temporal client certificate files changed: the worker drains and stops to ' +
+          'connect again with them (its supervisor starts it again)',
+      );
+      if (worker.getState() === 'RUNNING') worker.shutdown();
+    },
+    options.certificateRefreshIntervalMs,
+  );
   const done = worker.run().finally(async () => {
+    stopWatching();
     stopSweeper();
     await informers.stop();
     await connection.close();

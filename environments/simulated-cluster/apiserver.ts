@@ -1,10 +1,11 @@
 /**
  * The simulated apiserver's request handling: routes for discovery, pods and events
- * (create, get, list, delete, watch) with the apiserver's paths, query parameters, status
+ * (create, get, list, delete, watch; events also created through events.k8s.io/v1) with the apiserver's paths, query parameters, status
  * codes and Status bodies, scripted faults applied first, and every request recorded.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { apiGroupList, apiVersions, coreV1Resources, versionInfo } from './discovery.js';
+import { coreEventFromV1, eventsV1Namespace, v1EventFromCore } from './events-v1.js';
 import type { Faults } from './faults.js';
 import { combine, parseFieldSelector, parseLabelSelector } from './selectors.js';
 import {
@@ -178,6 +179,18 @@ async function handle(ctx: ApiServerContext, req: IncomingMessage, res: ServerRe
     }
     if (method === 'POST' && segments.join('/') === SELF_SUBJECT_REVIEWS) {
       send(201, selfReview());
+      return;
+    }
+    const eventsNamespace = eventsV1Namespace(segments);
+    if (eventsNamespace !== undefined) {
+      // events.k8s.io/v1: create only, stored as the core Event (simulated-cluster/events-v1.ts).
+      if (method !== 'POST') throw methodNotAllowed();
+      if (ctx.faults.isDenied('create', 'events')) {
+        sendStatus(faultStatus(403, 'create', 'events', eventsNamespace));
+        return;
+      }
+      const stored = ctx.store.create('events', coreEventFromV1(eventsNamespace, parseJson(body)));
+      send(201, v1EventFromCore(stored));
       return;
     }
     const route = resourceRoute(segments);

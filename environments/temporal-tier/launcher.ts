@@ -14,6 +14,13 @@
  *    Temporal CLI);
  * 4. the Temporal UI server, pointed at the frontend.
  *
+ * With mTLS (the default), a CA of the tier's own (environments/tls/certificate-authority.ts)
+ * signs the server's certificate (`temporal-frontend`, `localhost`, 127.0.0.1) and one client
+ * certificate per caller: the frontend and the internode services require a certificate of that
+ * CA from every client (`requireClientAuth`), the system worker, the set-up CLI, the UI server
+ * and the launcher's own health check each present one, and {@link TemporalTier.clientEnv}
+ * hands the API and worker processes theirs.
+ *
  * Every process runs under the stdin guard (apiserver-tier/process.ts): it dies with its parent.
  */
 import { execFile } from 'node:child_process';
@@ -23,12 +30,20 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { Connection } from '@temporalio/client';
+import { Connection, type ConnectionOptions } from '@temporalio/client';
 import { parse, stringify } from 'yaml';
 import { startGuarded, type GuardedProcess } from '../apiserver-tier/process.js';
 import { findGo } from '../../scripts/binary-lookup.js';
 import { locateTemporalCli } from '../../scripts/temporal-cli.js';
 import { SEARCH_ATTRIBUTE_KEYS } from '../../workflows/search-attributes.js';
+import {
+  clientConnectionOptions,
+  parseTemporalCredentials,
+} from '../../config/temporal-connection.js';
+import {
+  createCertificateAuthority,
+  type CertificateAuthority,
+} from '../tls/certificate-authority.js';
 import { locateTemporalTierBinaries } from './binaries.js';
 
 const run = promisify(execFile);
@@ -59,6 +74,11 @@ export interface TemporalTierOptions {
   retention?: string;
   /** Serve the Temporal UI (default true). */
   ui?: boolean;
+  /**
+   * Require a client certificate of the tier's own CA from every client (default true); false
+   * serves plaintext to anyone.
+   */
+  mtls?: boolean;
   /** How long to wait for the frontend, in ms (default 120000). */
   startTimeoutMs?: number;
   /** Receives the processes' output lines (default: discarded). */
@@ -74,6 +94,14 @@ export interface TemporalTier {
   /** `http://127.0.0.1:<port>/metrics`: the server's Prometheus metrics. */
   metricsUrl: string;
   namespace: string;
+  /** The tier's CA and the name on the server's certificate; unset without mTLS. */
+  tls?: { caPath: string; serverName: string };
+  /**
+   * The connection variables (config/temporal-connection.ts, the Temporal CLI's names) of a
+   * client called `name`: a client certificate of the tier's CA (`CN=<name>`), made on the
+   * first call, the CA and the server name. Empty without mTLS.
+   */
+  clientEnv(name: string): Promise<Record<string, string>>;
   /** Time from the start of the schema set-up to the namespace being registered, in ms. */
   startToReadyMs: number;
   /** Stops the Temporal server (SIGTERM, its graceful shutdown); the UI keeps running. */
@@ -98,6 +126,23 @@ export async function startTemporalTier(options: TemporalTierOptions): Promise<T
   const serverModule = await serverModuleDir();
   const dir = mkdtempSync(join(tmpdir(), 'durable-sandbox-temporal-'));
   const db = options.database;
+  const mtls = options.mtls ?? true;
+  const ca = mtls ? await createCertificateAuthority(join(dir, 'tls')) : undefined;
+  const issued = new Map<string, Promise<Record<string, string>>>();
+  const clientEnv = (name: string): Promise<Record<string, string>> => {
+    if (!ca) return Promise.resolve({});
+    let env = issued.get(name);
+    if (!env) {
+      env = ca.issueClient(name).then((client) => ({
+        TEMPORAL_TLS_SERVER_CA_CERT_PATH: ca.caPath,
+        TEMPORAL_TLS_SERVER_NAME: SERVER_NAME,
+        TEMPORAL_TLS_CLIENT_CERT_PATH: client.certPath,
+        TEMPORAL_TLS_CLIENT_KEY_PATH: client.keyPath,
+      }));
+      issued.set(name, env);
+    }
+    return env;
+  };
   const setupEnv = {
     ...process.env,
     ...setupEnvironment({
@@ -108,6 +153,8 @@ export async function startTemporalTier(options: TemporalTierOptions): Promise<T
     }),
     TEMPORAL_SQL_TOOL: binaries.sqlTool,
     TEMPORAL_CLI: cli,
+    // The CLI reads the same variables as the service (config/temporal-connection.ts).
+    ...(await clientEnv('temporal-setup')),
   };
   const setup = async (step: 'schema' | 'namespace', address?: string) => {
     const { stdout } = await run('sh', [SETUP_SCRIPT, step], {
@@ -130,7 +177,8 @@ export async function startTemporalTier(options: TemporalTierOptions): Promise<T
     await setup('schema');
     const ports = await distinctFreePorts(11);
     const address = `127.0.0.1:${ports[0]}`;
-    writeServerConfig(dir, serverModule, db, setupEnv, ports);
+    writeServerConfig(dir, serverModule, db, setupEnv, ports, ca && (await serverTls(ca)));
+    const probeCredentials = parseTemporalCredentials(await clientEnv('temporal-tier-probe'));
     const startServer = async () => {
       server = startGuarded(
         'temporal-server',
@@ -138,7 +186,11 @@ export async function startTemporalTier(options: TemporalTierOptions): Promise<T
         ['--root', dir, '--config', 'config', '--env', 'production', '--allow-no-auth', 'start'],
         (line) => log(`temporal-server: ${line}`),
       );
-      await waitUntilServing(address, options.startTimeoutMs ?? 120_000, server);
+      await waitUntilServing(
+        clientConnectionOptions(address, probeCredentials),
+        options.startTimeoutMs ?? 120_000,
+        server,
+      );
     };
     await startServer();
     await setup('namespace', address);
@@ -146,7 +198,13 @@ export async function startTemporalTier(options: TemporalTierOptions): Promise<T
     if (options.ui ?? true) {
       const uiPort = ports[9]!;
       uiUrl = `http://127.0.0.1:${uiPort}`;
-      writeUiConfig(join(dir, 'ui'), address, uiPort, namespace);
+      writeUiConfig(
+        join(dir, 'ui'),
+        address,
+        uiPort,
+        namespace,
+        await clientEnv('temporal-ui-server'),
+      );
       ui = startGuarded(
         'temporal-ui-server',
         binaries.uiServer,
@@ -161,6 +219,8 @@ export async function startTemporalTier(options: TemporalTierOptions): Promise<T
       uiUrl,
       metricsUrl: `http://127.0.0.1:${ports[10]}/metrics`,
       namespace,
+      tls: ca ? { caPath: ca.caPath, serverName: SERVER_NAME } : undefined,
+      clientEnv,
       startToReadyMs: Date.now() - startedAtMs,
       async stopServer() {
         await server?.stop(30_000);
@@ -215,6 +275,7 @@ function writeServerConfig(
   db: TemporalTierDatabase,
   setupEnv: { TEMPORAL_DB: string; TEMPORAL_VISIBILITY_DB: string },
   ports: number[],
+  tls: ServerConfig['global']['tls'],
 ): void {
   const template = parse(
     readFileSync(join(serverModule, 'config', 'development-postgres12.yaml'), 'utf8'),
@@ -236,6 +297,7 @@ function writeServerConfig(
     });
   }
   config.global.pprof = { port: 0 };
+  if (tls) config.global.tls = tls;
   config.global.metrics = {
     prometheus: {
       framework: 'tally',
@@ -279,7 +341,7 @@ function writeServerConfig(
 interface ServerConfig {
   log?: unknown;
   persistence: { datastores: Record<string, { sql: Record<string, unknown> }> };
-  global: { pprof?: unknown; metrics?: unknown };
+  global: { pprof?: unknown; metrics?: unknown; tls?: unknown };
   services: Record<string, unknown>;
   clusterMetadata: { clusterInformation: Record<string, { rpcAddress: string }> };
   archival?: unknown;
@@ -287,8 +349,51 @@ interface ServerConfig {
   dynamicConfigClient?: unknown;
 }
 
-/** The UI server's config (its own config/development.yaml's keys). */
-function writeUiConfig(root: string, address: string, port: number, namespace: string): void {
+/** The name on the server's certificate, which every client of the tier verifies. */
+const SERVER_NAME = 'temporal-frontend';
+
+/**
+ * The server's `global.tls` (the server's common/config/config.go, RootTLS): one server
+ * certificate for the frontend and the internode services, each requiring a client certificate
+ * of the CA, and the system worker's own client certificate.
+ */
+async function serverTls(ca: CertificateAuthority): Promise<ServerConfig['global']['tls']> {
+  const server = await ca.issueServer('temporal-server', {
+    dnsNames: [SERVER_NAME, 'localhost'],
+    ipAddresses: ['127.0.0.1'],
+  });
+  const systemWorker = await ca.issueClient('temporal-system-worker');
+  const group = {
+    server: {
+      certFile: server.certPath,
+      keyFile: server.keyPath,
+      requireClientAuth: true,
+      clientCaFiles: [ca.caPath],
+    },
+    client: { serverName: SERVER_NAME, rootCaFiles: [ca.caPath] },
+  };
+  return {
+    internode: group,
+    frontend: group,
+    systemWorker: {
+      certFile: systemWorker.certPath,
+      keyFile: systemWorker.keyPath,
+      client: { serverName: SERVER_NAME, rootCaFiles: [ca.caPath] },
+    },
+  };
+}
+
+/**
+ * The UI server's config (its own config/development.yaml's keys); `clientEnv` its client
+ * certificate variables (see {@link TemporalTier.clientEnv}), empty for plaintext.
+ */
+function writeUiConfig(
+  root: string,
+  address: string,
+  port: number,
+  namespace: string,
+  clientEnv: Record<string, string>,
+): void {
   mkdirSync(join(root, 'config'), { recursive: true });
   writeFileSync(
     join(root, 'config', 'production.yaml'),
@@ -300,6 +405,17 @@ function writeUiConfig(root: string, address: string, port: number, namespace: s
       defaultNamespace: namespace,
       notifyOnNewVersion: false,
       cors: { cookieInsecure: true, allowOrigins: [`http://127.0.0.1:${port}`] },
+      ...(clientEnv.TEMPORAL_TLS_CLIENT_CERT_PATH
+        ? {
+            tls: {
+              caFile: clientEnv.TEMPORAL_TLS_SERVER_CA_CERT_PATH,
+              certFile: clientEnv.TEMPORAL_TLS_CLIENT_CERT_PATH,
+              keyFile: clientEnv.TEMPORAL_TLS_CLIENT_KEY_PATH,
+              serverName: clientEnv.TEMPORAL_TLS_SERVER_NAME,
+              enableHostVerification: true,
+            },
+          }
+        : {}),
     }),
   );
 }
@@ -365,18 +481,19 @@ async function waitForUi(url: string, timeoutMs: number, ui: GuardedProcess): Pr
 
 /** Resolves once the frontend answers a gRPC health check; throws if the server exits. */
 async function waitUntilServing(
-  address: string,
+  connectionOptions: ConnectionOptions & { address: string },
   timeoutMs: number,
   server: GuardedProcess,
 ): Promise<void> {
   const deadlineAtMs = Date.now() + timeoutMs;
+  const address = connectionOptions.address;
   let lastError: unknown;
   while (Date.now() < deadlineAtMs) {
     if (server.exitCode() !== undefined) {
       throw new Error(`temporal-server exited before serving:\n${server.recentOutput()}`);
     }
     try {
-      const connection = await Connection.connect({ address, connectTimeout: 2_000 });
+      const connection = await Connection.connect({ ...connectionOptions, connectTimeout: 2_000 });
       try {
         await connection.healthService.check({});
         return;

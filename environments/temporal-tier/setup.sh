@@ -17,6 +17,8 @@
 #   TEMPORAL_ADDRESS (host:port of the frontend), TEMPORAL_NAMESPACE (default),
 #   NAMESPACE_RETENTION (72h), SEARCH_ATTRIBUTES (space-separated names),
 #   TEMPORAL_SQL_TOOL (temporal-sql-tool), TEMPORAL_CLI (temporal): the binaries to run.
+#   The CLI reads TEMPORAL_TLS_*, TEMPORAL_API_KEY itself (docs/configuration.md, "Connecting
+#   to Temporal"): the local tier sets its client certificate there for its mTLS frontend.
 set -eu
 
 sql_tool="${TEMPORAL_SQL_TOOL:-temporal-sql-tool}"

@@ -3,7 +3,9 @@
  *
  * - PostgreSQL: an instance of its own (environments/postgresql/instance.ts) unless
  *   `databaseUrl` is given; it holds Temporal's two databases and the sandbox store;
- * - the Temporal server tier on it (environments/temporal-tier/launcher.ts) with its UI;
+ * - the Temporal server tier on it (environments/temporal-tier/launcher.ts) with its UI, serving
+ *   mTLS only: the API replicas and the workers connect with client certificates of the
+ *   tier's CA (TEMPORAL_TLS_CLIENT_CERT_PATH and the rest, config/temporal-connection.ts);
  * - the real apiserver tier (etcd + kube-apiserver) with the node agent in kubelet's place;
  * - two API replicas (`api/main.ts`) behind a round-robin TCP load balancer, and two workers
  *   (`worker/main.ts`), each a process of its own, restarted when it exits (as a supervisor or
@@ -177,6 +179,9 @@ export async function startTopology(options: TopologyOptions = {}): Promise<Topo
       ...(temporal.uiUrl ? { TEMPORAL_UI_URL: temporal.uiUrl } : {}),
       ...options.env,
     };
+    // Each role its own client certificate, as a platform issues them.
+    const apiTemporalEnv = await temporal.clientEnv('durable-sandbox-api');
+    const workerTemporalEnv = await temporal.clientEnv('durable-sandbox-worker');
     const services: SupervisedService[] = [];
     cleanups.push(async () => {
       await Promise.all(services.map((service) => service.stop()));
@@ -187,7 +192,7 @@ export async function startTopology(options: TopologyOptions = {}): Promise<Topo
         superviseService(
           `api-${i + 1}`,
           'api/main.ts',
-          { ...env, KUBECONFIG: apiKubeconfigPath, PORT: String(port) },
+          { ...apiTemporalEnv, ...env, KUBECONFIG: apiKubeconfigPath, PORT: String(port) },
           log,
         ),
       );
@@ -199,6 +204,7 @@ export async function startTopology(options: TopologyOptions = {}): Promise<Topo
           `worker-${i}`,
           'worker/main.ts',
           {
+            ...workerTemporalEnv,
             ...env,
             METRICS_PORT: String(metricsPort),
             ...(i === 2 ? { KUBECONFIG: proxiedKubeconfigPath } : {}),

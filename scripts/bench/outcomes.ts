@@ -21,6 +21,11 @@
  * must end as expected and no refused create may leave a pod (else a problem, exit 1); a missed
  * goal is reported in the table, not a failure.
  */
+import {
+  clientConnectionOptions,
+  nativeConnectionOptions,
+  type TemporalCredentials,
+} from '../../config/temporal-connection.js';
 import { fileURLToPath } from 'node:url';
 import { Client, Connection } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
@@ -118,12 +123,14 @@ let runtimeInstalled = false;
  * The floor worker and client on the stack's dev server (scripts/bench/floor-workflows.ts).
  * @returns `run(workflowType)`: ms from the start call to the result (failed or not), and `stop`
  */
-export async function startFloors(temporalAddress: string) {
+export async function startFloors(temporalAddress: string, credentials: TemporalCredentials = {}) {
   const taskQueue = `bench-floor-${process.pid}-${Date.now()}`;
   // The floors fail on purpose: keep the SDK's warnings about it out of the table's way.
   if (!runtimeInstalled) Runtime.install({ logger: new DefaultLogger('ERROR') });
   runtimeInstalled = true;
-  const nativeConnection = await NativeConnection.connect({ address: temporalAddress });
+  const nativeConnection = await NativeConnection.connect(
+    nativeConnectionOptions(temporalAddress, credentials),
+  );
   const activities: FloorActivities = {
     async step() {},
     async refuse() {
@@ -138,7 +145,9 @@ export async function startFloors(temporalAddress: string) {
     activities,
   });
   const running = worker.run();
-  const connection = await Connection.connect({ address: temporalAddress });
+  const connection = await Connection.connect(
+    clientConnectionOptions(temporalAddress, credentials),
+  );
   const client = new Client({ connection, namespace: 'default' });
   let seq = 0;
   const run = async (workflowType: string): Promise<number> => {
@@ -223,7 +232,7 @@ export async function measureOutcomes(
   let refusals: RefusalWatch | undefined;
   try {
     if (!stack.temporalAddress) throw new Error("no Temporal address in the stack's banner");
-    floors = await startFloors(stack.temporalAddress);
+    floors = await startFloors(stack.temporalAddress, stack.temporalCredentials);
     const watch = await watchRefusals(stack.kubeConfig());
     refusals = watch;
     console.log(`stack up at ${base} (pid ${stack.pid}), Temporal ${stack.temporalAddress}`);

@@ -3,6 +3,7 @@
  * process, the API calls a mode makes, the refusal events watch, p50/p95/max summaries, the
  * results file in bench-results/, and the list of failed checks that sets the exit code.
  */
+import type { TemporalCredentials } from '../../config/temporal-connection.js';
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -150,6 +151,8 @@ export interface BenchStack {
   pid: number;
   /** The Temporal frontend (`host:port`) from the stack's banner. */
   temporalAddress: string;
+  /** TLS and client certificate for it (the topology's mTLS); unset: plaintext. */
+  temporalCredentials?: TemporalCredentials;
   /** The fresh templates of its catalog. */
   fresh: FreshTemplates;
   /** A client config for the cluster: the admin's on the real tier, else the stack's. */

@@ -16,6 +16,7 @@
  * is the sum over its API and worker processes (VmHWM; PostgreSQL, Temporal and the apiserver
  * tier not counted).
  */
+import { parseTemporalCredentials } from '../../config/temporal-connection.js';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -71,6 +72,9 @@ async function startTopologyStack(
     dataDir,
     pid: topology.apis[0]?.pid() ?? -1,
     temporalAddress: topology.temporal.address,
+    temporalCredentials: parseTemporalCredentials(
+      await topology.temporal.clientEnv('durable-sandbox-bench'),
+    ),
     fresh,
     kubeConfig() {
       const kubeConfig = new KubeConfig();

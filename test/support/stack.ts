@@ -22,6 +22,7 @@ import {
 import { openStore, type Store, type StoreOptions } from '../../store/index.js';
 import { createSandboxWorker } from '../../worker/worker.js';
 import { SandboxInformers } from '../../kubernetes/sandbox-informers.js';
+import { RefusalBounds, type RefusalBoundsOptions } from '../../kubernetes/refusal-bounds.js';
 import { freshPostgresTarget, type StoreTarget } from './store.js';
 import {
   connectToTestServer,
@@ -77,6 +78,11 @@ export interface TestStackOptions {
     ReadinessDeciderOptions,
     'reconcilePageSize' | 'unrecordedPageSize' | 'unrecordedCheckIntervalMs' | 'unrecordedAfterMs'
   >;
+  /**
+   * The worker's template catalog for the bounds of refusal events (kubernetes/refusal-bounds.ts),
+   * as worker/serve.ts passes config.templates (default: none, so the global disk limit).
+   */
+  templates?: RefusalBoundsOptions['templates'];
 }
 
 /** What a suite gets. */
@@ -169,6 +175,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
         client: temporal.client,
         logger,
         reconcileIntervalMs: options.reconcileIntervalMs,
+        bounds: new RefusalBounds({ templates: options.templates, logger }),
         ...options.decider,
       });
       decider.start();
