@@ -49,6 +49,11 @@ describe('the fault matrix on the production topology', () => {
   });
 
   it('runs the API replicas as an apiserver user granted nothing: the apiserver refuses it a pod', async () => {
+    // Each replica's process runs on that kubeconfig (its environment, as the kernel shows it).
+    for (const api of topology.apis) {
+      const environ = readFileSync(`/proc/${api.pid()}/environ`, 'utf8').split('\0');
+      expect(environ, api.name).toContain(`KUBECONFIG=${topology.apiKubeconfigPath}`);
+    }
     const kubeconfig = readFileSync(topology.apiKubeconfigPath, 'utf8');
     expect(kubeconfig).toContain('name: durable-sandbox-api');
     const config = new KubeConfig();
