@@ -4,7 +4,7 @@
  * and `/sync` route, JSON bodies up to 64 KiB, and every error in the shape `{"error": {"code", "message", "details"}}`.
  */
 import express, { type RequestHandler } from 'express';
-import { bearerAuth } from './auth.js';
+import { bearerAuth, tenantOf } from './auth.js';
 import type { AppDeps } from './deps.js';
 import { createReadiness } from './readiness.js';
 import {
@@ -24,7 +24,7 @@ import { ADMIN_PREFIX, adminRouter } from './handlers/admin-floors.js';
 import { requestId } from './request-id.js';
 import { requestLog } from './request-log.js';
 import { ROUTES, type RouteName } from './routes.js';
-import { nameRequestSpan } from '../tracing/spans.js';
+import { markRequestTenant, nameRequestSpan } from '../tracing/spans.js';
 
 export type { AppDeps } from './deps.js';
 
@@ -43,19 +43,24 @@ export function createApp(appDeps: AppDeps): express.Express {
   app.disable('x-powered-by');
   app.set('query parser', 'simple');
 
+  const authenticate = bearerAuth({
+    tokens: deps.config.apiTokens,
+    oidc: deps.config.oidc,
+    logger: deps.logger,
+  });
   const handlers: Record<RouteName, RequestHandler> = {
-    ...healthHandlers(deps),
+    ...healthHandlers(deps, authenticate),
     ...metricsHandlers(),
     ...sandboxHandlers(deps),
     ...syncCreateHandlers(deps),
     ...operationHandlers(deps),
     ...templateHandlers(deps),
   };
-  const authenticate = bearerAuth({
-    tokens: deps.config.apiTokens,
-    oidc: deps.config.oidc,
-    logger: deps.logger,
-  });
+  // The request's span names its tenant: the embedded stack shows a trace to that tenant only.
+  const tenantSpan: RequestHandler = (_req, res, next) => {
+    markRequestTenant(tenantOf(res));
+    next();
+  };
   // A body without `Content-Type` is read as JSON too (and validated); one that names another
   // type is refused with 415 first (requireJsonBody).
   const jsonBody = express.json({ limit: BODY_LIMIT_BYTES, strict: true, type: () => true });
@@ -70,7 +75,7 @@ export function createApp(appDeps: AppDeps): express.Express {
       next();
     };
     const chain = route.auth
-      ? [named, authenticate, requireJsonBody, jsonBody, handlers[route.name]]
+      ? [named, authenticate, tenantSpan, requireJsonBody, jsonBody, handlers[route.name]]
       : [named, handlers[route.name]];
     app[route.method](route.path, ...chain);
   }
@@ -81,7 +86,8 @@ export function createApp(appDeps: AppDeps): express.Express {
     );
     app.all(path, methodNotAllowedHandler(methods));
   }
-  if (deps.spanStore) app.get(DEBUG_TRACE_PATH, authenticate, debugTraceHandler(deps.spanStore));
+  if (deps.spanStore)
+    app.get(DEBUG_TRACE_PATH, authenticate, tenantSpan, debugTraceHandler(deps.spanStore));
   // Operator routes (docs/api.md, "Operator routes"): only with ADMIN_TOKENS, never a tenant's token.
   if (deps.config.adminTokens.size > 0) app.use(ADMIN_PREFIX, adminRouter(deps));
   app.use(notFoundHandler);

@@ -1,7 +1,8 @@
 /**
  * The API's readiness (docs/api.md, "Readiness"): Temporal and the store answer, the Temporal
  * namespace has the search attributes the workflows use, and the cluster can be used
- * (reachable, credentials accepted, deploy/rbac.yaml granted). One report, shared by `/readyz`
+ * (reachable, the API's own credentials accepted; the API needs no permission there, so it
+ * asks for none: kubernetes/cluster-check.ts, `API_PERMISSIONS`). One report, shared by `/readyz`
  * and the create routes, kept current off the request path: a report younger than
  * {@link READINESS_CACHE_MS} is served as it is; an older one is served at once while a new one
  * is measured in the background; only a report older than {@link READINESS_MAX_AGE_MS} (or
@@ -10,7 +11,7 @@
  * check passed within {@link READINESS_MAX_AGE_MS}; a definite answer (denied, refused,
  * unreachable) counts at once.
  */
-import { checkCluster } from '../kubernetes/cluster-check.js';
+import { API_PERMISSIONS, checkCluster } from '../kubernetes/cluster-check.js';
 import { checkSearchAttributes } from '../temporal/search-attributes.js';
 import type { AppDeps } from './deps.js';
 
@@ -106,7 +107,7 @@ export function createReadiness(
         'temporal',
       ),
       deps.kubernetes
-        ? withTimeout(checkCluster(deps.kubernetes), timeoutMs, 'the apiserver')
+        ? withTimeout(checkCluster(deps.kubernetes, API_PERMISSIONS), timeoutMs, 'the apiserver')
         : Promise.resolve(undefined),
     ]);
     const checks: ReadinessReport['checks'] = {

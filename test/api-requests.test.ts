@@ -1,6 +1,6 @@
 /**
  * What the API asks of the apiserver and of Temporal on the create and read paths, counted where
- * they arrive: the simulated apiserver's request log (SelfSubjectAccessReview), and a counting
+ * they arrive: the simulated apiserver's request log (the API's SelfSubjectReview), and a counting
  * gRPC proxy in front of the dev server that the API's Temporal client goes through
  * (DescribeWorkflowExecution). Real dev server and worker, the simulated cluster over HTTP.
  *
@@ -35,13 +35,14 @@ afterAll(async () => {
 afterEach(() => {
   vi.restoreAllMocks();
   api.stack.cluster.faults.delayResponses(0);
-  api.stack.cluster.faults.deny('create', 'pods', false);
+  api.stack.cluster.faults.rejectCredentials(false);
   api.stack.cluster.faults.neverReady(false);
 });
 
-function accessReviewsSince(sinceMs: number) {
+/** The API's cluster checks (api/readiness.ts: one SelfSubjectReview each) since `sinceMs`. */
+function clusterChecksSince(sinceMs: number) {
   return api.stack.cluster.requests.filter(
-    (r) => r.at >= sinceMs && r.path.endsWith('/selfsubjectaccessreviews'),
+    (r) => r.at >= sinceMs && r.path.endsWith('/selfsubjectreviews'),
   );
 }
 
@@ -61,7 +62,7 @@ async function sandboxCount(): Promise<number> {
 }
 
 describe('the cluster check is off the create path', () => {
-  it('a create does not wait for the check: it answers 202 while the access reviews the stale report set off are unanswered', async () => {
+  it('a create does not wait for the check: it answers 202 while the cluster check the stale report set off is unanswered', async () => {
     // The probes may wait 30 s; the apiserver takes 8 s to answer each request.
     const { app, clock } = appOnClock(30_000);
     expect((await request(app).get('/readyz')).status).toBe(200);
@@ -73,7 +74,7 @@ describe('the cluster check is off the create path', () => {
       .set(bearer(api.tenantA))
       .send(createBody(2048));
     expect(created.status, created.text).toBe(202);
-    const reviews = accessReviewsSince(since);
+    const reviews = clusterChecksSince(since);
     expect(reviews.length).toBeGreaterThan(0);
     // status 0: the apiserver had not answered them when the create was accepted.
     expect(reviews.map((review) => review.status)).toEqual(reviews.map(() => 0));
@@ -95,7 +96,7 @@ describe('the cluster check is off the create path', () => {
     // The next read sets off a check that times out; its report replaces the one before.
     const ready = await eventually(
       async () => {
-        const read = await request(app).get('/readyz');
+        const read = await request(app).get('/readyz').set(bearer(api.tenantA));
         const warnings = (read.body.warnings as string[] | undefined) ?? [];
         return warnings.some((w) => w.includes('did not answer within 1000 ms')) ? read : undefined;
       },
@@ -112,7 +113,7 @@ describe('the cluster check is off the create path', () => {
   it('a definite failure still refuses creates once the background check saw it, storing nothing', async () => {
     const { app, clock } = appOnClock();
     expect((await request(app).get('/readyz')).status).toBe(200);
-    api.stack.cluster.faults.deny('create', 'pods', true);
+    api.stack.cluster.faults.rejectCredentials(true);
     clock.nowMs += READINESS_CACHE_MS + 1;
     // The first read after the cache sets off the check; its answer replaces the report.
     await eventually(
@@ -125,24 +126,24 @@ describe('the cluster check is off the create path', () => {
       .set(bearer(api.tenantA))
       .send(createBody(2048));
     expect(refused.status, refused.text).toBe(503);
-    expect(refused.body.error.message).toMatch('may not create pods');
+    expect(refused.body.error.message).toMatch("refused the kubeconfig's credentials");
     expect(await sandboxCount()).toBe(before);
   });
 
   it('a report older than 30 s is measured again before a create is accepted', async () => {
     const { app, clock } = appOnClock();
     expect((await request(app).get('/readyz')).status).toBe(200);
-    api.stack.cluster.faults.deny('create', 'pods', true);
+    api.stack.cluster.faults.rejectCredentials(true);
     clock.nowMs += READINESS_MAX_AGE_MS;
     const refused = await request(app)
       .post('/v1/sandboxes')
       .set(bearer(api.tenantA))
       .send(createBody(2048));
     expect(refused.status, refused.text).toBe(503);
-    expect(refused.body.error.message).toMatch('may not create pods');
+    expect(refused.body.error.message).toMatch("refused the kubeconfig's credentials");
   });
 
-  it('creates at once cost no access review while the report is fresh', async () => {
+  it('creates at once cost no cluster check while the report is fresh', async () => {
     const { app } = appOnClock();
     expect((await request(app).get('/readyz')).status).toBe(200);
     const since = Date.now();
@@ -152,7 +153,7 @@ describe('the cluster check is off the create path', () => {
       ),
     );
     expect(answers.map((answer) => answer.status)).toEqual(Array(10).fill(202));
-    expect(accessReviewsSince(since)).toHaveLength(0);
+    expect(clusterChecksSince(since)).toHaveLength(0);
   });
 });
 

@@ -1,9 +1,11 @@
 /**
  * A cluster the service cannot use is found out: `/readyz` answers 503 naming what is wrong
- * (unreachable, credentials refused, deploy/rbac.yaml not granted, a kubeconfig client-node
- * refuses), creates answer 503 `unavailable` naming it without storing a sandbox, and a create
- * already running ends at once instead of retrying until its deadline. Over HTTP to the
- * simulated apiserver (SelfSubjectAccessReview included) and the run's dev server.
+ * (unreachable, credentials refused, a kubeconfig client-node refuses), creates answer 503
+ * `unavailable` naming it without storing a sandbox, and a create already running ends at once
+ * instead of retrying until its deadline. Each process checks its own needs: the API needs no
+ * permission (one SelfSubjectReview proves who it is), the worker the Role of deploy/rbac.yaml
+ * (one SelfSubjectAccessReview per verb). Over HTTP to the simulated apiserver and the run's dev
+ * server.
  */
 import { readFileSync } from 'node:fs';
 import request from 'supertest';
@@ -11,8 +13,9 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { createApp } from '../api/app.js';
 import { operationErrorOf } from '../api/failures.js';
+import { NOT_READY_MESSAGE } from '../api/handlers/health.js';
 import { createKubernetesClient, type KubernetesClient } from '../kubernetes/client.js';
-import { REQUIRED_PERMISSIONS } from '../kubernetes/cluster-check.js';
+import { API_PERMISSIONS, WORKER_PERMISSIONS, checkCluster } from '../kubernetes/cluster-check.js';
 import { SimulatedCluster } from '../environments/simulated-cluster/index.js';
 import { uniqueTaskQueue } from './support/temporal.js';
 import { bearer, createBody, startApiStack, type ApiStack } from './support/api.js';
@@ -36,7 +39,11 @@ function appOver(kubernetes: KubernetesClient) {
 }
 
 async function expectUnusable(app: ReturnType<typeof createApp>, problem: string | RegExp) {
-  const ready = await request(app).get('/readyz');
+  // Without a token /readyz says only that it is not ready; with one it names the problem.
+  const bare = await request(app).get('/readyz');
+  expect(bare.status, bare.text).toBe(503);
+  expect(bare.body).toEqual({ error: { code: 'unavailable', message: NOT_READY_MESSAGE } });
+  const ready = await request(app).get('/readyz').set(bearer(api.tenantA));
   expect(ready.status, ready.text).toBe(503);
   expect(ready.body.error.message).toMatch(problem);
   const before = (await api.stack.store.listSandboxes(api.tenantA.id, { limit: 200 })).sandboxes;
@@ -51,11 +58,11 @@ async function expectUnusable(app: ReturnType<typeof createApp>, problem: string
   expect(after).toHaveLength(before.length);
 }
 
-describe('the cluster check', () => {
-  it('is ready when every permission is granted, and asks the apiserver once per 5 s', async () => {
+describe("the API's cluster check", () => {
+  it('is ready asking only who it is (no permission), once per 5 s', async () => {
     const app = appOver(api.stack.kubernetes);
     const since = Date.now();
-    const first = await request(app).get('/readyz');
+    const first = await request(app).get('/readyz').set(bearer(api.tenantA));
     expect(first.status, first.text).toBe(200);
     expect(first.body.checks).toEqual({
       temporal: 'ok',
@@ -65,64 +72,19 @@ describe('the cluster check', () => {
     });
     await request(app).get('/readyz');
     await request(app).post('/v1/sandboxes').set(bearer(api.tenantA)).send(createBody(2048));
-    const reviews = api.stack.cluster.requests.filter(
-      (r) => r.at >= since && r.path.endsWith('/selfsubjectaccessreviews'),
+    const checks = api.stack.cluster.requests.filter(
+      (r) => r.at >= since && r.path.includes('/selfsubject'),
     );
-    const asks = REQUIRED_PERMISSIONS.reduce((sum, rule) => sum + rule.verbs.length, 0);
-    expect(reviews).toHaveLength(asks);
+    expect(checks.map((r) => `${r.method} ${r.path}`)).toEqual([
+      'POST /apis/authentication.k8s.io/v1/selfsubjectreviews',
+    ]);
   });
 
-  it('names a permission deploy/rbac.yaml grants that the account lacks', async () => {
+  it("stays ready when the account may not touch pods: the API needs no permission (the worker's check names it)", async () => {
     api.stack.cluster.faults.deny('create', 'pods', true);
-    await expectUnusable(
-      appOver(api.stack.kubernetes),
-      'the service account may not create pods in namespace "sandboxes" (apply deploy/rbac.yaml)',
-    );
-  });
-
-  it('stays ready with a warning when only the events permissions are missing', async () => {
-    api.stack.cluster.faults.deny('watch', 'events', true);
-    try {
-      const app = appOver(api.stack.kubernetes);
-      const ready = await request(app).get('/readyz');
-      expect(ready.status, ready.text).toBe(200);
-      expect(ready.body.warnings).toEqual([
-        'cluster: the service account may not watch events in namespace "sandboxes" (apply deploy/rbac.yaml); a node\'s refusal is not seen until the deadline',
-      ]);
-      const created = await request(app)
-        .post('/v1/sandboxes')
-        .set(bearer(api.tenantA))
-        .send(createBody(2048));
-      expect(created.status, created.text).toBe(202);
-    } finally {
-      api.stack.cluster.faults.deny('watch', 'events', false);
-    }
-  });
-
-  it('stays ready with a warning, and creates go on, when the apiserver answers 404 to access reviews', async () => {
-    api.stack.cluster.faults.withoutAccessReviews(true);
-    try {
-      const app = appOver(api.stack.kubernetes);
-      const ready = await request(app).get('/readyz');
-      expect(ready.status, ready.text).toBe(200);
-      expect(ready.body.checks.cluster).toBe('ok');
-      expect(ready.body.warnings).toEqual([
-        expect.stringMatching(
-          /^cluster: the apiserver at http:\/\/127\.0\.0\.1:\d+ cannot answer access reviews \(404: .*the server could not find the requested resource\), so the permissions of deploy\/rbac\.yaml are not checked/,
-        ),
-      ]);
-      const created = await request(app)
-        .post('/v1/sandboxes')
-        .set(bearer(api.tenantA))
-        .send(createBody(2048));
-      expect(created.status, created.text).toBe(202);
-      const reviews = api.stack.cluster.requests.filter(
-        (r) => r.path.endsWith('/selfsubjectaccessreviews') && r.status === 404,
-      );
-      expect(reviews.length).toBeGreaterThan(0);
-    } finally {
-      api.stack.cluster.faults.withoutAccessReviews(false);
-    }
+    const ready = await request(appOver(api.stack.kubernetes)).get('/readyz');
+    expect(ready.status, ready.text).toBe(200);
+    expect(ready.body).toEqual({ status: 'ready' });
   });
 
   it('names refused credentials', async () => {
@@ -153,6 +115,66 @@ describe('the cluster check', () => {
     );
   });
 
+  it("asks for no permission, and deploy/ binds the API's account to no Role", () => {
+    expect(API_PERMISSIONS).toEqual([]);
+    const bindings = ['rbac.yaml', 'service-account.yaml']
+      .flatMap((file) => parseAllDocuments(readFileSync(`deploy/${file}`, 'utf8')))
+      .map((doc) => doc.toJS() as { kind: string; subjects?: Array<{ name: string }> })
+      .filter((doc) => doc.kind === 'RoleBinding' || doc.kind === 'ClusterRoleBinding');
+    expect(bindings.length).toBeGreaterThan(0);
+    const subjects = bindings.flatMap((binding) => binding.subjects ?? []).map((s) => s.name);
+    expect(subjects).not.toContain('durable-sandbox-api');
+  });
+});
+
+describe("the worker's cluster check", () => {
+  it('asks one access review per verb of deploy/rbac.yaml, and is ok when all are granted', async () => {
+    const since = Date.now();
+    expect(await checkCluster(api.stack.kubernetes, WORKER_PERMISSIONS)).toEqual({ ok: true });
+    const reviews = api.stack.cluster.requests.filter(
+      (r) => r.at >= since && r.path.endsWith('/selfsubjectaccessreviews'),
+    );
+    const asks = WORKER_PERMISSIONS.reduce((sum, rule) => sum + rule.verbs.length, 0);
+    expect(reviews).toHaveLength(asks);
+  });
+
+  it('names a permission deploy/rbac.yaml grants that the account lacks', async () => {
+    api.stack.cluster.faults.deny('create', 'pods', true);
+    expect(await checkCluster(api.stack.kubernetes, WORKER_PERMISSIONS)).toEqual({
+      ok: false,
+      problem:
+        'the service account may not create pods in namespace "sandboxes" (apply deploy/rbac.yaml)',
+    });
+  });
+
+  it('is usable with a warning when only the events permissions are missing', async () => {
+    api.stack.cluster.faults.deny('watch', 'events', true);
+    try {
+      expect(await checkCluster(api.stack.kubernetes, WORKER_PERMISSIONS)).toEqual({
+        ok: true,
+        warning:
+          'the service account may not watch events in namespace "sandboxes" (apply deploy/rbac.yaml); a node\'s refusal is not seen until the deadline',
+      });
+    } finally {
+      api.stack.cluster.faults.deny('watch', 'events', false);
+    }
+  });
+
+  it('is usable with a warning when the apiserver answers 404 to access reviews', async () => {
+    api.stack.cluster.faults.withoutAccessReviews(true);
+    try {
+      const report = await checkCluster(api.stack.kubernetes, WORKER_PERMISSIONS);
+      expect(report).toEqual({
+        ok: true,
+        warning: expect.stringMatching(
+          /^the apiserver at http:\/\/127\.0\.0\.1:\d+ cannot answer access reviews \(404: .*the server could not find the requested resource\), so the permissions of deploy\/rbac\.yaml are not checked/,
+        ),
+      });
+    } finally {
+      api.stack.cluster.faults.withoutAccessReviews(false);
+    }
+  });
+
   it('checks exactly the rules deploy/rbac.yaml grants', () => {
     const role = parseAllDocuments(readFileSync('deploy/rbac.yaml', 'utf8'))
       .map((doc) => doc.toJS() as { kind: string; rules?: unknown[] })
@@ -160,7 +182,7 @@ describe('the cluster check', () => {
     const rules = (role?.rules ?? []) as Array<{ resources: string[]; verbs: string[] }>;
     expect(
       rules.flatMap((rule) => rule.resources.map((resource) => ({ resource, verbs: rule.verbs }))),
-    ).toEqual(REQUIRED_PERMISSIONS);
+    ).toEqual(WORKER_PERMISSIONS);
   });
 });
 

@@ -427,12 +427,8 @@ describe('deploy/rbac.yaml', () => {
   const byKind = (kind: string) => documents.find((document) => document.kind === kind);
   const namespace = loadConfig({}).sandboxNamespace;
 
-  it('is a ServiceAccount, a Role and a RoleBinding in the default sandbox namespace', () => {
-    expect(documents.map((document) => document.kind)).toEqual([
-      'ServiceAccount',
-      'Role',
-      'RoleBinding',
-    ]);
+  it("is the worker's Role and RoleBinding in the default sandbox namespace", () => {
+    expect(documents.map((document) => document.kind)).toEqual(['Role', 'RoleBinding']);
     for (const document of documents) expect(document.metadata.namespace).toBe(namespace);
   });
 
@@ -454,7 +450,7 @@ describe('deploy/rbac.yaml', () => {
     });
   });
 
-  it('binds the Role to the ServiceAccount', () => {
+  it("binds the Role to the worker's ServiceAccount only (the api's is bound to nothing)", () => {
     const binding = byKind('RoleBinding');
     expect(binding?.roleRef).toEqual({
       apiGroup: 'rbac.authorization.k8s.io',
@@ -462,7 +458,7 @@ describe('deploy/rbac.yaml', () => {
       name: byKind('Role')?.metadata.name,
     });
     expect(binding?.subjects).toEqual([
-      { kind: 'ServiceAccount', name: byKind('ServiceAccount')?.metadata.name, namespace },
+      { kind: 'ServiceAccount', name: 'durable-sandbox-worker', namespace: 'durable-sandbox' },
     ]);
   });
 });

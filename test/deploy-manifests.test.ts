@@ -1,13 +1,20 @@
 /**
  * The in-cluster manifests of deploy/ checked for what a dry run cannot see: every variable
  * given to the api and the workers is one config/index.ts reads, the image and commands match
- * docker-compose.yml, both run as the ServiceAccount bound to deploy/rbac.yaml's Role, and the
- * probes point at the health endpoints. (test/real-apiserver.test.ts dry-runs every file on a
- * real kube-apiserver.)
+ * docker-compose.yml, each runs as its own ServiceAccount (only the worker's is bound to
+ * deploy/rbac.yaml's Role), the probes point at the health endpoints, the sandbox namespace's
+ * Pod Security labels and default-deny NetworkPolicy. (test/real-apiserver.test.ts dry-runs
+ * every file on a real kube-apiserver; test/real-least-privilege.test.ts applies them.)
  */
 import { readFileSync } from 'node:fs';
 import { join, normalize } from 'node:path';
-import type { V1Deployment, V1RoleBinding, V1Service } from '@kubernetes/client-node';
+import type {
+  V1Deployment,
+  V1Namespace,
+  V1NetworkPolicy,
+  V1RoleBinding,
+  V1Service,
+} from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments } from 'yaml';
 import { CONFIG_VARIABLES } from '../config/index.js';
@@ -24,16 +31,23 @@ const compose = parse(readFileSync(join(ROOT, 'docker-compose.yml'), 'utf8'), { 
 };
 
 describe.each([
-  { file: 'api.yaml', service: 'api' },
-  { file: 'worker.yaml', service: 'worker' },
-])('deploy/$file', ({ file, service }) => {
+  { file: 'api.yaml', service: 'api', account: 'durable-sandbox-api' },
+  { file: 'worker.yaml', service: 'worker', account: 'durable-sandbox-worker' },
+])('deploy/$file', ({ file, service, account }) => {
   const pod = deployment(file).spec!.template.spec!;
   const container = pod.containers[0]!;
 
-  it('runs the image and command of the compose service, as the durable-sandbox ServiceAccount', () => {
+  it('runs the image and command of the compose service, as its own ServiceAccount', () => {
     expect(container.image).toBe(compose.services[service]?.image);
     expect(container.args).toEqual(compose.services[service]?.command);
-    expect(pod.serviceAccountName).toBe('durable-sandbox');
+    expect(pod.serviceAccountName).toBe(account);
+    expect(
+      documents('service-account.yaml').some(
+        (doc) =>
+          doc.kind === 'ServiceAccount' &&
+          (doc as { metadata?: { name?: string } }).metadata?.name === account,
+      ),
+    ).toBe(true);
     expect(deployment(file).metadata?.namespace).toBe('durable-sandbox');
   });
 
@@ -75,10 +89,12 @@ describe('probes and bindings', () => {
     ]);
   });
 
-  it('binds the ServiceAccount to the Role of deploy/rbac.yaml in the sandbox namespace', () => {
-    const binding = documents('service-account.yaml').find(
-      (doc) => doc.kind === 'RoleBinding',
-    ) as V1RoleBinding;
+  it("binds the worker's ServiceAccount, and only it, to the Role of deploy/rbac.yaml in the sandbox namespace", () => {
+    const bindings = ['rbac.yaml', 'service-account.yaml']
+      .flatMap(documents)
+      .filter((doc) => doc.kind === 'RoleBinding' || doc.kind === 'ClusterRoleBinding');
+    expect(bindings).toHaveLength(1);
+    const binding = bindings[0] as V1RoleBinding;
     const role = documents('rbac.yaml').find((doc) => doc.kind === 'Role') as unknown as {
       metadata: { name: string; namespace: string };
     };
@@ -89,8 +105,55 @@ describe('probes and bindings', () => {
       name: role.metadata.name,
     });
     expect(binding.subjects).toEqual([
-      { kind: 'ServiceAccount', name: 'durable-sandbox', namespace: 'durable-sandbox' },
+      { kind: 'ServiceAccount', name: 'durable-sandbox-worker', namespace: 'durable-sandbox' },
     ]);
+  });
+});
+
+describe('the sandbox namespace', () => {
+  const sandboxes = documents('namespaces.yaml').find(
+    (doc) => (doc as V1Namespace).metadata?.name === 'sandboxes',
+  ) as V1Namespace;
+  const isolation = documents('sandbox-isolation.yaml');
+  const policy = isolation.find((doc) => doc.kind === 'NetworkPolicy') as V1NetworkPolicy;
+
+  it('enforces Pod Security baseline and warns and audits restricted', () => {
+    expect(sandboxes.metadata?.labels).toEqual({
+      'pod-security.kubernetes.io/enforce': 'baseline',
+      'pod-security.kubernetes.io/enforce-version': 'latest',
+      'pod-security.kubernetes.io/warn': 'restricted',
+      'pod-security.kubernetes.io/warn-version': 'latest',
+      'pod-security.kubernetes.io/audit': 'restricted',
+      'pod-security.kubernetes.io/audit-version': 'latest',
+    });
+  });
+
+  it('denies every pod of it all ingress and all egress but DNS', () => {
+    expect(policy.metadata?.namespace).toBe('sandboxes');
+    expect(policy.spec?.podSelector).toEqual({});
+    expect(policy.spec?.policyTypes).toEqual(['Ingress', 'Egress']);
+    expect(policy.spec?.ingress).toEqual([]);
+    expect(policy.spec?.egress).toHaveLength(1);
+    const dns = policy.spec!.egress![0]!;
+    expect(dns.ports).toEqual([
+      { protocol: 'UDP', port: 53 },
+      { protocol: 'TCP', port: 53 },
+    ]);
+    expect(dns.to).toEqual([
+      {
+        namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'kube-system' } },
+        podSelector: { matchLabels: { 'k8s-app': 'kube-dns' } },
+      },
+    ]);
+  });
+
+  it('gives sandbox pods no service account token', () => {
+    expect(isolation.find((doc) => doc.kind === 'ServiceAccount')).toEqual({
+      apiVersion: 'v1',
+      kind: 'ServiceAccount',
+      metadata: { name: 'default', namespace: 'sandboxes' },
+      automountServiceAccountToken: false,
+    });
   });
 });
 

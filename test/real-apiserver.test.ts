@@ -351,6 +351,7 @@ describe('deploy/ manifests', () => {
         'rbac.yaml',
         'namespaces.yaml',
         'service-account.yaml',
+        'sandbox-isolation.yaml',
         'api.yaml',
         'worker.yaml',
       ]),
@@ -379,7 +380,10 @@ describe('deploy/ manifests', () => {
         'api.yaml: Deployment/durable-sandbox-api',
         'api.yaml: Service/durable-sandbox-api',
         'worker.yaml: Deployment/durable-sandbox-worker',
-        'service-account.yaml: RoleBinding/durable-sandbox-in-cluster',
+        'service-account.yaml: ServiceAccount/durable-sandbox-api',
+        'service-account.yaml: ServiceAccount/durable-sandbox-worker',
+        'rbac.yaml: RoleBinding/durable-sandbox-worker',
+        'sandbox-isolation.yaml: NetworkPolicy/sandbox-default-deny',
       ]),
     );
   });

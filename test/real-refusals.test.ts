@@ -2,8 +2,9 @@
  * The apiserver's own refusals on the real tier (a real kube-apiserver + etcd, the node agent
  * as kubelet, the service as the `durable-sandbox` user with deploy/rbac.yaml's Role): a
  * LimitRange ends a create as `invalid_request` quoting the LimitRanger, a ResourceQuota as
- * `quota_exceeded`, and a namespace without the RoleBinding makes `/readyz` and creates answer
- * 503 naming the missing permissions, while a create already under way ends `unavailable`.
+ * `quota_exceeded`, and a namespace without the RoleBinding makes the worker's cluster check
+ * name the missing permissions (the API needs none and stays ready), while a create already
+ * under way ends `unavailable`.
  * And the kubelet's refusal written through events.k8s.io/v1, which the real apiserver serves to
  * the service's core/v1 events informer with no `source` (pkg/apis/events/v1/conversion.go), ends
  * the create `invalid_request`.
@@ -13,6 +14,7 @@ import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from '../api/app.js';
 import { operationErrorOf } from '../api/failures.js';
+import { WORKER_PERMISSIONS, checkCluster } from '../kubernetes/cluster-check.js';
 import { createKubernetesClient } from '../kubernetes/client.js';
 import { USER_ROLE_BINDING } from '../environments/apiserver-tier/namespace.js';
 import {
@@ -111,22 +113,22 @@ describe('apiserver refusals on a real kube-apiserver', () => {
     expect((await request(appIn(ns)).get('/readyz')).status).toBe(200);
   });
 
-  it('a namespace without the RoleBinding: /readyz and creates answer 503, a running create ends unavailable', async () => {
+  it("a namespace without the RoleBinding: the worker's check names every grant, the API stays ready, a running create ends unavailable", async () => {
     const ns = await real.freshNamespace('norbac');
     const rbac = real.admin.makeApiClient(RbacAuthorizationV1Api);
     await rbac.deleteNamespacedRoleBinding({ name: USER_ROLE_BINDING, namespace: ns });
-    const app = appIn(ns);
-    const ready = await request(app).get('/readyz');
-    expect(ready.status).toBe(503);
-    expect(ready.body.error.message).toContain(
-      `cluster: the service account may not create pods, get pods, list pods, watch pods, delete pods, get events, list events, watch events in namespace "${ns}" (apply deploy/rbac.yaml)`,
-    );
-    const created = await request(app)
-      .post('/v1/sandboxes')
-      .set(bearer(api.tenantA))
-      .send(createBody(2048));
-    expect(created.status).toBe(503);
-    expect(created.body.error.code).toBe('unavailable');
+    const worker = createKubernetesClient({
+      kubeconfigYaml: real.serviceTarget(ns).kubeconfigYaml,
+      namespace: ns,
+    });
+    expect(await checkCluster(worker, WORKER_PERMISSIONS)).toEqual({
+      ok: false,
+      problem: `the service account may not create pods, get pods, list pods, watch pods, delete pods, get events, list events, watch events in namespace "${ns}" (apply deploy/rbac.yaml)`,
+    });
+    // The API needs no grant (kubernetes/cluster-check.ts, API_PERMISSIONS): still ready.
+    const ready = await request(appIn(ns)).get('/readyz').set(bearer(api.tenantA));
+    expect(ready.status, ready.text).toBe(200);
+    expect(ready.body.checks.cluster).toBe('ok');
 
     // The 403 is retried for its bound (3 s here, 60 s in the service), then the create ends.
     const result = await createIn(ns, 2048, 3_000);

@@ -87,7 +87,7 @@ describe('a namespace without the search attributes', () => {
       temporal,
       config: { ...api.config, temporalNamespace: namespace },
     });
-    const ready = await request(app).get('/readyz');
+    const ready = await request(app).get('/readyz').set(bearer(api.tenantA));
     expect(ready.status).toBe(503);
     expect(ready.body.error.message).toContain(
       `search_attributes: the Temporal namespace "${namespace}" lacks the search attributes SandboxId, TenantId, Template, CreatePhase, FailureCode`,

@@ -11,12 +11,17 @@
  * is refused. The full matrix is
  * `npm run chaos -- --topology` (docs/production.md).
  */
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   clientConnectionOptions,
   parseTemporalCredentials,
 } from '../config/temporal-connection.js';
+import { httpStatusOf } from '../kubernetes/client.js';
+import { sandboxPod } from '../kubernetes/pod-spec.js';
 import { startTopology, type Topology } from '../environments/topology/index.js';
 import { FaultMatrix, type FaultScenario } from '../environments/topology/fault-matrix.js';
 
@@ -41,6 +46,37 @@ describe('the fault matrix on the production topology', () => {
     const pids = [...topology.apis, ...topology.workers].map((service) => service.pid());
     expect(pids.every((pid) => typeof pid === 'number' && pid !== process.pid)).toBe(true);
     expect(new Set(pids).size).toBe(4);
+  });
+
+  it('runs the API replicas as an apiserver user granted nothing: the apiserver refuses it a pod', async () => {
+    // Each replica's process runs on that kubeconfig (its environment, as the kernel shows it).
+    for (const api of topology.apis) {
+      const environ = readFileSync(`/proc/${api.pid()}/environ`, 'utf8').split('\0');
+      expect(environ, api.name).toContain(`KUBECONFIG=${topology.apiKubeconfigPath}`);
+    }
+    const kubeconfig = readFileSync(topology.apiKubeconfigPath, 'utf8');
+    expect(kubeconfig).toContain('name: durable-sandbox-api');
+    const config = new KubeConfig();
+    config.loadFromString(kubeconfig);
+    const body = sandboxPod({
+      sandboxId: `sbx_${randomUUID().replace(/-/g, '').slice(0, 20)}`,
+      generation: 1,
+      template: 'base',
+      image: 'example/base:1',
+      resources: { cpu: 1, memoryMib: 256, diskMib: 2048 },
+    });
+    const refused = await config
+      .makeApiClient(CoreV1Api)
+      .createNamespacedPod({ namespace: 'sandboxes', body })
+      .then(
+        () => 201,
+        (err: unknown) => httpStatusOf(err),
+      );
+    expect(refused).toBe(403);
+    // The replicas are ready on it (startTopology waited for /readyz 200).
+    for (const api of topology.apis) {
+      expect((await fetch(`${api.url}/readyz`)).status, api.name).toBe(200);
+    }
   });
 
   it('serves Temporal over mTLS only: the UI connects with its certificate, a client without one is refused', async () => {

@@ -13,7 +13,8 @@ import {
 } from '@opentelemetry/sdk-trace-base';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { OPERATION_ID_ATTRIBUTE } from '../tracing/spans.js';
+import { SpanStore } from '../tracing/span-store.js';
+import { OPERATION_ID_ATTRIBUTE, TENANT_ID_ATTRIBUTE } from '../tracing/spans.js';
 import { OTEL_TRACE_HEADER } from '../tracing/temporal.js';
 import {
   awaitOperation,
@@ -26,12 +27,17 @@ import {
 import { startTracedStack, type TracedStack } from './support/traced-stack.js';
 
 const exporter = new InMemorySpanExporter();
+/** The embedded stack's span store, behind `GET /debug/traces/{id}` (npm start). */
+const spanStore = new SpanStore();
 let traced: TracedStack;
 let api: ApiStack;
 let app: TracedStack['app'];
 
 beforeAll(async () => {
-  traced = await startTracedStack([new SimpleSpanProcessor(exporter)]);
+  traced = await startTracedStack([
+    new SimpleSpanProcessor(exporter),
+    new SimpleSpanProcessor(spanStore),
+  ]);
   ({ api, app } = traced);
 });
 
@@ -181,5 +187,63 @@ describe('one trace per create', () => {
     expect((await api.stack.store.getOperation(api.tenantA.id, operation.id))?.traceId).toBe(
       operation.trace_id,
     );
+  });
+});
+
+describe('the debug trace route (npm start)', () => {
+  /** `GET /debug/traces/{traceId}` as `who`, over the traced stack's span store. */
+  function readTrace(traceId: string, who: typeof api.tenantA) {
+    return request(api.appWith({}, { spanStore })).get(`/debug/traces/${traceId}`).set(bearer(who));
+  }
+
+  it('serves a trace to the tenant whose request made it, and 404 to any other tenant', async () => {
+    const operation = await create(2048);
+    const traceId = operation.trace_id!;
+    const requestSpan = one(await traceOf(traceId), 'POST /v1/sandboxes');
+    expect(requestSpan.attributes[TENANT_ID_ATTRIBUTE]).toBe(api.tenantA.id);
+    const mine = await eventually(
+      async () => {
+        const read = await readTrace(traceId, api.tenantA);
+        return read.status === 200 ? read : undefined;
+      },
+      { timeoutMs: 30_000, what: 'the trace served to its tenant' },
+    );
+    expect((mine.body.spans as Array<{ name: string }>).map((s) => s.name)).toContain(
+      'POST /v1/sandboxes',
+    );
+    const theirs = await readTrace(traceId, api.tenantB);
+    expect(theirs.status, theirs.text).toBe(404);
+    expect(theirs.body.error.code).toBe('not_found');
+    expect(theirs.text).not.toContain('POST /v1/sandboxes');
+  });
+
+  it("a request that joins another tenant's trace (a forged traceparent) opens it to nobody", async () => {
+    const operation = await create(2048);
+    const traceId = operation.trace_id!;
+    await traceOf(traceId);
+    await eventually(
+      async () => ((await readTrace(traceId, api.tenantA)).status === 200 ? true : undefined),
+      { timeoutMs: 30_000, what: 'the trace served to its tenant' },
+    );
+    const joined = await request(app)
+      .get('/v1/sandboxes')
+      .set(bearer(api.tenantB))
+      .set('traceparent', `00-${traceId}-00f067aa0ba902b7-01`);
+    expect(joined.status).toBe(200);
+    await eventually(
+      async () =>
+        exporter
+          .getFinishedSpans()
+          .some(
+            (s) =>
+              s.spanContext().traceId === traceId &&
+              s.attributes[TENANT_ID_ATTRIBUTE] === api.tenantB.id,
+          )
+          ? true
+          : undefined,
+      { timeoutMs: 30_000, what: "tenant B's span in tenant A's trace" },
+    );
+    expect((await readTrace(traceId, api.tenantB)).status).toBe(404);
+    expect((await readTrace(traceId, api.tenantA)).status).toBe(404);
   });
 });

@@ -3,9 +3,14 @@
  * keeps the spans of the latest traces in memory, so `npm start` shows a create's trace without
  * a tracing backend (`GET /debug/traces/{trace_id}`, `npx durable-sandbox trace op_…`).
  * Bounded: once it holds {@link SPAN_STORE_MAX_TRACES} traces, the oldest trace is dropped.
+ * A trace is shown only to the tenant whose request made it: the request's span names the
+ * tenant (`durable_sandbox.tenant_id`, tracing/spans.ts), and a trace in which no span, or
+ * spans of two tenants (a request that joined another's trace with a forged `traceparent`),
+ * name a tenant is shown to nobody.
  */
 import { ExportResultCode, hrTimeToMilliseconds, type ExportResult } from '@opentelemetry/core';
 import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace-base';
+import { TENANT_ID_ATTRIBUTE } from './spans.js';
 
 /** Traces the store keeps (the latest; each create is one). */
 export const SPAN_STORE_MAX_TRACES = 500;
@@ -57,28 +62,38 @@ export function spanToJson(span: ReadableSpan): SpanJson {
 
 /** The in-memory exporter; give it to a `SimpleSpanProcessor`. */
 export class SpanStore implements SpanExporter {
-  /** Spans by trace id, in insertion order (a Map keeps it), oldest trace first. */
-  private readonly traces = new Map<string, SpanJson[]>();
+  /**
+   * Spans and the tenants their spans name, by trace id, in insertion order (a Map keeps it),
+   * oldest trace first.
+   */
+  private readonly traces = new Map<string, { spans: SpanJson[]; tenants: Set<string> }>();
 
   export(spans: ReadableSpan[], resultCallback: (result: ExportResult) => void): void {
     for (const span of spans) {
       const json = spanToJson(span);
       let kept = this.traces.get(json.trace_id);
       if (!kept) {
-        kept = [];
+        kept = { spans: [], tenants: new Set() };
         this.traces.set(json.trace_id, kept);
         if (this.traces.size > SPAN_STORE_MAX_TRACES) {
           this.traces.delete(this.traces.keys().next().value!);
         }
       }
-      if (kept.length < SPAN_STORE_MAX_SPANS_PER_TRACE) kept.push(json);
+      const tenant = span.attributes[TENANT_ID_ATTRIBUTE];
+      if (typeof tenant === 'string') kept.tenants.add(tenant);
+      if (kept.spans.length < SPAN_STORE_MAX_SPANS_PER_TRACE) kept.spans.push(json);
     }
     resultCallback({ code: ExportResultCode.SUCCESS });
   }
 
-  /** The finished spans of a trace, by start time; empty for a trace it does not hold. */
-  trace(traceId: string): SpanJson[] {
-    return [...(this.traces.get(traceId) ?? [])].sort((a, b) => a.start_ms - b.start_ms);
+  /**
+   * The finished spans of a trace, by start time, when `tenant` made it (every span naming a
+   * tenant names this one); empty for a trace it does not hold or another tenant's.
+   */
+  trace(traceId: string, tenant: string): SpanJson[] {
+    const kept = this.traces.get(traceId);
+    if (!kept || kept.tenants.size !== 1 || !kept.tenants.has(tenant)) return [];
+    return [...kept.spans].sort((a, b) => a.start_ms - b.start_ms);
   }
 
   async shutdown(): Promise<void> {

@@ -12,6 +12,12 @@ import type { SpanProcessor } from '@opentelemetry/sdk-trace-base';
 export const OPERATION_ID_ATTRIBUTE = 'durable_sandbox.operation_id';
 /** Span attribute naming the sandbox (`sbx_…`). */
 export const SANDBOX_ID_ATTRIBUTE = 'durable_sandbox.sandbox_id';
+/**
+ * Span attribute naming the tenant whose authenticated request a span serves (set on the
+ * request's span); the embedded stack's span store shows a trace only to that tenant
+ * (tracing/span-store.ts).
+ */
+export const TENANT_ID_ATTRIBUTE = 'durable_sandbox.tenant_id';
 
 /** A started SDK. */
 export interface Tracing {
@@ -82,6 +88,16 @@ export function nameRequestSpan(method: string, route: string): void {
   if (!span?.isRecording()) return;
   span.updateName(`${method} ${route}`);
   span.setAttribute('http.route', route);
+}
+
+/**
+ * Names the tenant of an authenticated request on the active span (the request's span), so the
+ * trace is shown to that tenant only. No-op while no span records.
+ */
+export function markRequestTenant(tenant: string): void {
+  const span = trace.getActiveSpan();
+  if (!span?.isRecording()) return;
+  span.setAttribute(TENANT_ID_ATTRIBUTE, tenant);
 }
 
 /** Records the SDK tracing/sdk.ts started (undefined: stopped). */

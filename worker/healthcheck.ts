@@ -3,7 +3,8 @@
  * (docker-compose.yml). Healthy when a worker on this host polls the task queue (Temporal lists
  * a workflow-task poller whose identity is `<pid>@<this hostname>`, the SDK's default identity,
  * that polled recently), the namespace has the workflows' search attributes, and the cluster
- * can be used (kubernetes/cluster-check.ts: reachable, credentials, deploy/rbac.yaml). Exits 0 when healthy, else 1 with one line on stderr saying why.
+ * can be used (kubernetes/cluster-check.ts: reachable, credentials, the worker's permissions of
+ * deploy/rbac.yaml, `WORKER_PERMISSIONS`). Exits 0 when healthy, else 1 with one line on stderr saying why.
  * Reads TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_TASK_QUEUE and the TLS / API key variables
  * (config/temporal-connection.ts) like the worker does.
  */
@@ -13,7 +14,7 @@ import { Connection, type ConnectionLike } from '@temporalio/client';
 import { loadConfig } from '../config/index.js';
 import { clientConnectionOptions } from '../config/temporal-connection.js';
 import { createKubernetesClient } from '../kubernetes/client.js';
-import { checkCluster } from '../kubernetes/cluster-check.js';
+import { WORKER_PERMISSIONS, checkCluster } from '../kubernetes/cluster-check.js';
 import { checkSearchAttributes } from '../temporal/search-attributes.js';
 
 /**
@@ -90,6 +91,7 @@ async function main(): Promise<void> {
         kubeconfigPath: config.kubeconfig,
         namespace: config.sandboxNamespace,
       }),
+      WORKER_PERMISSIONS,
     );
     if (!cluster.ok) problems.push(cluster.problem);
     if (problems.length > 0) {

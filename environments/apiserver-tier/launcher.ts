@@ -7,7 +7,9 @@
  *
  * Users of the token file:
  * - `admin` (group `system:masters`): set-up and tests;
- * - `durable-sandbox`: the service; only the Role of deploy/rbac.yaml is bound to it;
+ * - `durable-sandbox`: the service's worker; only the Role of deploy/rbac.yaml is bound to it;
+ * - `durable-sandbox-api`: the service's API; bound to nothing, as deploy/ binds its account
+ *   (it only asks who it is: kubernetes/cluster-check.ts);
  * - `system:node:<nodeName>` (group `system:nodes`), one per node: the node agents as kubelets,
  *   authorized by the Node authorizer and NodeRestriction exactly like a kubelet;
  * - `system:kube-scheduler`: the node agent's binding step, authorized by the bootstrap
@@ -51,7 +53,8 @@ export interface ApiserverTierOptions {
  * Who a kubeconfig authenticates as: `node` is the first node's kubelet, `node:<name>` any
  * node's.
  */
-export type TierUser = 'admin' | 'durable-sandbox' | 'node' | 'scheduler' | `node:${string}`;
+export type TierUser =
+  'admin' | 'durable-sandbox' | 'durable-sandbox-api' | 'node' | 'scheduler' | `node:${string}`;
 
 /** A running tier. */
 export interface ApiserverTier {
@@ -133,6 +136,7 @@ export async function startApiserverTier(
     const tokens = new Map<string, string>([
       ['admin', randomToken()],
       ['durable-sandbox', randomToken()],
+      ['durable-sandbox-api', randomToken()],
       ['scheduler', randomToken()],
       ...nodeNames.map((name) => [`node:${name}`, randomToken()] as [string, string]),
     ]);
@@ -150,6 +154,7 @@ export async function startApiserverTier(
       [
         `${tokenOf('admin')},admin,admin,"system:masters"`,
         `${tokenOf('durable-sandbox')},durable-sandbox,durable-sandbox`,
+        `${tokenOf('durable-sandbox-api')},durable-sandbox-api,durable-sandbox-api`,
         ...nodeNames.map((name) => {
           const user = userName(`node:${name}`);
           return `${tokenOf(`node:${name}`)},${user},${user},"system:nodes"`;

@@ -8,10 +8,11 @@
  * - its `default` ServiceAccount: there is no controller-manager to create it, and the
  *   ServiceAccount admission plugin (kept on, as in every real cluster) refuses pods until it
  *   exists;
- * - every object of deploy/rbac.yaml, moved to this namespace (with `watch` dropped from the
- *   events rule when `eventsWatch` is false);
+ * - every object of deploy/rbac.yaml (the worker's Role and its RoleBinding), moved to this
+ *   namespace (with `watch` dropped from the events rule when `eventsWatch` is false);
  * - a RoleBinding of that Role to the `durable-sandbox` user of the tier's token file, so the
- *   service runs with exactly the rights deploy/rbac.yaml grants.
+ *   worker runs with exactly the rights deploy/rbac.yaml grants. The `durable-sandbox-api` user
+ *   (the API) gets nothing here, as deploy/ grants its account nothing.
  *
  * A namespace is never deleted: with no namespace controller its deletion never completes, so
  * tests use a fresh one each.

@@ -177,6 +177,10 @@ async function handle(ctx: ApiServerContext, req: IncomingMessage, res: ServerRe
       send(201, accessReview(ctx.faults, parseJson(body)));
       return;
     }
+    if (method === 'POST' && segments.join('/') === SELF_SUBJECT_REVIEWS) {
+      send(201, selfReview());
+      return;
+    }
     const eventsNamespace = eventsV1Namespace(segments);
     if (eventsNamespace !== undefined) {
       // events.k8s.io/v1: create only, stored as the core Event (simulated-cluster/events-v1.ts).
@@ -276,6 +280,19 @@ async function handle(ctx: ApiServerContext, req: IncomingMessage, res: ServerRe
 
 /** Path of `authorization.k8s.io/v1` SelfSubjectAccessReviews (without the leading slash). */
 const SELF_SUBJECT_ACCESS_REVIEWS = 'apis/authorization.k8s.io/v1/selfsubjectaccessreviews';
+
+/** Path of `authentication.k8s.io/v1` SelfSubjectReviews ("who am I", `kubectl auth whoami`). */
+const SELF_SUBJECT_REVIEWS = 'apis/authentication.k8s.io/v1/selfsubjectreviews';
+
+/** Answers a SelfSubjectReview: the simulated cluster has one user, whose credentials it accepts. */
+function selfReview(): unknown {
+  return {
+    kind: 'SelfSubjectReview',
+    apiVersion: 'authentication.k8s.io/v1',
+    metadata: {},
+    status: { userInfo: { username: 'simulated', groups: ['system:authenticated'] } },
+  };
+}
 
 /**
  * Answers a SelfSubjectAccessReview: allowed unless the fault script denies the verb on the

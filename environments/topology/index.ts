@@ -10,7 +10,9 @@
  * - two API replicas (`api/main.ts`) behind a round-robin TCP load balancer, and two workers
  *   (`worker/main.ts`), each a process of its own, restarted when it exits (as a supervisor or
  *   Kubernetes would); worker 2 reaches kube-apiserver through a TCP proxy the fault matrix can
- *   cut, while it still reaches Temporal.
+ *   cut, while it still reaches Temporal. The workers run as the tier's `durable-sandbox` user
+ *   (deploy/rbac.yaml's Role), the APIs as `durable-sandbox-api`, which is granted nothing
+ *   (least privilege, as deploy/ sets it up).
  *
  * Every server runs under the stdin guard (apiserver-tier/process.ts): nothing outlives the
  * process that started the topology, even if it is SIGKILLed.
@@ -82,8 +84,12 @@ export interface Topology {
   worker2ApiserverLink: TcpProxy;
   apis: ServiceProcess[];
   workers: ServiceProcess[];
-  /** The service's kubeconfig (user `durable-sandbox`) and the admin's, in the topology's folder. */
+  /**
+   * The workers' kubeconfig (user `durable-sandbox`), the APIs' (user `durable-sandbox-api`,
+   * granted nothing) and the admin's, in the topology's folder.
+   */
   kubeconfigPath: string;
+  apiKubeconfigPath: string;
   adminKubeconfigPath: string;
   /** Time from start until both API replicas answered `/readyz` 200, in ms. */
   startToReadyMs: number;
@@ -141,7 +147,12 @@ export async function startTopology(options: TopologyOptions = {}): Promise<Topo
     const serviceKubeconfig = apiserver.kubeconfigYaml('durable-sandbox', 'sandboxes');
     const kubeconfigPath = join(dir, 'kubeconfig');
     const adminKubeconfigPath = join(dir, 'kubeconfig-admin');
+    const apiKubeconfigPath = join(dir, 'kubeconfig-api');
     writeKubeconfigFile(kubeconfigPath, serviceKubeconfig);
+    writeKubeconfigFile(
+      apiKubeconfigPath,
+      apiserver.kubeconfigYaml('durable-sandbox-api', 'sandboxes'),
+    );
     writeKubeconfigFile(adminKubeconfigPath, apiserver.kubeconfigYaml('admin', 'sandboxes'));
     const apiserverPort = Number(new URL(apiserver.url).port);
     const worker2ApiserverLink = await startTcpProxy([apiserverPort]);
@@ -181,7 +192,7 @@ export async function startTopology(options: TopologyOptions = {}): Promise<Topo
         superviseService(
           `api-${i + 1}`,
           'api/main.ts',
-          { ...apiTemporalEnv, ...env, PORT: String(port) },
+          { ...apiTemporalEnv, ...env, KUBECONFIG: apiKubeconfigPath, PORT: String(port) },
           log,
         ),
       );
@@ -218,6 +229,7 @@ export async function startTopology(options: TopologyOptions = {}): Promise<Topo
       apis: services.slice(0, 2),
       workers: services.slice(2),
       kubeconfigPath,
+      apiKubeconfigPath,
       adminKubeconfigPath,
       startToReadyMs: Date.now() - startedAtMs,
       stop,
