@@ -7,6 +7,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { OIDC_VARIABLES, OidcConfigProblem, parseOidc, type OidcConfig } from './oidc.js';
 import { isLogLevel, LOG_LEVELS } from './logger.js';
+import { podSettingsFields, type TemplatePodFields } from './pod-settings.js';
 
 export type { OidcConfig } from './oidc.js';
 import {
@@ -17,8 +18,11 @@ import {
   type ShimCode,
 } from '../contract/index.js';
 
-/** One entry of the template catalog. */
-export interface TemplateConfig {
+/**
+ * One entry of the template catalog. The pod-isolation fields (`run_as_non_root`,
+ * `runtime_class_name`, `node_selector`, `tolerations`) are config/pod-settings.ts's.
+ */
+export interface TemplateConfig extends TemplatePodFields {
   /** Container image of the sandbox. */
   image: string;
   /** A known floor for the root filesystem in MiB, if the operator knows it; optional. */
@@ -215,6 +219,7 @@ const templateSchema = z
       .min(1, `must be an integer from 1 to ${MAX_PLACEMENTS_LIMIT}`)
       .max(MAX_PLACEMENTS_LIMIT, `must be an integer from 1 to ${MAX_PLACEMENTS_LIMIT}`)
       .optional(),
+    ...podSettingsFields,
   })
   .strict()
   .superRefine((template, ctx) => {

@@ -20,6 +20,7 @@ import {
   type SimulatedClusterOptions,
 } from '../../environments/simulated-cluster/index.js';
 import { openStore, type Store, type StoreOptions } from '../../store/index.js';
+import { DEFAULT_TEMPLATES, type TemplateConfig } from '../../config/index.js';
 import { createSandboxWorker } from '../../worker/worker.js';
 import { SandboxInformers } from '../../kubernetes/sandbox-informers.js';
 import { freshPostgresTarget, type StoreTarget } from './store.js';
@@ -42,6 +43,11 @@ export interface TestStackOptions {
   watchRetryDelayMs?: number;
   /** `timeoutSeconds` of the informers' watches (default 25). */
   watchTimeoutSeconds?: number;
+  /**
+   * The worker's template catalog (default: the service's, `base` only); the API stack passes
+   * its SANDBOX_TEMPLATES, as a deployment gives both processes the same one.
+   */
+  templates?: Record<string, TemplateConfig>;
   /** Start a worker (default true). */
   worker?: boolean;
   /**
@@ -95,6 +101,8 @@ export interface TestStack {
   /** Every line the activities logged (parsed pino JSON), for assertions. */
   logs: Array<Record<string, unknown>>;
   dataDir: string;
+  /** The workers' template catalog: a test may change it (as an operator changes SANDBOX_TEMPLATES). */
+  templates: Record<string, TemplateConfig>;
   worker?: Worker;
   /** Starts a worker for this stack's task queue (running in the background). */
   startWorker(): Promise<Worker>;
@@ -148,6 +156,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     warnings,
     logs,
     dataDir,
+    templates: { ...(options.templates ?? DEFAULT_TEMPLATES) },
     async startWorker() {
       // One informer pair per worker, as worker/serve.ts builds it.
       const informers = new SandboxInformers({
@@ -181,6 +190,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
         deps: {
           kubernetes,
           store: activityStore,
+          templates: stack.templates,
           informers,
           decider,
           metrics: createMetrics(),
