@@ -32,9 +32,8 @@ export function isLabelValue(value: string): boolean {
   return value === '' || (value.length <= 63 && QUALIFIED_NAME_PART.test(value));
 }
 
-const qualifiedName = z
-  .string()
-  .refine(isQualifiedName, 'must be a Kubernetes label key such as "example.com/pool"');
+const LABEL_KEY_RULE = 'must be a Kubernetes label key such as "example.com/pool"';
+const qualifiedName = z.string().refine(isQualifiedName, LABEL_KEY_RULE);
 const labelValue = z
   .string()
   .refine(isLabelValue, 'must be a Kubernetes label value (at most 63 of A-Z a-z 0-9 - _ .)');
@@ -81,7 +80,15 @@ export const podSettingsFields = {
     .max(253)
     .regex(DNS_SUBDOMAIN, 'must be a RuntimeClass name (a DNS-1123 subdomain, e.g. "gvisor")')
     .optional(),
-  node_selector: z.record(qualifiedName, labelValue).optional(),
+  node_selector: z
+    .record(z.string(), labelValue)
+    .superRefine((labels, ctx) => {
+      // Checked here rather than as the record's key schema, whose refusal names no rule.
+      for (const key of Object.keys(labels).filter((key) => !isQualifiedName(key))) {
+        ctx.addIssue({ code: 'custom', path: [key], message: LABEL_KEY_RULE });
+      }
+    })
+    .optional(),
   tolerations: z.array(toleration).optional(),
 };
 
