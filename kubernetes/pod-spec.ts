@@ -7,11 +7,7 @@
  * own pod.
  */
 import type { V1Pod, V1PodSecurityContext, V1SecurityContext } from '@kubernetes/client-node';
-import {
-  cpuQuantity,
-  type SandboxPodSettings,
-  type SandboxResources,
-} from '../contract/index.js';
+import { cpuQuantity, type SandboxPodSettings, type SandboxResources } from '../contract/index.js';
 
 /** Label and annotation keys the service sets and reads. */
 export const POD_LABELS = {
@@ -156,7 +152,9 @@ export function sandboxPod(input: SandboxPodInput): V1Pod {
       securityContext: sandboxPodSecurity(settings),
       ...(settings?.runtimeClassName ? { runtimeClassName: settings.runtimeClassName } : {}),
       ...(settings?.nodeSelector ? { nodeSelector: { ...settings.nodeSelector } } : {}),
-      ...(settings?.tolerations ? { tolerations: settings.tolerations.map((t) => ({ ...t })) } : {}),
+      ...(settings?.tolerations
+        ? { tolerations: settings.tolerations.map((t) => ({ ...t })) }
+        : {}),
       containers: [
         {
           name: 'sandbox',

@@ -211,7 +211,9 @@ describe('createSandbox branches (stub activities)', () => {
     });
     const failure = await failureOf(handle);
     expect((failure as ApplicationFailure).type).toBe('NotAdmitted');
-    expect(failure.message).toBe('refused to create sandbox sbx_x: the store holds no such sandbox');
+    expect(failure.message).toBe(
+      'refused to create sandbox sbx_x: the store holds no such sandbox',
+    );
     expect(allNames(script)).toEqual([]);
   });
 

@@ -156,9 +156,7 @@ describe('the worker trusts only what the service decided', () => {
       name: pod.name,
       namespace: 'sandboxes',
     });
-    expect(read.spec?.containers.map((c) => c.image)).toEqual([
-      api.config.templates.base?.image,
-    ]);
+    expect(read.spec?.containers.map((c) => c.image)).toEqual([api.config.templates.base?.image]);
     expect(api.stack.warnings.map((w) => w.msg)).toContain(
       "the workflow names another image than the worker's catalog; the catalog's runs",
     );
