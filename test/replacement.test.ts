@@ -236,10 +236,6 @@ describe('re-placement on the simulated cluster', () => {
     const pod = `create pod of ${op.sandbox_id} (template spread, disk 2048 MiB, generation 1`;
     // The summaries the UI reads: the history's userMetadata of each scheduled activity.
     expect(await activitySummaries(api.stack.temporal.client, op.id)).toEqual([
-      {
-        type: 'admitCreate',
-        summary: `check that the store holds create ${op.id} of ${op.sandbox_id} for tenant ${api.tenantA.id}`,
-      },
       { type: 'createPod', summary: `${pod})` },
       {
         type: 'awaitPodReady',

@@ -154,11 +154,12 @@ const outcomeStep = proxyLocalActivities<CreateActivities>({
 export const WORKER_ADMISSION_PATCH = 'worker-admission';
 
 /**
- * The admission step: a store read, retried on the store's errors for at most the create's
- * deadline; a `NotAdmitted` answer is final.
+ * The admission step: a store read on the worker's own database, so a local activity that runs
+ * inside the first workflow task (no extra round trip per create); retried on the store's errors
+ * for at most the create's deadline; a `NotAdmitted` answer is final.
  */
 function admissionStep(createDeadlineMs: number) {
-  return proxyActivities<CreateActivities>({
+  return proxyLocalActivities<CreateActivities>({
     startToCloseTimeout: '30 seconds',
     scheduleToCloseTimeout: createDeadlineMs,
     retry: { ...stepRetry, nonRetryableErrorTypes: [NOT_ADMITTED_FAILURE_TYPE] },
