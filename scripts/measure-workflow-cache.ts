@@ -38,6 +38,7 @@ import { installRuntime } from '../worker/runtime.js';
 import { createSandboxWorker } from '../worker/worker.js';
 import { startCreate } from '../test/support/creates.js';
 import { startDevServer } from './dev-server.js';
+import { DEFAULT_TEMPLATES } from '../config/index.js';
 
 const options = new Command()
   .option('--checkpoints <list>', 'waiting creates at which memory is read', '0,250,500,1000')
@@ -81,7 +82,14 @@ const worker = await createSandboxWorker({
   connection: nativeConnection,
   namespace: 'default',
   taskQueue,
-  deps: { kubernetes, store, informers, decider, metrics: createMetrics() },
+  deps: {
+    kubernetes,
+    store,
+    templates: DEFAULT_TEMPLATES,
+    informers,
+    decider,
+    metrics: createMetrics(),
+  },
   maxCachedWorkflows: maxCached,
 });
 const running = worker.run();

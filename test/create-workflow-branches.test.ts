@@ -22,6 +22,7 @@ import { until } from './support/until.js';
 
 type Activities = Pick<
   CreateActivities,
+  | 'admitCreate'
   | 'createPod'
   | 'awaitPodReady'
   | 'markSandboxRunning'
@@ -47,11 +48,15 @@ function stubActivities(): Activities {
     async (input: { operationId: string }): Promise<never> => {
       const script = scripts.get(input.operationId);
       if (!script) throw new Error(`no script for ${input.operationId}`);
-      script.calls.push({ name, input: input as unknown as Record<string, unknown> });
+      // The admission is not a step of the create: its own test below checks it.
+      if (name !== 'admitCreate') {
+        script.calls.push({ name, input: input as unknown as Record<string, unknown> });
+      }
       const stub = (script.stubs[name] ?? fallback) as (arg: unknown) => unknown;
       return (await stub(input)) as never;
     };
   return {
+    admitCreate: dispatch('admitCreate', () => undefined),
     createPod: dispatch('createPod', () => POD),
     awaitPodReady: dispatch('awaitPodReady', () => ({ podIp: '10.0.0.9' })),
     markSandboxRunning: dispatch('markSandboxRunning', () => true),
@@ -193,6 +198,23 @@ describe('createSandbox branches (stub activities)', () => {
     expect(await handle.result()).toMatchObject({ pod: { uid: POD.uid, ip: '10.0.0.9' } });
     expect(names(script)).toEqual(['createPod', 'awaitPodReady', 'markSandboxRunning']);
     expect(script.calls[2]?.input).toMatchObject({ podIp: '10.0.0.9', podUid: POD.uid });
+  });
+
+  it('a create the worker does not admit fails NotAdmitted with no step, no outcome write and no compensation', async () => {
+    const { handle, script } = await start({
+      admitCreate: () => {
+        throw ApplicationFailure.nonRetryable(
+          'refused to create sandbox sbx_x: the store holds no such sandbox',
+          'NotAdmitted',
+        );
+      },
+    });
+    const failure = await failureOf(handle);
+    expect((failure as ApplicationFailure).type).toBe('NotAdmitted');
+    expect(failure.message).toBe(
+      'refused to create sandbox sbx_x: the store holds no such sandbox',
+    );
+    expect(allNames(script)).toEqual([]);
   });
 
   it('fails as InvalidRequest on a refusal, after deleting the pod and retiring the execution', async () => {

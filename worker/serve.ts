@@ -165,6 +165,7 @@ export async function serveWorker(options: ServeWorkerOptions): Promise<ServedWo
     deps: {
       kubernetes: options.kubernetes,
       store: options.store,
+      templates: config.templates,
       informers,
       decider,
       metrics,

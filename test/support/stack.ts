@@ -20,9 +20,10 @@ import {
   type SimulatedClusterOptions,
 } from '../../environments/simulated-cluster/index.js';
 import { openStore, type Store, type StoreOptions } from '../../store/index.js';
+import { DEFAULT_TEMPLATES, type TemplateConfig } from '../../config/index.js';
 import { createSandboxWorker } from '../../worker/worker.js';
 import { SandboxInformers } from '../../kubernetes/sandbox-informers.js';
-import { RefusalBounds, type RefusalBoundsOptions } from '../../kubernetes/refusal-bounds.js';
+import { RefusalBounds } from '../../kubernetes/refusal-bounds.js';
 import { freshPostgresTarget, type StoreTarget } from './store.js';
 import {
   connectToTestServer,
@@ -43,6 +44,12 @@ export interface TestStackOptions {
   watchRetryDelayMs?: number;
   /** `timeoutSeconds` of the informers' watches (default 25). */
   watchTimeoutSeconds?: number;
+  /**
+   * The worker's template catalog (default: the service's, `base` only); the API stack passes
+   * its SANDBOX_TEMPLATES, as a deployment gives both processes the same one. It also bounds
+   * the refusal events the deciders believe (kubernetes/refusal-bounds.ts), as in worker/serve.ts.
+   */
+  templates?: Record<string, TemplateConfig>;
   /** Start a worker (default true). */
   worker?: boolean;
   /**
@@ -78,11 +85,6 @@ export interface TestStackOptions {
     ReadinessDeciderOptions,
     'reconcilePageSize' | 'unrecordedPageSize' | 'unrecordedCheckIntervalMs' | 'unrecordedAfterMs'
   >;
-  /**
-   * The worker's template catalog for the bounds of refusal events (kubernetes/refusal-bounds.ts),
-   * as worker/serve.ts passes config.templates (default: none, so the global disk limit).
-   */
-  templates?: RefusalBoundsOptions['templates'];
 }
 
 /** What a suite gets. */
@@ -101,6 +103,8 @@ export interface TestStack {
   /** Every line the activities logged (parsed pino JSON), for assertions. */
   logs: Array<Record<string, unknown>>;
   dataDir: string;
+  /** The workers' template catalog: a test may change it (as an operator changes SANDBOX_TEMPLATES). */
+  templates: Record<string, TemplateConfig>;
   worker?: Worker;
   /** Starts a worker for this stack's task queue (running in the background). */
   startWorker(): Promise<Worker>;
@@ -154,6 +158,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     warnings,
     logs,
     dataDir,
+    templates: { ...(options.templates ?? DEFAULT_TEMPLATES) },
     async startWorker() {
       // One informer pair per worker, as worker/serve.ts builds it.
       const informers = new SandboxInformers({
@@ -175,7 +180,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
         client: temporal.client,
         logger,
         reconcileIntervalMs: options.reconcileIntervalMs,
-        bounds: new RefusalBounds({ templates: options.templates, logger }),
+        bounds: new RefusalBounds({ templates: stack.templates, logger }),
         ...options.decider,
       });
       decider.start();
@@ -188,6 +193,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
         deps: {
           kubernetes,
           store: activityStore,
+          templates: stack.templates,
           informers,
           decider,
           metrics: createMetrics(),

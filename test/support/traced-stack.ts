@@ -47,6 +47,7 @@ export async function startTracedStack(spanProcessors?: SpanProcessor[]): Promis
     deps: {
       kubernetes: stack.kubernetes,
       store: stack.store,
+      templates: stack.templates,
       informers,
       decider,
       metrics: createMetrics(),

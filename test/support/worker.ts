@@ -10,6 +10,7 @@ import type { RefusalBoundsMs } from '../../activities/pods.js';
 import type { KubernetesClient } from '../../kubernetes/client.js';
 import { SandboxInformers } from '../../kubernetes/sandbox-informers.js';
 import type { Store } from '../../store/index.js';
+import { DEFAULT_TEMPLATES, type TemplateConfig } from '../../config/index.js';
 import { createSandboxWorker } from '../../worker/worker.js';
 import type { TemporalTestContext } from './temporal.js';
 
@@ -21,6 +22,8 @@ export interface SandboxWorkerOptions {
   taskQueue: string;
   /** Temporal namespace (default `default`). */
   namespace?: string;
+  /** The worker's template catalog (default: the service's, `base` only). */
+  templates?: Record<string, TemplateConfig>;
   /** How long a 401 or an RBAC 403 is retried, in ms (default: the service's, 60 000 each). */
   refusalBoundsMs?: Partial<RefusalBoundsMs>;
 }
@@ -56,6 +59,7 @@ export async function withSandboxWorker<T>(
     deps: {
       kubernetes: options.kubernetes,
       store: options.store,
+      templates: options.templates ?? DEFAULT_TEMPLATES,
       informers,
       decider,
       metrics: createMetrics(),
