@@ -76,7 +76,11 @@ export interface TestStackOptions {
    */
   decider?: Pick<
     ReadinessDeciderOptions,
-    'reconcilePageSize' | 'unrecordedPageSize' | 'unrecordedCheckIntervalMs' | 'unrecordedAfterMs'
+    | 'reconcilePageSize'
+    | 'unrecordedPageSize'
+    | 'unrecordedCheckIntervalMs'
+    | 'unrecordedAfterMs'
+    | 'podReadDelayMs'
   >;
   /**
    * The worker's template catalog for the bounds of refusal events (kubernetes/refusal-bounds.ts),
