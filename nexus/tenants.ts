@@ -1,0 +1,45 @@
+/**
+ * Which tenant a Nexus caller acts for (docs/security.md, "Nexus callers"): the operator maps
+ * each calling Temporal namespace to one tenant with NEXUS_TENANTS (`namespace:tenant` pairs,
+ * comma separated). The calling namespace is read from the link the Temporal server attaches
+ * to every Nexus start it sends for a caller's workflow (the workflow event that scheduled the
+ * operation, `temporal:///namespaces/<namespace>/workflows/…`), never from the operation's input.
+ */
+import type * as nexus from 'nexus-rpc';
+import { ConfigError } from '../config/index.js';
+
+/** Calling namespace → tenant. Empty: no namespace may call (the service is not registered). */
+export type NexusTenants = ReadonlyMap<string, string>;
+
+/**
+ * Parses NEXUS_TENANTS.
+ * @param value `namespace:tenant` pairs, comma separated; unset or empty: no callers
+ * @throws ConfigError naming NEXUS_TENANTS when a pair is malformed or a namespace is repeated
+ */
+export function parseNexusTenants(value: string | undefined): NexusTenants {
+  const tenants = new Map<string, string>();
+  for (const pair of (value ?? '').split(',').map((part) => part.trim())) {
+    if (!pair) continue;
+    const [namespace, tenant, ...rest] = pair.split(':').map((part) => part.trim());
+    if (!namespace || !tenant || rest.length > 0) {
+      throw new ConfigError('NEXUS_TENANTS', `"${pair}" is not a namespace:tenant pair`);
+    }
+    if (tenants.has(namespace)) {
+      throw new ConfigError('NEXUS_TENANTS', `namespace ${namespace} is mapped twice`);
+    }
+    tenants.set(namespace, tenant);
+  }
+  return tenants;
+}
+
+/**
+ * The calling namespace: the namespace of the workflow event the start request links to.
+ * @returns undefined when the request carries no Temporal workflow-event link
+ */
+export function callerNamespaceOf(ctx: Pick<nexus.StartOperationContext, 'inboundLinks'>): string | undefined {
+  for (const link of ctx.inboundLinks) {
+    const match = /^\/namespaces\/([^/]+)\/workflows\//.exec(link.url.pathname);
+    if (link.url.protocol === 'temporal:' && match) return decodeURIComponent(match[1]!);
+  }
+  return undefined;
+}

@@ -1,0 +1,159 @@
+/**
+ * The `sandbox` Nexus service (docs/nexus.md): a caller's workflow in a second namespace creates
+ * a sandbox through a Nexus endpoint and gets it running, gets `invalid_request` with the node's
+ * reason for a refused one, and cancels the create by being cancelled (compensation deletes the
+ * pod). A real dev server (the second namespace and the endpoint registered through its gRPC
+ * API), the create worker serving the service, the simulated cluster over HTTP, SQLite.
+ */
+import { randomUUID } from 'node:crypto';
+import { CancelledFailure, WorkflowFailedError } from '@temporalio/client';
+import { msToTs } from '@temporalio/common/lib/time.js';
+import { Worker } from '@temporalio/worker';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../config/index.js';
+import { parseNexusTenants } from '../nexus/tenants.js';
+import type { createSandboxThroughNexus } from '../examples/nexus-caller/workflows.js';
+import { startSandboxWorker, type StartedSandboxWorker } from '../worker/sandbox-worker.js';
+import { startTestStack, type TestStack } from './support/stack.js';
+import { until } from './support/until.js';
+
+const suffix = randomUUID().replace(/-/g, '').slice(0, 12);
+const callerNamespace = `nexus-caller-${suffix}`;
+const endpoint = `sandbox-${suffix}`;
+const tenant = `nexus-tenant-${suffix}`;
+const callerQueue = `nexus-caller-${suffix}`;
+
+let stack: TestStack;
+let handlerWorker: StartedSandboxWorker;
+let callerWorker: Worker;
+let callerRun: Promise<void>;
+
+beforeAll(async () => {
+  stack = await startTestStack({ worker: false });
+  const { connection } = stack.temporal.client;
+  await connection.workflowService.registerNamespace({
+    namespace: callerNamespace,
+    workflowExecutionRetentionPeriod: msToTs('1 day'),
+  });
+  await connection.operatorService.createNexusEndpoint({
+    spec: {
+      name: endpoint,
+      target: { worker: { namespace: 'default', taskQueue: stack.taskQueue } },
+    },
+  });
+  const config = loadConfig({
+    API_TOKENS: `unused:${randomUUID()}`,
+    TEMPORAL_TASK_QUEUE: stack.taskQueue,
+    CREATE_DEADLINE_MS: '60000',
+  });
+  handlerWorker = await startSandboxWorker({
+    connection: stack.temporal.nativeConnection,
+    namespace: 'default',
+    taskQueue: stack.taskQueue,
+    kubernetes: stack.kubernetes,
+    store: stack.store,
+    client: stack.temporal.client,
+    logger: stack.logger,
+    watchRetryDelayMs: 100,
+    watchTimeoutSeconds: 25,
+    templates: stack.templates,
+    worker: {
+      workflowBundle: stack.temporal.workflowBundle,
+      shutdownGraceTimeMs: 2_000,
+      nexus: {
+        store: stack.store,
+        config,
+        logger: stack.logger,
+        tenants: parseNexusTenants(`${callerNamespace}:${tenant}`),
+      },
+    },
+  });
+  // A new namespace reaches every service of the dev server within a few seconds.
+  await until(async () => {
+    try {
+      callerWorker = await Worker.create({
+        connection: stack.temporal.nativeConnection,
+        namespace: callerNamespace,
+        taskQueue: callerQueue,
+        workflowBundle: stack.temporal.workflowBundle,
+      });
+      return true;
+    } catch {
+      return false;
+    }
+  }, 60_000);
+  callerRun = callerWorker.run();
+});
+
+afterAll(async () => {
+  if (callerWorker?.getState() === 'RUNNING') callerWorker.shutdown();
+  await callerRun?.catch(() => undefined);
+  await handlerWorker?.stop();
+  await stack?.stop();
+});
+
+function callerClient() {
+  return new (stack.temporal.client.constructor as typeof import('@temporalio/client').Client)({
+    connection: stack.temporal.client.connection,
+    namespace: callerNamespace,
+  });
+}
+
+async function startCaller(diskMib: number) {
+  return callerClient().workflow.start<typeof createSandboxThroughNexus>(
+    'createSandboxThroughNexus',
+    {
+      workflowId: `caller-${randomUUID()}`,
+      taskQueue: callerQueue,
+      args: [endpoint, { template: 'base', resources: { cpu: 1, memory_mib: 256, disk_mib: diskMib } }],
+    },
+  );
+}
+
+describe('the sandbox Nexus service', () => {
+  it("a caller's workflow in another namespace creates a sandbox of its mapped tenant and gets it running", async () => {
+    const outcome = await (await startCaller(2048)).result();
+    expect(outcome.status, JSON.stringify(outcome)).toBe('running');
+    if (outcome.status !== 'running') return;
+    const sandbox = await stack.store.getSandbox(tenant, outcome.sandbox.sandboxId);
+    expect(sandbox?.state).toBe('running');
+    expect(outcome.sandbox.pod.ip).toBe(sandbox?.pod.ip);
+  });
+
+  it("a refused create fails the caller's operation as invalid_request naming the node's reason", async () => {
+    const outcome = await (await startCaller(300)).result();
+    expect(outcome).toMatchObject({ status: 'failed', code: 'invalid_request' });
+    if (outcome.status !== 'failed') return;
+    expect(outcome.message).toMatch(/node refused the sandbox: .*smaller than cloned rootfs size 451 MiB/);
+  });
+
+  it("cancelling the caller's workflow cancels the create: its pod is deleted and none is left", async () => {
+    stack.cluster.faults.neverReady(true);
+    let handle: Awaited<ReturnType<typeof startCaller>>;
+    let sandboxId: string | undefined;
+    let podName: string | undefined;
+    try {
+      handle = await startCaller(2048);
+      await until(async () => {
+        const { sandboxes } = await stack.store.listSandboxes(tenant, { state: 'creating', limit: 10 });
+        const withPod = sandboxes.find((sandbox) => sandbox.pod.name);
+        sandboxId = withPod?.id;
+        podName = withPod?.pod.name ?? undefined;
+        return podName !== undefined;
+      });
+      await handle.cancel();
+      const err = await handle.result().catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(WorkflowFailedError);
+      expect((err as WorkflowFailedError).cause).toBeInstanceOf(CancelledFailure);
+    } finally {
+      stack.cluster.faults.neverReady(false);
+    }
+    await until(async () => (await stack.store.getSandbox(tenant, sandboxId!))?.state === 'failed');
+    const deletes = stack.cluster.requests.filter(
+      (r) => r.method === 'DELETE' && r.path.endsWith(`/pods/${podName}`),
+    );
+    expect(deletes.length).toBeGreaterThanOrEqual(1);
+    const pods = await stack.kubernetes.core.listNamespacedPod({ namespace: stack.namespace });
+    expect(pods.items.map((pod) => pod.metadata?.name)).not.toContain(podName);
+  });
+});
