@@ -55,7 +55,10 @@ function asOperationError(err: unknown): never {
     throw new nexus.OperationError('failed', err.message, {
       cause: ApplicationFailure.create({
         // The workflow's failure type for an operation code, so callers read one spelling.
-        type: err.code in OPERATION_ERRORS ? OPERATION_ERRORS[err.code as OperationErrorCode].failureType : err.code,
+        type:
+          err.code in OPERATION_ERRORS
+            ? OPERATION_ERRORS[err.code as OperationErrorCode].failureType
+            : err.code,
         message: err.message,
         nonRetryable: true,
         details: err.details ? [err.details] : [],
@@ -140,9 +143,10 @@ export function sandboxNexusHandler(deps: SandboxNexusDeps) {
             idempotencyKey: ctx.requestId,
             deadlineMs: deps.config.createDeadlineMs,
             route: 'nexus',
-            startWorkflow: (options) => startWorkflow(ctx, 'createSandbox', options).then(
-              (handle) => ({ firstExecutionRunId: handle.runId ?? '' }),
-            ),
+            startWorkflow: (options) =>
+              startWorkflow(ctx, 'createSandbox', options).then((handle) => ({
+                firstExecutionRunId: handle.runId ?? '',
+              })),
           });
           return nexus.HandlerStartOperationResult.async(
             generateWorkflowRunOperationToken(operationInfo().namespace, accepted.operationId),

@@ -33,13 +33,17 @@ export function parseNexusTenants(value: string | undefined): NexusTenants {
 }
 
 /**
- * The calling namespace: the namespace of the workflow event the start request links to.
- * @returns undefined when the request carries no Temporal workflow-event link
+ * The calling namespace: the namespace of the workflow events the start request links to.
+ * @returns undefined when the request carries no Temporal workflow-event link, or links naming
+ *   more than one namespace (a caller's own `nexus-link` header beside the server's: refused)
  */
-export function callerNamespaceOf(ctx: Pick<nexus.StartOperationContext, 'inboundLinks'>): string | undefined {
+export function callerNamespaceOf(
+  ctx: Pick<nexus.StartOperationContext, 'inboundLinks'>,
+): string | undefined {
+  const namespaces = new Set<string>();
   for (const link of ctx.inboundLinks) {
     const match = /^\/namespaces\/([^/]+)\/workflows\//.exec(link.url.pathname);
-    if (link.url.protocol === 'temporal:' && match) return decodeURIComponent(match[1]!);
+    if (link.url.protocol === 'temporal:' && match) namespaces.add(decodeURIComponent(match[1]!));
   }
-  return undefined;
+  return namespaces.size === 1 ? [...namespaces][0] : undefined;
 }

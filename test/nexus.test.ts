@@ -6,35 +6,62 @@
  * API), the create worker serving the service, the simulated cluster over HTTP, SQLite.
  */
 import { randomUUID } from 'node:crypto';
-import { CancelledFailure, WorkflowFailedError } from '@temporalio/client';
+import { Client, WorkflowFailedError } from '@temporalio/client';
+import { CancelledFailure, NexusOperationFailure } from '@temporalio/common';
 import { msToTs } from '@temporalio/common/lib/time.js';
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../config/index.js';
 import { parseNexusTenants } from '../nexus/tenants.js';
-import type { createSandboxThroughNexus } from '../examples/nexus-caller/workflows.js';
+import type {
+  createSandboxThroughNexus,
+  deleteSandboxThroughNexus,
+} from '../examples/nexus-caller/workflows.js';
 import { startSandboxWorker, type StartedSandboxWorker } from '../worker/sandbox-worker.js';
 import { startTestStack, type TestStack } from './support/stack.js';
 import { until } from './support/until.js';
 
 const suffix = randomUUID().replace(/-/g, '').slice(0, 12);
 const callerNamespace = `nexus-caller-${suffix}`;
+/** A namespace NEXUS_TENANTS does not map. */
+const strangerNamespace = `nexus-stranger-${suffix}`;
 const endpoint = `sandbox-${suffix}`;
 const tenant = `nexus-tenant-${suffix}`;
 const callerQueue = `nexus-caller-${suffix}`;
 
 let stack: TestStack;
 let handlerWorker: StartedSandboxWorker;
-let callerWorker: Worker;
-let callerRun: Promise<void>;
+const callerWorkers: Array<{ worker: Worker; run: Promise<void> }> = [];
+
+/** A worker of the caller's workflows in `namespace`, once the new namespace is usable. */
+async function startCallerWorker(namespace: string): Promise<void> {
+  let worker: Worker | undefined;
+  // A new namespace reaches every service of the dev server within a few seconds.
+  await until(async () => {
+    try {
+      worker = await Worker.create({
+        connection: stack.temporal.nativeConnection,
+        namespace,
+        taskQueue: callerQueue,
+        workflowBundle: stack.temporal.workflowBundle,
+      });
+      return true;
+    } catch {
+      return false;
+    }
+  }, 60_000);
+  callerWorkers.push({ worker: worker!, run: worker!.run() });
+}
 
 beforeAll(async () => {
   stack = await startTestStack({ worker: false });
   const { connection } = stack.temporal.client;
-  await connection.workflowService.registerNamespace({
-    namespace: callerNamespace,
-    workflowExecutionRetentionPeriod: msToTs('1 day'),
-  });
+  for (const namespace of [callerNamespace, strangerNamespace]) {
+    await connection.workflowService.registerNamespace({
+      namespace,
+      workflowExecutionRetentionPeriod: msToTs('1 day'),
+    });
+  }
   await connection.operatorService.createNexusEndpoint({
     spec: {
       name: endpoint,
@@ -68,44 +95,33 @@ beforeAll(async () => {
       },
     },
   });
-  // A new namespace reaches every service of the dev server within a few seconds.
-  await until(async () => {
-    try {
-      callerWorker = await Worker.create({
-        connection: stack.temporal.nativeConnection,
-        namespace: callerNamespace,
-        taskQueue: callerQueue,
-        workflowBundle: stack.temporal.workflowBundle,
-      });
-      return true;
-    } catch {
-      return false;
-    }
-  }, 60_000);
-  callerRun = callerWorker.run();
+  await startCallerWorker(callerNamespace);
+  await startCallerWorker(strangerNamespace);
 });
 
 afterAll(async () => {
-  if (callerWorker?.getState() === 'RUNNING') callerWorker.shutdown();
-  await callerRun?.catch(() => undefined);
+  for (const { worker, run } of callerWorkers) {
+    if (worker.getState() === 'RUNNING') worker.shutdown();
+    await run.catch(() => undefined);
+  }
   await handlerWorker?.stop();
   await stack?.stop();
 });
 
-function callerClient() {
-  return new (stack.temporal.client.constructor as typeof import('@temporalio/client').Client)({
-    connection: stack.temporal.client.connection,
-    namespace: callerNamespace,
-  });
+function callerClient(namespace = callerNamespace) {
+  return new Client({ connection: stack.temporal.client.connection, namespace });
 }
 
-async function startCaller(diskMib: number) {
-  return callerClient().workflow.start<typeof createSandboxThroughNexus>(
+async function startCaller(diskMib: number, namespace = callerNamespace) {
+  return callerClient(namespace).workflow.start<typeof createSandboxThroughNexus>(
     'createSandboxThroughNexus',
     {
       workflowId: `caller-${randomUUID()}`,
       taskQueue: callerQueue,
-      args: [endpoint, { template: 'base', resources: { cpu: 1, memory_mib: 256, disk_mib: diskMib } }],
+      args: [
+        endpoint,
+        { template: 'base', resources: { cpu: 1, memory_mib: 256, disk_mib: diskMib } },
+      ],
     },
   );
 }
@@ -124,7 +140,9 @@ describe('the sandbox Nexus service', () => {
     const outcome = await (await startCaller(300)).result();
     expect(outcome).toMatchObject({ status: 'failed', code: 'invalid_request' });
     if (outcome.status !== 'failed') return;
-    expect(outcome.message).toMatch(/node refused the sandbox: .*smaller than cloned rootfs size 451 MiB/);
+    expect(outcome.message).toMatch(
+      /node refused the sandbox: .*smaller than cloned rootfs size 451 MiB/,
+    );
   });
 
   it("cancelling the caller's workflow cancels the create: its pod is deleted and none is left", async () => {
@@ -135,7 +153,10 @@ describe('the sandbox Nexus service', () => {
     try {
       handle = await startCaller(2048);
       await until(async () => {
-        const { sandboxes } = await stack.store.listSandboxes(tenant, { state: 'creating', limit: 10 });
+        const { sandboxes } = await stack.store.listSandboxes(tenant, {
+          state: 'creating',
+          limit: 10,
+        });
         const withPod = sandboxes.find((sandbox) => sandbox.pod.name);
         sandboxId = withPod?.id;
         podName = withPod?.pod.name ?? undefined;
@@ -155,5 +176,35 @@ describe('the sandbox Nexus service', () => {
     expect(deletes.length).toBeGreaterThanOrEqual(1);
     const pods = await stack.kubernetes.core.listNamespacedPod({ namespace: stack.namespace });
     expect(pods.items.map((pod) => pod.metadata?.name)).not.toContain(podName);
+  });
+
+  it('deletes a sandbox of its tenant through the delete operation', async () => {
+    const created = await (await startCaller(2048)).result();
+    if (created.status !== 'running') throw new Error(JSON.stringify(created));
+    const result = await callerClient()
+      .workflow.start<typeof deleteSandboxThroughNexus>('deleteSandboxThroughNexus', {
+        workflowId: `caller-${randomUUID()}`,
+        taskQueue: callerQueue,
+        args: [endpoint, created.sandbox.sandboxId],
+      })
+      .then((handle) => handle.result());
+    expect(result).toMatchObject({ sandboxId: created.sandbox.sandboxId, retired: true });
+    expect((await stack.store.getSandbox(tenant, created.sandbox.sandboxId))?.state).toBe(
+      'deleted',
+    );
+  });
+
+  it('refuses a caller whose namespace NEXUS_TENANTS does not map', async () => {
+    const err = await (
+      await startCaller(2048, strangerNamespace)
+    )
+      .result()
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(WorkflowFailedError);
+    const failure = (err as WorkflowFailedError).cause;
+    expect(failure).toBeInstanceOf(NexusOperationFailure);
+    expect(String((failure as NexusOperationFailure).cause?.message)).toContain(
+      `the calling namespace ${strangerNamespace} is not mapped to a tenant`,
+    );
   });
 });

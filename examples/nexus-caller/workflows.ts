@@ -6,6 +6,7 @@
 import { ApplicationFailure, NexusOperationFailure } from '@temporalio/common';
 import * as workflow from '@temporalio/workflow';
 import type { CreateSandboxResult } from '../../contract/index.js';
+import type { DeleteSandboxResult } from '../../workflows/delete-sandbox.js';
 import { nexusFailureCode, sandboxService, type NexusCreateInput } from '../../nexus/service.js';
 
 /** What {@link createSandboxThroughNexus} ends with. */
@@ -41,4 +42,21 @@ export async function createSandboxThroughNexus(
     }
     throw err;
   }
+}
+
+/**
+ * Deletes a sandbox of the caller's tenant through the `sandbox` Nexus service and waits until
+ * it is deleted (its pod gone).
+ */
+export async function deleteSandboxThroughNexus(
+  endpoint: string,
+  sandboxId: string,
+  timeout = '10 minutes',
+): Promise<DeleteSandboxResult> {
+  const sandboxes = workflow.createNexusServiceClient({ endpoint, service: sandboxService });
+  return sandboxes.executeOperation(
+    'delete',
+    { sandbox_id: sandboxId },
+    { scheduleToCloseTimeout: timeout },
+  );
 }
