@@ -6,31 +6,12 @@
  * operation, `temporal:///namespaces/<namespace>/workflows/…`), never from the operation's input.
  */
 import type * as nexus from 'nexus-rpc';
-import { ConfigError } from '../config/index.js';
-
-/** Calling namespace → tenant. Empty: no namespace may call (the service is not registered). */
-export type NexusTenants = ReadonlyMap<string, string>;
 
 /**
- * Parses NEXUS_TENANTS.
- * @param value `namespace:tenant` pairs, comma separated; unset or empty: no callers
- * @throws ConfigError naming NEXUS_TENANTS when a pair is malformed or a namespace is repeated
+ * Calling namespace → tenant (config.nexusTenants). Empty: no namespace may call (the worker
+ * serves no Nexus service).
  */
-export function parseNexusTenants(value: string | undefined): NexusTenants {
-  const tenants = new Map<string, string>();
-  for (const pair of (value ?? '').split(',').map((part) => part.trim())) {
-    if (!pair) continue;
-    const [namespace, tenant, ...rest] = pair.split(':').map((part) => part.trim());
-    if (!namespace || !tenant || rest.length > 0) {
-      throw new ConfigError('NEXUS_TENANTS', `"${pair}" is not a namespace:tenant pair`);
-    }
-    if (tenants.has(namespace)) {
-      throw new ConfigError('NEXUS_TENANTS', `namespace ${namespace} is mapped twice`);
-    }
-    tenants.set(namespace, tenant);
-  }
-  return tenants;
-}
+export type NexusTenants = ReadonlyMap<string, string>;
 
 /**
  * The calling namespace: the namespace of the workflow events the start request links to.

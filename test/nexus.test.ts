@@ -12,7 +12,6 @@ import { msToTs } from '@temporalio/common/lib/time.js';
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../config/index.js';
-import { parseNexusTenants } from '../nexus/tenants.js';
 import type {
   createSandboxThroughNexus,
   deleteSandboxThroughNexus,
@@ -72,6 +71,7 @@ beforeAll(async () => {
     API_TOKENS: `unused:${randomUUID()}`,
     TEMPORAL_TASK_QUEUE: stack.taskQueue,
     CREATE_DEADLINE_MS: '60000',
+    NEXUS_TENANTS: `${callerNamespace}:${tenant}`,
   });
   handlerWorker = await startSandboxWorker({
     connection: stack.temporal.nativeConnection,
@@ -91,7 +91,7 @@ beforeAll(async () => {
         store: stack.store,
         config,
         logger: stack.logger,
-        tenants: parseNexusTenants(`${callerNamespace}:${tenant}`),
+        tenants: config.nexusTenants,
       },
     },
   });
