@@ -3,6 +3,7 @@
  * call it, and what the handler (nexus/sandbox-handler.ts) implements. Types and names only, so
  * a caller's workflow bundle can import it.
  */
+import { ApplicationFailure, NexusOperationFailure } from '@temporalio/common';
 import * as nexus from 'nexus-rpc';
 import { OPERATION_ERRORS, type CreateSandboxResult } from '../contract/index.js';
 import type { DeleteSandboxResult } from '../workflows/delete-sandbox.js';
@@ -48,4 +49,23 @@ export const sandboxService = nexus.service(SANDBOX_SERVICE_NAME, {
 export function nexusFailureCode(type: string | undefined | null): string {
   const entry = Object.entries(OPERATION_ERRORS).find(([, row]) => row.failureType === type);
   return entry?.[0] ?? type ?? 'internal';
+}
+
+/**
+ * The ApplicationFailure that says why a `sandbox` operation failed, from the error a caller's
+ * `executeOperation` rejects with: the create's or delete's failure (under the
+ * NexusOperationFailure), or a refusal of the handler before anything started (under the SDK's
+ * `OperationError` wrapper). Its type goes to {@link nexusFailureCode}, its message is the API's.
+ * @returns undefined for anything else (a cancellation, a timeout, a handler error)
+ */
+export function sandboxFailureOf(err: unknown): ApplicationFailure | undefined {
+  let cause = err instanceof NexusOperationFailure ? err.cause : undefined;
+  while (
+    cause instanceof ApplicationFailure &&
+    cause.type === 'OperationError' &&
+    cause.cause instanceof ApplicationFailure
+  ) {
+    cause = cause.cause;
+  }
+  return cause instanceof ApplicationFailure ? cause : undefined;
 }

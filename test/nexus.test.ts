@@ -145,6 +145,18 @@ describe('the sandbox Nexus service', () => {
     );
   });
 
+  it('a create below the floor the refusal taught is refused before anything starts, as invalid_request', async () => {
+    // Runs after the refusal above, which taught `base` its 451 MiB floor.
+    const before = (await stack.store.listSandboxes(tenant, { limit: 100 })).sandboxes.length;
+    const outcome = await (await startCaller(300)).result();
+    expect(outcome).toMatchObject({ status: 'failed', code: 'invalid_request' });
+    if (outcome.status !== 'failed') return;
+    expect(outcome.message).toMatch(/template base needs at least 451 MiB of disk/);
+    expect((await stack.store.listSandboxes(tenant, { limit: 100 })).sandboxes).toHaveLength(
+      before,
+    );
+  });
+
   it("cancelling the caller's workflow cancels the create: its pod is deleted and none is left", async () => {
     stack.cluster.faults.neverReady(true);
     let handle: Awaited<ReturnType<typeof startCaller>>;

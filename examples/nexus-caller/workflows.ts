@@ -3,11 +3,15 @@
  * service (docs/nexus.md). Its worker bundles this file; `endpoint` is the Nexus endpoint the
  * operator created for the service (`temporal operator nexus endpoint create`).
  */
-import { ApplicationFailure, NexusOperationFailure } from '@temporalio/common';
 import * as workflow from '@temporalio/workflow';
 import type { CreateSandboxResult } from '../../contract/index.js';
 import type { DeleteSandboxResult } from '../../workflows/delete-sandbox.js';
-import { nexusFailureCode, sandboxService, type NexusCreateInput } from '../../nexus/service.js';
+import {
+  nexusFailureCode,
+  sandboxFailureOf,
+  sandboxService,
+  type NexusCreateInput,
+} from '../../nexus/service.js';
 
 /** What {@link createSandboxThroughNexus} ends with. */
 export type NexusCallerOutcome =
@@ -31,8 +35,8 @@ export async function createSandboxThroughNexus(
     });
     return { status: 'running', sandbox };
   } catch (err) {
-    const cause = err instanceof NexusOperationFailure ? err.cause : undefined;
-    if (cause instanceof ApplicationFailure && !workflow.isCancellation(err)) {
+    const cause = sandboxFailureOf(err);
+    if (cause && !workflow.isCancellation(err)) {
       return {
         status: 'failed',
         code: nexusFailureCode(cause.type),
