@@ -17,6 +17,7 @@ import type {
   deleteSandboxThroughNexus,
 } from '../examples/nexus-caller/workflows.js';
 import { startSandboxWorker, type StartedSandboxWorker } from '../worker/sandbox-worker.js';
+import type { Store } from '../store/index.js';
 import { startTestStack, type TestStack } from './support/stack.js';
 import { until } from './support/until.js';
 
@@ -29,6 +30,25 @@ const tenant = `nexus-tenant-${suffix}`;
 const callerQueue = `nexus-caller-${suffix}`;
 
 let stack: TestStack;
+/**
+ * When set, the handler's next create waits this long (ms) between storing its rows and starting
+ * its workflow: the start outlives the caller server's request.
+ */
+let slowNextStartMs: number | undefined;
+
+/** The stack's store as the Nexus handler sees it: {@link slowNextStartMs} applies. */
+function handlerStore(store: Store): Store {
+  return {
+    ...store,
+    async createSandbox(input) {
+      const outcome = await store.createSandbox(input);
+      const delayMs = slowNextStartMs;
+      slowNextStartMs = undefined;
+      if (delayMs) await new Promise((resolve) => setTimeout(resolve, delayMs));
+      return outcome;
+    },
+  };
+}
 let handlerWorker: StartedSandboxWorker;
 const callerWorkers: Array<{ worker: Worker; run: Promise<void> }> = [];
 
@@ -88,7 +108,7 @@ beforeAll(async () => {
       workflowBundle: stack.temporal.workflowBundle,
       shutdownGraceTimeMs: 2_000,
       nexus: {
-        store: stack.store,
+        store: handlerStore(stack.store),
         config,
         logger: stack.logger,
         tenants: config.nexusTenants,
@@ -134,6 +154,17 @@ describe('the sandbox Nexus service', () => {
     const sandbox = await stack.store.getSandbox(tenant, outcome.sandbox.sandboxId);
     expect(sandbox?.state).toBe('running');
     expect(outcome.sandbox.pod.ip).toBe(sandbox?.pod.ip);
+  });
+
+  it('a start the caller retries after its request timed out is the same create: one sandbox', async () => {
+    const before = (await stack.store.listSandboxes(tenant, { limit: 100 })).sandboxes.length;
+    // The first start stores the create, then outlives the caller server's 10 s request timeout
+    // before it starts the workflow; the server retries it with the same request id.
+    slowNextStartMs = 12_000;
+    const outcome = await (await startCaller(2048)).result();
+    expect(outcome.status, JSON.stringify(outcome)).toBe('running');
+    const { sandboxes } = await stack.store.listSandboxes(tenant, { limit: 100 });
+    expect(sandboxes).toHaveLength(before + 1);
   });
 
   it("a refused create fails the caller's operation as invalid_request naming the node's reason", async () => {
