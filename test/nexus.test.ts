@@ -6,6 +6,7 @@
  * API), the create worker serving the service, the simulated cluster over HTTP, SQLite.
  */
 import { randomUUID } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
 import { Client, WorkflowFailedError } from '@temporalio/client';
 import { CancelledFailure, NexusOperationFailure } from '@temporalio/common';
 import { msToTs } from '@temporalio/common/lib/time.js';
@@ -18,6 +19,7 @@ import type {
 } from '../examples/nexus-caller/workflows.js';
 import { startSandboxWorker, type StartedSandboxWorker } from '../worker/sandbox-worker.js';
 import type { Store } from '../store/index.js';
+import { bundleSandboxWorkflows } from '../worker/workflow-bundle.js';
 import { startTestStack, type TestStack } from './support/stack.js';
 import { until } from './support/until.js';
 
@@ -53,7 +55,10 @@ let handlerWorker: StartedSandboxWorker;
 const callerWorkers: Array<{ worker: Worker; run: Promise<void> }> = [];
 
 /** A worker of the caller's workflows in `namespace`, once the new namespace is usable. */
-async function startCallerWorker(namespace: string): Promise<void> {
+async function startCallerWorker(
+  namespace: string,
+  workflowBundle: { codePath: string } | { code: string } = stack.temporal.workflowBundle,
+): Promise<void> {
   let worker: Worker | undefined;
   // A new namespace reaches every service of the dev server within a few seconds.
   await until(async () => {
@@ -62,7 +67,7 @@ async function startCallerWorker(namespace: string): Promise<void> {
         connection: stack.temporal.nativeConnection,
         namespace,
         taskQueue: callerQueue,
-        workflowBundle: stack.temporal.workflowBundle,
+        workflowBundle,
       });
       return true;
     } catch {
@@ -116,7 +121,14 @@ beforeAll(async () => {
     },
   });
   await startCallerWorker(callerNamespace);
-  await startCallerWorker(strangerNamespace);
+  // The stranger's workflows may forge a `nexus-link` header (test/support/nexus-forged-link.ts).
+  await startCallerWorker(
+    strangerNamespace,
+    await bundleSandboxWorkflows(
+      fileURLToPath(new URL('../examples/nexus-caller/workflows.ts', import.meta.url)),
+      [fileURLToPath(new URL('./support/nexus-forged-link.ts', import.meta.url))],
+    ),
+  );
 });
 
 afterAll(async () => {
@@ -132,11 +144,16 @@ function callerClient(namespace = callerNamespace) {
   return new Client({ connection: stack.temporal.client.connection, namespace });
 }
 
-async function startCaller(diskMib: number, namespace = callerNamespace) {
+async function startCaller(
+  diskMib: number,
+  namespace = callerNamespace,
+  memo?: Record<string, unknown>,
+) {
   return callerClient(namespace).workflow.start<typeof createSandboxThroughNexus>(
     'createSandboxThroughNexus',
     {
       workflowId: `caller-${randomUUID()}`,
+      memo,
       taskQueue: callerQueue,
       args: [
         endpoint,
@@ -248,6 +265,22 @@ describe('the sandbox Nexus service', () => {
     expect(failure).toBeInstanceOf(NexusOperationFailure);
     expect(String((failure as NexusOperationFailure).cause?.message)).toContain(
       `the calling namespace ${strangerNamespace} is not mapped to a tenant`,
+    );
+  });
+
+  it("an unmapped caller's own nexus-link header naming a mapped namespace does not make it that tenant", async () => {
+    const before = (await stack.store.listSandboxes(tenant, { limit: 100 })).sandboxes.length;
+    const err = await (
+      await startCaller(2048, strangerNamespace, { forgedNamespace: callerNamespace })
+    )
+      .result()
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(WorkflowFailedError);
+    expect(
+      String(((err as WorkflowFailedError).cause as NexusOperationFailure).cause?.message),
+    ).toMatch(/the calling namespace .* is not mapped to a tenant/);
+    expect((await stack.store.listSandboxes(tenant, { limit: 100 })).sandboxes).toHaveLength(
+      before,
     );
   });
 });
