@@ -1,5 +1,6 @@
 /**
- * The `durable-sandbox` command line (commander): create, get, wait, cancel, delete, list, templates.
+ * The `durable-sandbox` command line (commander): create, get, wait, cancel, delete, list, templates,
+ * quota.
  * `run(argv)` is the whole program, so tests call it in process; cli/main.ts wires it to the
  * process (and Ctrl-C to `io.signal`).
  *
@@ -17,10 +18,11 @@ import {
   formatOperationList,
   formatSandbox,
   formatSandboxList,
+  formatQuota,
   formatTemplateList,
   progressText,
 } from './format.js';
-import type { Operation, Page, Sandbox, Template } from './types.js';
+import type { Operation, Page, Quota, Sandbox, Template } from './types.js';
 import { waitForOperation } from './wait.js';
 import { formatTraceTree, type TraceSpan } from './trace-tree.js';
 
@@ -84,8 +86,9 @@ export function isTerminal(stream: { isTTY?: boolean; columns?: number }): boole
 /** What a person can do about an error code, printed under the error (never with `-o json`). */
 const ERROR_HINTS: Record<string, string> = {
   quota_exceeded:
-    'a resource quota of the sandbox namespace is exhausted: retry later, or delete sandboxes ' +
-    'you no longer need',
+    'a resource quota of the sandbox namespace, or one of your tenant limits, is exhausted: ' +
+    `retry later, or delete sandboxes you no longer need (\`${RUN} quota\` shows your limits)`,
+  rate_limited: `too fast or too many at once for your tenant's limits: retry after a moment (\`${RUN} quota\` shows them)`,
   unavailable: 'the service cannot work right now; its /readyz names what is wrong',
 };
 
@@ -618,6 +621,17 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
         }
         const body = (await s.client.call<{ templates: Template[] }>('GET', '/v1/templates')).body;
         s.show(body, () => formatTemplateList(body.templates, s.table()));
+        return 0;
+      }),
+    );
+
+  program
+    .command('quota')
+    .description("show your tenant's limits and what it uses of them")
+    .action(
+      action(async (s) => {
+        const body = (await s.client.call<Quota>('GET', '/v1/quota')).body;
+        s.show(body, () => formatQuota(body, s.table()));
         return 0;
       }),
     );

@@ -7,6 +7,7 @@ export type {
   SandboxJson as Sandbox,
   TemplateJson as Template,
 } from '../api/wire.js';
+export type { QuotaJson as Quota } from '../api/handlers/quota.js';
 
 /** A page of a list; `next_page_token` is null on the last page. */
 export interface Page {
