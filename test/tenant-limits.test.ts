@@ -377,7 +377,7 @@ describe('GET /v1/quota and the refusal metric', () => {
     // Tenant B (defaults) sees its own figures only.
     const other = await request(app).get('/v1/quota').set(bearer(api.tenantB));
     expect(other.body.tenant).toBe(api.tenantB.id);
-    expect(other.body.limits.sandboxes).toBe(10_000);
+    expect(other.body.limits.sandboxes).toBe(100_000);
     await awaitOperation(app, who, accepted.body.id);
   });
 
