@@ -161,6 +161,9 @@ describe('held limits: sandboxes, cpu, memory_mib, disk_mib', () => {
 
       const accepted = await create(app, who, first);
       expect(accepted.status, accepted.text).toBe(202);
+      // Both pods made before counting, so only a pod of the refused create could add one.
+      await awaitOperation(app, who, accepted.body.id);
+      await awaitOperation(api.app, api.tenantB, other.body.id);
       const storedBefore = await storedOf(who.id);
       const podsBefore = podCreates();
 
@@ -177,7 +180,6 @@ describe('held limits: sandboxes, cpu, memory_mib, disk_mib', () => {
       expect(await api.stack.store.findIdempotencyKey(who.id, key)).toBeUndefined();
       expect(podCreates()).toBe(podsBefore);
       await expectOnlyCreateWorkflows(app, who, accepted.body as OperationBody);
-      await awaitOperation(api.app, api.tenantB, other.body.id);
     },
   );
 
@@ -257,22 +259,25 @@ describe('a share that ends is free at once', () => {
 
 describe('per-replica limits: creates_per_second, waits', () => {
   it('refuses creates past the rate and burst with 429 rate_limited and Retry-After, starting nothing', async () => {
-    const { who, app } = tenantWith({ creates_per_second: 1, create_burst: 1 });
+    const { who, app } = tenantWith({ creates_per_second: 1, create_burst: 2 });
     const podsBefore = podCreates();
-    const answers = [];
-    for (let i = 0; i < 3; i += 1) answers.push(await create(app, who));
-    expect(answers.map((a) => a.status)).toEqual([202, 202, 429]);
-    const refused = answers[2]!;
-    expect(Number(refused.headers['retry-after'])).toBeGreaterThanOrEqual(1);
-    expect(refused.body.error.code).toBe('rate_limited');
-    expect(refused.body.error.details).toMatchObject({
-      limit: 'creates_per_second',
-      limit_value: 1,
-      burst: 1,
-    });
-    for (const accepted of answers.slice(0, 2)) await awaitOperation(app, who, accepted.body.id);
-    expect((await storedOf(who.id)).operations).toHaveLength(2);
-    expect(podCreates() - podsBefore).toBe(2);
+    // At once, so every one is counted within the same second: 1 by the rate, 2 by the burst.
+    const answers = await Promise.all(Array.from({ length: 5 }, () => create(app, who)));
+    const statuses = answers.map((a) => a.status).sort();
+    expect(statuses).toEqual([202, 202, 202, 429, 429]);
+    for (const refused of answers.filter((a) => a.status === 429)) {
+      expect(Number(refused.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+      expect(refused.body.error.code).toBe('rate_limited');
+      expect(refused.body.error.details).toMatchObject({
+        limit: 'creates_per_second',
+        limit_value: 1,
+        burst: 2,
+      });
+    }
+    const accepted = answers.filter((a) => a.status === 202);
+    for (const one of accepted) await awaitOperation(app, who, one.body.id);
+    expect((await storedOf(who.id)).operations).toHaveLength(3);
+    expect(podCreates() - podsBefore).toBe(3);
   });
 
   it('refuses a long-poll and a synchronous create past waits with 429 rate_limited, creating nothing', async () => {
