@@ -2,6 +2,7 @@
  * The create's activities, built from their dependencies so the worker wires real ones and
  * tests wire real ones pointed at the simulated cluster and a temporary database.
  */
+import { admissionActivities } from './admission.js';
 import { podActivities, type PodActivityDeps } from './pods.js';
 import { operationActivities } from './operations.js';
 import { storeActivities } from './store.js';
@@ -11,7 +12,12 @@ export type ActivityDeps = PodActivityDeps;
 
 /** Builds every activity of the create workflow. */
 export function createActivities(deps: ActivityDeps) {
-  return { ...podActivities(deps), ...storeActivities(deps), ...operationActivities() };
+  return {
+    ...admissionActivities(deps),
+    ...podActivities(deps),
+    ...storeActivities(deps),
+    ...operationActivities(),
+  };
 }
 
 /** The activity interface the workflow proxies. */

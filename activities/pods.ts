@@ -24,6 +24,9 @@ import {
   type ReadinessOutcome,
 } from '../kubernetes/readiness-watch.js';
 import type { SandboxInformers } from '../kubernetes/sandbox-informers.js';
+import type { TemplateConfig } from '../config/index.js';
+import { podSettingsOf } from '../config/pod-settings.js';
+import { catalogTemplate } from './admission.js';
 import type { Store } from '../store/index.js';
 import { createFailure, readinessFailure, readinessFailureLog } from './create-failure.js';
 import {
@@ -46,6 +49,12 @@ import {
 export interface PodActivityDeps {
   kubernetes: KubernetesClient;
   store: Store;
+  /**
+   * The worker's own template catalog (SANDBOX_TEMPLATES): every pod's image and settings come
+   * from here, never from the workflow's input (docs/security.md, "What the worker trusts").
+   * Read at each create, so a test may change it between creates.
+   */
+  templates: Record<string, TemplateConfig>;
   /**
    * The worker's pods and events informers (one pair per process, started by the worker);
    * every readiness wait reads them instead of opening watches of its own.
@@ -85,6 +94,10 @@ export interface CreatePodInput {
   generation: number;
   attempt: number;
   template: string;
+  /**
+   * The image the API resolved when it accepted the create. Not used: the pod's image is the
+   * template's in the worker's catalog (a differing one is logged).
+   */
   image: string;
   resources: SandboxResources;
   /** Which placement of the generation (1-based; absent: 1, the only one before re-placement). */
@@ -115,7 +128,11 @@ export function podActivities(deps: PodActivityDeps) {
   return {
     /**
      * Creates the sandbox pod (or adopts the one an earlier attempt created) and records its
-     * name and uid on the sandbox.
+     * name and uid on the sandbox. The pod's image and isolation settings are the template's in
+     * the worker's catalog ({@link PodActivityDeps.templates}), not the input's.
+     * @returns the pod, with the image it runs
+     * @throws ApplicationFailure `NotAdmitted` (non-retryable) when the catalog has no such
+     *   template
      * @throws ApplicationFailure `PodNameTaken` (non-retryable) when another pod owns the name
      * @throws ApplicationFailure (non-retryable) typed by the apiserver's answer
      *   (kubernetes/apiserver-errors.ts): `InvalidRequest` for a permanent refusal, `QuotaExceeded`
@@ -125,17 +142,26 @@ export function podActivities(deps: PodActivityDeps) {
      *   refusal, so none can have made the pod (activities/create-attempts.ts)
      * @throws the client's error for transient answers (Temporal retries the step)
      */
-    async createPod(input: CreatePodInput): Promise<PodRef> {
+    async createPod(input: CreatePodInput): Promise<PodRef & { image: string }> {
+      const template = catalogTemplate(deps.templates, input.template, input.sandboxId);
+      if (input.image !== template.image) {
+        log.warn("the workflow names another image than the worker's catalog; the catalog's runs", {
+          template: input.template,
+          image: template.image,
+          workflow_image: input.image,
+        });
+      }
       let pod: PodRef & { adopted: boolean };
       try {
         pod = await createPod(deps.kubernetes, {
           sandboxId: input.sandboxId,
           generation: input.generation,
           template: input.template,
-          image: input.image,
+          image: template.image,
           resources: input.resources,
           placement: input.placement,
           avoidNodes: input.avoidNodes,
+          settings: podSettingsOf(template),
         });
       } catch (err) {
         if (err instanceof PodNameTakenError) {
@@ -153,7 +179,12 @@ export function podActivities(deps: PodActivityDeps) {
         runId: Context.current().info.workflowExecution?.runId,
       });
       log.info('pod created', { pod_name: pod.name, pod_uid: pod.uid, adopted: pod.adopted });
-      return { name: pod.name, uid: pod.uid, resourceVersion: pod.resourceVersion };
+      return {
+        name: pod.name,
+        uid: pod.uid,
+        resourceVersion: pod.resourceVersion,
+        image: template.image,
+      };
     },
 
     /**

@@ -14,7 +14,8 @@
  * process: the workflow is described, and if it has closed its status and failure (read back
  * from Temporal as below) are written to the row.
  *
- * Read back from Temporal (the re-sync, and operations that have no row): the status comes from
+ * Read back from Temporal (the re-sync, and a create whose row is lost but whose sandbox row names
+ * it; never a workflow the store holds nothing of): the status comes from
  * `describe()`, the phase and tenant from the typed search attributes, the type, sandbox and
  * deadline from the memo, the error from the failure `result()` rejects with, and a succeeded
  * create's result from the pod `result()` resolves with (the sandbox as the create left it).
@@ -339,9 +340,28 @@ async function resync(
 }
 
 /**
+ * Whether the store holds the operation a workflow's memo claims for the tenant, although its
+ * row is missing: only a create whose sandbox row (the tenant's) names it as its create. A
+ * workflow's memo and search attributes are whatever its starter wrote, and anyone who reaches
+ * the Temporal frontend can start one (docs/security.md, "What the worker trusts"); so a
+ * workflow the store knows nothing of is never shown, whatever tenant its memo names.
+ */
+async function storeHolds(
+  deps: Pick<AppDeps, 'store'>,
+  tenant: string,
+  id: string,
+  memo: OperationMemo,
+): Promise<boolean> {
+  if (memo.type !== 'sandbox.create') return false;
+  const sandbox = await deps.store.getSandbox(tenant, memo.sandboxId);
+  return sandbox?.operationId === id;
+}
+
+/**
  * The tenant's operation, or undefined when it does not exist or is someone else's. Read from
- * the store (one query); an operation without a row (started before the store kept them) is
- * read back from Temporal.
+ * the store (one query); a create without a row whose sandbox row names it (its row lost) is
+ * read back from Temporal. A workflow the store holds nothing of is undefined, whatever its
+ * memo says ({@link storeHolds}).
  * @throws the client's or the store's error when either cannot be reached
  */
 export async function readOperation(
@@ -353,7 +373,8 @@ export async function readOperation(
   let record = await deps.store.getOperation(tenant, id);
   if (!record) {
     const described = await describeOperation(deps, tenant, id);
-    return described && operationOf(deps, tenant, described);
+    if (!described || !(await storeHolds(deps, tenant, id, described.memo))) return undefined;
+    return operationOf(deps, tenant, described);
   }
   const nowMs = Date.now();
   if (resyncDue(record, nowMs) && resyncAllowed(record.id, nowMs)) {

@@ -25,6 +25,7 @@ import {
 import type { Operation, Page, Quota, Sandbox, Template } from './types.js';
 import { waitForOperation } from './wait.js';
 import { formatTraceTree, type TraceSpan } from './trace-tree.js';
+import { missingTraceMessage } from './trace-missing.js';
 
 /** The API used when neither `--api-url` nor DURABLE_SANDBOX_URL is given. */
 export const DEFAULT_API_URL = 'http://127.0.0.1:8080';
@@ -594,11 +595,7 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
           ).body.spans;
         } catch (err) {
           if (!(err instanceof ApiCallError) || err.status !== 404) throw err;
-          s.error(
-            'no_spans',
-            `this API keeps no span of trace ${operation.trace_id} (only npm start keeps spans, ` +
-              'the latest 500 traces); look it up in your tracing backend',
-          );
+          s.error('no_spans', missingTraceMessage(operation.trace_id, err.message));
           return FAILED;
         }
         s.show({ trace_id: operation.trace_id, spans }, () => formatTraceTree(spans));

@@ -13,6 +13,7 @@ import {
   TemporalConnectionProblem,
   type TemporalCredentials,
 } from './temporal-connection.js';
+import { podSettingsFields, type TemplatePodFields } from './pod-settings.js';
 
 import {
   parseTenantLimits,
@@ -31,8 +32,11 @@ import {
   type ShimCode,
 } from '../contract/index.js';
 
-/** One entry of the template catalog. */
-export interface TemplateConfig {
+/**
+ * One entry of the template catalog. The pod-isolation fields (`run_as_non_root`,
+ * `runtime_class_name`, `node_selector`, `tolerations`) are config/pod-settings.ts's.
+ */
+export interface TemplateConfig extends TemplatePodFields {
   /** Container image of the sandbox. */
   image: string;
   /** A known floor for the root filesystem in MiB, if the operator knows it; optional. */
@@ -263,6 +267,7 @@ const templateSchema = z
       .min(1, `must be an integer from 1 to ${MAX_PLACEMENTS_LIMIT}`)
       .max(MAX_PLACEMENTS_LIMIT, `must be an integer from 1 to ${MAX_PLACEMENTS_LIMIT}`)
       .optional(),
+    ...podSettingsFields,
   })
   .strict()
   .superRefine((template, ctx) => {

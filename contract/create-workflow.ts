@@ -78,3 +78,10 @@ export interface CreateFailureDetails {
   /** For `no_node_available`: every placement a node refused, oldest first. */
   placements?: PlacementRecord[];
 }
+
+/**
+ * The ApplicationFailure type of a create or delete the worker refused to carry out because the
+ * store does not hold what its input claims (activities/admission.ts; docs/security.md, "What
+ * the worker trusts"): non-retryable, and raised before any pod or store write.
+ */
+export const NOT_ADMITTED_FAILURE_TYPE = 'NotAdmitted';

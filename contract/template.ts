@@ -32,3 +32,48 @@ export type RootfsFloor =
   | { source: 'declared'; rootfsMib: number }
   | { source: 'learned'; rootfsMib: number; learned: LearnedRootfsFloor }
   | { source: 'unknown' };
+
+/**
+ * The effects a taint may have and a toleration may name (Kubernetes core/v1 `Toleration.effect`;
+ * empty matches every effect).
+ */
+export const TAINT_EFFECTS = ['NoSchedule', 'PreferNoSchedule', 'NoExecute'] as const;
+/** A taint effect. */
+export type TaintEffect = (typeof TAINT_EFFECTS)[number];
+
+/** A toleration's operator (core/v1 `Toleration.operator`; default `Equal`). */
+export const TOLERATION_OPERATORS = ['Exists', 'Equal'] as const;
+/** A toleration operator. */
+export type TolerationOperator = (typeof TOLERATION_OPERATORS)[number];
+
+/**
+ * A toleration of the sandbox pod, spelled as Kubernetes spells core/v1 `Toleration`, so an
+ * operator copies it from a node's taint or another manifest as is.
+ * `tolerationSeconds` (only with effect `NoExecute`): how long the pod stays bound after such a
+ * taint appears, in seconds.
+ */
+export interface SandboxToleration {
+  key?: string;
+  operator?: TolerationOperator;
+  value?: string;
+  effect?: TaintEffect;
+  tolerationSeconds?: number;
+}
+
+/**
+ * What a template decides about its pod's isolation (docs/configuration.md, "Templates";
+ * docs/security.md, "What the worker trusts"): read by the worker from its own catalog, never
+ * from a workflow's input.
+ * - `runAsNonRoot`: the pod's `securityContext.runAsNonRoot`; true only for an image whose user
+ *   is not root (the kubelet refuses to start the container otherwise). With it the pod meets
+ *   Pod Security `restricted`.
+ * - `runtimeClassName`: a RuntimeClass (gVisor, Kata) the pod runs with.
+ * - `nodeSelector`: node labels the pod's node must carry.
+ * - `tolerations`: taints of dedicated sandbox nodes the pod tolerates.
+ */
+export interface SandboxPodSettings {
+  runAsNonRoot: boolean;
+  runtimeClassName?: string;
+  nodeSelector?: Record<string, string>;
+  tolerations?: SandboxToleration[];
+}

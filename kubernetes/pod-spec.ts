@@ -1,12 +1,13 @@
 /**
  * The pod that runs one sandbox (docs/architecture.md, "The pod"): labels, annotations,
- * resources, and for a re-placement the required node affinity that keeps it off the nodes that
+ * resources, the restrictive securityContext every sandbox gets and its template's isolation
+ * settings (runtimeClassName, nodeSelector, tolerations), and for a re-placement the required node affinity that keeps it off the nodes that
  * refused it (docs/architecture.md, "Re-placement").
  * The name is deterministic per sandbox, generation and placement so a retried create finds its
  * own pod.
  */
-import type { V1Pod } from '@kubernetes/client-node';
-import { cpuQuantity, type SandboxResources } from '../contract/index.js';
+import type { V1Pod, V1PodSecurityContext, V1SecurityContext } from '@kubernetes/client-node';
+import { cpuQuantity, type SandboxPodSettings, type SandboxResources } from '../contract/index.js';
 
 /** Label and annotation keys the service sets and reads. */
 export const POD_LABELS = {
@@ -38,7 +39,35 @@ export interface SandboxPodInput {
    * affinity `kubernetes.io/hostname NotIn [...]`. Empty or absent: no affinity.
    */
   avoidNodes?: string[];
+  /**
+   * The template's isolation settings, from the worker's own catalog (config/pod-settings.ts).
+   * Absent: the defaults (root allowed, no RuntimeClass, node selector or tolerations).
+   */
+  settings?: SandboxPodSettings;
 }
+
+/**
+ * The pod-level securityContext of every sandbox: the container runtime's default seccomp
+ * profile, and `runAsNonRoot` when the template says its image runs as a non-root user.
+ * With `runAsNonRoot` (and {@link SANDBOX_CONTAINER_SECURITY}) the pod meets Pod Security
+ * `restricted` (Kubernetes, "Pod Security Standards"); without it, `baseline`.
+ */
+export function sandboxPodSecurity(settings?: SandboxPodSettings): V1PodSecurityContext {
+  return {
+    seccompProfile: { type: 'RuntimeDefault' },
+    ...(settings?.runAsNonRoot ? { runAsNonRoot: true } : {}),
+  };
+}
+
+/**
+ * The container-level securityContext of every sandbox: no privilege escalation (no setuid
+ * gains, `no_new_privs`), and every Linux capability dropped, as Pod Security `restricted`
+ * requires (it allows adding back only NET_BIND_SERVICE; none is added).
+ */
+export const SANDBOX_CONTAINER_SECURITY: Readonly<V1SecurityContext> = {
+  allowPrivilegeEscalation: false,
+  capabilities: { drop: ['ALL'] },
+};
 
 /**
  * The pod name of a sandbox generation's placement: `<sandbox id with _ as ->-g<generation>`,
@@ -73,12 +102,15 @@ export function placementOfPodName(
 /**
  * Builds the pod manifest for one sandbox generation. Requests equal limits: cpu as the
  * canonical Kubernetes quantity (`"2"`, `"500m"`: contract/cpu.ts), memory and ephemeral
- * storage in `Mi`.
+ * storage in `Mi`. The securityContext is {@link sandboxPodSecurity} and
+ * {@link SANDBOX_CONTAINER_SECURITY}; `settings` adds the template's RuntimeClass, node selector
+ * and tolerations.
  */
 export function sandboxPod(input: SandboxPodInput): V1Pod {
   const { cpu, memoryMib, diskMib } = input.resources;
   const placement = input.placement ?? 1;
   const avoidNodes = input.avoidNodes ?? [];
+  const settings = input.settings;
   const limits = {
     cpu: cpuQuantity(cpu),
     memory: `${memoryMib}Mi`,
@@ -117,10 +149,17 @@ export function sandboxPod(input: SandboxPodInput): V1Pod {
         : {}),
       restartPolicy: 'Never',
       automountServiceAccountToken: false,
+      securityContext: sandboxPodSecurity(settings),
+      ...(settings?.runtimeClassName ? { runtimeClassName: settings.runtimeClassName } : {}),
+      ...(settings?.nodeSelector ? { nodeSelector: { ...settings.nodeSelector } } : {}),
+      ...(settings?.tolerations
+        ? { tolerations: settings.tolerations.map((t) => ({ ...t })) }
+        : {}),
       containers: [
         {
           name: 'sandbox',
           image: input.image,
+          securityContext: structuredClone(SANDBOX_CONTAINER_SECURITY),
           resources: {
             requests: { cpu: limits.cpu, memory: limits.memory },
             limits,

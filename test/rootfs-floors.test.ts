@@ -205,6 +205,8 @@ describe('learned rootfs floors', () => {
 
     const moved = { ...TEMPLATES, moving: { image: 'example.test/moving:2' } };
     const app = api.appWith({ SANDBOX_TEMPLATES: JSON.stringify(moved) });
+    // The worker's catalog changes with the API's (one SANDBOX_TEMPLATES): its pods run the image.
+    api.stack.templates.moving = moved.moving;
     expect(await catalogEntry('moving', app)).toEqual({
       name: 'moving',
       image: 'example.test/moving:2',
@@ -301,6 +303,7 @@ describe('learned rootfs floors', () => {
     expect((await sendFresh(api.app)).status).toBe(400);
     expect(await api.stack.store.findIdempotencyKey(api.tenantA.id, freshKey)).toBeUndefined();
     const moved = { ...TEMPLATES, keyed: { image: 'example.test/keyed:2' } };
+    api.stack.templates.keyed = moved.keyed;
     const accepted = await sendFresh(api.appWith({ SANDBOX_TEMPLATES: JSON.stringify(moved) }));
     expect(accepted.status, accepted.text).toBe(202);
     await awaitOperation(api.app, api.tenantA, accepted.body.id);

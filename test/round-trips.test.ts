@@ -74,13 +74,13 @@ async function eagerDispatches(count: number): Promise<number> {
 
 describe('round trips per create', () => {
   // One test, in order: the server's counter is per task queue and cumulative.
-  it('a refusal: 4 workflow tasks, 3 activity tasks handed out eagerly, 2 local activities; a success: 4 workflow tasks, 3 activity tasks handed out eagerly', async () => {
+  it('a refusal: 4 workflow tasks, 3 activity tasks handed out eagerly, 3 local activities; a success: 4 workflow tasks, 3 activity tasks handed out eagerly, 1 local activity', async () => {
     const refusal = await historyCost(300);
     expect(refusal).toEqual({
       workflowTasks: 4,
       activityTasks: ['createPod', 'awaitPodReady', 'deletePod'],
-      // recordOperationOutcome, retireExecution
-      localActivities: 2,
+      // admitCreate, recordOperationOutcome, retireExecution
+      localActivities: 3,
     });
     expect(await eagerDispatches(3)).toBe(3);
 
@@ -88,7 +88,8 @@ describe('round trips per create', () => {
     expect(success).toEqual({
       workflowTasks: 4,
       activityTasks: ['createPod', 'awaitPodReady', 'markSandboxRunning'],
-      localActivities: 0,
+      // admitCreate, inside the first workflow task
+      localActivities: 1,
     });
     expect(await eagerDispatches(6)).toBe(6);
   });

@@ -21,6 +21,10 @@ type InputOf<K extends keyof CreateActivities> = Parameters<CreateActivities[K]>
 /** A summary for each activity type, from its input (single-line Temporal markdown). */
 export const ACTIVITY_SUMMARIES: { [K in keyof CreateActivities]: (input: InputOf<K>) => string } =
   {
+    admitCreate: (input) =>
+      `check that the store holds create ${input.operationId} of ${input.sandboxId} for tenant ${input.tenantId}`,
+    admitDelete: (input) =>
+      `check that the store holds delete ${input.operationId} of ${input.sandboxId} for tenant ${input.tenantId}`,
     createPod: (input) =>
       `create pod of ${input.sandboxId} (template ${input.template}, disk ${input.resources.diskMib} MiB, generation ${input.generation}` +
       (input.placement && input.placement > 1

@@ -27,6 +27,7 @@ import type { RootfsFloorEvidence } from '../activities/store.js';
 import type { PodRef } from '../kubernetes/pods.js';
 import { CreatePhaseKey, FailureCodeKey } from './search-attributes.js';
 import {
+  NOT_ADMITTED_FAILURE_TYPE,
   OPERATION_ERRORS,
   PLACEMENT_FAILURE_TYPES,
   errorCodeOfFailureType,
@@ -144,6 +145,60 @@ const outcomeStep = proxyLocalActivities<CreateActivities>({
   retry: { initialInterval: '200 milliseconds', maximumAttempts: 3 },
 });
 
+/**
+ * The patch of "What the worker trusts" (docs/security.md): before anything else, the worker
+ * checks the input against the store (activities/admission.ts), so a workflow started by anyone
+ * but the API makes no pod and writes nothing. Histories recorded before it go straight to the
+ * pod (whose image and settings come from the worker's catalog either way).
+ */
+export const WORKER_ADMISSION_PATCH = 'worker-admission';
+
+/**
+ * The admission step: a store read on the worker's own database, so a local activity that runs
+ * inside the first workflow task (no extra round trip per create); retried on the store's errors
+ * for at most the create's deadline; a `NotAdmitted` answer is final.
+ */
+function admissionStep(createDeadlineMs: number) {
+  return proxyLocalActivities<CreateActivities>({
+    startToCloseTimeout: '30 seconds',
+    scheduleToCloseTimeout: createDeadlineMs,
+    retry: { ...stepRetry, nonRetryableErrorTypes: [NOT_ADMITTED_FAILURE_TYPE] },
+  });
+}
+
+/**
+ * Admits the create (activities/admission.ts) before any step. Not cancellable: a cancel that
+ * arrives meanwhile takes effect once the answer is known, so an admitted create is compensated
+ * as usual and a refused one does nothing at all.
+ * @throws ApplicationFailure `NotAdmitted` (non-retryable) when the store does not hold the
+ *   create as the input describes it, or could not be read within the deadline; nothing was
+ *   written and no pod made
+ */
+async function admit(input: CreateSandboxInput): Promise<void> {
+  try {
+    await CancellationScope.nonCancellable(() =>
+      admissionStep(input.deadlineMs).admitCreate({
+        ...executionOf(input),
+        tenantId: input.tenantId,
+        template: input.template,
+        resources: input.resources,
+      }),
+    );
+  } catch (err) {
+    const failure = err instanceof ActivityFailure ? err.cause : err;
+    const refused =
+      failure instanceof ApplicationFailure && failure.type === NOT_ADMITTED_FAILURE_TYPE;
+    throw ApplicationFailure.create({
+      type: NOT_ADMITTED_FAILURE_TYPE,
+      nonRetryable: true,
+      message: refused
+        ? failure.message
+        : `could not check create of sandbox ${input.sandboxId} against the store within its ` +
+          `deadline: ${(failure as Error)?.message ?? String(failure)}`,
+    });
+  }
+}
+
 /** One undo step of the compensation stack, with a short label for the logs. */
 interface Compensation {
   label: string;
@@ -162,6 +217,8 @@ interface CreateOutcome {
 interface CreateProgress {
   compensations: Compensation[];
   pod?: PodRef;
+  /** The image the last pod runs (the worker's catalog's); unset in histories before it. */
+  image?: string;
 }
 
 /**
@@ -171,9 +228,12 @@ interface CreateProgress {
  * @throws ApplicationFailure (non-retryable) of type `InvalidRequest`, `PodNeverReady`,
  *   `PodFailed` or `Internal`, after compensation; its message names the cause and its first
  *   detail is {@link CreateFailureDetails}
+ * @throws ApplicationFailure `NotAdmitted` (non-retryable) when the store does not hold the
+ *   create as its input describes it: no pod, no compensation, no store write
  * @throws CancelledFailure when the operation was cancelled, after compensation
  */
 export async function createSandbox(input: CreateSandboxInput): Promise<CreateSandboxResult> {
+  if (patched(WORKER_ADMISSION_PATCH)) await admit(input);
   const progress: CreateProgress = { compensations: [] };
   const work = new CancellationScope();
   const deadline = startDeadline(input, work);
@@ -260,6 +320,7 @@ async function runSteps(
       throw err;
     });
   progress.pod = pod;
+  progress.image = pod.image;
 
   setPhase(input, 'waiting_for_ip');
   const { podIp } = await readinessWait(input.deadlineMs).awaitPodReady({
@@ -326,6 +387,7 @@ async function runPlacements(
       });
     made.pod = pod;
     progress.pod = pod;
+    progress.image = pod.image;
     if (placement === 1) setPhase(input, 'waiting_for_ip');
 
     let podIp: string;
@@ -465,7 +527,7 @@ async function compensate(
     reason: outcome.code,
     failure: { code: outcome.code, message: outcome.message },
     refusalEventTime: outcome.details.eventLastTimestamp,
-    rootfsFloor: learnedRootfsFloor(input, outcome),
+    rootfsFloor: learnedRootfsFloor(input, progress, outcome),
   });
   setPhase(input, 'finished');
 }
@@ -473,16 +535,18 @@ async function compensate(
 /**
  * The rootfs floor a failed create teaches (docs/architecture.md, "Rootfs floors"): only an
  * `invalid_request` from a node's decisive refusal (it names the refusal event) whose reason
- * stated the cloned rootfs size; undefined for anything else.
+ * stated the cloned rootfs size; undefined for anything else. The floor is the image the pod
+ * ran (the worker's catalog's), or the input's in histories recorded before createPod said it.
  */
 function learnedRootfsFloor(
   input: CreateSandboxInput,
+  progress: CreateProgress,
   outcome: CreateOutcome,
 ): RootfsFloorEvidence | undefined {
   const { code, eventName, rootfsMib, nodeName, eventLastTimestamp, reason } = outcome.details;
   if (code !== 'invalid_request' || !eventName || rootfsMib === undefined) return undefined;
   return {
-    image: input.image,
+    image: progress.image ?? input.image,
     template: input.template,
     rootfsMib,
     tenantId: input.tenantId,

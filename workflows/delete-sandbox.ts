@@ -8,12 +8,16 @@
  * Deterministic: no I/O, time only from the workflow API.
  */
 import {
+  ActivityFailure,
+  ApplicationFailure,
   CancellationScope,
   getExternalWorkflowHandle,
   log,
+  patched,
   proxyActivities,
 } from '@temporalio/workflow';
 import type { CreateActivities } from '../activities/index.js';
+import { NOT_ADMITTED_FAILURE_TYPE } from '../contract/index.js';
 
 /** Input of the `deleteSandbox` workflow. The workflow id is `operationId`. */
 export interface DeleteSandboxInput {
@@ -54,12 +58,46 @@ const deletionStep = proxyActivities<CreateActivities>({
 });
 
 /**
+ * The patch of "What the worker trusts" (docs/security.md): the delete first checks its input
+ * against the store (activities/admission.ts), so a delete started by anyone but the API cancels
+ * nothing, deletes no pod and writes nothing. Histories recorded before it go straight on.
+ */
+export const DELETE_ADMISSION_PATCH = 'worker-admission';
+
+/**
+ * Admits the delete, retried on the store's errors like every step of the delete.
+ * @throws ApplicationFailure `NotAdmitted` (non-retryable), with the admission's message
+ */
+async function admit(input: DeleteSandboxInput): Promise<void> {
+  try {
+    await deletionStep.admitDelete({
+      operationId: input.operationId,
+      sandboxId: input.sandboxId,
+      tenantId: input.tenantId,
+      generation: input.generation,
+      createOperationId: input.createOperationId,
+    });
+  } catch (err) {
+    const failure = err instanceof ActivityFailure ? err.cause : err;
+    if (!(failure instanceof ApplicationFailure)) throw err;
+    throw ApplicationFailure.create({
+      type: NOT_ADMITTED_FAILURE_TYPE,
+      nonRetryable: true,
+      message: failure.message,
+    });
+  }
+}
+
+/**
  * Deletes one sandbox.
  * @returns whether this delete retired the execution and what happened to the pod
  * Never fails for a create that already ended or a pod already gone.
+ * @throws ApplicationFailure `NotAdmitted` (non-retryable) when the store does not hold the
+ *   delete as its input describes it; nothing was done
  */
 export async function deleteSandbox(input: DeleteSandboxInput): Promise<DeleteSandboxResult> {
   return CancellationScope.nonCancellable(async () => {
+    if (patched(DELETE_ADMISSION_PATCH)) await admit(input);
     if (input.cancelCreate) {
       try {
         await getExternalWorkflowHandle(input.createOperationId).cancel();

@@ -47,7 +47,9 @@ function tenant(prefix: string): TestTenant {
 
 /** Starts a stack and the API over it. Call `stop()` in afterAll. */
 export async function startApiStack(options: ApiStackOptions = {}): Promise<ApiStack> {
-  const stack = await startTestStack(options.stack);
+  // The worker gets the API's catalog, as a deployment gives both the same SANDBOX_TEMPLATES.
+  const templates = loadConfig({ SANDBOX_TEMPLATES: options.env?.SANDBOX_TEMPLATES }).templates;
+  const stack = await startTestStack({ templates, ...options.stack });
   const tenantA = tenant('a');
   const tenantB = tenant('b');
   const baseEnv = {

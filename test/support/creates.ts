@@ -8,6 +8,7 @@ import type { createSandbox } from '../../workflows/create-sandbox.js';
 import { CreatePhaseKey, operationSearchAttributes } from '../../workflows/search-attributes.js';
 import type { CreateSandboxInput } from '../../contract/index.js';
 import type { Store } from '../../store/index.js';
+import { DEFAULT_TEMPLATES } from '../../config/index.js';
 import type { TestStack } from './stack.js';
 import { until } from './until.js';
 
@@ -19,7 +20,10 @@ export interface StartCreateOptions {
   template?: string;
 }
 
-/** A create workflow input with fresh ids (tenant `tenant-a`, template `base`, 2048 MiB disk). */
+/**
+ * A create workflow input with fresh ids (tenant `tenant-a`, template `base` with the default
+ * catalog's image, 2048 MiB disk).
+ */
 export function createInput(overrides: Partial<CreateSandboxInput> = {}): CreateSandboxInput {
   const suffix = randomUUID().replace(/-/g, '').slice(0, 20);
   return {
@@ -27,7 +31,7 @@ export function createInput(overrides: Partial<CreateSandboxInput> = {}): Create
     sandboxId: `sbx_${suffix}`,
     tenantId: 'tenant-a',
     template: 'base',
-    image: 'example/base:1',
+    image: (DEFAULT_TEMPLATES.base as { image: string }).image,
     resources: { cpu: 1, memoryMib: 256, diskMib: 2048 },
     generation: 1,
     attempt: 1,

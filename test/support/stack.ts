@@ -8,11 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Worker } from '@temporalio/worker';
 import { pino, type Logger } from 'pino';
-import { createMetrics } from '../../activities/metrics.js';
-import {
-  ReadinessDecider,
-  type ReadinessDeciderOptions,
-} from '../../activities/readiness-decider.js';
+import type { ReadinessDeciderOptions } from '../../activities/readiness-decider.js';
 import type { RefusalBoundsMs } from '../../activities/pods.js';
 import { createKubernetesClient, type KubernetesClient } from '../../kubernetes/client.js';
 import {
@@ -20,9 +16,8 @@ import {
   type SimulatedClusterOptions,
 } from '../../environments/simulated-cluster/index.js';
 import { openStore, type Store, type StoreOptions } from '../../store/index.js';
-import { createSandboxWorker } from '../../worker/worker.js';
-import { SandboxInformers } from '../../kubernetes/sandbox-informers.js';
-import { RefusalBounds, type RefusalBoundsOptions } from '../../kubernetes/refusal-bounds.js';
+import { startSandboxWorker } from '../../worker/sandbox-worker.js';
+import { DEFAULT_TEMPLATES, type TemplateConfig } from '../../config/index.js';
 import { freshPostgresTarget, type StoreTarget } from './store.js';
 import {
   connectToTestServer,
@@ -43,6 +38,12 @@ export interface TestStackOptions {
   watchRetryDelayMs?: number;
   /** `timeoutSeconds` of the informers' watches (default 25). */
   watchTimeoutSeconds?: number;
+  /**
+   * The worker's template catalog (default: the service's, `base` only); the API stack passes
+   * its SANDBOX_TEMPLATES, as a deployment gives both processes the same one. It also bounds
+   * the refusal events the deciders believe (kubernetes/refusal-bounds.ts), as in worker/serve.ts.
+   */
+  templates?: Record<string, TemplateConfig>;
   /** Start a worker (default true). */
   worker?: boolean;
   /**
@@ -76,13 +77,12 @@ export interface TestStackOptions {
    */
   decider?: Pick<
     ReadinessDeciderOptions,
-    'reconcilePageSize' | 'unrecordedPageSize' | 'unrecordedCheckIntervalMs' | 'unrecordedAfterMs'
+    | 'reconcilePageSize'
+    | 'unrecordedPageSize'
+    | 'unrecordedCheckIntervalMs'
+    | 'unrecordedAfterMs'
+    | 'podReadDelayMs'
   >;
-  /**
-   * The worker's template catalog for the bounds of refusal events (kubernetes/refusal-bounds.ts),
-   * as worker/serve.ts passes config.templates (default: none, so the global disk limit).
-   */
-  templates?: RefusalBoundsOptions['templates'];
 }
 
 /** What a suite gets. */
@@ -101,6 +101,8 @@ export interface TestStack {
   /** Every line the activities logged (parsed pino JSON), for assertions. */
   logs: Array<Record<string, unknown>>;
   dataDir: string;
+  /** The workers' template catalog: a test may change it (as an operator changes SANDBOX_TEMPLATES). */
+  templates: Record<string, TemplateConfig>;
   worker?: Worker;
   /** Starts a worker for this stack's task queue (running in the background). */
   startWorker(): Promise<Worker>;
@@ -154,49 +156,34 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     warnings,
     logs,
     dataDir,
+    templates: { ...(options.templates ?? DEFAULT_TEMPLATES) },
     async startWorker() {
-      // One informer pair per worker, as worker/serve.ts builds it.
-      const informers = new SandboxInformers({
-        client: kubernetes,
-        retryDelayMs: options.watchRetryDelayMs ?? 100,
-        watchTimeoutSeconds: options.watchTimeoutSeconds ?? 25,
-        logger,
-        observer: createMetrics().watchObserver,
-        unauthorizedBoundMs: options.refusalBoundsMs?.unauthorized,
-        forbiddenBoundMs: options.refusalBoundsMs?.permission,
-      });
-      const activityStore = withoutLearning(
-        options.activityStore ? options.activityStore(store) : store,
-        options.learnRootfsFloors === false,
-      );
-      const decider = new ReadinessDecider({
-        informers,
-        store: activityStore,
-        client: temporal.client,
-        logger,
-        reconcileIntervalMs: options.reconcileIntervalMs,
-        bounds: new RefusalBounds({ templates: options.templates, logger }),
-        ...options.decider,
-      });
-      decider.start();
-      informers.start();
-      const worker = await createSandboxWorker({
+      // Built as every worker is (worker/sandbox-worker.ts), over the stack's store as the
+      // activities see it.
+      const started = await startSandboxWorker({
         connection: temporal.nativeConnection,
         namespace: 'default',
         taskQueue,
-        workflowBundle: temporal.workflowBundle,
-        deps: {
-          kubernetes,
-          store: activityStore,
-          informers,
-          decider,
-          metrics: createMetrics(),
-          refusalBoundsMs: options.refusalBoundsMs,
+        kubernetes,
+        store: withoutLearning(
+          options.activityStore ? options.activityStore(store) : store,
+          options.learnRootfsFloors === false,
+        ),
+        client: temporal.client,
+        logger,
+        watchRetryDelayMs: options.watchRetryDelayMs ?? 100,
+        watchTimeoutSeconds: options.watchTimeoutSeconds ?? 25,
+        refusalBoundsMs: options.refusalBoundsMs,
+        templates: stack.templates,
+        decider: { reconcileIntervalMs: options.reconcileIntervalMs, ...options.decider },
+        worker: {
+          workflowBundle: temporal.workflowBundle,
+          shutdownGraceTimeMs: 2_000,
+          maxConcurrentActivities: options.maxConcurrentActivities,
         },
-        shutdownGraceTimeMs: 2_000,
-        maxConcurrentActivities: options.maxConcurrentActivities,
       });
-      running.push({ worker, done: worker.run().finally(() => informers.stop()) });
+      const { worker } = started;
+      running.push({ worker, done: started.done });
       stack.worker = worker;
       return worker;
     },
