@@ -7,7 +7,13 @@
 import createFetchClient, { type Client } from 'openapi-fetch';
 import type { DebugPaths, TraceSpan } from './debug-paths.js';
 import { DurableSandboxError, RequestAbortedError, errorOfAnswer } from './errors.js';
-import { DEFAULT_RETRY_POLICY, isRetryable, retryDelayMs, type RetryPolicy } from './retry.js';
+import {
+  DEFAULT_RETRY_POLICY,
+  isRetryable,
+  retryDelayMs,
+  type RepeatableRequest,
+  type RetryPolicy,
+} from './retry.js';
 import type { paths } from './schema.js';
 import type {
   CreateSandboxRequest,
@@ -107,13 +113,14 @@ export class DurableSandboxClient {
 
   /**
    * Starts a create (`POST /v1/sandboxes`): 202 with the operation; follow it with
-   * {@link waitForOperation}. Retried under the same idempotency key when no answer came.
+   * {@link waitForOperation}. Retried under the same idempotency key when no answer came
+   * (./retry.ts).
    * @throws DurableSandboxError `invalid_request` (the body), `idempotency_conflict` (the key was
    *   used with another body), `unavailable`, …
    */
   createSandbox(request: CreateSandboxRequest, options: CreateOptions = {}): Promise<Operation> {
     const key = options.idempotencyKey ?? newIdempotencyKey();
-    return this.send('POST /v1/sandboxes', options, true, ({ signal, fetch }) =>
+    return this.send('POST /v1/sandboxes', options, 'create', ({ signal, fetch }) =>
       this.raw.POST('/v1/sandboxes', {
         body: request,
         params: { header: { 'Idempotency-Key': key } },
@@ -147,7 +154,7 @@ export class DurableSandboxClient {
    */
   createSandboxSync(request: CreateSandboxRequest, options: CreateOptions = {}): Promise<Sandbox> {
     const key = options.idempotencyKey ?? newIdempotencyKey();
-    return this.send('POST /sync/v1/sandboxes', options, true, ({ signal, fetch }) =>
+    return this.send('POST /sync/v1/sandboxes', options, 'create', ({ signal, fetch }) =>
       this.raw.POST('/sync/v1/sandboxes', {
         body: request,
         params: { header: { 'Idempotency-Key': key } },
@@ -211,7 +218,7 @@ export class DurableSandboxClient {
   /** A sandbox (`GET /v1/sandboxes/{id}`). @throws DurableSandboxError `not_found` */
   async getSandbox(id: string, options: CallOptions = {}): Promise<Sandbox> {
     return (
-      await this.send('GET /v1/sandboxes/{id}', options, true, ({ signal, fetch }) =>
+      await this.send('GET /v1/sandboxes/{id}', options, 'read', ({ signal, fetch }) =>
         this.raw.GET('/v1/sandboxes/{id}', { params: { path: { id } }, signal, fetch }),
       )
     ).data;
@@ -224,7 +231,7 @@ export class DurableSandboxClient {
   ): Promise<SandboxPage> {
     const { state, limit, pageToken: page_token } = query;
     return (
-      await this.send('GET /v1/sandboxes', options, true, ({ signal, fetch }) =>
+      await this.send('GET /v1/sandboxes', options, 'read', ({ signal, fetch }) =>
         this.raw.GET('/v1/sandboxes', {
           params: { query: { state, limit, page_token } },
           signal,
@@ -241,7 +248,7 @@ export class DurableSandboxClient {
   ): Promise<OperationPage> {
     const { status, limit, pageToken: page_token } = query;
     return (
-      await this.send('GET /v1/operations', options, true, ({ signal, fetch }) =>
+      await this.send('GET /v1/operations', options, 'read', ({ signal, fetch }) =>
         this.raw.GET('/v1/operations', {
           params: { query: { status, limit, page_token } },
           signal,
@@ -254,7 +261,7 @@ export class DurableSandboxClient {
   /** The template catalog (`GET /v1/templates`). */
   async listTemplates(options: CallOptions = {}): Promise<Template[]> {
     return (
-      await this.send('GET /v1/templates', options, true, ({ signal, fetch }) =>
+      await this.send('GET /v1/templates', options, 'read', ({ signal, fetch }) =>
         this.raw.GET('/v1/templates', { signal, fetch }),
       )
     ).data.templates;
@@ -263,7 +270,7 @@ export class DurableSandboxClient {
   /** One template (`GET /v1/templates/{name}`). @throws DurableSandboxError `not_found` */
   async getTemplate(name: string, options: CallOptions = {}): Promise<Template> {
     return (
-      await this.send('GET /v1/templates/{name}', options, true, ({ signal, fetch }) =>
+      await this.send('GET /v1/templates/{name}', options, 'read', ({ signal, fetch }) =>
         this.raw.GET('/v1/templates/{name}', { params: { path: { name } }, signal, fetch }),
       )
     ).data;
@@ -276,7 +283,7 @@ export class DurableSandboxClient {
    */
   async getTrace(traceId: string, options: CallOptions = {}): Promise<TraceSpan[]> {
     return (
-      await this.send('GET /debug/traces/{trace_id}', options, true, ({ signal, fetch }) =>
+      await this.send('GET /debug/traces/{trace_id}', options, 'read', ({ signal, fetch }) =>
         this.raw.GET('/debug/traces/{trace_id}', {
           params: { path: { trace_id: traceId } },
           signal,
@@ -295,7 +302,7 @@ export class DurableSandboxClient {
     const { data, response } = await this.send(
       'GET /v1/operations/{id}',
       options,
-      true,
+      'read',
       ({ signal, fetch }) =>
         this.raw.GET('/v1/operations/{id}', {
           params: { path: { id }, query: { wait } },
@@ -308,7 +315,8 @@ export class DurableSandboxClient {
 
   /**
    * Sends one logical request: tries it, turns the answer into its data or a typed error, and
-   * tries again under {@link RetryPolicy} when `repeatable` and the failure allows it.
+   * tries again under {@link RetryPolicy} when it is `repeatable` and the failure allows it
+   * (./retry.ts).
    * @param what the route, e.g. `GET /v1/sandboxes`, for messages
    * @param attempt one try; it must send the same request each time (a create its one key)
    * @throws DurableSandboxError for an error answer (the last try's) or no answer (`unavailable`,
@@ -318,7 +326,7 @@ export class DurableSandboxClient {
   private async send<T>(
     what: string,
     options: CallOptions,
-    repeatable: boolean,
+    repeatable: RepeatableRequest | false,
     attempt: (t: Try) => Promise<Answer<T>>,
   ): Promise<{ data: T; response: Response }> {
     const signals = [this.options.signal, options.signal].filter((s) => s !== undefined);
@@ -334,7 +342,7 @@ export class DurableSandboxClient {
         error = errorOfAnswer(response, body, what);
       } catch (err) {
         if (signal?.aborted) throw new RequestAbortedError(signal.reason);
-        if (answered !== undefined) {
+        if (answered !== undefined && err instanceof SyntaxError) {
           throw new DurableSandboxError(
             'internal',
             `${what} answered ${answered.status} with a body that is not JSON`,
@@ -342,13 +350,18 @@ export class DurableSandboxClient {
           );
         }
         const cause = (err as { cause?: { message?: string } }).cause?.message;
+        const reason = cause ?? (err as Error).message;
         error = new DurableSandboxError(
           'unavailable',
-          `cannot reach ${this.baseUrl}: ${cause ?? (err as Error).message}`,
+          answered === undefined
+            ? `cannot reach ${this.baseUrl}: ${reason}`
+            : `${what}: the answer broke off: ${reason}`,
           0,
         );
       }
-      if (!repeatable || tries >= this.retry.attempts || !isRetryable(error)) throw error;
+      if (!repeatable || tries >= this.retry.attempts || !isRetryable(error, repeatable)) {
+        throw error;
+      }
       await pause(retryDelayMs(this.retry, tries, error), signal);
     }
   }

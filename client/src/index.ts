@@ -11,7 +11,13 @@ export {
   type PageQuery,
 } from './client.js';
 export { DurableSandboxError, RequestAbortedError, isErrorCode } from './errors.js';
-export { DEFAULT_RETRY_POLICY, isRetryable, retryDelayMs, type RetryPolicy } from './retry.js';
+export {
+  DEFAULT_RETRY_POLICY,
+  isRetryable,
+  retryDelayMs,
+  type RepeatableRequest,
+  type RetryPolicy,
+} from './retry.js';
 export { LONG_POLL_WAIT_S, MIN_POLL_INTERVAL_MS, pollDelayMs, type WaitOptions } from './wait.js';
 export type { TraceSpan } from './debug-paths.js';
 export type * from './types.js';

@@ -1,10 +1,13 @@
 /**
  * When the client sends a request again: only what is safe to repeat (reads, and creates under
  * their idempotency key, which the API answers with the first create's operation), and only after
- * a failure that says nothing about the request itself: no answer, a gateway's 502 or 504, or 503
- * `unavailable` (the API cannot use its store, Temporal or the cluster right now). Between tries
- * it waits with exponential back-off and full jitter (AWS Architecture Blog, "Exponential Backoff
- * And Jitter"), or the answer's `Retry-After` when that is longer.
+ * a failure that leaves the outcome unknown: no answer, or a gateway's 502 or 504. A read is also
+ * sent again after 503 `unavailable` (the API cannot use its store, Temporal or the cluster right
+ * now); a create is not: that answer is the API's own verdict on it (a create whose workflow
+ * could not be started is marked failed, and its key answers `idempotency_conflict` from then
+ * on, docs/api.md). Between tries it waits with exponential back-off and full jitter (AWS
+ * Architecture Blog, "Exponential Backoff And Jitter"), or the answer's `Retry-After` when that
+ * is longer.
  */
 import type { DurableSandboxError } from './errors.js';
 
@@ -25,14 +28,16 @@ export const DEFAULT_RETRY_POLICY: RetryPolicy = {
   maxDelayMs: 5_000,
 };
 
-/** Statuses that say nothing about the request: the answer did not come from the API's work. */
-const RETRYABLE_STATUSES: ReadonlySet<number> = new Set([0, 502, 504]);
+/** Statuses that leave a request's outcome unknown: no answer (0), or a gateway's. */
+const UNKNOWN_OUTCOME: ReadonlySet<number> = new Set([0, 502, 504]);
 
-/** Whether a try that failed with `error` may be sent again (when the request is repeatable). */
-export function isRetryable(error: DurableSandboxError): boolean {
-  return (
-    RETRYABLE_STATUSES.has(error.status) || (error.status === 503 && error.code === 'unavailable')
-  );
+/** What a request is, for retries: a read, or a create under its idempotency key. */
+export type RepeatableRequest = 'read' | 'create';
+
+/** Whether a try of `request` that failed with `error` may be sent again. */
+export function isRetryable(error: DurableSandboxError, request: RepeatableRequest): boolean {
+  if (UNKNOWN_OUTCOME.has(error.status)) return true;
+  return request === 'read' && error.status === 503 && error.code === 'unavailable';
 }
 
 /**
