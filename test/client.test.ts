@@ -15,6 +15,7 @@ import { generateTypes, SCHEMA_FILE } from '../client/scripts/generate-types.js'
 import {
   DurableSandboxClient,
   DurableSandboxError,
+  RequestAbortedError,
   type ErrorCode,
   type Operation,
 } from '../client/src/index.js';
@@ -129,6 +130,37 @@ describe('client', () => {
     expect(keys[2]).not.toBe(keys[0]);
     expect(next.id).not.toBe(operation.id);
     for (const op of [operation, next]) await client.cancelOperation(op.id).catch(() => undefined);
+  });
+
+  it('an aborted wait throws RequestAbortedError with the reason; the create goes on', async () => {
+    api.stack.cluster.faults.neverReady(true);
+    try {
+      const client = clientOf();
+      const operation = await client.createSandbox({
+        template: 'base',
+        resources: { ...RESOURCES, disk_mib: 2048 },
+      });
+      const stop = new AbortController();
+      const waiting = client.waitForOperation(operation.id, { signal: stop.signal });
+      let abortedAtMs = 0;
+      setTimeout(() => {
+        abortedAtMs = Date.now();
+        stop.abort('enough');
+      }, 1_000);
+      const error = await waiting.catch((err: unknown) => err);
+      // At once, not when the 30 s long-poll in flight answers.
+      expect(Date.now() - abortedAtMs).toBeLessThan(2_000);
+      expect(error).toBeInstanceOf(RequestAbortedError);
+      expect((error as RequestAbortedError).reason).toBe('enough');
+      expect(await client.getOperation(operation.id)).toMatchObject({
+        status: 'running',
+        done: false,
+      });
+      await client.cancelOperation(operation.id);
+      expect(await client.waitForOperation(operation.id)).toMatchObject({ status: 'cancelled' });
+    } finally {
+      api.stack.cluster.faults.neverReady(false);
+    }
   });
 
   it('an API that cannot be reached is unavailable (status 0), after the retries of a read', async () => {
