@@ -1,7 +1,9 @@
 /**
  * The `durable-sandbox` command line (commander): create, get, wait, cancel, delete, list, templates.
  * `run(argv)` is the whole program, so tests call it in process; cli/main.ts wires it to the
- * process (and Ctrl-C to `io.signal`).
+ * process (and Ctrl-C to `io.signal`). Every call to the API goes through the typed client
+ * (client/, `@durable-sandbox/client`), so a route, body or header the API does not take is a
+ * compile error (the `--idempotency-key` the CLI once declared and never sent).
  *
  * Exit codes: 0 success, 1 a failed operation or an API error, 2 a usage error, 130 when Ctrl-C
  * (143 when SIGTERM) stopped the command (a wait stops; the operation goes on).
