@@ -110,7 +110,8 @@ export class ReadinessDecider {
   private retryDelayMs = RETRY_FIRST_DELAY_MS;
   /** Decisions in flight, by task token: one per wait attempt at a time. */
   private readonly deciding = new Map<string, Promise<void>>();
-  private readonly readTimers = new Set<NodeJS.Timeout>();
+  /** The pending reads by name of {@link track}, by task token: cancelled once the wait is decided. */
+  private readonly readTimers = new Map<string, NodeJS.Timeout>();
 
   constructor(private readonly options: ReadinessDeciderOptions) {}
 
@@ -175,25 +176,39 @@ export class ReadinessDecider {
     if (this.unrecordedTimer) clearInterval(this.unrecordedTimer);
     if (this.retryTimer) clearTimeout(this.retryTimer);
     this.retryTimer = undefined;
-    for (const timer of this.readTimers) clearTimeout(timer);
+    for (const timer of this.readTimers.values()) clearTimeout(timer);
     this.readTimers.clear();
     await Promise.allSettled([this.reconciling, ...this.deciding.values()]);
   }
 
   /**
    * Called by the wait activity once it went asynchronous with the pod not decided by the
-   * caches: if the pods cache still lacks the pod after `podReadDelayMs`, it is read once by
-   * name (it may have been deleted before this worker listed it).
+   * caches: if the pods cache still lacks the pod after `podReadDelayMs` and the wait is still
+   * recorded (not decided meanwhile, by this worker or another), it is read once by name (it may
+   * have been deleted before this worker listed it). A decision by this worker cancels the read.
    */
   track(wait: ReadinessWait | Omit<ReadinessWait, 'createdAt'>): void {
     if (this.stopped) return;
+    this.cancelRead(wait.taskToken);
     const timer = setTimeout(() => {
-      this.readTimers.delete(timer);
+      this.readTimers.delete(wait.taskToken);
       if (this.stopped || this.options.informers.cachedPod(wait.podName)) return;
-      void this.readAndDecide(wait);
+      void this.options.store.findReadinessWait(wait.podUid).then(
+        (recorded) => {
+          if (recorded?.taskToken === wait.taskToken) return this.readAndDecide(wait);
+        },
+        () => this.readAndDecide(wait), // the store unreachable: read anyway, as before
+      );
     }, this.options.podReadDelayMs ?? 5_000);
     timer.unref();
-    this.readTimers.add(timer);
+    this.readTimers.set(wait.taskToken, timer);
+  }
+
+  /** Cancels the pending read by name of a wait ({@link track}), if any. */
+  private cancelRead(taskToken: string): void {
+    const timer = this.readTimers.get(taskToken);
+    if (timer) clearTimeout(timer);
+    this.readTimers.delete(taskToken);
   }
 
   /**
@@ -474,6 +489,8 @@ export class ReadinessDecider {
         delayMs = Math.min(delayMs * 2, 10_000);
       }
     }
+    // Decided: the read by name the wait activity asked for (track) has nothing left to decide.
+    this.cancelRead(wait.taskToken);
     await store.clearReadinessWait(wait.podUid, wait.taskToken).catch(() => undefined);
   }
 }

@@ -28,6 +28,7 @@ import {
 } from './format.js';
 import type { Operation, SandboxState } from './types.js';
 import { formatTraceTree } from './trace-tree.js';
+import { missingTraceMessage } from './trace-missing.js';
 
 /** The API used when neither `--api-url` nor DURABLE_SANDBOX_URL is given. */
 export const DEFAULT_API_URL = 'http://127.0.0.1:8080';
@@ -576,11 +577,7 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
           spans = await s.client.getTrace(operation.trace_id);
         } catch (err) {
           if (!(err instanceof DurableSandboxError) || err.status !== 404) throw err;
-          s.error(
-            'no_spans',
-            `this API keeps no span of trace ${operation.trace_id} (only npm start keeps spans, ` +
-              'the latest 500 traces); look it up in your tracing backend',
-          );
+          s.error('no_spans', missingTraceMessage(operation.trace_id, err.message));
           return FAILED;
         }
         s.show({ trace_id: operation.trace_id, spans }, () => formatTraceTree(spans));

@@ -28,14 +28,11 @@ import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
 import { pino } from 'pino';
 import { Command } from 'commander';
-import { createMetrics } from '../activities/metrics.js';
-import { ReadinessDecider } from '../activities/readiness-decider.js';
 import { createKubernetesClient } from '../kubernetes/client.js';
-import { SandboxInformers } from '../kubernetes/sandbox-informers.js';
 import { SimulatedCluster } from '../environments/simulated-cluster/index.js';
 import { openStore, type Store } from '../store/index.js';
 import { installRuntime } from '../worker/runtime.js';
-import { createSandboxWorker } from '../worker/worker.js';
+import { startSandboxWorker } from '../worker/sandbox-worker.js';
 import { startCreate } from '../test/support/creates.js';
 import { startDevServer } from './dev-server.js';
 import { DEFAULT_TEMPLATES } from '../config/index.js';
@@ -67,32 +64,22 @@ const store = await openStore({ sqliteFile: join(dataDir, 'store.db') });
 const connection = await Connection.connect({ address: devServer.address });
 const client = new Client({ connection });
 const nativeConnection = await NativeConnection.connect({ address: devServer.address });
-const informers = new SandboxInformers({
-  client: kubernetes,
-  retryDelayMs: 1_000,
-  watchTimeoutSeconds: 25,
-  logger,
-  observer: createMetrics().watchObserver,
-});
-const decider = new ReadinessDecider({ informers, store, client, logger });
-decider.start();
-informers.start();
 const taskQueue = `measure-${randomUUID()}`;
-const worker = await createSandboxWorker({
+// Built as every worker is (worker/sandbox-worker.ts).
+const started = await startSandboxWorker({
   connection: nativeConnection,
   namespace: 'default',
   taskQueue,
-  deps: {
-    kubernetes,
-    store,
-    templates: DEFAULT_TEMPLATES,
-    informers,
-    decider,
-    metrics: createMetrics(),
-  },
-  maxCachedWorkflows: maxCached,
+  kubernetes,
+  store,
+  client,
+  logger,
+  watchRetryDelayMs: 1_000,
+  watchTimeoutSeconds: 25,
+  templates: DEFAULT_TEMPLATES,
+  worker: { maxCachedWorkflows: maxCached },
 });
-const running = worker.run();
+const { worker } = started;
 const target = { store, temporal: { client }, taskQueue };
 
 const handles: Array<WorkflowHandle> = [];
@@ -155,10 +142,7 @@ if (sample.length > 0) {
   );
 }
 
-worker.shutdown();
-await running;
-await informers.stop();
-await decider.stop();
+await started.stop();
 await nativeConnection.close();
 await connection.close();
 await store.close();

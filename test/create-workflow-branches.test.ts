@@ -1,22 +1,22 @@
 /**
  * The createSandbox workflow's branches, one test each, with stub activities: the real
- * workflow code on the run's real Temporal dev server, but activities that do what a test
- * tells them (no cluster, no store), so every branch runs in about a second. The full-stack
+ * workflow code (the production bundle) on Temporal's time-skipping test server
+ * (`@temporalio/testing`), but activities that do what a test tells them (no cluster, no store),
+ * so every branch runs in about a second and a deadline of 30 minutes passes in no wall time
+ * while the test awaits the result. Part of the fast tier (docs/testing.md). The full-stack
  * tests (create-workflow.test.ts) drive the same branches through the real activities.
  */
-import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
+import { WorkflowFailedError, type Client, type WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure, CancelledFailure, CompleteAsyncError } from '@temporalio/common';
+import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CreateActivities } from '../activities/index.js';
 import type { CreateFailureDetails, CreateSandboxInput } from '../contract/index.js';
+import { locateTestServer } from '../environments/time-skipping-server/locate.js';
 import type { PodRef } from '../kubernetes/pods.js';
+import { bundleSandboxWorkflows } from '../worker/workflow-bundle.js';
 import type { createSandbox } from '../workflows/create-sandbox.js';
-import {
-  connectToTestServer,
-  uniqueTaskQueue,
-  type TemporalTestContext,
-} from './support/temporal.js';
 import { createInput } from './support/creates.js';
 import { until } from './support/until.js';
 
@@ -77,6 +77,17 @@ async function waitAsynchronously(): Promise<never> {
 }
 
 /**
+ * An `awaitPodReady` stub whose every attempt fails as retryable (as a wait attempt whose worker
+ * died is failed: activities/readiness-decider.ts, `WaitNotRecorded`), so Temporal retries it
+ * 1 s to 10 s apart until the deadline cancels it. Between attempts no activity runs, so the
+ * time-skipping server jumps to the next retry: the test server does not skip time while an
+ * activity is running, which rules out {@link waitAsynchronously} for a deadline far away.
+ */
+async function notReadyYet(): Promise<never> {
+  throw ApplicationFailure.retryable('the pod has no IP yet', 'WaitNotRecorded');
+}
+
+/**
  * Whether the workflow asked to cancel its wait and closed without waiting for the wait to
  * answer (TRY_CANCEL): the history holds the cancel request and no close event of the wait.
  */
@@ -105,45 +116,65 @@ function gate<T>(): { promise: Promise<T>; open(value: T): void } {
   return { promise, open };
 }
 
-let temporal: TemporalTestContext;
-let worker: Worker;
-let running: Promise<void>;
-let taskQueue: string;
+/** A time-skipping test server and a worker of the production bundle with the stub activities. */
+interface Branches {
+  env: TestWorkflowEnvironment;
+  client: Client;
+  stop(): Promise<void>;
+}
 
-beforeAll(async () => {
-  temporal = await connectToTestServer();
-  taskQueue = uniqueTaskQueue('create-branches');
-  worker = await Worker.create({
-    connection: temporal.nativeConnection,
-    namespace: 'default',
+const taskQueue = 'create-branches';
+let bundle: Promise<{ code: string }> | undefined;
+
+async function startBranches(): Promise<Branches> {
+  bundle ??= bundleSandboxWorkflows();
+  const env = await TestWorkflowEnvironment.createTimeSkipping({
+    server: { executable: { type: 'existing-path', path: await locateTestServer() } },
+  });
+  const worker = await Worker.create({
+    connection: env.nativeConnection,
+    namespace: env.namespace ?? 'default',
     taskQueue,
-    workflowBundle: temporal.workflowBundle,
+    workflowBundle: await bundle,
     activities: stubActivities(),
     // Cancellation reaches an activity with a heartbeat's answer: do not throttle them here.
     maxHeartbeatThrottleInterval: '50 milliseconds',
     defaultHeartbeatThrottleInterval: '50 milliseconds',
   });
-  running = worker.run();
-});
+  const running = worker.run();
+  return {
+    env,
+    client: env.client,
+    async stop() {
+      worker.shutdown();
+      await running.catch(() => undefined);
+      await env.teardown();
+    },
+  };
+}
 
+let branches: Branches;
+beforeAll(async () => {
+  branches = await startBranches();
+});
 afterAll(async () => {
-  worker?.shutdown();
-  await running?.catch(() => undefined);
-  await temporal?.close();
+  await branches?.stop();
 });
 
 /** Starts a create whose activities follow `stubs`. */
 async function start(
   stubs: Script['stubs'],
   overrides: Partial<CreateSandboxInput> = {},
+  on: Branches = branches,
 ): Promise<{ handle: WorkflowHandle<typeof createSandbox>; script: Script }> {
   const input = createInput(overrides);
   const script: Script = { stubs, calls: [] };
   scripts.set(input.operationId, script);
-  const handle = await temporal.client.workflow.start<typeof createSandbox>('createSandbox', {
+  const handle = await on.client.workflow.start<typeof createSandbox>('createSandbox', {
     workflowId: input.operationId,
     taskQueue,
-    args: [input],
+    // The test server registers no custom search attribute: the workflow upserts none.
+    args: [{ searchAttributes: [], ...input }],
   });
   return { handle, script };
 }
@@ -381,5 +412,52 @@ describe('createSandbox branches (stub activities)', () => {
     marked.open(true);
     expect(await handle.result()).toMatchObject({ pod: { ip: '10.0.0.9' } });
     expect(names(script)).toEqual(['createPod', 'awaitPodReady', 'markSandboxRunning']);
+  });
+});
+
+// The test server skips time only while no activity runs anywhere on it, and the branches above
+// leave waits that went asynchronous pending (as real waits do, until their backstop timeout):
+// a far deadline gets a server of its own.
+describe('createSandbox deadline (stub activities, time skipped)', () => {
+  let own: Branches;
+  beforeAll(async () => {
+    own = await startBranches();
+  });
+  afterAll(async () => {
+    await own?.stop();
+  });
+
+  it('fails as pod_never_ready at the 30-minute deadline and compensates, in no wall time', async () => {
+    const started = Date.now();
+    const { handle, script } = await start(
+      { awaitPodReady: notReadyYet },
+      { deadlineMs: 30 * 60_000 }, // CREATE_DEADLINE_MS's default
+      own,
+    );
+    const failure = await failureOf(handle);
+    const wallMs = Date.now() - started;
+    expect((failure as ApplicationFailure).type).toBe('PodNeverReady');
+    expect(failure.message).toMatch(/had no IP within the create deadline of 1800 s/);
+    expect((failure as ApplicationFailure).details?.[0]).toMatchObject({
+      code: 'pod_never_ready',
+      podName: POD.name,
+      podUid: POD.uid,
+    });
+    const waits = names(script).filter((name) => name === 'awaitPodReady').length;
+    expect(waits, 'wait attempts, 1 s to 10 s apart').toBeGreaterThan(100);
+    expect(names(script).filter((name) => name !== 'awaitPodReady')).toEqual([
+      'createPod',
+      'deletePod',
+      'retireExecution',
+    ]);
+    expect(callOf(script, 'deletePod')).toMatchObject({ pod: { uid: POD.uid } });
+    expect(retired(script)).toMatchObject({
+      reason: 'pod_never_ready',
+      failure: { code: 'pod_never_ready' },
+    });
+    // The workflow's clock passed the deadline; the test's did not.
+    const { startTime, closeTime } = await handle.describe();
+    expect((closeTime?.getTime() ?? 0) - startTime.getTime()).toBeGreaterThanOrEqual(30 * 60_000);
+    expect(wallMs).toBeLessThan(15_000);
   });
 });

@@ -1,14 +1,14 @@
 /**
  * Runs the create worker inside a process: the SDK Runtime (logs to pino, worker metrics to an
  * internal Prometheus exporter), the worker's `/metrics` server, the connection, the orphan-pod
- * sweeper (worker/orphan-sweeper.ts), and the worker itself. Shared by `npm run worker` (worker/main.ts) and the embedded stack (scripts/start.ts).
+ * sweeper (worker/orphan-sweeper.ts), and the worker itself (worker/sandbox-worker.ts, as the
+ * tests build it). Shared by `npm run worker` (worker/main.ts) and the embedded stack (scripts/start.ts).
  */
 import type { Server } from 'node:http';
-import { Client } from '@temporalio/client';
 import { NativeConnection, type Worker } from '@temporalio/worker';
 import type { Logger } from 'pino';
-import { createMetrics, workerRegistry } from '../activities/metrics.js';
-import { ReadinessDecider } from '../activities/readiness-decider.js';
+import { workerRegistry } from '../activities/metrics.js';
+import type { SandboxInformersOptions } from '../kubernetes/sandbox-informers.js';
 import { collectProcessMetrics } from '../config/process-metrics.js';
 import { freePort } from '../config/free-port.js';
 import { listenStep, startupStep, temporalStep } from '../config/startup-failure.js';
@@ -20,15 +20,13 @@ import {
   type TemporalCredentials,
 } from '../config/temporal-connection.js';
 import type { KubernetesClient } from '../kubernetes/client.js';
-import { SandboxInformers, type SandboxInformersOptions } from '../kubernetes/sandbox-informers.js';
-import { RefusalBounds } from '../kubernetes/refusal-bounds.js';
 import type { Store } from '../store/index.js';
 import { startMetricsServer } from './metrics-server.js';
 import { checkSearchAttributes } from '../temporal/search-attributes.js';
 import { isWorkflowOpen, listRunningWorkflowIds } from '../temporal/workflow-status.js';
 import { startOrphanSweeper } from './orphan-sweeper.js';
 import { installRuntime } from './runtime.js';
-import { createSandboxWorker } from './worker.js';
+import { startSandboxWorker } from './sandbox-worker.js';
 
 /** Thrown by {@link serveWorker} when the Temporal namespace lacks search attributes. */
 export class SearchAttributesMissingError extends Error {
@@ -134,43 +132,23 @@ export async function serveWorker(options: ServeWorkerOptions): Promise<ServedWo
     await new Promise((resolve) => metricsServer.close(resolve));
     throw new SearchAttributesMissingError(attributes.problem);
   }
-  const metrics = createMetrics();
-  // One pods informer and one events informer for every wait of this process
-  // (docs/architecture.md, "The readiness watch"); a restart lists once.
-  const informers = new SandboxInformers({
-    client: options.kubernetes,
-    retryDelayMs: config.watchRetryDelayMs,
-    watchTimeoutSeconds: config.watchTimeoutSeconds,
-    logger: options.logger,
-    observer: metrics.watchObserver,
-    explainMissingPod: options.explainMissingPod,
-  });
-  // Decides the recorded readiness waits, this worker's and any other's (docs/architecture.md,
-  // "Waiting costs nothing"); stops with the informers.
-  const client = new Client({ connection, namespace: config.temporalNamespace });
-  const decider = new ReadinessDecider({
-    informers,
-    store: options.store,
+  // The informers, the decider and the worker, as every worker is built (worker/sandbox-worker.ts).
+  const {
+    worker,
     client,
-    logger: options.logger,
-    // What a refusal event may claim: its template's largest disk, no time in the future.
-    bounds: new RefusalBounds({ templates: config.templates, logger: options.logger }),
-  });
-  decider.start();
-  informers.start();
-  const worker = await createSandboxWorker({
+    done: stopped,
+  } = await startSandboxWorker({
     connection,
     namespace: config.temporalNamespace,
     taskQueue: config.taskQueue,
-    deps: {
-      kubernetes: options.kubernetes,
-      store: options.store,
-      templates: config.templates,
-      informers,
-      decider,
-      metrics,
-    },
-    maxCachedWorkflows: config.maxCachedWorkflows,
+    kubernetes: options.kubernetes,
+    store: options.store,
+    logger: options.logger,
+    watchRetryDelayMs: config.watchRetryDelayMs,
+    watchTimeoutSeconds: config.watchTimeoutSeconds,
+    explainMissingPod: options.explainMissingPod,
+    templates: config.templates,
+    worker: { maxCachedWorkflows: config.maxCachedWorkflows },
   });
   const stopSweeper =
     config.orphanSweepIntervalMs > 0
@@ -199,10 +177,9 @@ export async function serveWorker(options: ServeWorkerOptions): Promise<ServedWo
     },
     options.certificateRefreshIntervalMs,
   );
-  const done = worker.run().finally(async () => {
+  const done = stopped.finally(async () => {
     stopWatching();
     stopSweeper();
-    await informers.stop();
     await connection.close();
     await new Promise((resolve) => metricsServer.close(resolve));
   });

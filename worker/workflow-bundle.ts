@@ -21,13 +21,22 @@ export const WORKFLOW_INTERCEPTOR_MODULES = [
   fileURLToPath(new URL('../workflows/expected-failure-logs.ts', import.meta.url)),
 ];
 
+/**
+ * The failure converter bundled with the workflows: no failure a workflow reports carries a
+ * stack trace (workflows/failure-converter.ts).
+ */
+export const FAILURE_CONVERTER_PATH = fileURLToPath(
+  new URL('../workflows/failure-converter.ts', import.meta.url),
+);
+
 /** A bundle as `Worker.create({ workflowBundle })` takes it: the code itself. */
 export interface WorkflowBundle {
   code: string;
 }
 
 /**
- * Bundles the workflows with {@link WORKFLOW_INTERCEPTOR_MODULES} (a few seconds of webpack).
+ * Bundles the workflows with {@link WORKFLOW_INTERCEPTOR_MODULES} and the failure converter of
+ * {@link FAILURE_CONVERTER_PATH} (a few seconds of webpack).
  * @param workflowsPath the entry point (default {@link WORKFLOWS_PATH}; tests add test-only
  *   workflows with their own entry point that re-exports the production ones)
  * @param extraInterceptorModules more workflow interceptor modules, after ours (the
@@ -41,6 +50,7 @@ export async function bundleSandboxWorkflows(
   const { code } = await bundleWorkflowCode({
     workflowsPath,
     workflowInterceptorModules: [...WORKFLOW_INTERCEPTOR_MODULES, ...extraInterceptorModules],
+    failureConverterPath: FAILURE_CONVERTER_PATH,
     // The bundler's progress lines are noise in a service's log; its errors are thrown.
     logger: { info() {}, warn() {}, error() {}, debug() {}, trace() {}, log() {} },
   });

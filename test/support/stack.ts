@@ -8,11 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Worker } from '@temporalio/worker';
 import { pino, type Logger } from 'pino';
-import { createMetrics } from '../../activities/metrics.js';
-import {
-  ReadinessDecider,
-  type ReadinessDeciderOptions,
-} from '../../activities/readiness-decider.js';
+import type { ReadinessDeciderOptions } from '../../activities/readiness-decider.js';
 import type { RefusalBoundsMs } from '../../activities/pods.js';
 import { createKubernetesClient, type KubernetesClient } from '../../kubernetes/client.js';
 import {
@@ -20,10 +16,8 @@ import {
   type SimulatedClusterOptions,
 } from '../../environments/simulated-cluster/index.js';
 import { openStore, type Store, type StoreOptions } from '../../store/index.js';
+import { startSandboxWorker } from '../../worker/sandbox-worker.js';
 import { DEFAULT_TEMPLATES, type TemplateConfig } from '../../config/index.js';
-import { createSandboxWorker } from '../../worker/worker.js';
-import { SandboxInformers } from '../../kubernetes/sandbox-informers.js';
-import { RefusalBounds } from '../../kubernetes/refusal-bounds.js';
 import { freshPostgresTarget, type StoreTarget } from './store.js';
 import {
   connectToTestServer,
@@ -83,7 +77,11 @@ export interface TestStackOptions {
    */
   decider?: Pick<
     ReadinessDeciderOptions,
-    'reconcilePageSize' | 'unrecordedPageSize' | 'unrecordedCheckIntervalMs' | 'unrecordedAfterMs'
+    | 'reconcilePageSize'
+    | 'unrecordedPageSize'
+    | 'unrecordedCheckIntervalMs'
+    | 'unrecordedAfterMs'
+    | 'podReadDelayMs'
   >;
 }
 
@@ -160,49 +158,32 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     dataDir,
     templates: { ...(options.templates ?? DEFAULT_TEMPLATES) },
     async startWorker() {
-      // One informer pair per worker, as worker/serve.ts builds it.
-      const informers = new SandboxInformers({
-        client: kubernetes,
-        retryDelayMs: options.watchRetryDelayMs ?? 100,
-        watchTimeoutSeconds: options.watchTimeoutSeconds ?? 25,
-        logger,
-        observer: createMetrics().watchObserver,
-        unauthorizedBoundMs: options.refusalBoundsMs?.unauthorized,
-        forbiddenBoundMs: options.refusalBoundsMs?.permission,
-      });
-      const activityStore = withoutLearning(
-        options.activityStore ? options.activityStore(store) : store,
-        options.learnRootfsFloors === false,
-      );
-      const decider = new ReadinessDecider({
-        informers,
-        store: activityStore,
-        client: temporal.client,
-        logger,
-        reconcileIntervalMs: options.reconcileIntervalMs,
-        bounds: new RefusalBounds({ templates: stack.templates, logger }),
-        ...options.decider,
-      });
-      decider.start();
-      informers.start();
-      const worker = await createSandboxWorker({
+      // Built as every worker is (worker/sandbox-worker.ts), over the stack's store as the
+      // activities see it.
+      const started = await startSandboxWorker({
         connection: temporal.nativeConnection,
         namespace: 'default',
         taskQueue,
-        workflowBundle: temporal.workflowBundle,
-        deps: {
-          kubernetes,
-          store: activityStore,
-          templates: stack.templates,
-          informers,
-          decider,
-          metrics: createMetrics(),
-          refusalBoundsMs: options.refusalBoundsMs,
+        kubernetes,
+        store: withoutLearning(
+          options.activityStore ? options.activityStore(store) : store,
+          options.learnRootfsFloors === false,
+        ),
+        client: temporal.client,
+        logger,
+        watchRetryDelayMs: options.watchRetryDelayMs ?? 100,
+        watchTimeoutSeconds: options.watchTimeoutSeconds ?? 25,
+        refusalBoundsMs: options.refusalBoundsMs,
+        templates: stack.templates,
+        decider: { reconcileIntervalMs: options.reconcileIntervalMs, ...options.decider },
+        worker: {
+          workflowBundle: temporal.workflowBundle,
+          shutdownGraceTimeMs: 2_000,
+          maxConcurrentActivities: options.maxConcurrentActivities,
         },
-        shutdownGraceTimeMs: 2_000,
-        maxConcurrentActivities: options.maxConcurrentActivities,
       });
-      running.push({ worker, done: worker.run().finally(() => informers.stop()) });
+      const { worker } = started;
+      running.push({ worker, done: started.done });
       stack.worker = worker;
       return worker;
     },

@@ -5,13 +5,10 @@
  */
 import { Client } from '@temporalio/client';
 import type { SpanProcessor } from '@opentelemetry/sdk-trace-base';
-import { createMetrics } from '../../activities/metrics.js';
-import { SandboxInformers } from '../../kubernetes/sandbox-informers.js';
 import { startTracing } from '../../tracing/sdk.js';
 import type { Tracing } from '../../tracing/spans.js';
 import { tracingClientInterceptors } from '../../tracing/temporal.js';
-import { ReadinessDecider } from '../../activities/readiness-decider.js';
-import { createSandboxWorker } from '../../worker/worker.js';
+import { startSandboxWorker } from '../../worker/sandbox-worker.js';
 import { startApiStack, type ApiStack } from './api.js';
 
 /** What a traced suite gets. */
@@ -28,32 +25,17 @@ export async function startTracedStack(spanProcessors?: SpanProcessor[]): Promis
   const tracing = startTracing({ serviceName: 'durable-sandbox-test', spanProcessors });
   const api = await startApiStack({ stack: { worker: false, cluster: { startupDelayMs: 100 } } });
   const { stack } = api;
-  const informers = new SandboxInformers({
-    client: stack.kubernetes,
-    retryDelayMs: 100,
-    watchTimeoutSeconds: 25,
-  });
-  const decider = new ReadinessDecider({
-    informers,
-    store: stack.store,
-    client: new Client({ connection: stack.temporal.nativeConnection, namespace: 'default' }),
-  });
-  decider.start();
-  informers.start();
-  const worker = await createSandboxWorker({
+  // Without a prebuilt bundle: the worker bundles the workflows with the tracing modules.
+  const started = await startSandboxWorker({
     connection: stack.temporal.nativeConnection,
     namespace: 'default',
     taskQueue: stack.taskQueue,
-    deps: {
-      kubernetes: stack.kubernetes,
-      store: stack.store,
-      templates: stack.templates,
-      informers,
-      decider,
-      metrics: createMetrics(),
-    },
+    kubernetes: stack.kubernetes,
+    store: stack.store,
+    templates: stack.templates,
+    watchRetryDelayMs: 100,
+    watchTimeoutSeconds: 25,
   });
-  const running = worker.run();
   const temporal = new Client({
     connection: stack.temporal.client.connection,
     interceptors: { workflow: tracingClientInterceptors(tracing) },
@@ -63,10 +45,7 @@ export async function startTracedStack(spanProcessors?: SpanProcessor[]): Promis
     app: api.appWith({}, { temporal }),
     tracing,
     async stop() {
-      worker.shutdown();
-      await running;
-      await decider.stop();
-      await informers.stop();
+      await started.stop();
       await api.stop();
       await tracing.shutdown();
     },

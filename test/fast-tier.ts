@@ -1,0 +1,24 @@
+/**
+ * The fast tier (docs/testing.md, "The fast tier"): `npm run test:fast` runs these files and no
+ * others, in under a minute, with no shared dev server, cluster or store. Pure functions as
+ * tables, and the create workflow's branches with stub activities on Temporal's time-skipping
+ * test server. `npm test` runs them too, once, in the same run as every other suite
+ * (vitest.config.ts: two projects, `fast` and `full`, that never share a file).
+ *
+ * A file belongs here when it starts no server of the full tier (no `inject()`, no
+ * test/support/stack.ts or api.ts) and takes seconds.
+ */
+export const FAST_TESTS = [
+  'test/bench-service-env.test.ts',
+  'test/bench-sizing.test.ts',
+  'test/config-templates.test.ts',
+  'test/create-workflow-branches.test.ts',
+  'test/credential-hint.test.ts',
+  'test/fault-report.test.ts',
+  'test/oidc-config.test.ts',
+  'test/operation-notifier.test.ts',
+  'test/placement-rules.test.ts',
+  'test/refusal.test.ts',
+  'test/trace-missing.test.ts',
+  'test/watch-policy.test.ts',
+];
