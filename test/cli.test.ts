@@ -14,8 +14,7 @@ import {
   humanDuration,
   progressText,
 } from '../cli/format.js';
-import { ApiClient } from '../cli/api-client.js';
-import { pollDelayMs, waitForOperation } from '../cli/wait.js';
+import { DurableSandboxClient, pollDelayMs } from '../client/src/index.js';
 import { eventually, startApiStack, type ApiStack } from './support/api.js';
 import { until } from './support/until.js';
 
@@ -541,7 +540,10 @@ describe('cli', () => {
       resources: { cpu: 1, memory_mib: 1024, disk_mib: 300 },
       state: 'failed' as const,
       pod: { name: null, uid: null, ip: null },
-      failure: { code: 'invalid_request', message: 'the node refused the sandbox: '.repeat(5) },
+      failure: {
+        code: 'invalid_request' as const,
+        message: 'the node refused the sandbox: '.repeat(5),
+      },
       operation_id: 'op_aaaaaaaaaaaaaaaaaaaaaaaaaa',
       created_at: '2026-01-01T00:00:00.000Z',
       updated_at: '2026-01-01T00:00:01.000Z',
@@ -573,15 +575,15 @@ describe('cli', () => {
       const created = await cli('--json', 'create', '--disk-mib', '2048');
       const operation = JSON.parse(created.stdout) as { id: string };
       const asked: string[] = [];
-      const client = new ApiClient({
+      const client = new DurableSandboxClient({
         baseUrl: url,
         token: api.tenantA.token,
-        fetch: (input, init) => {
-          asked.push(String(input));
-          return fetch(input, init);
+        fetch: (request) => {
+          asked.push(request.url);
+          return fetch(request);
         },
       });
-      const waited = waitForOperation(client, operation.id);
+      const waited = client.waitForOperation(operation.id);
       // Four quiet seconds (a 1 s poll would ask four times), then a change: the cancel.
       await new Promise((resolve) => setTimeout(resolve, 4_000));
       expect(await cli('cancel', operation.id)).toMatchObject({ code: 0 });
