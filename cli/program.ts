@@ -1,5 +1,6 @@
 /**
- * The `durable-sandbox` command line (commander): create, get, wait, cancel, delete, list, templates.
+ * The `durable-sandbox` command line (commander): create, get, wait, cancel, delete, list, templates,
+ * quota.
  * `run(argv)` is the whole program, so tests call it in process; cli/main.ts wires it to the
  * process (and Ctrl-C to `io.signal`). Every call to the API goes through the typed client
  * (client/, `@durable-sandbox/client`), so a route, body or header the API does not take is a
@@ -23,6 +24,7 @@ import {
   formatOperationList,
   formatSandbox,
   formatSandboxList,
+  formatQuota,
   formatTemplateList,
   progressText,
 } from './format.js';
@@ -90,8 +92,9 @@ export function isTerminal(stream: { isTTY?: boolean; columns?: number }): boole
 /** What a person can do about an error code, printed under the error (never with `-o json`). */
 const ERROR_HINTS: Record<string, string> = {
   quota_exceeded:
-    'a resource quota of the sandbox namespace is exhausted: retry later, or delete sandboxes ' +
-    'you no longer need',
+    'a resource quota of the sandbox namespace, or one of your tenant limits, is exhausted: ' +
+    `retry later, or delete sandboxes you no longer need (\`${RUN} quota\` shows your limits)`,
+  rate_limited: `too fast or too many at once for your tenant's limits: retry after a moment (\`${RUN} quota\` shows them)`,
   unavailable: 'the service cannot work right now; its /readyz names what is wrong',
 };
 
@@ -598,6 +601,17 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
         }
         const body = { templates: await s.client.listTemplates() };
         s.show(body, () => formatTemplateList(body.templates, s.table()));
+        return 0;
+      }),
+    );
+
+  program
+    .command('quota')
+    .description("show your tenant's limits and what it uses of them")
+    .action(
+      action(async (s) => {
+        const body = await s.client.getQuota();
+        s.show(body, () => formatQuota(body, s.table()));
         return 0;
       }),
     );

@@ -2,4 +2,4 @@
  * The API's JSON shapes as the CLI reads them: the typed client's, generated from the OpenAPI
  * document (client/src/types.ts).
  */
-export type { Operation, Sandbox, SandboxState, Template } from '../client/src/index.js';
+export type { Operation, Quota, Sandbox, SandboxState, Template } from '../client/src/index.js';

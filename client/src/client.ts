@@ -20,6 +20,7 @@ import type {
   Operation,
   OperationPage,
   OperationStatus,
+  Quota,
   Sandbox,
   SandboxPage,
   SandboxState,
@@ -272,6 +273,15 @@ export class DurableSandboxClient {
     return (
       await this.send('GET /v1/templates/{name}', options, 'read', ({ signal, fetch }) =>
         this.raw.GET('/v1/templates/{name}', { params: { path: { name } }, signal, fetch }),
+      )
+    ).data;
+  }
+
+  /** The tenant's limits and usage (`GET /v1/quota`; docs/api.md, "Tenant limits"). */
+  async getQuota(options: CallOptions = {}): Promise<Quota> {
+    return (
+      await this.send('GET /v1/quota', options, 'read', ({ signal, fetch }) =>
+        this.raw.GET('/v1/quota', { signal, fetch }),
       )
     ).data;
   }

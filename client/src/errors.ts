@@ -54,6 +54,7 @@ const ERROR_CODES: { readonly [Code in ErrorCode]: true } = {
   quota_exceeded: true,
   pod_never_ready: true,
   no_node_available: true,
+  rate_limited: true,
 };
 
 /** Whether `code` is one of the document's error codes. */

@@ -224,6 +224,23 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/quota': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** The calling tenant's limits and usage */
+    get: operations['getQuota'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -246,7 +263,8 @@ export interface components {
           | 'unavailable'
           | 'quota_exceeded'
           | 'pod_never_ready'
-          | 'no_node_available';
+          | 'no_node_available'
+          | 'rate_limited';
         message: string;
         details: Record<string, unknown>;
       };
@@ -451,6 +469,26 @@ export interface components {
         };
       };
     };
+    Quota: {
+      tenant: string;
+      limits: {
+        sandboxes: number;
+        cpu: number;
+        memory_mib: number;
+        disk_mib: number;
+        creates_per_second: number;
+        create_burst: number;
+        waits: number;
+      };
+      /** @description sandboxes, cpu, memory_mib, disk_mib: what the tenant's creating and running sandboxes hold (all replicas); waits: the long-polls and synchronous creates it holds on the replica that answered. */
+      usage: {
+        sandboxes: number;
+        cpu: number;
+        memory_mib: number;
+        disk_mib: number;
+        waits: number;
+      };
+    };
   };
   responses: {
     /** @description An error. */
@@ -475,6 +513,17 @@ export interface components {
     };
     /** @description unavailable with `details.reason` `jwks_unavailable`: the token is a JWT and the identity provider's key set could not be fetched, so it was not checked (with Retry-After). */
     AuthUnavailable: {
+      headers: {
+        /** @description Seconds to wait before trying again. */
+        'Retry-After'?: number;
+        [name: string]: unknown;
+      };
+      content: {
+        'application/json': components['schemas']['Error'];
+      };
+    };
+    /** @description A tenant limit is reached (docs/api.md, "Tenant limits"): quota_exceeded for what the tenant holds (sandboxes, cpu, memory_mib, disk_mib: nothing was stored or started, the Idempotency-Key stays unclaimed), rate_limited for how fast or how many at once it asks (creates_per_second, waits). details: limit, usage (the tenant's own), limit_value. */
+    TenantLimit: {
       headers: {
         /** @description Seconds to wait before trying again. */
         'Retry-After'?: number;
@@ -661,6 +710,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      429: components['responses']['TenantLimit'];
       500: components['responses']['Error'];
       /** @description unavailable: the workflow service cannot be reached, or the service cannot create sandboxes now (search attributes missing, cluster unusable; the message names what). Or unavailable with `details.reason` `jwks_unavailable`: the token is a JWT and the identity provider's key set could not be fetched, so it was not checked (with Retry-After). */
       503: {
@@ -803,6 +853,7 @@ export interface operations {
       400: components['responses']['Error'];
       401: components['responses']['Unauthenticated'];
       404: components['responses']['Error'];
+      429: components['responses']['TenantLimit'];
       500: components['responses']['Error'];
       503: components['responses']['AuthUnavailable'];
     };
@@ -897,9 +948,10 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description quota_exceeded: a resource quota of the sandbox namespace refused the pod (with Retry-After). */
+      /** @description quota_exceeded: a resource quota of the sandbox namespace refused the pod (with Retry-After); or, before anything is stored, a tenant limit (docs/api.md, "Tenant limits"): quota_exceeded for sandboxes, cpu, memory_mib, disk_mib, rate_limited for creates_per_second and waits; details name the limit, the tenant's usage and limit_value. */
       429: {
         headers: {
+          /** @description Seconds to wait before trying again. */
           'Retry-After'?: number;
           [name: string]: unknown;
         };
@@ -976,6 +1028,29 @@ export interface operations {
       };
       401: components['responses']['Unauthenticated'];
       404: components['responses']['Error'];
+      500: components['responses']['Error'];
+      503: components['responses']['AuthUnavailable'];
+    };
+  };
+  getQuota: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The tenant's limits (TENANT_LIMITS) and usage. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Quota'];
+        };
+      };
+      401: components['responses']['Unauthenticated'];
       500: components['responses']['Error'];
       503: components['responses']['AuthUnavailable'];
     };

@@ -18,6 +18,8 @@ export type Operation = Schemas['Operation'];
 export type OperationStatus = Schemas['OperationStatus'];
 /** A template of the catalog, with its rootfs floor. */
 export type Template = Schemas['Template'];
+/** The tenant's limits and usage (`GET /v1/quota`; docs/api.md, "Tenant limits"). */
+export type Quota = Schemas['Quota'];
 /** A page of `GET /v1/sandboxes`. */
 export type SandboxPage = Schemas['SandboxPage'];
 /** A page of `GET /v1/operations`. */
