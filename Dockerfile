@@ -39,6 +39,7 @@ COPY --from=build /app/node_modules node_modules
 COPY --from=build /app/api api
 COPY --from=build /app/activities activities
 COPY --from=build /app/cli cli
+COPY --from=build /app/client client
 COPY --from=build /app/config config
 COPY --from=build /app/contract contract
 COPY --from=build /app/kubernetes kubernetes

@@ -3,7 +3,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', '.data/', 'dist/', 'coverage/', 'bench-results/'] },
+  { ignores: ['node_modules/', '.data/', 'dist/', 'client/dist/', 'coverage/', 'bench-results/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

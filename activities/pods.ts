@@ -7,6 +7,7 @@ import {
   classifyApiserverError,
   PERMISSION_BOUND_MS,
   UNAUTHORIZED_BOUND_MS,
+  quotaRefusalWithoutUsage,
   type ApiserverError,
 } from '../kubernetes/apiserver-errors.js';
 import type { KubernetesClient } from '../kubernetes/client.js';
@@ -403,7 +404,10 @@ function createPodFailure(err: unknown, boundsMs: RefusalBoundsMs): unknown {
     if (noPodMade) recordRefusedAttempt();
     return err;
   }
-  const message = createRefusalMessage(answer, boundsMs);
+  // A quota's own message carries the namespace's usage (every tenant's): the tenant gets
+  // what it asked for only; the log below keeps the whole message for the operator.
+  const shown = answer.kind === 'quota' ? quotaRefusalWithoutUsage(answer.message) : answer.message;
+  const message = createRefusalMessage({ ...answer, message: shown }, boundsMs);
   // A refusal of the request itself (e.g. a LimitRange) is the caller's error: info, not warn.
   log[isExpectedFailure(code) ? 'info' : 'warn']('pod create refused', {
     status: answer.status,
@@ -412,7 +416,7 @@ function createPodFailure(err: unknown, boundsMs: RefusalBoundsMs): unknown {
   });
   const details: CreateFailureDetails = {
     code,
-    reason: answer.message,
+    reason: shown,
     // Unless every attempt was refused definitely, an earlier one may have made the pod.
     podCreated: noPodMade ? false : undefined,
   };

@@ -22,6 +22,8 @@ import { templateHandlers } from './handlers/templates.js';
 import { DEBUG_TRACE_PATH, debugTraceHandler } from './handlers/debug-traces.js';
 import { ADMIN_PREFIX, adminRouter } from './handlers/admin-floors.js';
 import { requestId } from './request-id.js';
+import { createTenantAdmission } from './tenant-admission.js';
+import { quotaHandlers } from './handlers/quota.js';
 import { requestLog } from './request-log.js';
 import { ROUTES, type RouteName } from './routes.js';
 import { markRequestTenant, nameRequestSpan } from '../tracing/spans.js';
@@ -38,7 +40,11 @@ export const BODY_LIMIT_BYTES = 64 * 1024;
  *   and creates check
  */
 export function createApp(appDeps: AppDeps): express.Express {
-  const deps: AppDeps = { ...appDeps, readiness: appDeps.readiness ?? createReadiness(appDeps) };
+  const deps: AppDeps = {
+    ...appDeps,
+    readiness: appDeps.readiness ?? createReadiness(appDeps),
+    admission: appDeps.admission ?? createTenantAdmission(appDeps.config),
+  };
   const app = express();
   app.disable('x-powered-by');
   app.set('query parser', 'simple');
@@ -55,6 +61,7 @@ export function createApp(appDeps: AppDeps): express.Express {
     ...syncCreateHandlers(deps),
     ...operationHandlers(deps),
     ...templateHandlers(deps),
+    ...quotaHandlers(deps),
   };
   // The request's span names its tenant: the embedded stack shows a trace to that tenant only.
   const tenantSpan: RequestHandler = (_req, res, next) => {

@@ -9,24 +9,14 @@
  * the RFC 6750 challenge, is counted by reason and logged once (never the token). A JWT whose key
  * set cannot be fetched answers 503 `unavailable` with `Retry-After`: it is never let in.
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
 import type { RequestHandler, Response } from 'express';
 import type { Logger } from 'pino';
 import type { OidcConfig } from '../config/oidc.js';
-import {
-  AUTH_REFUSALS,
-  challenge,
-  JWKS_RETRY_AFTER_S,
-  JWKS_UNAVAILABLE,
-  type AuthRefusalReason,
-} from './auth-refusals.js';
+import { JWKS_RETRY_AFTER_S, JWKS_UNAVAILABLE, type AuthRefusalReason } from './auth-refusals.js';
 import { ApiError } from './errors.js';
 import { createJwtVerifier, JwksUnavailableError, looksLikeJwt } from './jwt-verifier.js';
 import { authRefusals } from './metrics.js';
-
-function digest(token: string): Buffer {
-  return createHash('sha256').update(token, 'utf8').digest();
-}
+import { bearerToken, refuseCredential, staticTokenTable } from './bearer-credentials.js';
 
 /** What {@link bearerAuth} checks tokens against. */
 export interface BearerAuthOptions {
@@ -45,38 +35,18 @@ export interface BearerAuthOptions {
  * `Retry-After`) when a JWT could not be checked because the key set could not be fetched.
  */
 export function bearerAuth({ tokens, oidc, logger }: BearerAuthOptions): RequestHandler {
-  const known = [...tokens].map(([token, tenant]) => ({ digest: digest(token), tenant }));
+  const staticTenant = staticTokenTable(tokens);
   const verifier = oidc ? createJwtVerifier(oidc) : undefined;
   const refusals = authRefusals();
-
-  const staticTenant = (token: string): string | undefined => {
-    const presented = digest(token);
-    let tenant: string | undefined;
-    // Compare against every token, without stopping at the first match.
-    for (const entry of known) {
-      if (timingSafeEqual(presented, entry.digest)) tenant = entry.tenant;
-    }
-    return tenant;
-  };
-
-  const refuse = (
-    res: Response,
-    reason: AuthRefusalReason,
-    log: Record<string, unknown> = {},
-  ): ApiError => {
-    refusals.inc({ reason });
-    logger.info({ reason, ...log }, 'authentication refused');
-    res.set('WWW-Authenticate', challenge(reason));
-    return new ApiError('unauthenticated', AUTH_REFUSALS[reason].message, { reason });
-  };
+  const refuse = (res: Response, reason: AuthRefusalReason, log: Record<string, unknown> = {}) =>
+    refuseCredential(res, logger, reason, log);
 
   return (req, res, next) => {
-    const match = /^Bearer +(\S+) *$/i.exec(req.get('authorization') ?? '');
-    if (!match) {
+    const token = bearerToken(req);
+    if (token === undefined) {
       next(refuse(res, 'missing_token'));
       return;
     }
-    const token = match[1]!;
     const tenant = staticTenant(token);
     if (tenant !== undefined) {
       res.locals.tenant = tenant;

@@ -13,10 +13,11 @@ import { markOperationSpan } from '../tracing/spans.js';
 import type { createSandbox } from '../workflows/create-sandbox.js';
 import { operationSearchAttributes } from '../workflows/search-attributes.js';
 import type { CreateSandboxInput } from '../contract/index.js';
-import { placementPolicyOf } from '../config/index.js';
+import { limitsOf, placementPolicyOf } from '../config/index.js';
 import type { AppDeps } from './deps.js';
 import { createsStarted } from './metrics.js';
 import { ApiError } from './errors.js';
+import { heldLimitRefusal } from './tenant-admission.js';
 import { newOperationId, newSandboxId } from './ids.js';
 import { idempotencyKeyOf, requestHash } from './idempotency.js';
 import type { OperationMemo } from './operations.js';
@@ -251,6 +252,9 @@ async function requireUsable(deps: AppDeps): Promise<void> {
  * @returns the operation and sandbox ids
  * @throws ApiError `invalid_request` (400) when `disk_mib` is below the template's rootfs floor
  *   (api/rootfs-floors.ts; nothing is stored or started)
+ * @throws ApiError `rate_limited` (429) past the tenant's create rate, `quota_exceeded` (429)
+ *   when the sandbox does not fit the tenant's held limits (api/tenant-admission.ts; nothing
+ *   is stored or started and the `Idempotency-Key` stays unclaimed)
  * @throws ApiError `idempotency_conflict` (409) when the tenant used the key with another body
  * @throws ApiError `unavailable` (503) when the service cannot create sandboxes (search
  *   attributes missing, cluster unusable), or when the workflow could not be started (the sandbox is
@@ -258,6 +262,8 @@ async function requireUsable(deps: AppDeps): Promise<void> {
  * @throws the store's error when the database fails
  */
 export async function acceptCreate(deps: AppDeps, command: CreateCommand): Promise<AcceptedCreate> {
+  // The cheapest refusal first: a tenant past its create rate costs no query.
+  await deps.admission?.takeCreate(command.tenant);
   // A request below a known floor is refused whatever the cluster's state: its answer is known.
   await refuseBelowRootfsFloor(deps, command);
   await requireUsable(deps);
@@ -273,6 +279,8 @@ export async function acceptCreate(deps: AppDeps, command: CreateCommand): Promi
     operationId,
     deadlineMs: command.deadlineMs,
     traceId,
+    // Checked with the insert in one transaction: exact across API replicas.
+    limits: limitsOf(deps.config.tenantLimits, command.tenant),
     idempotency:
       command.idempotencyKey === undefined
         ? undefined
@@ -289,6 +297,8 @@ export async function acceptCreate(deps: AppDeps, command: CreateCommand): Promi
           },
   });
   switch (stored.kind) {
+    case 'refused':
+      throw heldLimitRefusal(deps.config, command.tenant, stored.refusal);
     case 'conflict':
       throw new ApiError(
         'idempotency_conflict',

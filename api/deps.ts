@@ -6,6 +6,7 @@ import type { KubernetesClient } from '../kubernetes/client.js';
 import type { Store } from '../store/index.js';
 import type { Readiness } from './readiness.js';
 import type { SpanStore } from '../tracing/span-store.js';
+import type { TenantAdmission } from './tenant-admission.js';
 
 /** Dependencies of {@link createApp} (api/app.ts). */
 export interface AppDeps {
@@ -24,6 +25,11 @@ export interface AppDeps {
    * (api/readiness.ts). Unset: no cluster check.
    */
   kubernetes?: KubernetesClient;
+  /**
+   * This process's per-replica tenant limits (create rate, waits: api/tenant-admission.ts);
+   * createApp builds one from `config` when unset. Unset outside an app: no per-replica limits.
+   */
+  admission?: TenantAdmission;
   /** The readiness source; createApp builds one over the others when unset. */
   readiness?: Readiness;
   /**

@@ -57,6 +57,36 @@ export function createsRefused(): Counter<'template' | 'source'> {
   return refused;
 }
 
+let limitRefused: Counter<'limit'> | undefined;
+let limitRefusedByTenant: Counter<'limit' | 'tenant'> | undefined;
+
+/**
+ * `durable_sandbox_tenant_limit_refusals_total{limit}`: requests refused with 429 because a
+ * tenant reached one of its limits (api/tenant-admission.ts; `limit` as in the refusal's
+ * `details.limit`). With QUOTA_METRICS_TENANT_LABEL=true the counter is
+ * `durable_sandbox_tenant_limit_refusals_by_tenant_total{limit,tenant}` instead (one series per
+ * tenant: cardinality is the operator's choice).
+ * @param byTenant the counter with the `tenant` label
+ */
+export function quotaRefusals(byTenant: boolean): Counter<'limit' | 'tenant'> {
+  if (byTenant) {
+    limitRefusedByTenant ??= new Counter({
+      name: 'durable_sandbox_tenant_limit_refusals_by_tenant_total',
+      help: 'Requests refused (429) because a tenant reached one of its limits, by limit and tenant',
+      labelNames: ['limit', 'tenant'],
+      registers: [apiRegistry],
+    });
+    return limitRefusedByTenant;
+  }
+  limitRefused ??= new Counter({
+    name: 'durable_sandbox_tenant_limit_refusals_total',
+    help: 'Requests refused (429) because a tenant reached one of its limits, by limit',
+    labelNames: ['limit'],
+    registers: [apiRegistry],
+  });
+  return limitRefused as Counter<'limit' | 'tenant'>;
+}
+
 let authRefused: Counter<'reason'> | undefined;
 
 /**

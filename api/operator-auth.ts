@@ -6,16 +6,9 @@
  * token. A refusal answers 401 `unauthenticated` with the same reasons and challenge as the
  * tenant routes (api/auth-refusals.ts), counted and logged once.
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
 import type { RequestHandler, Response } from 'express';
 import type { Logger } from 'pino';
-import { AUTH_REFUSALS, challenge, type AuthRefusalReason } from './auth-refusals.js';
-import { ApiError } from './errors.js';
-import { authRefusals } from './metrics.js';
-
-function digest(token: string): Buffer {
-  return createHash('sha256').update(token, 'utf8').digest();
-}
+import { bearerToken, refuseCredential, staticTokenTable } from './bearer-credentials.js';
 
 /**
  * Middleware that lets through only a bearer token of `tokens` (token -> operator name) and
@@ -26,29 +19,16 @@ export function operatorAuth(options: {
   tokens: ReadonlyMap<string, string>;
   logger: Logger;
 }): RequestHandler {
-  const known = [...options.tokens].map(([token, operator]) => ({
-    digest: digest(token),
-    operator,
-  }));
-  const refuse = (res: Response, reason: AuthRefusalReason): ApiError => {
-    authRefusals().inc({ reason });
-    options.logger.info({ reason, credential: 'operator' }, 'authentication refused');
-    res.set('WWW-Authenticate', challenge(reason));
-    return new ApiError('unauthenticated', AUTH_REFUSALS[reason].message, { reason });
-  };
+  const operatorOfToken = staticTokenTable(options.tokens);
   return (req, res, next) => {
-    const match = /^Bearer +(\S+) *$/i.exec(req.get('authorization') ?? '');
-    if (!match) {
-      next(refuse(res, 'missing_token'));
+    const token = bearerToken(req);
+    if (token === undefined) {
+      next(refuseCredential(res, options.logger, 'missing_token', { credential: 'operator' }));
       return;
     }
-    const presented = digest(match[1]!);
-    let operator: string | undefined;
-    for (const entry of known) {
-      if (timingSafeEqual(presented, entry.digest)) operator = entry.operator;
-    }
+    const operator = operatorOfToken(token);
     if (operator === undefined) {
-      next(refuse(res, 'unknown_token'));
+      next(refuseCredential(res, options.logger, 'unknown_token', { credential: 'operator' }));
       return;
     }
     res.locals.operator = operator;

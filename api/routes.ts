@@ -18,7 +18,8 @@ export type RouteName =
   | 'getOperation'
   | 'cancelOperation'
   | 'listTemplates'
-  | 'getTemplate';
+  | 'getTemplate'
+  | 'getQuota';
 
 /** One route: method, Express path, whether it needs a bearer token, its handler's name. */
 export interface RouteSpec {
@@ -45,6 +46,7 @@ export const ROUTES: readonly RouteSpec[] = [
   { method: 'post', path: '/sync/v1/sandboxes', auth: true, name: 'createSandboxSync' },
   { method: 'get', path: '/v1/templates', auth: true, name: 'listTemplates' },
   { method: 'get', path: '/v1/templates/:name', auth: true, name: 'getTemplate' },
+  { method: 'get', path: '/v1/quota', auth: true, name: 'getQuota' },
 ];
 
 /** An Express path in OpenAPI syntax: `/v1/sandboxes/:id` -> `/v1/sandboxes/{id}`. */

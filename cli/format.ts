@@ -2,7 +2,7 @@
  * Human-readable output of sandboxes and operations: one line per field for a single object,
  * kubectl-like tables for lists (`-o json` prints the API's JSON instead).
  */
-import type { Operation, Sandbox, Template } from './types.js';
+import type { Operation, Quota, Sandbox, Template } from './types.js';
 
 /** Table width: the terminal's columns, or unbounded when stdout is not a terminal. */
 export interface TableOptions {
@@ -221,4 +221,27 @@ export function formatTemplateList(templates: Template[], options: TableOptions 
     templates.map(row),
     options.columns,
   );
+}
+
+/**
+ * The tenant's limits and usage (`GET /v1/quota`) as a table: LIMIT, USED, OF (the limit's
+ * value), SCOPE (`all replicas`: the held limits, checked in the store; `this replica`: the
+ * create rate and the waits, held per API process; docs/api.md, "Tenant limits").
+ */
+export function formatQuota(quota: Quota, options: TableOptions = {}): string {
+  const { limits, usage } = quota;
+  const rows = [
+    ['sandboxes', String(usage.sandboxes), String(limits.sandboxes), 'all replicas'],
+    ['cpu', String(usage.cpu), String(limits.cpu), 'all replicas'],
+    ['memory_mib', String(usage.memory_mib), String(limits.memory_mib), 'all replicas'],
+    ['disk_mib', String(usage.disk_mib), String(limits.disk_mib), 'all replicas'],
+    [
+      'creates_per_second',
+      '-',
+      `${limits.creates_per_second} (burst ${limits.create_burst})`,
+      'this replica',
+    ],
+    ['waits', String(usage.waits), String(limits.waits), 'this replica'],
+  ];
+  return `tenant  ${quota.tenant}\n${renderTable(['LIMIT', 'USED', 'OF', 'SCOPE'], rows, options.columns)}`;
 }

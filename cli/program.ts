@@ -1,7 +1,10 @@
 /**
- * The `durable-sandbox` command line (commander): create, get, wait, cancel, delete, list, templates.
+ * The `durable-sandbox` command line (commander): create, get, wait, cancel, delete, list, templates,
+ * quota.
  * `run(argv)` is the whole program, so tests call it in process; cli/main.ts wires it to the
- * process (and Ctrl-C to `io.signal`).
+ * process (and Ctrl-C to `io.signal`). Every call to the API goes through the typed client
+ * (client/, `@durable-sandbox/client`), so a route, body or header the API does not take is a
+ * compile error (the `--idempotency-key` the CLI once declared and never sent).
  *
  * Exit codes: 0 success, 1 a failed operation or an API error, 2 a usage error, 130 when Ctrl-C
  * (143 when SIGTERM) stopped the command (a wait stops; the operation goes on).
@@ -11,18 +14,22 @@ import { readFileSync } from 'node:fs';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { CPU_FORMS, RESOURCE_LIMITS, SANDBOX_STATES, parseCpuQuantity } from '../contract/index.js';
 import type { Ora } from 'ora';
-import { ApiCallError, ApiClient, Interrupted } from './api-client.js';
+import {
+  DurableSandboxClient,
+  DurableSandboxError,
+  RequestAbortedError,
+} from '../client/src/index.js';
 import {
   formatOperation,
   formatOperationList,
   formatSandbox,
   formatSandboxList,
+  formatQuota,
   formatTemplateList,
   progressText,
 } from './format.js';
-import type { Operation, Page, Sandbox, Template } from './types.js';
-import { waitForOperation } from './wait.js';
-import { formatTraceTree, type TraceSpan } from './trace-tree.js';
+import type { Operation, SandboxState } from './types.js';
+import { formatTraceTree } from './trace-tree.js';
 import { missingTraceMessage } from './trace-missing.js';
 
 /** The API used when neither `--api-url` nor DURABLE_SANDBOX_URL is given. */
@@ -85,8 +92,9 @@ export function isTerminal(stream: { isTTY?: boolean; columns?: number }): boole
 /** What a person can do about an error code, printed under the error (never with `-o json`). */
 const ERROR_HINTS: Record<string, string> = {
   quota_exceeded:
-    'a resource quota of the sandbox namespace is exhausted: retry later, or delete sandboxes ' +
-    'you no longer need',
+    'a resource quota of the sandbox namespace, or one of your tenant limits, is exhausted: ' +
+    `retry later, or delete sandboxes you no longer need (\`${RUN} quota\` shows your limits)`,
+  rate_limited: `too fast or too many at once for your tenant's limits: retry after a moment (\`${RUN} quota\` shows them)`,
   unavailable: 'the service cannot work right now; its /readyz names what is wrong',
 };
 
@@ -112,6 +120,24 @@ function unreachableHint(apiUrl: string): string {
 
 /** A usage error found after parsing (e.g. an id of the wrong kind); exits 2. */
 class UsageError extends Error {}
+
+/**
+ * Prints an API error as `error: <code>: <message>`, then what a person can do about it: `hint`
+ * when the command knows better, else the code's hint; for no answer at all (status 0), where the
+ * CLI looked, which /readyz cannot explain.
+ * @returns the exit code of a failed command
+ */
+function reportApiError(
+  io: CliIo,
+  err: DurableSandboxError,
+  apiUrl: string,
+  hint: string | undefined = ERROR_HINTS[err.code],
+): number {
+  io.stderr.write(`error: ${err.code}: ${err.message}\n`);
+  const shown = err.status === 0 ? unreachableHint(apiUrl) : hint;
+  if (shown) io.stderr.write(`hint: ${shown}\n`);
+  return FAILED;
+}
 
 function positiveInteger(value: string): number {
   if (!/^\d+$/.test(value) || Number(value) <= 0) {
@@ -150,14 +176,14 @@ function packageVersion(): string {
 
 /** Runs one command; resolves to its exit code. */
 class Session {
-  readonly client: ApiClient;
+  readonly client: DurableSandboxClient;
   readonly json: boolean;
 
   constructor(
     readonly io: CliIo,
     readonly options: GlobalOptions,
   ) {
-    this.client = new ApiClient({
+    this.client = new DurableSandboxClient({
       baseUrl: options.apiUrl,
       token: options.token,
       fetch: io.fetch,
@@ -268,7 +294,7 @@ class Session {
         }, SPINNER_REFRESH_MS)
       : undefined;
     try {
-      operation = await waitForOperation(this.client, operationId, {
+      operation = await this.client.waitForOperation(operationId, {
         signal: this.io.signal,
         onUpdate: (update) => {
           current = update;
@@ -282,7 +308,7 @@ class Session {
       });
     } catch (err) {
       spinner.stop();
-      if (err instanceof Interrupted) {
+      if (err instanceof RequestAbortedError) {
         // Nothing left to cancel for a delete, or for a create whose cancel was requested.
         const cancellable =
           (current?.type ?? type) !== 'sandbox.delete' && expected !== 'cancelled';
@@ -396,35 +422,25 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
             },
           };
           // The API replays the first answer to a repeated key (docs/api.md, `Idempotency-Key`).
-          const headers: Record<string, string> =
-            options.idempotencyKey === undefined
-              ? {}
-              : { 'Idempotency-Key': options.idempotencyKey };
+          // Without --idempotency-key the client makes one key per create, kept on its retries.
+          const create = { idempotencyKey: options.idempotencyKey };
           if (options.sync) {
             const spinner = (await s.spinner('creating sandbox (synchronous)')).start();
             try {
-              const response = await s.client.call<Sandbox>(
-                'POST',
-                '/sync/v1/sandboxes',
-                body,
-                headers,
-              );
-              s.outcome(spinner, true, `sandbox ${response.body.id} running`);
-              s.show(response.body, formatSandbox);
+              const sandbox = await s.client.createSandboxSync(body, create);
+              s.outcome(spinner, true, `sandbox ${sandbox.id} running`);
+              s.show(sandbox, formatSandbox);
               return 0;
             } catch (err) {
               spinner.stop();
-              const operationId =
-                err instanceof ApiCallError ? err.details.operation_id : undefined;
+              if (!(err instanceof DurableSandboxError)) throw err;
+              const operationId = err.details.operation_id;
               if (typeof operationId === 'string') s.hint(`operation: ${operationId}`);
-              if (err instanceof ApiCallError && err.code === 'pod_never_ready') {
-                err.hint = SYNC_NEVER_READY_HINT;
-              }
-              throw err;
+              if (err.code !== 'pod_never_ready') throw err;
+              return reportApiError(io, err, s.options.apiUrl, SYNC_NEVER_READY_HINT);
             }
           }
-          const response = await s.client.call<Operation>('POST', '/v1/sandboxes', body, headers);
-          return s.accepted(response.body, options.wait);
+          return s.accepted(await s.client.createSandbox(body, create), options.wait);
         },
       ),
     );
@@ -436,18 +452,11 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
     .action(
       action(async (s, id: string) => {
         if (id.startsWith('sbx_')) {
-          s.show(
-            (await s.client.call<Sandbox>('GET', `/v1/sandboxes/${encodeURIComponent(id)}`)).body,
-            formatSandbox,
-          );
+          s.show(await s.client.getSandbox(id), formatSandbox);
           return 0;
         }
         if (id.startsWith('op_')) {
-          s.show(
-            (await s.client.call<Operation>('GET', `/v1/operations/${encodeURIComponent(id)}`))
-              .body,
-            formatOperation,
-          );
+          s.show(await s.client.getOperation(id), formatOperation);
           return 0;
         }
         throw new UsageError(
@@ -475,15 +484,12 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
     .action(
       action(async (s, id: string, options: { wait: boolean }) => {
         expectId(id, 'op', 'cancel');
-        const response = await s.client.call<Operation>(
-          'POST',
-          `/v1/operations/${encodeURIComponent(id)}/cancel`,
-        );
+        const operation = await s.client.cancelOperation(id);
         if (!s.json) {
           s.out(`${id}: cancel requested (the create deletes its pod, then ends cancelled)\n`);
         }
-        if (options.wait) return s.wait(response.body, 'cancelled');
-        if (s.json) s.show(response.body, formatOperation);
+        if (options.wait) return s.wait(operation, 'cancelled');
+        if (s.json) s.show(operation, formatOperation);
         s.hint(`follow it: ${RUN} wait ${id}`);
         return 0;
       }),
@@ -497,20 +503,17 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
     .action(
       action(async (s, id: string, options: { wait: boolean }) => {
         expectId(id, 'sbx', 'delete');
-        let response;
+        let operation;
         try {
-          response = await s.client.call<Operation>(
-            'DELETE',
-            `/v1/sandboxes/${encodeURIComponent(id)}`,
-          );
+          operation = await s.client.deleteSandbox(id);
         } catch (err) {
           // A delete is idempotent for a cleanup script: the sandbox is gone either way.
-          if (!(err instanceof ApiCallError) || err.code !== 'already_done') throw err;
+          if (!(err instanceof DurableSandboxError) || err.code !== 'already_done') throw err;
           if (s.json) s.show({ sandbox_id: id, state: 'deleted', already_deleted: true }, String);
           else s.hint(`${id} is already deleted: nothing to do`);
           return 0;
         }
-        return s.accepted(response.body, options.wait);
+        return s.accepted(operation, options.wait);
       }),
     );
 
@@ -529,24 +532,16 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
           s,
           options: { failed: boolean; state?: string; limit: number; pageToken?: string },
         ) => {
-          const query = new URLSearchParams({ limit: String(options.limit) });
-          if (options.pageToken) query.set('page_token', options.pageToken);
-          let page: Page;
+          const query = { limit: options.limit, pageToken: options.pageToken || undefined };
+          let page: { next_page_token: string | null };
           if (options.failed) {
-            query.set('status', 'failed');
-            const body = (
-              await s.client.call<Page & { operations: Operation[] }>(
-                'GET',
-                `/v1/operations?${query}`,
-              )
-            ).body;
+            const body = await s.client.listOperations({ ...query, status: 'failed' });
             s.show(body, () => formatOperationList(body.operations, s.table()));
             page = body;
           } else {
-            if (options.state) query.set('state', options.state);
-            const body = (
-              await s.client.call<Page & { sandboxes: Sandbox[] }>('GET', `/v1/sandboxes?${query}`)
-            ).body;
+            // commander has checked the state against SANDBOX_STATES (.choices).
+            const state = options.state as SandboxState | undefined;
+            const body = await s.client.listSandboxes({ ...query, state });
             s.show(body, () => formatSandboxList(body.sandboxes, s.table()));
             page = body;
           }
@@ -574,24 +569,17 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
     .action(
       action(async (s, id: string) => {
         expectId(id, 'op', 'trace');
-        const operation = (
-          await s.client.call<Operation>('GET', `/v1/operations/${encodeURIComponent(id)}`)
-        ).body;
+        const operation = await s.client.getOperation(id);
         if (!operation.trace_id) {
           s.error('no_trace', `${id} has no trace: traces were off when it was created`);
           s.hint('Turn them on as docs/observability.md says.');
           return FAILED;
         }
-        let spans: TraceSpan[];
+        let spans;
         try {
-          spans = (
-            await s.client.call<{ spans: TraceSpan[] }>(
-              'GET',
-              `/debug/traces/${operation.trace_id}`,
-            )
-          ).body.spans;
+          spans = await s.client.getTrace(operation.trace_id);
         } catch (err) {
-          if (!(err instanceof ApiCallError) || err.status !== 404) throw err;
+          if (!(err instanceof DurableSandboxError) || err.status !== 404) throw err;
           s.error('no_spans', missingTraceMessage(operation.trace_id, err.message));
           return FAILED;
         }
@@ -607,14 +595,23 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
     .action(
       action(async (s, name?: string) => {
         if (name) {
-          const body = (
-            await s.client.call<Template>('GET', `/v1/templates/${encodeURIComponent(name)}`)
-          ).body;
+          const body = await s.client.getTemplate(name);
           s.show(body, () => formatTemplateList([body], s.table()));
           return 0;
         }
-        const body = (await s.client.call<{ templates: Template[] }>('GET', '/v1/templates')).body;
+        const body = { templates: await s.client.listTemplates() };
         s.show(body, () => formatTemplateList(body.templates, s.table()));
+        return 0;
+      }),
+    );
+
+  program
+    .command('quota')
+    .description("show your tenant's limits and what it uses of them")
+    .action(
+      action(async (s) => {
+        const body = await s.client.getQuota();
+        s.show(body, () => formatQuota(body, s.table()));
         return 0;
       }),
     );
@@ -636,19 +633,12 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
       io.stderr.write(`error: ${err.message}\n`);
       return USAGE;
     }
-    if (err instanceof Interrupted) {
+    if (err instanceof RequestAbortedError) {
       io.stderr.write('interrupted\n');
       return interruptedExitCode(io.signal);
     }
-    if (err instanceof ApiCallError) {
-      io.stderr.write(`error: ${err.code}: ${err.message}\n`);
-      // An unreachable API is not what /readyz would explain: say where the CLI looked.
-      const hint =
-        err.status === 0
-          ? unreachableHint(program.opts<GlobalOptions>().apiUrl)
-          : (err.hint ?? ERROR_HINTS[err.code]);
-      if (hint) io.stderr.write(`hint: ${hint}\n`);
-      return FAILED;
+    if (err instanceof DurableSandboxError) {
+      return reportApiError(io, err, program.opts<GlobalOptions>().apiUrl);
     }
     io.stderr.write(`error: internal: ${(err as Error)?.message ?? String(err)}\n`);
     return FAILED;

@@ -1,14 +1,5 @@
 /**
- * The API's JSON shapes as the CLI reads them: the ones api/wire.ts writes (api/openapi.json
- * documents them). Types only; the CLI talks to the API over HTTP.
+ * The API's JSON shapes as the CLI reads them: the typed client's, generated from the OpenAPI
+ * document (client/src/types.ts).
  */
-export type {
-  OperationJson as Operation,
-  SandboxJson as Sandbox,
-  TemplateJson as Template,
-} from '../api/wire.js';
-
-/** A page of a list; `next_page_token` is null on the last page. */
-export interface Page {
-  next_page_token: string | null;
-}
+export type { Operation, Quota, Sandbox, SandboxState, Template } from '../client/src/index.js';

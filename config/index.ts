@@ -15,7 +15,14 @@ import {
 } from './temporal-connection.js';
 import { podSettingsFields, type TemplatePodFields } from './pod-settings.js';
 
+import {
+  parseTenantLimits,
+  TenantLimitsProblem,
+  type TenantLimitsConfig,
+} from './tenant-limits.js';
+
 export type { OidcConfig } from './oidc.js';
+export { limitsOf, type TenantLimitsConfig } from './tenant-limits.js';
 import {
   DEFAULT_MAX_PLACEMENTS,
   MAX_PLACEMENTS_LIMIT,
@@ -126,6 +133,13 @@ export interface Config {
    */
   watchTimeoutSeconds: number;
   templates: Record<string, TemplateConfig>;
+  /** TENANT_LIMITS: every tenant's limits (config/tenant-limits.ts). */
+  tenantLimits: TenantLimitsConfig;
+  /**
+   * QUOTA_METRICS_TENANT_LABEL=true: the refusal counter gets a `tenant` label too (one series
+   * per tenant and limit: mind the cardinality). Default false.
+   */
+  quotaMetricsTenantLabel: boolean;
   logLevel: string;
   /**
    * LOG_FORMAT: `json` writes pino JSON lines everywhere, a failed start included; unset: pretty
@@ -186,6 +200,8 @@ export const CONFIG_VARIABLES = [
   'WATCH_RETRY_DELAY_MS',
   'WATCH_TIMEOUT_SECONDS',
   'SANDBOX_TEMPLATES',
+  'TENANT_LIMITS',
+  'QUOTA_METRICS_TENANT_LABEL',
   'LOG_LEVEL',
   'LOG_FORMAT',
   'METRICS_PORT',
@@ -474,6 +490,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       `must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`,
     );
   }
+  let tenantLimits: TenantLimitsConfig;
+  try {
+    tenantLimits = parseTenantLimits(env.TENANT_LIMITS);
+  } catch (err) {
+    if (err instanceof TenantLimitsProblem) throw new ConfigError('TENANT_LIMITS', err.message);
+    throw err;
+  }
+  const tenantLabel = (env.QUOTA_METRICS_TENANT_LABEL ?? '').trim();
+  if (!['', 'true', 'false'].includes(tenantLabel)) {
+    throw new ConfigError(
+      'QUOTA_METRICS_TENANT_LABEL',
+      `must be "true" or "false", got "${tenantLabel}"`,
+    );
+  }
   const logFormat = nonEmpty(env, 'LOG_FORMAT');
   if (logFormat !== undefined && logFormat !== 'json') {
     throw new ConfigError('LOG_FORMAT', `must be "json" or unset, got "${logFormat}"`);
@@ -500,6 +530,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     watchRetryDelayMs: positiveInt(env, 'WATCH_RETRY_DELAY_MS', 1_000),
     watchTimeoutSeconds: positiveInt(env, 'WATCH_TIMEOUT_SECONDS', 25, 29),
     templates: parseTemplates(env.SANDBOX_TEMPLATES),
+    tenantLimits,
+    quotaMetricsTenantLabel: tenantLabel === 'true',
     logLevel,
     logFormat,
     metricsPort: positiveInt(env, 'METRICS_PORT', 9464, 65535),

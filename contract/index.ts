@@ -9,3 +9,4 @@ export * from './operation.js';
 export * from './create-workflow.js';
 export * from './template.js';
 export * from './placement.js';
+export * from './tenant-limits.js';

@@ -138,3 +138,17 @@ export function classifyApiserverError(err: unknown): ApiserverError {
   if (status >= 400) return { kind: 'refused', ...answered };
   return { kind: 'transient', ...answered };
 }
+
+/**
+ * The part of the ResourceQuota admission's `exceeded quota: <name>, requested: …, used: …,
+ * limited: …` that says what the create asked for, without `used` and `limited`: those are the
+ * whole namespace's usage and quota, shared by every tenant, and a tenant must not read other
+ * tenants' figures (docs/api.md, "Tenant limits"). Messages without `, used:` are returned as
+ * they are. Source: the ResourceQuota admission plugin's message
+ * (plugin/pkg/admission/resourcequota, kubernetes v1.34).
+ * @param message the Status message of a `quota` refusal
+ */
+export function quotaRefusalWithoutUsage(message: string): string {
+  const at = message.search(/, used: /);
+  return at < 0 ? message : message.slice(0, at);
+}

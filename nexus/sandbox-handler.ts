@@ -21,6 +21,7 @@ import { acceptCreate } from '../api/create-flow.js';
 import { acceptDelete } from '../api/delete-flow.js';
 import type { AppDeps } from '../api/deps.js';
 import { ApiError } from '../api/errors.js';
+import { createTenantAdmission, type TenantAdmission } from '../api/tenant-admission.js';
 import type { OperationMemo } from '../api/operations.js';
 import { parseCreateRequest } from '../api/validation.js';
 import type { Config } from '../config/index.js';
@@ -39,18 +40,32 @@ export interface SandboxNexusDeps {
   tenants: NexusTenants;
 }
 
-/** The API's dependencies inside a Nexus handler: the worker's client, no readiness source. */
-function appDeps(deps: SandboxNexusDeps): AppDeps {
-  return { temporal: getClient(), store: deps.store, config: deps.config, logger: deps.logger };
+/**
+ * The API's dependencies inside a Nexus handler: the worker's client, no readiness source, and
+ * this process's per-replica tenant admission (create rate: api/tenant-admission.ts).
+ */
+function appDeps(deps: SandboxNexusDeps, admission: TenantAdmission): AppDeps {
+  return {
+    temporal: getClient(),
+    store: deps.store,
+    config: deps.config,
+    logger: deps.logger,
+    admission,
+  };
 }
 
 /**
- * Turns an API error into the Nexus failure the caller's workflow sees: a non-retryable
+ * Turns an API error into the Nexus failure the caller's workflow sees: `rate_limited` a
+ * retryable RESOURCE_EXHAUSTED handler error; any other but `unavailable` a non-retryable
  * ApplicationFailure whose type is the error's code, as an operation error (`failed`), so a
  * refused request is final and not retried by the caller's server. Other errors are rethrown
  * (the Nexus task fails and the caller's server retries the start: the same request id).
  */
 function asOperationError(err: unknown): never {
+  // Past the tenant's create rate: the caller's server retries the start, with back-off.
+  if (err instanceof ApiError && err.code === 'rate_limited') {
+    throw new nexus.HandlerError('RESOURCE_EXHAUSTED', err.message, { retryableOverride: true });
+  }
   if (err instanceof ApiError && err.code !== 'unavailable') {
     throw new nexus.OperationError('failed', err.message, {
       cause: ApplicationFailure.create({
@@ -126,6 +141,7 @@ async function cancelOperation(
 
 /** Builds the `sandbox` service handler the worker registers (`nexusServices`). */
 export function sandboxNexusHandler(deps: SandboxNexusDeps) {
+  const admission = createTenantAdmission(deps.config);
   return nexus.serviceHandler(sandboxService, {
     create: {
       /**
@@ -135,7 +151,7 @@ export function sandboxNexusHandler(deps: SandboxNexusDeps) {
        */
       async start(ctx, input: NexusCreateInput) {
         const tenant = tenantOf(ctx, deps);
-        const app = appDeps(deps);
+        const app = appDeps(deps, admission);
         try {
           const accepted = await acceptCreate(app, {
             tenant,
@@ -168,7 +184,7 @@ export function sandboxNexusHandler(deps: SandboxNexusDeps) {
           if (!sandbox) {
             throw new ApiError('not_found', `sandbox ${String(input?.sandbox_id)} not found`);
           }
-          const operationId = await acceptDelete(appDeps(deps), sandbox, (options) =>
+          const operationId = await acceptDelete(appDeps(deps, admission), sandbox, (options) =>
             startWorkflow(ctx, 'deleteSandbox', options).then((handle) => ({
               firstExecutionRunId: handle.runId ?? '',
             })),

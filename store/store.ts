@@ -47,9 +47,25 @@ import {
   selectCreatingPodUids,
   setLost,
 } from './sandboxes.js';
-import { POD_LOST } from '../contract/index.js';
+import { POD_LOST, exceededLimit, type HeldLimitRefusal } from '../contract/index.js';
+import { lockTenantAdmission, selectTenantUsage } from './tenant-usage.js';
 import type { Database, SandboxesTable } from './schema.js';
-import type { OperationTransition, RetireExecutionInput, Store, StoreOptions } from './types.js';
+import type {
+  NewSandboxInput,
+  NewSandboxOutcome,
+  OperationTransition,
+  RetireExecutionInput,
+  Store,
+  StoreOptions,
+} from './types.js';
+
+/** Thrown inside the create's transaction to roll it back when the create does not fit. */
+class AdmissionRefused extends Error {
+  constructor(readonly refusal: HeldLimitRefusal) {
+    super(`tenant limit ${refusal.limit} reached`);
+    this.name = 'AdmissionRefused';
+  }
+}
 
 /** The retirement reason that, with a null failure, marks the sandbox `deleted`. */
 export const DELETED_REASON = 'deleted';
@@ -113,50 +129,75 @@ export async function openStore(options: StoreOptions): Promise<Store> {
     if (id !== undefined) changed.add(id);
   };
 
-  return {
-    createSandbox(input) {
-      return db.transaction().execute(async (trx) => {
-        const createdAt = now();
-        if (input.idempotency !== undefined) {
-          const { key, requestHash } = input.idempotency;
-          const claimed = await claimIdempotencyKey(trx, {
-            tenant: input.tenant,
-            key,
-            requestHash,
-            operationId: input.operationId,
-            sandboxId: input.id,
-            createdAt,
-          });
-          if (!claimed) {
-            const earlier = await findIdempotencyKey(trx, input.tenant, key);
-            if (earlier === undefined) {
-              throw new Error(`idempotency key of tenant ${input.tenant} vanished while read`);
-            }
-            return earlier.requestHash === requestHash
-              ? { kind: 'replay', operationId: earlier.operationId, sandboxId: earlier.sandboxId }
-              : { kind: 'conflict', operationId: earlier.operationId };
-          }
-        }
-        const sandbox = await insertSandbox(trx, input, createdAt);
-        await insertExecution(trx, { sandboxId: input.id, generation: 1, attempt: 1 }, createdAt);
-        await insertOperation(
-          trx,
-          {
-            id: input.operationId,
-            type: 'sandbox.create',
-            tenant: input.tenant,
-            sandboxId: input.id,
-            phase: 'creating_pod',
-            deadlineAt:
-              input.deadlineMs === undefined
-                ? null
-                : new Date(Date.parse(createdAt) + input.deadlineMs).toISOString(),
-            traceId: input.traceId,
-          },
+  /**
+   * The create's transaction: the tenant's admission lock, the idempotency key, the limits
+   * check (store/tenant-usage.ts), then the sandbox, its first execution and its operation.
+   * @throws AdmissionRefused when the create does not fit (the transaction rolls back)
+   */
+  function createSandboxIn(input: NewSandboxInput): Promise<NewSandboxOutcome> {
+    return db.transaction().execute(async (trx): Promise<NewSandboxOutcome> => {
+      const createdAt = now();
+      await lockTenantAdmission(trx, dialect, input.tenant);
+      if (input.idempotency !== undefined) {
+        const { key, requestHash } = input.idempotency;
+        const claimed = await claimIdempotencyKey(trx, {
+          tenant: input.tenant,
+          key,
+          requestHash,
+          operationId: input.operationId,
+          sandboxId: input.id,
           createdAt,
-        );
-        return { kind: 'created', sandbox };
-      });
+        });
+        if (!claimed) {
+          const earlier = await findIdempotencyKey(trx, input.tenant, key);
+          if (earlier === undefined) {
+            throw new Error(`idempotency key of tenant ${input.tenant} vanished while read`);
+          }
+          return earlier.requestHash === requestHash
+            ? { kind: 'replay', operationId: earlier.operationId, sandboxId: earlier.sandboxId }
+            : { kind: 'conflict', operationId: earlier.operationId };
+        }
+      }
+      if (input.limits !== undefined) {
+        const usage = await selectTenantUsage(trx, input.tenant);
+        const refusal = exceededLimit(usage, input.resources, input.limits);
+        if (refusal) throw new AdmissionRefused(refusal);
+      }
+      const sandbox = await insertSandbox(trx, input, createdAt);
+      await insertExecution(trx, { sandboxId: input.id, generation: 1, attempt: 1 }, createdAt);
+      await insertOperation(
+        trx,
+        {
+          id: input.operationId,
+          type: 'sandbox.create',
+          tenant: input.tenant,
+          sandboxId: input.id,
+          phase: 'creating_pod',
+          deadlineAt:
+            input.deadlineMs === undefined
+              ? null
+              : new Date(Date.parse(createdAt) + input.deadlineMs).toISOString(),
+          traceId: input.traceId,
+        },
+        createdAt,
+      );
+      return { kind: 'created', sandbox };
+    });
+  }
+
+  return {
+    async createSandbox(input) {
+      try {
+        return await createSandboxIn(input);
+      } catch (err) {
+        // Rolled back: no row, no execution, no operation, and the key is not claimed.
+        if (err instanceof AdmissionRefused) return { kind: 'refused', refusal: err.refusal };
+        throw err;
+      }
+    },
+
+    getTenantUsage(tenant) {
+      return selectTenantUsage(db, tenant);
     },
 
     getSandbox(tenant, id) {

@@ -12,6 +12,9 @@ import type {
   SandboxPodState,
   SandboxResources,
   SandboxState,
+  HeldLimitRefusal,
+  TenantLimits,
+  TenantUsage,
 } from '../contract/index.js';
 
 /** A sandbox as stored. Timestamps are ISO-8601 UTC strings. */
@@ -87,6 +90,12 @@ export interface NewSandboxInput {
   deadlineMs?: number;
   /** The W3C trace id the create is recorded in (32 hex digits); unset when traces are off. */
   traceId?: string;
+  /**
+   * The tenant's held limits: when given, the create is stored only if the tenant's active
+   * sandboxes plus this one fit them, checked in the create's transaction
+   * (store/tenant-usage.ts). Unset: no check.
+   */
+  limits?: Pick<TenantLimits, 'sandboxes' | 'cpu' | 'memoryMib' | 'diskMib'>;
 }
 
 /**
@@ -168,11 +177,14 @@ export interface OperationOutcomeInput {
  * - `created`: the sandbox (state `creating`, generation 1) and its first execution were stored.
  * - `replay`: the tenant already used this key with the same request hash; nothing was stored.
  * - `conflict`: the tenant already used this key with a different request hash; nothing stored.
+ * - `refused`: the create does not fit the tenant's `limits`; nothing stored (the key stays
+ *   unclaimed).
  */
 export type NewSandboxOutcome =
   | { kind: 'created'; sandbox: SandboxRecord }
   | { kind: 'replay'; operationId: string; sandboxId: string }
-  | { kind: 'conflict'; operationId: string };
+  | { kind: 'conflict'; operationId: string }
+  | { kind: 'refused'; refusal: HeldLimitRefusal };
 
 /** Options of {@link Store.listSandboxes}. */
 export interface ListSandboxesOptions {
@@ -235,6 +247,11 @@ export interface Store {
    * @throws the driver's unique-violation error when the sandbox id already exists
    */
   createSandbox(input: NewSandboxInput): Promise<NewSandboxOutcome>;
+  /**
+   * What the tenant's active sandboxes (`creating`, `running`) hold: their count, cores and MiB
+   * (store/tenant-usage.ts).
+   */
+  getTenantUsage(tenant: string): Promise<TenantUsage>;
   /** The tenant's sandbox; undefined when it does not exist or belongs to another tenant. */
   getSandbox(tenant: string, id: string): Promise<SandboxRecord | undefined>;
   /** The sandbox whatever its tenant (worker side); undefined when it does not exist. */

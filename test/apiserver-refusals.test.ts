@@ -128,7 +128,9 @@ describe('a pod create the apiserver refuses', () => {
     api.stack.cluster.faults.quotaPods({ name: 'sandbox-quota', pods: 0 });
     const op = await createAndWait();
     expect(op.error?.code).toBe('quota_exceeded');
-    expect(op.error?.message).toMatch(/exceeded quota: sandbox-quota, requested: pods=1/);
+    expect(op.error?.message).toMatch(/exceeded quota: sandbox-quota, requested: pods=1$/);
+    // The namespace's usage and quota are every tenant's figures: not in the message or details.
+    expect(JSON.stringify(op.error)).not.toMatch(/used:|limited:/);
     const sync = await request(api.app)
       .post('/sync/v1/sandboxes')
       .set(bearer(api.tenantA))
@@ -136,6 +138,7 @@ describe('a pod create the apiserver refuses', () => {
     expect(sync.status, sync.text).toBe(429);
     expect(sync.headers['retry-after']).toBe('30');
     expect(sync.body.error.code).toBe('quota_exceeded');
+    expect(sync.text).not.toMatch(/used:|limited:/);
   });
 
   it('ends as unavailable naming the missing permission when RBAC refuses the create past its bound, without a delete', async () => {

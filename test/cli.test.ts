@@ -14,8 +14,7 @@ import {
   humanDuration,
   progressText,
 } from '../cli/format.js';
-import { ApiClient } from '../cli/api-client.js';
-import { pollDelayMs, waitForOperation } from '../cli/wait.js';
+import { DurableSandboxClient, pollDelayMs } from '../client/src/index.js';
 import { eventually, startApiStack, type ApiStack } from './support/api.js';
 import { until } from './support/until.js';
 
@@ -241,7 +240,9 @@ describe('cli', () => {
         const result = await cli('create', '--disk-mib', '2048', mode);
         expect(result.code, result.stderr).toBe(1);
         expect(result.stderr).toMatch(/^error: quota_exceeded: .*exceeded quota: sandbox-quota/m);
-        expect(result.stderr).toMatch(/^hint: a resource quota of the sandbox namespace/m);
+        expect(result.stderr).toMatch(
+          /^hint: a resource quota of the sandbox namespace, or one of your tenant limits/m,
+        );
       }
     } finally {
       api.stack.cluster.faults.quotaPods(null);
@@ -539,7 +540,10 @@ describe('cli', () => {
       resources: { cpu: 1, memory_mib: 1024, disk_mib: 300 },
       state: 'failed' as const,
       pod: { name: null, uid: null, ip: null },
-      failure: { code: 'invalid_request', message: 'the node refused the sandbox: '.repeat(5) },
+      failure: {
+        code: 'invalid_request' as const,
+        message: 'the node refused the sandbox: '.repeat(5),
+      },
       operation_id: 'op_aaaaaaaaaaaaaaaaaaaaaaaaaa',
       created_at: '2026-01-01T00:00:00.000Z',
       updated_at: '2026-01-01T00:00:01.000Z',
@@ -571,15 +575,15 @@ describe('cli', () => {
       const created = await cli('--json', 'create', '--disk-mib', '2048');
       const operation = JSON.parse(created.stdout) as { id: string };
       const asked: string[] = [];
-      const client = new ApiClient({
+      const client = new DurableSandboxClient({
         baseUrl: url,
         token: api.tenantA.token,
-        fetch: (input, init) => {
-          asked.push(String(input));
-          return fetch(input, init);
+        fetch: (request) => {
+          asked.push(request.url);
+          return fetch(request);
         },
       });
-      const waited = waitForOperation(client, operation.id);
+      const waited = client.waitForOperation(operation.id);
       // Four quiet seconds (a 1 s poll would ask four times), then a change: the cancel.
       await new Promise((resolve) => setTimeout(resolve, 4_000));
       expect(await cli('cancel', operation.id)).toMatchObject({ code: 0 });
@@ -618,6 +622,51 @@ describe('cli', () => {
     expect(code, stderr).toBe(1);
     expect(stderr).toMatch(/error: invalid_request: .*451 MiB/);
     expect(stdout).toMatch(/status\s+failed/);
+  });
+
+  it("quota prints the tenant's limits and usage; a create past a limit exits 1 with quota_exceeded and a hint", async () => {
+    const tenant = { id: `cli-quota-${process.pid}`, token: `token-cli-quota-${process.pid}` };
+    const limited = await api.listen(
+      api.appWith({
+        API_TOKENS: `${tenant.id}:${tenant.token}`,
+        TENANT_LIMITS: JSON.stringify({ tenants: { [tenant.id]: { sandboxes: 1, cpu: 4 } } }),
+      }),
+    );
+    const as = async (...args: string[]) => {
+      const stdout = new Capture();
+      const stderr = new Capture();
+      const env = { DURABLE_SANDBOX_URL: limited.url, DURABLE_SANDBOX_TOKEN: tenant.token };
+      const code = await run(args, { stdout, stderr, env });
+      return { code, stdout: stdout.text, stderr: stderr.text };
+    };
+    try {
+      const created = await as('create', '--disk-mib', '2048', '--sync', '-o', 'json');
+      expect(created.code, created.stderr).toBe(0);
+      const table = await as('quota');
+      expect(table.code, table.stderr).toBe(0);
+      expect(table.stdout.trimEnd().split('\n')).toEqual([
+        `tenant  ${tenant.id}`,
+        expect.stringMatching(/^LIMIT\s+USED\s+OF\s+SCOPE$/),
+        expect.stringMatching(/^sandboxes\s+1\s+1\s+all replicas$/),
+        expect.stringMatching(/^cpu\s+1\s+4\s+all replicas$/),
+        expect.stringMatching(/^memory_mib\s+1024\s+41943040\s+all replicas$/),
+        expect.stringMatching(/^disk_mib\s+2048\s+104857600\s+all replicas$/),
+        expect.stringMatching(/^creates_per_second\s+-\s+1000 \(burst 2000\)\s+this replica$/),
+        expect.stringMatching(/^waits\s+0\s+5000\s+this replica$/),
+      ]);
+      const json = await as('quota', '-o', 'json');
+      expect(JSON.parse(json.stdout)).toMatchObject({
+        tenant: tenant.id,
+        limits: { sandboxes: 1 },
+        usage: { sandboxes: 1 },
+      });
+      const refused = await as('create', '--disk-mib', '2048');
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toMatch(/^error: quota_exceeded: this tenant's limit of 1 sandboxes/m);
+      expect(refused.stderr).toMatch(/^hint: .*npx durable-sandbox quota/m);
+    } finally {
+      await limited.close();
+    }
   });
 
   it('templates prints the catalog as a table; an unknown name exits 1 with not_found', async () => {

@@ -12,6 +12,7 @@ export const FAST_TESTS = [
   'test/bench-service-env.test.ts',
   'test/bench-sizing.test.ts',
   'test/config-templates.test.ts',
+  'test/config-tenant-limits.test.ts',
   'test/create-workflow-branches.test.ts',
   'test/credential-hint.test.ts',
   'test/fault-report.test.ts',

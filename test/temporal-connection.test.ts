@@ -12,7 +12,7 @@
  * - Configuration mistakes stop the process naming the variable.
  */
 import { spawn } from 'node:child_process';
-import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Connection } from '@temporalio/client';
@@ -59,48 +59,43 @@ afterAll(async () => {
 /** Variables of a client that trusts the test CA. */
 const trusting = (): Record<string, string> => ({ TEMPORAL_TLS_SERVER_CA_CERT_PATH: ca.caPath });
 
+/** The `authorization` header the server saw on one GetSystemInfo of a fresh connection. */
+async function authorizationSeen(
+  kind: 'client' | 'native',
+  env: Record<string, string>,
+): Promise<string | undefined> {
+  const credentials = parseTemporalCredentials(env);
+  const connection =
+    kind === 'client'
+      ? await Connection.connect(clientConnectionOptions(proxy.address, credentials))
+      : await NativeConnection.connect(nativeConnectionOptions(proxy.address, credentials));
+  try {
+    await connection.workflowService.getSystemInfo({});
+  } finally {
+    await connection.close();
+  }
+  return proxy.lastHeaders('GetSystemInfo')?.authorization;
+}
+
 describe('an API key', () => {
   it('reaches the server as `authorization: Bearer <key>` from the client Connection', async () => {
-    const credentials = parseTemporalCredentials({ ...trusting(), TEMPORAL_API_KEY: 'key-one' });
-    const connection = await Connection.connect(
-      clientConnectionOptions(proxy.address, credentials),
+    expect(await authorizationSeen('client', { ...trusting(), TEMPORAL_API_KEY: 'key-one' })).toBe(
+      'Bearer key-one',
     );
-    try {
-      await connection.workflowService.getSystemInfo({});
-    } finally {
-      await connection.close();
-    }
-    expect(proxy.lastHeaders('GetSystemInfo')?.authorization).toBe('Bearer key-one');
   });
 
   it('reaches the server from the client Connection when the CA is given inline', async () => {
-    const { readFileSync } = await import('node:fs');
-    const credentials = parseTemporalCredentials({
+    const env = {
       TEMPORAL_TLS_SERVER_CA_CERT_DATA: readFileSync(ca.caPath, 'utf8'),
       TEMPORAL_API_KEY: 'key-inline',
-    });
-    const connection = await Connection.connect(
-      clientConnectionOptions(proxy.address, credentials),
-    );
-    try {
-      await connection.workflowService.getSystemInfo({});
-    } finally {
-      await connection.close();
-    }
-    expect(proxy.lastHeaders('GetSystemInfo')?.authorization).toBe('Bearer key-inline');
+    };
+    expect(await authorizationSeen('client', env)).toBe('Bearer key-inline');
   });
 
   it("reaches the server from the worker's NativeConnection", async () => {
-    const credentials = parseTemporalCredentials({ ...trusting(), TEMPORAL_API_KEY: 'key-two' });
-    const connection = await NativeConnection.connect(
-      nativeConnectionOptions(proxy.address, credentials),
+    expect(await authorizationSeen('native', { ...trusting(), TEMPORAL_API_KEY: 'key-two' })).toBe(
+      'Bearer key-two',
     );
-    try {
-      await connection.workflowService.getSystemInfo({});
-    } finally {
-      await connection.close();
-    }
-    expect(proxy.lastHeaders('GetSystemInfo')?.authorization).toBe('Bearer key-two');
   });
 
   it('turns TLS on by itself (Temporal Cloud takes keys only over TLS), unless TEMPORAL_TLS=false', () => {

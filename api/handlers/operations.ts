@@ -19,7 +19,8 @@ function notFound(id: string): ApiError {
 export function operationHandlers(deps: AppDeps) {
   /**
    * `GET /v1/operations/{id}[?wait=30s]`: the Operation; `Retry-After` while it runs. With
-   * `wait`, a long-poll: answers when the operation changes, or at the timeout (api/long-poll.ts).
+   * `wait`, a long-poll: answers when the operation changes, or at the timeout (api/long-poll.ts);
+   * 429 `rate_limited` when the tenant already holds its `waits` on this replica.
    */
   const getOperation: RequestHandler = async (req, res) => {
     const id = String(req.params.id);
@@ -33,9 +34,16 @@ export function operationHandlers(deps: AppDeps) {
     }
     const gone = new AbortController();
     res.on('close', () => gone.abort());
-    const operation = await readOperationWhenChanged(deps, tenantOf(res), id, waitMs, {
-      signal: gone.signal,
-    });
+    // A long-poll holds one of the tenant's `waits` (api/tenant-admission.ts); a plain GET none.
+    const release = waitMs > 0 ? deps.admission?.holdWait(tenantOf(res)) : undefined;
+    let operation;
+    try {
+      operation = await readOperationWhenChanged(deps, tenantOf(res), id, waitMs, {
+        signal: gone.signal,
+      });
+    } finally {
+      release?.();
+    }
     if (!operation) throw notFound(id);
     if (!operation.done) res.set('Retry-After', String(OPERATION_RETRY_AFTER_S));
     res.json(operationToWire(operation));

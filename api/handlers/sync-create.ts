@@ -5,7 +5,8 @@
  * resource quota 429 `quota_exceeded` with `Retry-After`; the budget 503 `pod_never_ready`
  * (no `Retry-After`: a retry meets the same budget; the message says what to do instead); every node tried refused it (re-placement) 503 `no_node_available` with
  * `Retry-After`; a cluster the service cannot use 503 `unavailable`; anything else 500. `Operation-Id`
- * names the workflow.
+ * names the workflow. A tenant past its limits is answered 429 before anything is stored
+ * (api/tenant-admission.ts); the request holds one of the tenant's `waits` until it answers.
  *
  * The answer comes the moment the operation's outcome is known, before compensation finishes:
  * the route waits for the operation row to leave `running` (pushed by the store, api/long-poll.ts).
@@ -13,7 +14,7 @@
  * store cannot push across processes (SQLite with a separate worker process).
  */
 import { WorkflowFailedError } from '@temporalio/client';
-import type { RequestHandler } from 'express';
+import type { Request, RequestHandler, Response } from 'express';
 import { tenantOf } from '../auth.js';
 import { acceptCreateRequest } from '../create-flow.js';
 import type { AppDeps } from '../deps.js';
@@ -101,6 +102,17 @@ export function syncCreateHandlers(deps: AppDeps) {
   /** `POST /sync/v1/sandboxes`. */
   const createSandboxSync: RequestHandler = async (req, res) => {
     const tenant = tenantOf(res);
+    // Held until the answer, taken before anything is stored (api/tenant-admission.ts).
+    const release = deps.admission?.holdWait(tenant);
+    try {
+      await createAndAwait(req, res, tenant);
+    } finally {
+      release?.();
+    }
+  };
+
+  /** Accepts the create and answers with its outcome. */
+  async function createAndAwait(req: Request, res: Response, tenant: string): Promise<void> {
     const accepted = await acceptCreateRequest(deps, {
       tenant,
       body: req.body,
@@ -138,7 +150,7 @@ export function syncCreateHandlers(deps: AppDeps) {
     const sandbox = await deps.store.getSandbox(tenant, accepted.sandboxId);
     if (!sandbox) throw new Error(`sandbox ${accepted.sandboxId} vanished after its create`);
     res.status(201).location(`/v1/sandboxes/${sandbox.id}`).json(sandboxToWire(sandbox));
-  };
+  }
 
   return { createSandboxSync };
 }

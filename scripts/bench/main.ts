@@ -19,7 +19,9 @@
  *     (scripts/bench/replace.ts) -> bench-results/bench-replace-<time>.json;
  *   - `topology`: the outcome benchmark on the embedded stack and on the production topology,
  *     and `notify` on the topology's PostgreSQL (scripts/bench/topology.ts)
- *     -> bench-results/bench-topology-<time>.json.
+ *     -> bench-results/bench-topology-<time>.json;
+ *   - `noisy`: one tenant floods creates while another makes synchronous creates, baseline
+ *     beside candidate (scripts/bench/noisy.ts) -> bench-results/bench-noisy-<time>.json.
  *
  * `--quick` runs smaller counts (a trial, not the issue's figures). The baseline is the
  * checkout at BASELINE_DIR, the candidate the one at CANDIDATE_DIR (default: this one).
@@ -37,6 +39,7 @@ import {
   WAITS_ROW_IDS,
   type GoalFigures,
 } from './goals.js';
+import { measureNoisyNeighbour } from './noisy.js';
 import { measureNotify } from './notify.js';
 import { ladderCountsOf, measureStackFigures } from './open-loop.js';
 import { measureOutcomes } from './outcomes.js';
@@ -149,6 +152,7 @@ const MODES: Record<string, (quick: boolean) => Promise<Record<string, unknown>>
   notify: () => measureNotify(),
   replace: (quick) => measureReplacement(quick),
   topology: (quick) => measureTopologyThroughput(quick),
+  noisy: (quick) => measureNoisyNeighbour(quick),
 };
 
 /** The mode named by the arguments (`real`, `--real`, ...), `default` when none is. */
@@ -158,7 +162,7 @@ function modeOf(args: string[]): string {
   const unknown = args.filter((arg) => !(arg.replace(/^--/, '') in MODES) && arg !== '--quick');
   if (unknown.length > 0)
     throw new Error(
-      `unknown argument ${unknown.join(' ')}; modes: real, floors, waits, goals, notify, replace, topology`,
+      `unknown argument ${unknown.join(' ')}; modes: real, floors, waits, goals, notify, replace, topology, noisy`,
     );
   return named[0] ?? 'default';
 }

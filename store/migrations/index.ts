@@ -15,6 +15,7 @@ import { operationTraceId } from './0007-operation-trace-id.js';
 import { sandboxCpuMillicores } from './0008-sandbox-cpu-millicores.js';
 import { sandboxesStateUpdatedAt } from './0009-sandboxes-state-updated-at.js';
 import { operationResult } from './0010-operation-result.js';
+import { sandboxesTenantState } from './0011-sandboxes-tenant-state.js';
 
 /** Every migration by name. */
 export const MIGRATIONS: Readonly<Record<string, Migration>> = {
@@ -28,6 +29,7 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0008-sandbox-cpu-millicores': sandboxCpuMillicores,
   '0009-sandboxes-state-updated-at': sandboxesStateUpdatedAt,
   '0010-operation-result': operationResult,
+  '0011-sandboxes-tenant-state': sandboxesTenantState,
 };
 
 const provider: MigrationProvider = {

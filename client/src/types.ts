@@ -1,0 +1,33 @@
+/**
+ * Names for the API's JSON shapes, taken from the generated OpenAPI types (./schema.ts), so a
+ * change of the document changes them.
+ */
+import type { components } from './schema.js';
+
+type Schemas = components['schemas'];
+
+/** The body of a create (`POST /v1/sandboxes`, `POST /sync/v1/sandboxes`). */
+export type CreateSandboxRequest = Schemas['CreateSandboxRequest'];
+/** A sandbox as the API answers it. */
+export type Sandbox = Schemas['Sandbox'];
+/** A sandbox's state: `creating`, `running`, `failed`, `deleted`, `lost`. */
+export type SandboxState = Schemas['SandboxState'];
+/** An operation (a create or a delete); docs/api.md, "Operations". */
+export type Operation = Schemas['Operation'];
+/** An operation's status: `running`, `succeeded`, `failed`, `cancelled`. */
+export type OperationStatus = Schemas['OperationStatus'];
+/** A template of the catalog, with its rootfs floor. */
+export type Template = Schemas['Template'];
+/** The tenant's limits and usage (`GET /v1/quota`; docs/api.md, "Tenant limits"). */
+export type Quota = Schemas['Quota'];
+/** A page of `GET /v1/sandboxes`. */
+export type SandboxPage = Schemas['SandboxPage'];
+/** A page of `GET /v1/operations`. */
+export type OperationPage = Schemas['OperationPage'];
+/** The error body every failing request answers with. */
+export type ErrorBody = Schemas['Error'];
+/**
+ * Every code an error answer can carry (the document's `Error.error.code`: the API's own codes
+ * and the operation error codes of contract/operation.ts).
+ */
+export type ErrorCode = ErrorBody['error']['code'];

@@ -1,0 +1,248 @@
+/**
+ * `npm run bench -- noisy`: the noisy neighbour (docs/benchmarks.md, "Noisy neighbour: `noisy`";
+ * docs/api.md, "Tenant limits"), the baseline beside this checkout. For each checkout, servers of
+ * its own: a Temporal dev server, a simulated cluster, and the checkout's `api/main.ts` and
+ * `worker/main.ts` as child processes on a SQLite store, with two tenants: `flooder` (tenant A,
+ * limited by TENANT_LIMITS to {@link FLOODER_LIMITS}) and `neighbour` (tenant B, the defaults).
+ * A checkout without tenant limits (the baseline) ignores TENANT_LIMITS.
+ *
+ * 1. alone: B makes synchronous creates (`POST /sync/v1/sandboxes`), one at a time;
+ * 2. flood: A sends `POST /v1/sandboxes` open loop at {@link FLOOD_RATE}/s for 20 s (`--quick`:
+ *    5 s) while B makes synchronous creates one at a time, as in 1.
+ *
+ * Goal (issue 29): B's p95 during the flood ≤ 1.5× its p95 alone; A's excess answered 429 and
+ * none of A's or B's answers 5xx; every B create 201. A missed goal of the candidate is a problem
+ * (exit 1); the baseline's are figures.
+ */
+import type { ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { freePort } from '../../config/free-port.js';
+import { SimulatedCluster } from '../../environments/simulated-cluster/index.js';
+import { startDevServer, type DevServer } from '../dev-server.js';
+import { checkoutsOfRun, runInCheckout, stopChild, type Checkout } from './checkouts.js';
+import {
+  BENCH_SERVICE_ENV,
+  errorText,
+  problems,
+  sleep,
+  summary,
+  until,
+  type Summary,
+} from './support.js';
+
+const NAMESPACE = 'sandboxes';
+/** The simulated node's answer delay, as the embedded stack's default. */
+const NODE_DELAY_MS = 300;
+/** Tenant A's creates a second during the flood (the issue's 50/s). */
+const FLOOD_RATE = 50;
+/** How long the flood lasts, s (the issue's 20; `--quick` 5). */
+const FLOOD_SECONDS = { full: 20, quick: 5 } as const;
+/** B's synchronous creates alone (`--quick`: a trial). */
+const ALONE_CREATES = { full: 30, quick: 5 } as const;
+/** Tenant A's limits in the run (TENANT_LIMITS), as an operator of a shared installation sets them. */
+const FLOODER_LIMITS = { sandboxes: 100, creates_per_second: 5, create_burst: 10 };
+/** p95 during the flood over p95 alone, at most (the issue's goal). */
+const P95_RATIO_GOAL = 1.5;
+
+const TENANTS = {
+  flooder: { id: 'flooder', token: 'bench-token-flooder' },
+  neighbour: { id: 'neighbour', token: 'bench-token-neighbour' },
+} as const;
+
+const BODY = JSON.stringify({
+  template: 'base',
+  resources: { cpu: 1, memory_mib: 256, disk_mib: 2048 },
+});
+
+/** One checkout's figures. */
+export interface NoisyFigures {
+  flood_rate_per_s: number;
+  flood_seconds: number;
+  flooder_limits: typeof FLOODER_LIMITS;
+  /** B's synchronous creates alone and during the flood, POST to 201 (ms). */
+  neighbour_alone_ms: Summary;
+  neighbour_during_flood_ms: Summary;
+  p95_ratio: number;
+  /** Answers by HTTP status. */
+  neighbour_statuses: Record<string, number>;
+  flooder_statuses: Record<string, number>;
+  goal_met: { p95: boolean; flooder_excess_429: boolean; no_5xx: boolean };
+  load_average: { before: number[]; after: number[] };
+}
+
+/**
+ * Runs the noisy mode for every checkout of the run (baseline first).
+ * @returns each checkout's {@link NoisyFigures}; a candidate's missed goal goes to `problems`
+ */
+export async function measureNoisyNeighbour(quick: boolean): Promise<Record<string, unknown>> {
+  const results: Record<string, NoisyFigures | { error: string }> = {};
+  for (const checkout of checkoutsOfRun()) {
+    try {
+      const figures = await measureCheckout(checkout, quick);
+      results[checkout.label] = figures;
+      print(checkout.label, figures);
+      const missed = Object.entries(figures.goal_met).filter(([, met]) => !met);
+      if (checkout.label === 'candidate' && missed.length > 0)
+        problems.push(`noisy: candidate missed ${missed.map(([name]) => name).join(', ')}`);
+    } catch (err) {
+      problems.push(`noisy: ${checkout.label}: ${errorText(err)}`);
+      results[checkout.label] = { error: errorText(err) };
+    }
+  }
+  return { noisy: results };
+}
+
+function print(label: string, figures: NoisyFigures): void {
+  console.log(`\nnoisy neighbour, ${label}:`);
+  for (const [name, value] of Object.entries(figures))
+    console.log(`  ${name.padEnd(28)} ${JSON.stringify(value)}`);
+}
+
+async function measureCheckout(checkout: Checkout, quick: boolean): Promise<NoisyFigures> {
+  const loadBefore = loadavg().map((v) => Math.round(v * 10) / 10);
+  const rig = await Rig.start(checkout);
+  try {
+    const neighbourStatuses: Record<string, number> = {};
+    const flooderStatuses: Record<string, number> = {};
+    const syncCreate = async (): Promise<number> => {
+      const startedAtMs = performance.now();
+      const response = await rig.post('/sync/v1/sandboxes', TENANTS.neighbour.token);
+      await response.text();
+      neighbourStatuses[response.status] = (neighbourStatuses[response.status] ?? 0) + 1;
+      return performance.now() - startedAtMs;
+    };
+    console.log(`noisy: ${checkout.label}: servers up; B alone`);
+    await syncCreate(); // warm-up
+    delete neighbourStatuses['201'];
+    const alone: number[] = [];
+    for (let i = 0; i < ALONE_CREATES[quick ? 'quick' : 'full']; i++)
+      alone.push(await syncCreate());
+
+    const seconds = FLOOD_SECONDS[quick ? 'quick' : 'full'];
+    console.log(`noisy: ${checkout.label}: A floods ${FLOOD_RATE}/s for ${seconds} s`);
+    const flood = rig.flood(seconds, (status) => {
+      flooderStatuses[status] = (flooderStatuses[status] ?? 0) + 1;
+    });
+    const during: number[] = [];
+    let flooding = true;
+    void flood.finally(() => (flooding = false));
+    while (flooding) during.push(await syncCreate());
+    await flood;
+
+    const aloneSummary = summary(alone);
+    const duringSummary = summary(during);
+    const ratio = Math.round((duringSummary.p95 / aloneSummary.p95) * 100) / 100;
+    const fiveHundreds = [neighbourStatuses, flooderStatuses].some((statuses) =>
+      Object.keys(statuses).some((status) => Number(status) >= 500 || Number(status) === 0),
+    );
+    return {
+      flood_rate_per_s: FLOOD_RATE,
+      flood_seconds: seconds,
+      flooder_limits: FLOODER_LIMITS,
+      neighbour_alone_ms: aloneSummary,
+      neighbour_during_flood_ms: duringSummary,
+      p95_ratio: ratio,
+      neighbour_statuses: neighbourStatuses,
+      flooder_statuses: flooderStatuses,
+      goal_met: {
+        p95: ratio <= P95_RATIO_GOAL && Object.keys(neighbourStatuses).every((s) => s === '201'),
+        flooder_excess_429: (flooderStatuses['429'] ?? 0) > 0,
+        no_5xx: !fiveHundreds,
+      },
+      load_average: { before: loadBefore, after: loadavg().map((v) => Math.round(v * 10) / 10) },
+    };
+  } finally {
+    await rig.stop();
+  }
+}
+
+/** The servers and processes of one checkout's run. */
+class Rig {
+  private constructor(
+    readonly devServer: DevServer,
+    readonly cluster: SimulatedCluster,
+    readonly dataDir: string,
+    readonly apiPort: number,
+    private readonly children: ChildProcess[],
+  ) {}
+
+  static async start(checkout: Checkout): Promise<Rig> {
+    const dataDir = mkdtempSync(join(tmpdir(), 'durable-sandbox-bench-noisy-'));
+    const devServer = await startDevServer({ ui: false });
+    const cluster = await SimulatedCluster.start({ startupDelayMs: NODE_DELAY_MS });
+    cluster.writeKubeconfig(join(dataDir, 'kubeconfig'), NAMESPACE);
+    const env = {
+      ...BENCH_SERVICE_ENV,
+      TEMPORAL_ADDRESS: devServer.address,
+      TEMPORAL_TASK_QUEUE: 'sandbox-create',
+      KUBECONFIG: join(dataDir, 'kubeconfig'),
+      SANDBOX_NAMESPACE: NAMESPACE,
+      DATA_DIR: dataDir,
+      API_TOKENS: Object.values(TENANTS)
+        .map(({ id, token }) => `${id}:${token}`)
+        .join(','),
+      TENANT_LIMITS: JSON.stringify({ tenants: { [TENANTS.flooder.id]: FLOODER_LIMITS } }),
+      LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'error',
+    };
+    const apiPort = await freePort();
+    const children = [
+      runInCheckout(checkout, 'worker/main.ts', { ...env, METRICS_PORT: String(await freePort()) }),
+      runInCheckout(checkout, 'api/main.ts', { ...env, PORT: String(apiPort) }),
+    ];
+    const rig = new Rig(devServer, cluster, dataDir, apiPort, children);
+    try {
+      // A loaded machine may take minutes to build the worker's bundle and answer /readyz.
+      await until(
+        async () => (await fetch(`${rig.base}/readyz`).catch(() => undefined))?.status === 200,
+        300_000,
+        `${checkout.label}: the API ready`,
+      );
+    } catch (err) {
+      await rig.stop();
+      throw err;
+    }
+    return rig;
+  }
+
+  get base(): string {
+    return `http://127.0.0.1:${this.apiPort}`;
+  }
+
+  post(path: string, token: string): Promise<Response> {
+    return fetch(`${this.base}${path}`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
+      body: BODY,
+    }).catch(() => new Response(null, { status: 599 }));
+  }
+
+  /**
+   * Tenant A's open loop: create n is sent at n / FLOOD_RATE s whatever the answers before it.
+   * @param onStatus each answer's HTTP status (0 when the request failed)
+   */
+  async flood(seconds: number, onStatus: (status: number) => void): Promise<void> {
+    const started = performance.now();
+    const sent: Array<Promise<void>> = [];
+    for (let n = 0; n < seconds * FLOOD_RATE; n++) {
+      const due = started + (n * 1000) / FLOOD_RATE;
+      const wait = due - performance.now();
+      if (wait > 0) await sleep(wait);
+      sent.push(
+        this.post('/v1/sandboxes', TENANTS.flooder.token).then(async (response) => {
+          await response.text().catch(() => undefined);
+          onStatus(response.status === 599 ? 0 : response.status);
+        }),
+      );
+    }
+    await Promise.all(sent);
+  }
+
+  async stop(): Promise<void> {
+    for (const child of this.children) await stopChild(child, 'SIGTERM');
+    await this.cluster.close();
+    await this.devServer.stop();
+    rmSync(this.dataDir, { recursive: true, force: true });
+  }
+}
