@@ -43,6 +43,7 @@ COPY --from=build /app/client client
 COPY --from=build /app/config config
 COPY --from=build /app/contract contract
 COPY --from=build /app/kubernetes kubernetes
+COPY --from=build /app/nexus nexus
 COPY --from=build /app/temporal temporal
 COPY --from=build /app/tracing tracing
 COPY --from=build /app/store store

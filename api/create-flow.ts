@@ -3,7 +3,11 @@
  * transaction, then start the `createSandbox` workflow whose id is the operation id. Shared by
  * the asynchronous and the synchronous route; they differ only in the deadline.
  */
-import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
+import {
+  WorkflowExecutionAlreadyStartedError,
+  WorkflowNotFoundError,
+  type WorkflowStartOptions,
+} from '@temporalio/client';
 import type { SandboxRecord } from '../store/index.js';
 import { markOperationSpan } from '../tracing/spans.js';
 import type { createSandbox } from '../workflows/create-sandbox.js';
@@ -42,10 +46,28 @@ export interface CreateCommand {
   deadlineMs: number;
   /** Which route accepted it; part of the idempotency hash, so a key never crosses routes. */
   route: CreateRoute;
+  /**
+   * How the workflow is started (default: `deps.temporal.workflow.start`). A Nexus operation's
+   * start passes the SDK's `startWorkflow`, which attaches its completion callback
+   * (nexus/sandbox-handler.ts); the rows, the idempotency and the options are the same.
+   */
+  startWorkflow?: CreateWorkflowStarter;
 }
 
-/** The asynchronous (`/v1/sandboxes`) or synchronous (`/sync/v1/sandboxes`) create route. */
-export type CreateRoute = 'async' | 'sync';
+/**
+ * The asynchronous (`/v1/sandboxes`) or synchronous (`/sync/v1/sandboxes`) create route, or the
+ * Nexus `sandbox.create` operation (docs/nexus.md).
+ */
+export type CreateRoute = 'async' | 'sync' | 'nexus';
+
+/**
+ * Starts the `createSandbox` workflow with the options the create flow built.
+ * @returns the first run id of the started workflow
+ * @throws WorkflowExecutionAlreadyStartedError, or the client's error, as `workflow.start`
+ */
+export type CreateWorkflowStarter = (
+  options: WorkflowStartOptions<typeof createSandbox>,
+) => Promise<{ firstExecutionRunId: string }>;
 
 /**
  * Starts the create workflow of a stored sandbox. `WorkflowExecutionAlreadyStartedError` counts
@@ -60,6 +82,8 @@ export async function startCreateWorkflow(
     'id' | 'tenant' | 'template' | 'resources' | 'generation' | 'operationId'
   >,
   deadlineMs: number,
+  startWorkflow: CreateWorkflowStarter = (options) =>
+    deps.temporal.workflow.start<typeof createSandbox>('createSandbox', options),
 ): Promise<void> {
   const template = deps.config.templates[sandbox.template];
   if (!template) {
@@ -92,7 +116,7 @@ export async function startCreateWorkflow(
     deadlineMs,
   };
   try {
-    const handle = await deps.temporal.workflow.start<typeof createSandbox>('createSandbox', {
+    const handle = await startWorkflow({
       workflowId: sandbox.operationId,
       taskQueue: deps.config.taskQueue,
       args: [input],
@@ -134,7 +158,7 @@ async function ensureReplayStarted(
   }
   const sandbox = await deps.store.getSandbox(command.tenant, replay.sandboxId);
   if (sandbox?.state === 'creating') {
-    await startOrFail(deps, sandbox, command.deadlineMs);
+    await startOrFail(deps, sandbox, command.deadlineMs, command.startWorkflow);
     return;
   }
   const operation = await deps.store.getOperation(command.tenant, replay.operationId);
@@ -174,9 +198,10 @@ async function startOrFail(
   deps: AppDeps,
   sandbox: SandboxRecord,
   deadlineMs: number,
+  startWorkflow?: CreateWorkflowStarter,
 ): Promise<void> {
   try {
-    await startCreateWorkflow(deps, sandbox, deadlineMs);
+    await startCreateWorkflow(deps, sandbox, deadlineMs, startWorkflow);
   } catch (err) {
     if (err instanceof ApiError) throw err;
     if (await startedAfterAll(deps, sandbox.operationId)) {
@@ -284,7 +309,7 @@ export async function acceptCreate(deps: AppDeps, command: CreateCommand): Promi
       await ensureReplayStarted(deps, command, stored);
       return { operationId: stored.operationId, sandboxId: stored.sandboxId, replay: true };
     case 'created':
-      await startOrFail(deps, stored.sandbox, command.deadlineMs);
+      await startOrFail(deps, stored.sandbox, command.deadlineMs, command.startWorkflow);
       deps.logger.info(
         { operation_id: operationId, sandbox_id: sandboxId, tenant: command.tenant },
         'create accepted',

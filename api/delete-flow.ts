@@ -2,6 +2,7 @@
  * Accepting a delete (`DELETE /v1/sandboxes/{id}`): start the `deleteSandbox` workflow
  * (workflows/delete-sandbox.ts) under a fresh operation id.
  */
+import type { WorkflowStartOptions } from '@temporalio/client';
 import type { SandboxRecord } from '../store/index.js';
 import type { deleteSandbox, DeleteSandboxInput } from '../workflows/delete-sandbox.js';
 import { operationSearchAttributes } from '../workflows/search-attributes.js';
@@ -15,13 +16,28 @@ import { deleteSummary } from './workflow-summaries.js';
 export const DELETE_EXECUTION_TIMEOUT_MS = 3_600_000;
 
 /**
+ * Starts the `deleteSandbox` workflow with the options the delete flow built (default:
+ * `deps.temporal.workflow.start`; a Nexus operation's start attaches its callback,
+ * nexus/sandbox-handler.ts).
+ * @returns the first run id of the started workflow
+ */
+export type DeleteWorkflowStarter = (
+  options: WorkflowStartOptions<typeof deleteSandbox>,
+) => Promise<{ firstExecutionRunId: string }>;
+
+/**
  * Starts the delete of a sandbox the tenant owns.
  * @returns the delete's operation id
  * @throws ApiError `already_done` (409) when the sandbox is already `deleted` (a `failed` one can
  *   be deleted: its pod is already gone, and it ends `deleted`, out of `?state=failed` lists)
  * @throws ApiError `unavailable` (503) when Temporal refuses the start
  */
-export async function acceptDelete(deps: AppDeps, sandbox: SandboxRecord): Promise<string> {
+export async function acceptDelete(
+  deps: AppDeps,
+  sandbox: SandboxRecord,
+  startWorkflow: DeleteWorkflowStarter = (options) =>
+    deps.temporal.workflow.start<typeof deleteSandbox>('deleteSandbox', options),
+): Promise<string> {
   if (sandbox.state === 'deleted') {
     throw new ApiError('already_done', `sandbox ${sandbox.id} is already deleted`, {
       sandbox_id: sandbox.id,
@@ -51,7 +67,7 @@ export async function acceptDelete(deps: AppDeps, sandbox: SandboxRecord): Promi
     phase: 'deleting',
   });
   try {
-    const handle = await deps.temporal.workflow.start<typeof deleteSandbox>('deleteSandbox', {
+    const handle = await startWorkflow({
       workflowId: operationId,
       taskQueue: deps.config.taskQueue,
       args: [input],

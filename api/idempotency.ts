@@ -26,7 +26,7 @@ export function canonicalJson(value: unknown): string {
  * SHA-256 (hex) of the route and the canonical JSON of a request body: the same key sent to the
  * other create route is a different request (its deadline differs), so it conflicts.
  */
-export function requestHash(body: unknown, route: 'async' | 'sync'): string {
+export function requestHash(body: unknown, route: 'async' | 'sync' | 'nexus'): string {
   return createHash('sha256')
     .update(`${route}\n${canonicalJson(body)}`, 'utf8')
     .digest('hex');

@@ -86,6 +86,13 @@ export interface Config {
    * those routes are not served. No token may also be a tenant's (API_TOKENS).
    */
   adminTokens: Map<string, string>;
+  /**
+   * Calling Temporal namespace -> tenant, from NEXUS_TENANTS (`namespace:tenant` pairs): the
+   * namespaces whose workflows may call the `sandbox` Nexus service, and the tenant each acts
+   * for (docs/nexus.md; docs/security.md, "Nexus callers"). Empty (the default): the worker
+   * serves no Nexus service.
+   */
+  nexusTenants: Map<string, string>;
   /** True when API_TOKENS and OIDC_ISSUER were unset and the dev token is in use. */
   devToken: boolean;
   /**
@@ -177,6 +184,7 @@ export const CONFIG_VARIABLES = [
   'PORT',
   'API_TOKENS',
   'ADMIN_TOKENS',
+  'NEXUS_TENANTS',
   'ALLOW_DEV_TOKEN',
   'TEMPORAL_ADDRESS',
   'TEMPORAL_NAMESPACE',
@@ -343,6 +351,32 @@ function parseTokens(
 }
 
 /**
+ * NEXUS_TENANTS: comma-separated `namespace:tenant` pairs; unset or empty: none.
+ * @throws ConfigError naming NEXUS_TENANTS for a malformed pair, a tenant id that does not match
+ *   {@link TENANT_ID_PATTERN}, or a namespace listed twice
+ */
+function parseNexusTenants(raw: string | undefined): Map<string, string> {
+  const tenants = new Map<string, string>();
+  for (const pair of (raw ?? '').split(',')) {
+    if (!pair.trim()) continue;
+    const separator = pair.lastIndexOf(':');
+    const namespace = pair.slice(0, separator).trim();
+    const tenant = pair.slice(separator + 1).trim();
+    if (separator <= 0 || !namespace || !TENANT_ID_PATTERN.test(tenant)) {
+      throw new ConfigError(
+        'NEXUS_TENANTS',
+        `"${pair.trim()}" is not a namespace:tenant pair (tenant: [A-Za-z0-9_.-]{1,64})`,
+      );
+    }
+    if (tenants.has(namespace)) {
+      throw new ConfigError('NEXUS_TENANTS', `namespace ${namespace} is listed twice`);
+    }
+    tenants.set(namespace, tenant);
+  }
+  return tenants;
+}
+
+/**
  * ADMIN_TOKENS: comma-separated `operator:token` pairs (the operator's name is logged with each
  * admin request), disjoint from the tenants' tokens.
  * @throws ConfigError on a malformed pair, a token listed twice, or a token that is a tenant's
@@ -478,6 +512,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     port: positiveInt(env, 'PORT', 8080, 65535),
     apiTokens: tokens,
     adminTokens: parseAdminTokens(env.ADMIN_TOKENS, tokens),
+    nexusTenants: parseNexusTenants(env.NEXUS_TENANTS),
     devToken: dev,
     allowDevToken: allowDevToken === 'true',
     oidc,

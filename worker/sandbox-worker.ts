@@ -63,7 +63,11 @@ export interface StartSandboxWorkerOptions {
   /** More options of the Temporal worker (default: worker/worker.ts's). */
   worker?: Pick<
     SandboxWorkerOptions,
-    'workflowBundle' | 'shutdownGraceTimeMs' | 'maxConcurrentActivities' | 'maxCachedWorkflows'
+    | 'workflowBundle'
+    | 'shutdownGraceTimeMs'
+    | 'maxConcurrentActivities'
+    | 'maxCachedWorkflows'
+    | 'nexus'
   >;
 }
 

@@ -148,7 +148,20 @@ export async function serveWorker(options: ServeWorkerOptions): Promise<ServedWo
     watchTimeoutSeconds: config.watchTimeoutSeconds,
     explainMissingPod: options.explainMissingPod,
     templates: config.templates,
-    worker: { maxCachedWorkflows: config.maxCachedWorkflows },
+    worker: {
+      maxCachedWorkflows: config.maxCachedWorkflows,
+      // The `sandbox` Nexus service, when NEXUS_TENANTS maps a calling namespace (docs/nexus.md).
+      ...(config.nexusTenants.size > 0
+        ? {
+            nexus: {
+              store: options.store,
+              config,
+              logger: options.logger,
+              tenants: config.nexusTenants,
+            },
+          }
+        : {}),
+    },
   });
   const stopSweeper =
     config.orphanSweepIntervalMs > 0

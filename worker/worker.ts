@@ -6,6 +6,7 @@ import { NativeConnection, Worker } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from '../activities/index.js';
 import { activityLogIds } from '../activities/log-attributes.js';
 import { bundleSandboxWorkflows } from './workflow-bundle.js';
+import { sandboxNexusHandler, type SandboxNexusDeps } from '../nexus/sandbox-handler.js';
 import { DEFAULT_MAX_CACHED_WORKFLOWS } from '../config/index.js';
 import { currentTracing } from '../tracing/spans.js';
 import {
@@ -45,6 +46,11 @@ export interface SandboxWorkerOptions {
    * {@link DEFAULT_MAX_CACHED_WORKFLOWS}; docs/architecture.md, "Workflow cache"). 0: none.
    */
   maxCachedWorkflows?: number;
+  /**
+   * Serve the `sandbox` Nexus service on this task queue (docs/nexus.md); unset: no Nexus
+   * service (NEXUS_TENANTS empty).
+   */
+  nexus?: SandboxNexusDeps;
 }
 
 /**
@@ -65,6 +71,7 @@ export async function createSandboxWorker(options: SandboxWorkerOptions): Promis
       options.workflowBundle ??
       (await bundleSandboxWorkflows(undefined, tracingWorkflowModules(tracing))),
     activities: createActivities(options.deps),
+    nexusServices: options.nexus ? [sandboxNexusHandler(options.nexus)] : [],
     interceptors: {
       // The attempt's span first; every activity log line names its operation, sandbox and pod
       // (activities/log-attributes.ts).
