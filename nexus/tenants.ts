@@ -13,8 +13,14 @@ import type * as nexus from 'nexus-rpc';
  */
 export type NexusTenants = ReadonlyMap<string, string>;
 
-/** The namespace in a callback URL the server made from its template (`…/namespaces/<ns>/nexus/callback`). */
-const CALLBACK_NAMESPACE = /\/namespaces\/([^/]+)\/nexus\/callback$/;
+/**
+ * The whole path of a callback URL the server made from its default template
+ * (`/namespaces/<ns>/nexus/callback`), the namespace a name of letters, digits, `.`, `_` and `-`.
+ * Anchored at both ends and never URL-decoded: the server fills the name in without escaping and
+ * (v1.29.1) checks a new namespace's name only for its length, so a namespace named
+ * `x/namespaces/acme` or `%61cme` would otherwise pass for `acme`.
+ */
+const CALLBACK_PATH = /^\/namespaces\/([A-Za-z0-9._-]+)\/nexus\/callback$/;
 
 /**
  * The calling namespace: the one in the start request's callback URL, which the Temporal server
@@ -23,18 +29,17 @@ const CALLBACK_NAMESPACE = /\/namespaces\/([^/]+)\/nexus\/callback$/;
  * workflow cannot set. The `nexus-link` header also names a namespace, but a caller's workflow
  * can replace it with its own Nexus header (test/nexus.test.ts shows it), so a link may only
  * confirm: one naming another namespace refuses the request.
- * @returns undefined when the callback URL names no namespace (a server whose callbacks use
- *   `temporal://system`), or a workflow-event link names another namespace
+ * @returns undefined when the callback URL's path is not exactly `/namespaces/<ns>/nexus/callback`
+ *   (a server whose callbacks use `temporal://system`, a template with a path prefix, a name with
+ *   `/` or `%`), or a workflow-event link names another namespace
  */
 export function callerNamespaceOf(
   ctx: Pick<nexus.StartOperationContext, 'inboundLinks' | 'callbackUrl'>,
 ): string | undefined {
   let fromCallback: string | undefined;
   try {
-    const match = ctx.callbackUrl
-      ? CALLBACK_NAMESPACE.exec(new URL(ctx.callbackUrl).pathname)
-      : null;
-    fromCallback = match ? decodeURIComponent(match[1]!) : undefined;
+    const match = ctx.callbackUrl ? CALLBACK_PATH.exec(new URL(ctx.callbackUrl).pathname) : null;
+    fromCallback = match ? match[1] : undefined;
   } catch {
     return undefined;
   }
