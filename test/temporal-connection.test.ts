@@ -26,6 +26,7 @@ import {
   nativeConnectionOptions,
   parseTemporalCredentials,
   temporalConnectionWarnings,
+  type TemporalCredentials,
   watchCertificateFiles,
 } from '../config/temporal-connection.js';
 import {
@@ -110,17 +111,32 @@ describe('an API key', () => {
   });
 });
 
+/**
+ * Client certificate files of `client-a` at names of their own, and the credentials that read
+ * them; `rotate()` replaces both with `client-b`'s, as cert-manager or a Secret volume does.
+ */
+function clientAFiles(name: string): { credentials: TemporalCredentials; rotate(): void } {
+  const certPath = join(dir, `${name}.pem`);
+  const keyPath = join(dir, `${name}-key.pem`);
+  copyFileSync(clientA.certPath, certPath);
+  copyFileSync(clientA.keyPath, keyPath);
+  const credentials = parseTemporalCredentials({
+    ...trusting(),
+    TEMPORAL_TLS_CLIENT_CERT_PATH: certPath,
+    TEMPORAL_TLS_CLIENT_KEY_PATH: keyPath,
+  });
+  return {
+    credentials,
+    rotate() {
+      copyFileSync(clientB.certPath, certPath);
+      copyFileSync(clientB.keyPath, keyPath);
+    },
+  };
+}
+
 describe('client certificate files', () => {
   it('are read again: after a rotation the next connection shows the new certificate', async () => {
-    const certPath = join(dir, 'rotating.pem');
-    const keyPath = join(dir, 'rotating-key.pem');
-    copyFileSync(clientA.certPath, certPath);
-    copyFileSync(clientA.keyPath, keyPath);
-    const credentials = parseTemporalCredentials({
-      ...trusting(),
-      TEMPORAL_TLS_CLIENT_CERT_PATH: certPath,
-      TEMPORAL_TLS_CLIENT_KEY_PATH: keyPath,
-    });
+    const { credentials, rotate } = clientAFiles('rotating');
     const connection = await Connection.connect(
       clientConnectionOptions(proxy.address, credentials, 100),
     );
@@ -128,8 +144,7 @@ describe('client certificate files', () => {
       await connection.workflowService.getSystemInfo({});
       expect(proxy.lastClientCertificate('GetSystemInfo')).toBe('client-a');
       // A rotation as cert-manager or a kubelet's Secret volume does it: both files replaced.
-      copyFileSync(clientB.certPath, certPath);
-      copyFileSync(clientB.keyPath, keyPath);
+      rotate();
       await new Promise((resolve) => setTimeout(resolve, 400));
       proxy.dropConnections();
       await until(async () => {
@@ -143,22 +158,13 @@ describe('client certificate files', () => {
   });
 
   it('tell the worker when they rotate (its connection takes them only at connect)', async () => {
-    const certPath = join(dir, 'watched.pem');
-    const keyPath = join(dir, 'watched-key.pem');
-    copyFileSync(clientA.certPath, certPath);
-    copyFileSync(clientA.keyPath, keyPath);
-    const credentials = parseTemporalCredentials({
-      ...trusting(),
-      TEMPORAL_TLS_CLIENT_CERT_PATH: certPath,
-      TEMPORAL_TLS_CLIENT_KEY_PATH: keyPath,
-    });
+    const { credentials, rotate } = clientAFiles('watched');
     const changes: string[][] = [];
     const stop = watchCertificateFiles(credentials, (variables) => changes.push(variables), 100);
     try {
       await new Promise((resolve) => setTimeout(resolve, 350));
       expect(changes).toEqual([]); // unchanged files are no rotation
-      copyFileSync(clientB.certPath, certPath);
-      copyFileSync(clientB.keyPath, keyPath);
+      rotate();
       await until(async () => changes.length > 0, 5_000).catch(() => undefined);
       expect(changes).toEqual([['TEMPORAL_TLS_CLIENT_CERT_PATH', 'TEMPORAL_TLS_CLIENT_KEY_PATH']]);
     } finally {
