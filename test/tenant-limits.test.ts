@@ -205,15 +205,25 @@ describe('held limits: sandboxes, cpu, memory_mib, disk_mib', () => {
   });
 });
 
+/**
+ * Fills a tenant's one sandbox share with a running sandbox (a synchronous create) and checks
+ * the next create is refused 429.
+ * @returns the synchronous create's answer (its body the running sandbox)
+ */
+async function holdTheOneShare(app: Express, who: TestTenant) {
+  const first = await request(app)
+    .post('/sync/v1/sandboxes')
+    .set(bearer(who))
+    .send(createBody(2048));
+  expect(first.status, first.text).toBe(201);
+  expect((await create(app, who)).status).toBe(429);
+  return first;
+}
+
 describe('a share that ends is free at once', () => {
   it('a deleted sandbox frees its share for the next create', async () => {
     const { who, app } = tenantWith({ sandboxes: 1 });
-    const first = await request(app)
-      .post('/sync/v1/sandboxes')
-      .set(bearer(who))
-      .send(createBody(2048));
-    expect(first.status, first.text).toBe(201);
-    expect((await create(app, who)).status).toBe(429);
+    const first = await holdTheOneShare(app, who);
 
     const deleted = await request(app).delete(`/v1/sandboxes/${first.body.id}`).set(bearer(who));
     expect(deleted.status, deleted.text).toBe(202);
@@ -238,12 +248,7 @@ describe('a share that ends is free at once', () => {
 
   it('a lost sandbox frees its share for the next create', async () => {
     const { who, app } = tenantWith({ sandboxes: 1 });
-    const first = await request(app)
-      .post('/sync/v1/sandboxes')
-      .set(bearer(who))
-      .send(createBody(2048));
-    expect(first.status, first.text).toBe(201);
-    expect((await create(app, who)).status).toBe(429);
+    const first = await holdTheOneShare(app, who);
     // What the worker's orphan sweep does when the pod is gone (worker/orphan-sweeper.ts).
     const lost = await api.stack.store.markSandboxLost({
       sandboxId: first.body.id,
