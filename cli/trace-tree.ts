@@ -3,17 +3,10 @@
  * printed as a tree, each span with its start relative to the first span and its duration.
  */
 
-/** One span as the debug route answers it (tracing/span-store.ts `SpanJson`). */
-export interface TraceSpan {
-  span_id: string;
-  parent_span_id: string | null;
-  name: string;
-  kind: string;
-  start_ms: number;
-  end_ms: number;
-  status: { code: string; message?: string };
-  attributes: Record<string, string | number | boolean>;
-}
+import type { TraceSpan as DebugRouteSpan } from '../client/src/index.js';
+
+/** One span as the debug route answers it (the client's `TraceSpan`), its trace id not needed. */
+export type TraceSpan = Omit<DebugRouteSpan, 'trace_id'>;
 
 /**
  * A span's label: its name; an HTTP span's method, path, response status and kind (`client`: a
