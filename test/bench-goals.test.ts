@@ -91,10 +91,11 @@ describe('the goal table', () => {
     expect(verdict({ ...rss, reached: { many: 1000 } }, figure)).toBe('PASS');
   });
 
-  it('passes the open loop at half the floor rate, misses below it or with no floor', () => {
+  it('passes the open loop at 0.8x the floor rate, misses below it or with no floor', () => {
     const figure = 'open loop, mixed creates';
-    expect(verdict({ openLoopRatePerS: 8, openLoopFloorRatePerS: 16 }, figure)).toBe('PASS');
-    expect(verdict({ openLoopRatePerS: 6, openLoopFloorRatePerS: 16 }, figure)).toBe('MISS');
+    expect(verdict({ openLoopRatePerS: 16, openLoopFloorRatePerS: 16 }, figure)).toBe('PASS');
+    expect(verdict({ openLoopRatePerS: 13, openLoopFloorRatePerS: 16 }, figure)).toBe('PASS');
+    expect(verdict({ openLoopRatePerS: 12, openLoopFloorRatePerS: 16 }, figure)).toBe('MISS');
     expect(verdict({ openLoopRatePerS: 0, openLoopFloorRatePerS: 0 }, figure)).toBe('MISS');
   });
 

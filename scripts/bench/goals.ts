@@ -50,8 +50,12 @@ export interface GoalFigures {
   reached?: Partial<Record<'many' | 'crowd' | 'max', number>>;
   /** `atOnce` refusals at once, none waiting: refusal event -> operation `failed` visible. */
   refusalsAtOnceNoneWaiting?: Summary;
-  /** The one-failing-activity floor, `atOnce` at once, on the same stack. */
+  /**
+   * The one-failing-activity floor, `atOnce` at once, on the same stack, timed from its
+   * activity's throw (like the product's figure, from the refusal); and from the start call.
+   */
   floorAtOnce?: Summary;
+  floorAtOnceFromStart?: Summary;
   /** One refusal (event -> GET shows failed) with 1 waiting, and with `many` waiting. */
   oneRefusalWith1?: Summary;
   oneRefusalWithMany?: Summary;
@@ -139,7 +143,7 @@ export const GOAL_ROWS: GoalRow[] = [
     cell: (f) =>
       measured(f.refusalsAtOnceNoneWaiting) && measured(f.floorAtOnce)
         ? {
-            text: `${p50p95(f.refusalsAtOnceNoneWaiting)}; floor p50 ${ms(f.floorAtOnce.p50)}`,
+            text: `${p50p95(f.refusalsAtOnceNoneWaiting)}; floor p50 ${ms(f.floorAtOnce.p50)} from its refusal${f.floorAtOnceFromStart ? ` (${ms(f.floorAtOnceFromStart.p50)} from its start)` : ''}`,
             met:
               f.refusalsAtOnceNoneWaiting.p95 <= 2_000 &&
               f.refusalsAtOnceNoneWaiting.p50 <= 3 * f.floorAtOnce.p50,
@@ -236,7 +240,7 @@ export const GOAL_ROWS: GoalRow[] = [
   {
     id: 'openLoop',
     figure: () => 'open loop, mixed creates: highest rate held with p95 <= 2 s',
-    goal: ">= 0.5x the one-activity floor's rate in the same run",
+    goal: ">= 0.8x the one-activity floor's rate in the same run",
     cell: (f) => {
       if (!finite(f.openLoopRatePerS) || !finite(f.openLoopFloorRatePerS)) return undefined;
       const p95 = (v: number | undefined) => (finite(v) ? `, p95 ${ms(v)}` : '');
@@ -244,7 +248,7 @@ export const GOAL_ROWS: GoalRow[] = [
         text:
           `${f.openLoopRatePerS}/s${p95(f.openLoopP95Ms)} vs floor ${f.openLoopFloorRatePerS}/s` +
           `${p95(f.openLoopFloorP95Ms)}, each held ${f.openLoopSeconds ?? '?'} s (${x(f.openLoopRatePerS, f.openLoopFloorRatePerS)})`,
-        met: f.openLoopFloorRatePerS > 0 && f.openLoopRatePerS >= 0.5 * f.openLoopFloorRatePerS,
+        met: f.openLoopFloorRatePerS > 0 && f.openLoopRatePerS >= 0.8 * f.openLoopFloorRatePerS,
       };
     },
   },

@@ -14,7 +14,7 @@
 import { podNameFor } from '../../kubernetes/pod-spec.js';
 import type { Checkout } from './checkouts.js';
 import type { GoalFigures } from './goals.js';
-import { startFloors } from './outcomes.js';
+import { floorSummaries, startFloors } from './outcomes.js';
 import {
   errorText,
   asyncCreate,
@@ -312,11 +312,13 @@ export async function measureStackFigures(
     await floors.run('floorOneActivity');
 
     const figures: GoalFigures = {};
-    figures.floorAtOnce = summary(
+    const floorAtOnce = floorSummaries(
       await atOnce(counts.atOnce, () => floors.run('floorOneFailingActivity')),
     );
+    figures.floorAtOnce = floorAtOnce.fromMark;
+    figures.floorAtOnceFromStart = floorAtOnce.fromStart;
     console.log(
-      `  floor: one failing activity, ${counts.atOnce} at once ${JSON.stringify(figures.floorAtOnce)}`,
+      `  floor: one failing activity, ${counts.atOnce} at once, from its refusal ${JSON.stringify(floorAtOnce.fromMark)}, from the start ${JSON.stringify(floorAtOnce.fromStart)}`,
     );
     figures.refusalsAtOnceNoneWaiting = summary(await atOnce(counts.atOnce, eventToFailed));
     console.log(
@@ -326,9 +328,12 @@ export async function measureStackFigures(
       counts.floorRates,
       counts.seconds,
       counts.probeSeconds,
-      stepRunner('floor', (i) =>
-        floors.run(i % 2 === 0 ? 'floorOneFailingActivity' : 'floorOneActivity'),
-      ),
+      stepRunner('floor', async (i) => {
+        const timing = await floors.run(
+          i % 2 === 0 ? 'floorOneFailingActivity' : 'floorOneActivity',
+        );
+        return timing.fromStartMs;
+      }),
     );
     const product = await highestHeldRate(
       counts.productRates,

@@ -93,15 +93,15 @@ export async function until(
   }
 }
 
-/** Runs `fn` `count` times one after another; returns each run's result (ms). */
-export async function oneAtATime(count: number, fn: () => Promise<number>): Promise<number[]> {
-  const runs: number[] = [];
+/** Runs `fn` `count` times one after another; returns each run's result (ms, or a timing). */
+export async function oneAtATime<T = number>(count: number, fn: () => Promise<T>): Promise<T[]> {
+  const runs: T[] = [];
   for (let i = 0; i < count; i++) runs.push(await fn());
   return runs;
 }
 
-/** Runs `fn` `count` times at once; returns each run's result (ms). */
-export async function atOnce(count: number, fn: () => Promise<number>): Promise<number[]> {
+/** Runs `fn` `count` times at once; returns each run's result (ms, or a timing). */
+export async function atOnce<T = number>(count: number, fn: () => Promise<T>): Promise<T[]> {
   return Promise.all(Array.from({ length: count }, fn));
 }
 
