@@ -63,6 +63,37 @@ export function runInCheckout(
   return child;
 }
 
+/** A child process whose last 8 KiB of output (stdout and stderr) are kept, not printed. */
+export interface KeptProcess {
+  entry: string;
+  child: ChildProcess;
+  /** The last 8 KiB of its output. */
+  tail(): string;
+}
+
+/**
+ * Runs `entry` as {@link runInCheckout} does (from `checkout`, default this directory, with
+ * `NODE_OPTIONS_BENCH`), but keeps its output instead of printing it, so a caller can show why
+ * it exited.
+ */
+export function runKept(
+  checkout: Checkout | undefined,
+  entry: string,
+  env: Record<string, string>,
+): KeptProcess {
+  const nodeArgs = (process.env.NODE_OPTIONS_BENCH ?? '').split(/\s+/).filter(Boolean);
+  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', entry], {
+    cwd: checkout?.dir ?? process.cwd(),
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  const keep = (chunk: Buffer) => (output = (output + chunk.toString()).slice(-8_192));
+  child.stdout?.on('data', keep);
+  child.stderr?.on('data', keep);
+  return { entry, child, tail: () => output };
+}
+
 /** The children the bench is stopping (their exit is expected). */
 const stopping = new WeakSet<ChildProcess>();
 

@@ -14,23 +14,10 @@
  * none of A's or B's answers 5xx; every B create 201. A missed goal of the candidate is a problem
  * (exit 1); the baseline's are figures.
  */
-import type { ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { loadavg, tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { freePort } from '../../config/free-port.js';
-import { SimulatedCluster } from '../../environments/simulated-cluster/index.js';
-import { startDevServer, type DevServer } from '../dev-server.js';
-import { checkoutsOfRun, runInCheckout, stopChild, type Checkout } from './checkouts.js';
-import {
-  BENCH_SERVICE_ENV,
-  errorText,
-  problems,
-  sleep,
-  summary,
-  until,
-  type Summary,
-} from './support.js';
+import { loadavg } from 'node:os';
+import { checkoutsOfRun, type Checkout } from './checkouts.js';
+import { ProcessRig } from './process-rig.js';
+import { errorText, problems, sleep, summary, type Summary } from './support.js';
 
 const NAMESPACE = 'sandboxes';
 /** The simulated node's answer delay, as the embedded stack's default. */
@@ -158,56 +145,33 @@ async function measureCheckout(checkout: Checkout, quick: boolean): Promise<Nois
   }
 }
 
-/** The servers and processes of one checkout's run. */
+/** One checkout's rig (scripts/bench/process-rig.ts) and the two tenants' requests on it. */
 class Rig {
-  private constructor(
-    readonly devServer: DevServer,
-    readonly cluster: SimulatedCluster,
-    readonly dataDir: string,
-    readonly apiPort: number,
-    private readonly children: ChildProcess[],
-  ) {}
+  private constructor(private readonly rig: ProcessRig) {}
 
   static async start(checkout: Checkout): Promise<Rig> {
-    const dataDir = mkdtempSync(join(tmpdir(), 'durable-sandbox-bench-noisy-'));
-    const devServer = await startDevServer({ ui: false });
-    const cluster = await SimulatedCluster.start({ startupDelayMs: NODE_DELAY_MS });
-    cluster.writeKubeconfig(join(dataDir, 'kubeconfig'), NAMESPACE);
-    const env = {
-      ...BENCH_SERVICE_ENV,
-      TEMPORAL_ADDRESS: devServer.address,
-      TEMPORAL_TASK_QUEUE: 'sandbox-create',
-      KUBECONFIG: join(dataDir, 'kubeconfig'),
-      SANDBOX_NAMESPACE: NAMESPACE,
-      DATA_DIR: dataDir,
-      API_TOKENS: Object.values(TENANTS)
-        .map(({ id, token }) => `${id}:${token}`)
-        .join(','),
-      TENANT_LIMITS: JSON.stringify({ tenants: { [TENANTS.flooder.id]: FLOODER_LIMITS } }),
-      LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'error',
-    };
-    const apiPort = await freePort();
-    const children = [
-      runInCheckout(checkout, 'worker/main.ts', { ...env, METRICS_PORT: String(await freePort()) }),
-      runInCheckout(checkout, 'api/main.ts', { ...env, PORT: String(apiPort) }),
-    ];
-    const rig = new Rig(devServer, cluster, dataDir, apiPort, children);
-    try {
-      // A loaded machine may take minutes to build the worker's bundle and answer /readyz.
-      await until(
-        async () => (await fetch(`${rig.base}/readyz`).catch(() => undefined))?.status === 200,
-        300_000,
-        `${checkout.label}: the API ready`,
-      );
-    } catch (err) {
-      await rig.stop();
-      throw err;
-    }
-    return rig;
+    return new Rig(
+      await ProcessRig.start({
+        label: `noisy-${checkout.label}`,
+        checkout,
+        cluster: { startupDelayMs: NODE_DELAY_MS },
+        namespace: NAMESPACE,
+        env: {
+          API_TOKENS: Object.values(TENANTS)
+            .map(({ id, token }) => `${id}:${token}`)
+            .join(','),
+          TENANT_LIMITS: JSON.stringify({ tenants: { [TENANTS.flooder.id]: FLOODER_LIMITS } }),
+        },
+      }),
+    );
   }
 
   get base(): string {
-    return `http://127.0.0.1:${this.apiPort}`;
+    return this.rig.base;
+  }
+
+  stop(): Promise<void> {
+    return this.rig.stop();
   }
 
   post(path: string, token: string): Promise<Response> {
@@ -237,12 +201,5 @@ class Rig {
       );
     }
     await Promise.all(sent);
-  }
-
-  async stop(): Promise<void> {
-    for (const child of this.children) await stopChild(child, 'SIGTERM');
-    await this.cluster.close();
-    await this.devServer.stop();
-    rmSync(this.dataDir, { recursive: true, force: true });
   }
 }

@@ -16,25 +16,17 @@
  * `details.placements`), and at the end the worker's `durable_sandbox_replacements_total
  * {template="spread",code="ResourceExhausted"}` must equal the number of replaced creates.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { loadavg, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { loadavg } from 'node:os';
 import { KubeConfig } from '@kubernetes/client-node';
-import { freePort } from '../../config/free-port.js';
 import { podNameFor } from '../../kubernetes/pod-spec.js';
-import { SimulatedCluster } from '../../environments/simulated-cluster/index.js';
-import { startDevServer, type DevServer } from '../dev-server.js';
-import { stopChild } from './checkouts.js';
-import { scrape, sumOf } from './prometheus.js';
+import { ProcessRig } from './process-rig.js';
+import { sumOf } from './prometheus.js';
 import {
-  BENCH_SERVICE_ENV,
   awaitOperation,
   isDone,
   postCreate,
   problems,
   summary,
-  until,
   watchRefusals,
   type Operation,
   type Summary,
@@ -128,94 +120,46 @@ export async function measureReplacement(quick: boolean): Promise<Record<string,
   }
 }
 
-/** The servers and processes of the run. */
+/** The run's rig (scripts/bench/process-rig.ts) and the replacement checks on it. */
 class Rig {
-  private constructor(
-    readonly devServer: DevServer,
-    readonly cluster: SimulatedCluster,
-    readonly dataDir: string,
-    readonly apiPort: number,
-    readonly workerMetricsPort: number,
-    private readonly children: KeptProcess[],
-  ) {}
-
-  /** @throws Error with its last output when the API or the worker has exited */
-  throwIfExited(): undefined {
-    const exited = this.children.find(({ child }) => child.exitCode !== null);
-    if (exited) {
-      throw new Error(
-        `${exited.entry} exited (${exited.child.exitCode}); its last output:\n${exited.tail()}`,
-      );
-    }
-    return undefined;
-  }
+  private constructor(private readonly rig: ProcessRig) {}
 
   static async start(): Promise<Rig> {
-    const dataDir = mkdtempSync(join(tmpdir(), 'durable-sandbox-bench-replace-'));
-    const devServer = await startDevServer({ ui: false });
-    const cluster = await SimulatedCluster.start({
-      nodeNames: NODES,
-      startupDelayMs: NODE_DELAY_MS,
-      rootfsMib: { [TEMPLATE]: 451 },
-    });
-    cluster.writeKubeconfig(join(dataDir, 'kubeconfig'), NAMESPACE);
-    const env = {
-      TEMPORAL_ADDRESS: devServer.address,
-      TEMPORAL_TASK_QUEUE: 'sandbox-create',
-      KUBECONFIG: join(dataDir, 'kubeconfig'),
-      SANDBOX_NAMESPACE: NAMESPACE,
-      DATA_DIR: dataDir,
-      SANDBOX_TEMPLATES: JSON.stringify({
-        [TEMPLATE]: { image: 'ghcr.io/durable-sandbox/base:1', replace_on: ['ResourceExhausted'] },
-      }),
-      ...BENCH_SERVICE_ENV,
-      LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'error',
-    };
-    const apiPort = await freePort();
-    const workerMetricsPort = await freePort();
-    const children = [
-      runKept('worker/main.ts', { ...env, METRICS_PORT: String(workerMetricsPort) }),
-      runKept('api/main.ts', { ...env, PORT: String(apiPort) }),
-    ];
-    const rig = new Rig(devServer, cluster, dataDir, apiPort, workerMetricsPort, children);
-    try {
-      // A loaded machine may take minutes to build the worker's bundle and answer /readyz.
-      let readyz = '(no answer)';
-      await until(
-        async () => {
-          rig.throwIfExited();
-          const response = await fetch(`${rig.base}/readyz`).catch(() => undefined);
-          if (response) readyz = `${response.status} ${(await response.text()).slice(0, 300)}`;
-          return response?.status === 200;
+    return new Rig(
+      await ProcessRig.start({
+        label: 'replace',
+        cluster: {
+          nodeNames: NODES,
+          startupDelayMs: NODE_DELAY_MS,
+          rootfsMib: { [TEMPLATE]: 451 },
         },
-        300_000,
-        'the API ready',
-      ).catch((err: Error) => {
-        throw new Error(`${err.message}; /readyz last answered ${readyz}`);
-      });
-      await until(
-        () =>
-          rig.throwIfExited() ??
-          rig.workerMetrics().then(
-            () => true,
-            () => false,
-          ),
-        300_000,
-        'the worker up',
-      );
-    } catch (err) {
-      await rig.stop();
-      throw err;
-    }
-    return rig;
+        namespace: NAMESPACE,
+        env: {
+          SANDBOX_TEMPLATES: JSON.stringify({
+            [TEMPLATE]: {
+              image: 'ghcr.io/durable-sandbox/base:1',
+              replace_on: ['ResourceExhausted'],
+            },
+          }),
+        },
+      }),
+    );
   }
 
   get base(): string {
-    return `http://127.0.0.1:${this.apiPort}`;
+    return this.rig.base;
+  }
+
+  get cluster() {
+    return this.rig.cluster;
   }
 
   workerMetrics() {
-    return scrape(`http://127.0.0.1:${this.workerMetricsPort}/metrics`);
+    return this.rig.workerMetrics();
+  }
+
+  stop(): Promise<void> {
+    return this.rig.stop();
   }
 
   /**
@@ -260,31 +204,4 @@ class Rig {
     if (response.status !== 200) return undefined;
     return ((await response.json()) as { spec?: { nodeName?: string } }).spec?.nodeName;
   }
-
-  async stop(): Promise<void> {
-    for (const { child } of this.children) await stopChild(child, 'SIGTERM');
-    await this.cluster.close();
-    await this.devServer.stop();
-    rmSync(this.dataDir, { recursive: true, force: true });
-  }
-}
-
-/** A child process of this checkout whose last 8 KiB of output (stdout and stderr) are kept. */
-interface KeptProcess {
-  entry: string;
-  child: ChildProcess;
-  tail(): string;
-}
-
-/** Runs `entry` of this checkout with tsx, `env` added; its output is kept, not printed. */
-function runKept(entry: string, env: Record<string, string>): KeptProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', entry], {
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  const keep = (chunk: Buffer) => (output = (output + chunk.toString()).slice(-8_192));
-  child.stdout?.on('data', keep);
-  child.stderr?.on('data', keep);
-  return { entry, child, tail: () => output };
 }
