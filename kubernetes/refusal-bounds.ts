@@ -9,7 +9,10 @@
  *   floor for ever);
  * - the rootfs size a decisive refusal states may not exceed the largest disk the template
  *   allows (`max_disk_mib`, else {@link RESOURCE_LIMITS}.diskMib): such a floor would refuse
- *   every create of the template before 202.
+ *   every create of the template before 202. A floor is learned per image, so the bound is the
+ *   smallest such disk over every catalog template of the pod's image: a refusal forged on a
+ *   template with a large `max_disk_mib` may not teach a floor that refuses a smaller template
+ *   sharing its image.
  * An event out of bounds decides nothing and teaches nothing; it is logged once.
  */
 import type { CoreV1Event, V1Pod } from '@kubernetes/client-node';
@@ -29,8 +32,18 @@ const LOGGED_EVENTS_KEPT = 1_000;
 
 /** The fields of a template this module reads (config/index.ts `TemplateConfig`). */
 export interface BoundedTemplate {
+  /** The template's container image: the key of its learned floor. */
+  image?: string;
   /** The largest `disk_mib` a create of the template may ask for, in MiB. */
   max_disk_mib?: number;
+}
+
+/** The bound on the rootfs a refusal of a template's pod may state ({@link floorBoundOf}). */
+export interface FloorBound {
+  /** The bound, in MiB. */
+  mib: number;
+  /** The template whose largest disk sets the bound: the pod's own or one sharing its image. */
+  template: string | undefined;
 }
 
 /** Where an out-of-bounds event is logged (a pino logger fits). */
@@ -63,6 +76,29 @@ export function maxDiskMibOf(
 }
 
 /**
+ * The largest rootfs a believable refusal of a `template` pod may state, in MiB: the smallest
+ * {@link maxDiskMibOf} over the catalog's templates with the same image as `template` (itself
+ * included), since the floor it teaches is the image's and refuses each of them. A template not
+ * in the catalog is bounded by its own (the global) limit.
+ */
+export function floorBoundOf(
+  templates: Readonly<Record<string, BoundedTemplate>> | undefined,
+  template: string | undefined,
+): FloorBound {
+  let bound: FloorBound = { mib: maxDiskMibOf(templates, template), template };
+  const image =
+    template && templates && Object.hasOwn(templates, template)
+      ? templates[template]?.image
+      : undefined;
+  if (!image || !templates) return bound;
+  for (const [name, other] of Object.entries(templates)) {
+    const mib = other.max_disk_mib ?? RESOURCE_LIMITS.diskMib;
+    if (other.image === image && mib < bound.mib) bound = { mib, template: name };
+  }
+  return bound;
+}
+
+/**
  * Every time an event states, epoch ms: `lastTimestamp`, `firstTimestamp`, `eventTime` and
  * `series.lastObservedTime` (a core/v1 event written through events.k8s.io/v1 carries the last
  * two; kubelet's legacy recorder the first two). Unparseable or absent times are left out.
@@ -92,11 +128,6 @@ export class RefusalBounds {
     return this.options.clockSkewMs ?? CLOCK_SKEW_ALLOWANCE_MS;
   }
 
-  /** The largest disk a create of `template` may ask for, in MiB ({@link maxDiskMibOf}). */
-  maxDiskMib(template: string | undefined): number {
-    return maxDiskMibOf(this.options.templates, template);
-  }
-
   /**
    * Why an event that counts for `pod` is out of bounds, or undefined when it is within them.
    * `refusal` is the event's parsed refusal; its stated rootfs size is checked only when it is
@@ -121,11 +152,13 @@ export class RefusalBounds {
     if (!refusal.decisive) return undefined;
     const claimed = parseRootfsFloor(refusal.reason);
     const template = pod.metadata?.annotations?.[POD_ANNOTATIONS.template];
-    const max = this.maxDiskMib(template);
-    if (claimed !== undefined && claimed > max) {
+    const bound = floorBoundOf(this.options.templates, template);
+    if (claimed !== undefined && claimed > bound.mib) {
+      const sibling =
+        bound.template === template ? '' : ` (it shares its image with ${template ?? '(unknown)'})`;
       return (
         `the refusal claims a rootfs of ${claimed} MiB, above the largest disk template ` +
-        `${template ?? '(unknown)'} allows (${max} MiB)`
+        `${bound.template ?? '(unknown)'} allows (${bound.mib} MiB)${sibling}`
       );
     }
     return undefined;

@@ -20,6 +20,7 @@ export const FAST_TESTS = [
   'test/oidc-config.test.ts',
   'test/operation-notifier.test.ts',
   'test/placement-rules.test.ts',
+  'test/refusal-bounds.test.ts',
   'test/refusal.test.ts',
   'test/trace-missing.test.ts',
   'test/watch-policy.test.ts',

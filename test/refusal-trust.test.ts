@@ -24,10 +24,16 @@ import {
 
 const NAMESPACE = 'sandboxes';
 const NODE = 'sim-node-1';
-/** One template per test, so each starts with no floor; `bounded` allows at most 8 GiB. */
+/**
+ * One template (or image) per test, so each starts with no floor; `bounded` and `shared-small`
+ * allow at most 8 GiB.
+ */
 const TEMPLATES: Record<string, TemplateConfig> = {
   othernode: { image: 'example.test/othernode:1' },
   bounded: { image: 'example.test/bounded:1', max_disk_mib: 8192 },
+  // Two templates of one image: the large one may not teach a floor that refuses the small one.
+  'shared-large': { image: 'example.test/shared:1' },
+  'shared-small': { image: 'example.test/shared:1', max_disk_mib: 8192 },
   future: { image: 'example.test/future:1' },
   eventsv1: { image: 'example.test/eventsv1:1' },
   cleared: { image: 'example.test/cleared:1' },
@@ -148,6 +154,24 @@ describe('refusal events are believed only from the pod node kubelet, within bou
           line.pod_uid === pod.metadata?.uid &&
           String(line.msg).includes('out of bounds') &&
           String(line.reason).includes('above the largest disk template bounded allows (8192 MiB)'),
+      ),
+    ).toBe(true);
+  });
+
+  it('a refusal on a large template claiming a rootfs above a smaller template of the same image decides and teaches nothing', async () => {
+    const { id, pod } = await createAndBind('shared-large');
+    await writeCoreEvent(coreRefusal(pod, { message: refusalMessage(9000) }));
+    const operation = await done(id);
+    expect(operation.error?.code, JSON.stringify(operation.error)).toBe('pod_never_ready');
+    expect(await floorOf('shared-small')).toEqual({ source: 'unknown', rootfs_mib: null });
+    expect(await floorOf('shared-large')).toEqual({ source: 'unknown', rootfs_mib: null });
+    expect(
+      api.stack.logs.some(
+        (line) =>
+          line.pod_uid === pod.metadata?.uid &&
+          String(line.reason).includes(
+            'above the largest disk template shared-small allows (8192 MiB) (it shares its image with shared-large)',
+          ),
       ),
     ).toBe(true);
   });
