@@ -3,19 +3,25 @@
  * that the service decided it (docs/security.md, "What the worker trusts"). A workflow's input
  * is whatever its starter wrote, and anyone who can reach the Temporal frontend can start one;
  * the store is written only by the API (which authenticated the tenant) and by the worker. So a
- * create runs only for a sandbox row that exists, belongs to the input's tenant, is at the
- * input's generation, names the input's operation as its create, is still `creating`, and asks
- * for the input's template and resources; a delete only for the operation row the API inserted
- * for it. Anything else fails with a non-retryable `NotAdmitted` failure and nothing is done.
+ * create runs only under the workflow id of its operation, for a sandbox row that exists,
+ * belongs to the input's tenant, is at the input's generation, names the input's operation as
+ * its create, is still `creating`, and asks for the input's template and resources, with the
+ * deadline its operation row was given and the re-placement policy of the worker's catalog; a
+ * delete only under its operation's workflow id, for the operation row the API inserted for it.
+ * Anything else fails with a non-retryable `NotAdmitted` failure and nothing is done.
  *
  * The pod's image and settings are not compared here: the worker takes them from its own
  * catalog (activities/pods.ts, {@link catalogTemplate}), whatever the input names.
  */
-import { log } from '@temporalio/activity';
+import { Context, log } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import type { TemplateConfig } from '../config/index.js';
+import { placementPolicyOf, type TemplateConfig } from '../config/index.js';
 import type { Store } from '../store/index.js';
-import { NOT_ADMITTED_FAILURE_TYPE, type SandboxResources } from '../contract/index.js';
+import {
+  NOT_ADMITTED_FAILURE_TYPE,
+  type PlacementPolicy,
+  type SandboxResources,
+} from '../contract/index.js';
 
 /** Dependencies of the admission activities. */
 export interface AdmissionDeps {
@@ -36,6 +42,10 @@ export interface AdmitCreateInput {
   resources: SandboxResources;
   generation: number;
   attempt: number;
+  /** The create's deadline, in ms from the workflow's start: the operation row's must match. */
+  deadlineMs: number;
+  /** The re-placement policy the create runs with: the worker's catalog's must match. */
+  placement?: PlacementPolicy;
 }
 
 /** What a delete's workflow input claims, as `admitDelete` checks it against the store. */
@@ -82,6 +92,42 @@ export function catalogTemplate(
   return template;
 }
 
+/**
+ * The workflow id of the running activity's workflow: the API starts each operation's workflow
+ * under the operation's id (api/create-flow.ts, api/delete-flow.ts), so a workflow under another
+ * id was started by someone else.
+ */
+function currentWorkflowId(): string {
+  return Context.current().info.workflowExecution?.workflowId ?? '(none)';
+}
+
+/**
+ * Why the create's deadline is not the one its operation row was given, or undefined when it
+ * is. The row stores `created_at + deadlineMs` (store/store.ts), both in ms, so they match
+ * exactly.
+ */
+function deadlineProblem(
+  operation: { createdAt: string; deadlineAt: string | null } | undefined,
+  deadlineMs: number,
+): string | undefined {
+  if (!operation?.deadlineAt) return 'its operation has no deadline';
+  const stored = Date.parse(operation.deadlineAt) - Date.parse(operation.createdAt);
+  return stored === deadlineMs
+    ? undefined
+    : `it was accepted with a deadline of ${stored} ms, not ${deadlineMs} ms`;
+}
+
+/** Whether two re-placement policies (absent: one placement) are the same. */
+function samePlacement(a: PlacementPolicy | undefined, b: PlacementPolicy | undefined): boolean {
+  if (!a || !b) return a === b;
+  const codes = b.replaceOn;
+  return (
+    a.maxPlacements === b.maxPlacements &&
+    a.replaceOn.length === codes.length &&
+    a.replaceOn.every((code, i) => code === codes[i])
+  );
+}
+
 function sameResources(a: SandboxResources, b: SandboxResources): boolean {
   return a.cpu === b.cpu && a.memoryMib === b.memoryMib && a.diskMib === b.diskMib;
 }
@@ -96,27 +142,40 @@ export function admissionActivities(deps: AdmissionDeps) {
      * @throws the store's error when the database fails (Temporal retries the step)
      */
     async admitCreate(input: AdmitCreateInput): Promise<void> {
+      const workflowId = currentWorkflowId();
       const sandbox = await deps.store.getSandboxById(input.sandboxId);
-      const problem = !sandbox
-        ? 'the store holds no such sandbox'
-        : sandbox.tenant !== input.tenantId
-          ? `it does not belong to tenant ${input.tenantId}`
-          : sandbox.generation !== input.generation
-            ? `it is at generation ${sandbox.generation}, not ${input.generation}`
-            : sandbox.operationId !== input.operationId
-              ? `its create is not operation ${input.operationId}`
-              : sandbox.state !== 'creating'
-                ? `it is ${sandbox.state}, not creating`
-                : sandbox.template !== input.template
-                  ? `it was accepted for template ${sandbox.template}, not ${input.template}`
-                  : !sameResources(sandbox.resources, input.resources)
-                    ? 'it was accepted with other resources'
-                    : undefined;
+      const operation =
+        sandbox && (await deps.store.getOperation(sandbox.tenant, input.operationId));
+      const problem =
+        workflowId !== input.operationId
+          ? `it runs under workflow id ${workflowId}, not its operation's id ${input.operationId}`
+          : !sandbox
+            ? 'the store holds no such sandbox'
+            : sandbox.tenant !== input.tenantId
+              ? `it does not belong to tenant ${input.tenantId}`
+              : sandbox.generation !== input.generation
+                ? `it is at generation ${sandbox.generation}, not ${input.generation}`
+                : sandbox.operationId !== input.operationId
+                  ? `its create is not operation ${input.operationId}`
+                  : sandbox.state !== 'creating'
+                    ? `it is ${sandbox.state}, not creating`
+                    : sandbox.template !== input.template
+                      ? `it was accepted for template ${sandbox.template}, not ${input.template}`
+                      : !sameResources(sandbox.resources, input.resources)
+                        ? 'it was accepted with other resources'
+                        : deadlineProblem(operation ?? undefined, input.deadlineMs);
       if (problem) {
         log.warn('create not admitted', { reason: problem, tenant: input.tenantId });
         throw notAdmitted('create', input.sandboxId, problem);
       }
-      catalogTemplate(deps.templates, input.template, input.sandboxId);
+      const template = catalogTemplate(deps.templates, input.template, input.sandboxId);
+      if (!samePlacement(placementPolicyOf(template), input.placement)) {
+        const why =
+          `its re-placement policy is not the one this worker's catalog gives template ` +
+          `${input.template} (SANDBOX_TEMPLATES: give the API and the worker the same catalog)`;
+        log.warn('create not admitted', { reason: why, tenant: input.tenantId });
+        throw notAdmitted('create', input.sandboxId, why);
+      }
     },
 
     /**
@@ -127,19 +186,23 @@ export function admissionActivities(deps: AdmissionDeps) {
      * @throws the store's error when the database fails (Temporal retries the step)
      */
     async admitDelete(input: AdmitDeleteInput): Promise<void> {
+      const workflowId = currentWorkflowId();
       const operation = await deps.store.getOperation(input.tenantId, input.operationId);
       const sandbox = await deps.store.getSandbox(input.tenantId, input.sandboxId);
-      const problem = !operation
-        ? `the store holds no operation ${input.operationId} of tenant ${input.tenantId}`
-        : operation.type !== 'sandbox.delete' || operation.sandboxId !== input.sandboxId
-          ? `operation ${input.operationId} is not a delete of this sandbox`
-          : !sandbox
-            ? `the store holds no such sandbox of tenant ${input.tenantId}`
-            : sandbox.operationId !== input.createOperationId
-              ? `its create is not operation ${input.createOperationId}`
-              : sandbox.generation !== input.generation
-                ? `it is at generation ${sandbox.generation}, not ${input.generation}`
-                : undefined;
+      const problem =
+        workflowId !== input.operationId
+          ? `it runs under workflow id ${workflowId}, not its operation's id ${input.operationId}`
+          : !operation
+            ? `the store holds no operation ${input.operationId} of tenant ${input.tenantId}`
+            : operation.type !== 'sandbox.delete' || operation.sandboxId !== input.sandboxId
+              ? `operation ${input.operationId} is not a delete of this sandbox`
+              : !sandbox
+                ? `the store holds no such sandbox of tenant ${input.tenantId}`
+                : sandbox.operationId !== input.createOperationId
+                  ? `its create is not operation ${input.createOperationId}`
+                  : sandbox.generation !== input.generation
+                    ? `it is at generation ${sandbox.generation}, not ${input.generation}`
+                    : undefined;
       if (problem) {
         log.warn('delete not admitted', { reason: problem, tenant: input.tenantId });
         throw notAdmitted('delete', input.sandboxId, problem);

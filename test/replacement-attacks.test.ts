@@ -8,6 +8,7 @@ import type { WorkflowFailedError, WorkflowHandle } from '@temporalio/client';
 import { CancelledFailure } from '@temporalio/common';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ReadinessDecider } from '../activities/readiness-decider.js';
+import { DEFAULT_TEMPLATES, type TemplateConfig } from '../config/index.js';
 import type { CreateSandboxInput } from '../contract/index.js';
 import { SandboxInformers } from '../kubernetes/sandbox-informers.js';
 import type { createSandbox } from '../workflows/create-sandbox.js';
@@ -17,6 +18,10 @@ import { startTestStack, type TestStack } from './support/stack.js';
 import { until } from './support/until.js';
 
 const NAMESPACE = 'sandboxes';
+/** The worker's catalog: `base` with the policy the creates below run with (admission compares). */
+const REPLACING_TEMPLATES: Record<string, TemplateConfig> = {
+  base: { ...DEFAULT_TEMPLATES.base!, replace_on: ['ResourceExhausted'], max_placements: 3 },
+};
 const PODS = `/api/v1/namespaces/${NAMESPACE}/pods`;
 
 let stack: TestStack | undefined;
@@ -40,6 +45,7 @@ async function startReplacingCreate(current: TestStack): Promise<{
     template: input.template,
     resources: input.resources,
     operationId: input.operationId,
+    deadlineMs: input.deadlineMs,
   });
   expect(stored.kind).toBe('created');
   const handle = await current.temporal.client.workflow.start<typeof createSandbox>(
@@ -66,6 +72,7 @@ describe('re-placement under attack', () => {
   it('a cancel while the second placement creates its pod waits for the pod, then deletes both placements by uid', async () => {
     stack = await startTestStack({
       cluster: { nodeNames: ['node-a', 'node-b'], startupDelayMs: 100 },
+      templates: REPLACING_TEMPLATES,
     });
     const cluster = stack.cluster;
     cluster.faults.refuseOnNode('node-a', 'ResourceExhausted', 'no sandbox capacity left');
@@ -107,6 +114,7 @@ describe('re-placement under attack', () => {
   it('a second decider still holding the first pod deciding it late changes nothing: the create runs on node-b', async () => {
     stack = await startTestStack({
       cluster: { nodeNames: ['node-a', 'node-b'], startupDelayMs: 100 },
+      templates: REPLACING_TEMPLATES,
     });
     // Another worker's decider: it sees node-a's refusal of the first pod and its deletion too.
     const informers = new SandboxInformers({

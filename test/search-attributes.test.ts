@@ -126,6 +126,7 @@ describe('a namespace without the search attributes', () => {
           template: input.template,
           resources: input.resources,
           operationId: input.operationId,
+          deadlineMs: input.deadlineMs,
         });
         const client = new Client({ connection, namespace });
         const handle = await client.workflow.start<typeof createSandbox>('createSandbox', {

@@ -84,6 +84,7 @@ async function storedSandbox(): Promise<CreateSandboxInput> {
     template: input.template,
     resources: input.resources,
     operationId: input.operationId,
+    deadlineMs: input.deadlineMs,
   });
   expect(stored.kind).toBe('created');
   return input;
@@ -138,6 +139,51 @@ describe('the worker trusts only what the service decided', () => {
       state: 'running',
       pod: { uid: created.pod.uid, ip: created.pod.ip },
     });
+  });
+
+  it("a create of a stored sandbox started under another workflow id than its operation's makes no pod and fails NotAdmitted", async () => {
+    const victim = await storedSandbox();
+    const since = Date.now();
+    const handle = await api.stack.temporal.client.workflow.start<typeof createSandbox>(
+      'createSandbox',
+      {
+        workflowId: `forged-${victim.operationId}`,
+        taskQueue: api.stack.taskQueue,
+        args: [victim],
+        typedSearchAttributes: operationSearchAttributes(victim, 'create'),
+      },
+    );
+    expect((await notAdmitted(handle)).message).toContain(
+      `it runs under workflow id forged-${victim.operationId}, not its operation's id ${victim.operationId}`,
+    );
+    expect(podWrites(since)).toEqual([]);
+    expect(await api.stack.store.getSandboxById(victim.sandboxId)).toMatchObject({
+      state: 'creating',
+      pod: { uid: null },
+    });
+  });
+
+  it('a create of a stored sandbox with another deadline than its operation was given makes no pod and fails NotAdmitted', async () => {
+    const victim = await storedSandbox();
+    const since = Date.now();
+    const handle = await startForgedCreate({ ...victim, deadlineMs: 365 * 86_400_000 });
+    expect((await notAdmitted(handle)).message).toContain(
+      `it was accepted with a deadline of ${victim.deadlineMs} ms, not 31536000000 ms`,
+    );
+    expect(podWrites(since)).toEqual([]);
+  });
+
+  it("a create of a stored sandbox with a re-placement policy its template's catalog entry does not give makes no pod and fails NotAdmitted", async () => {
+    const victim = await storedSandbox();
+    const since = Date.now();
+    const handle = await startForgedCreate({
+      ...victim,
+      placement: { replaceOn: ['Unavailable'], maxPlacements: 10 },
+    });
+    expect((await notAdmitted(handle)).message).toContain(
+      "its re-placement policy is not the one this worker's catalog gives template base",
+    );
+    expect(podWrites(since)).toEqual([]);
   });
 
   it("the pod runs the worker's catalog image, not the one the workflow input names", async () => {

@@ -182,6 +182,8 @@ async function admit(input: CreateSandboxInput): Promise<void> {
         tenantId: input.tenantId,
         template: input.template,
         resources: input.resources,
+        deadlineMs: input.deadlineMs,
+        placement: input.placement,
       }),
     );
   } catch (err) {

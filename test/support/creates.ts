@@ -66,6 +66,7 @@ export async function startCreate(
     template: input.template,
     resources: input.resources,
     operationId: input.operationId,
+    deadlineMs: input.deadlineMs,
   });
   if (stored.kind !== 'created') throw new Error(`sandbox not stored: ${stored.kind}`);
   const handle = await stack.temporal.client.workflow.start<typeof createSandbox>('createSandbox', {
