@@ -9,6 +9,7 @@ import { OIDC_VARIABLES, OidcConfigProblem, parseOidc, type OidcConfig } from '.
 import { isLogLevel, LOG_LEVELS } from './logger.js';
 import {
   parseTemporalCredentials,
+  refusePlaintextApiKey,
   TEMPORAL_CONNECTION_VARIABLES,
   TemporalConnectionProblem,
   type TemporalCredentials,
@@ -464,6 +465,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   let temporalCredentials: TemporalCredentials;
   try {
     temporalCredentials = parseTemporalCredentials(env);
+    refusePlaintextApiKey(temporalAddress, temporalCredentials);
   } catch (err) {
     if (err instanceof TemporalConnectionProblem) throw new ConfigError(err.variable, err.message);
     throw err;

@@ -235,6 +235,28 @@ export function isLoopbackAddress(address: string): boolean {
 }
 
 /**
+ * Refuses to send an API key in plaintext to a frontend that is not on this machine: whoever
+ * is on the path would read the key and then act as the service on Temporal (start, read and
+ * cancel every tenant's workflows). On loopback it is only warned about
+ * ({@link temporalConnectionWarnings}), for a local server without TLS.
+ * @param address the frontend's `host:port`; undefined is npm start's own server (loopback)
+ * @throws TemporalConnectionProblem naming TEMPORAL_TLS when an API key would go in plaintext
+ *   off this machine
+ */
+export function refusePlaintextApiKey(
+  address: string | undefined,
+  credentials: TemporalCredentials,
+): void {
+  if (!credentials.apiKey || credentials.tls || !address || isLoopbackAddress(address)) return;
+  throw new TemporalConnectionProblem(
+    'TEMPORAL_TLS',
+    `is false but TEMPORAL_API_KEY is set and TEMPORAL_ADDRESS (${address}) is not on this ` +
+      'machine: the key would travel in plaintext. Turn TLS on (unset TEMPORAL_TLS), or use ' +
+      'the key only with a server on loopback',
+  );
+}
+
+/**
  * What a process should warn about at start: plaintext to a frontend that is not on this
  * machine (anyone on the path reads and forges every call), and an API key sent in plaintext.
  * @returns one message per problem; empty when there is none

@@ -229,6 +229,25 @@ describe('configuration mistakes', () => {
     throw new Error('loadConfig accepted it');
   };
 
+  it('an API key in plaintext to an address off this machine; on loopback it is only warned about', () => {
+    expect(problem({ TEMPORAL_API_KEY: 'k', TEMPORAL_TLS: 'false' })).toMatch(
+      /^TEMPORAL_TLS: is false but TEMPORAL_API_KEY is set and TEMPORAL_ADDRESS \(temporal\.example\.com:7233\) is not on this machine/,
+    );
+    const local = loadConfig({
+      TEMPORAL_ADDRESS: '127.0.0.1:7233',
+      TEMPORAL_API_KEY: 'k',
+      TEMPORAL_TLS: 'false',
+    });
+    expect(temporalConnectionWarnings('127.0.0.1:7233', local.temporalCredentials)).toEqual([
+      expect.stringMatching(/^TEMPORAL_API_KEY is sent in plaintext/),
+    ]);
+    // With TLS (the default once a key is set) it goes anywhere.
+    expect(
+      loadConfig({ TEMPORAL_ADDRESS: 'temporal.example.com:7233', TEMPORAL_API_KEY: 'k' })
+        .temporalCredentials.apiKey,
+    ).toBe('k');
+  });
+
   it('a certificate without its key, or a key without its certificate', () => {
     expect(problem({ TEMPORAL_TLS_CLIENT_CERT_PATH: clientA.certPath })).toMatch(
       /^TEMPORAL_TLS_CLIENT_CERT_PATH: is set without TEMPORAL_TLS_CLIENT_KEY_PATH/,
