@@ -20,6 +20,7 @@ export interface GoalSizes {
 /** The rows of the table, top to bottom, by id. */
 export const GOAL_ROW_IDS = [
   'refusalsAtOnceNoneWaiting',
+  'cpuPerCreate',
   'oneRefusalWithMany',
   'atOnceWithMany',
   'requestsPerWait',
@@ -35,7 +36,11 @@ export const GOAL_ROW_IDS = [
 export type GoalRowId = (typeof GOAL_ROW_IDS)[number];
 
 /** The rows measured on the embedded stack (scripts/bench/open-loop.ts). */
-export const STACK_ROW_IDS: readonly GoalRowId[] = ['refusalsAtOnceNoneWaiting', 'openLoop'];
+export const STACK_ROW_IDS: readonly GoalRowId[] = [
+  'refusalsAtOnceNoneWaiting',
+  'cpuPerCreate',
+  'openLoop',
+];
 
 /** The rows measured with waiting creates (scripts/bench/waits.ts). */
 export const WAITS_ROW_IDS: readonly GoalRowId[] = GOAL_ROW_IDS.filter(
@@ -56,6 +61,11 @@ export interface GoalFigures {
    */
   floorAtOnce?: Summary;
   floorAtOnceFromStart?: Summary;
+  /**
+   * CPU time of the stack process (API + worker + simulated cluster) per refused create of the
+   * `atOnce` burst, compensation included, idle use subtracted, in ms (issue 34).
+   */
+  cpuMsPerCreate?: number;
   /** One refusal (event -> GET shows failed) with 1 waiting, and with `many` waiting. */
   oneRefusalWith1?: Summary;
   oneRefusalWithMany?: Summary;
@@ -92,10 +102,13 @@ export interface GoalFigures {
   killDeadlineMs?: number;
 }
 
-/** A printed cell: the value and whether the goal is met. */
+/**
+ * A printed cell: the value and whether the goal is met; `met` undefined: the goal compares
+ * with the baseline, and this is the baseline's own cell.
+ */
 export interface Cell {
   text: string;
-  met: boolean;
+  met: boolean | undefined;
 }
 
 /** One row of the table: the figure, its goal, how a checkout's figures read. */
@@ -103,8 +116,11 @@ interface GoalRow {
   id: GoalRowId;
   figure: (sizes: GoalSizes) => string;
   goal: string;
-  /** The cell, or undefined when a figure it needs is missing or not finite. */
-  cell: (f: GoalFigures, sizes: GoalSizes) => Cell | undefined;
+  /**
+   * The cell, or undefined when a figure it needs is missing or not finite. `baseline`: the
+   * baseline checkout's figures, for a goal relative to it (absent in the baseline's own cell).
+   */
+  cell: (f: GoalFigures, sizes: GoalSizes, baseline?: GoalFigures) => Cell | undefined;
 }
 
 const ms = (v: number) => (v >= 10_000 ? `${(v / 1000).toFixed(1)} s` : `${Math.round(v)} ms`);
@@ -149,6 +165,22 @@ export const GOAL_ROWS: GoalRow[] = [
               f.refusalsAtOnceNoneWaiting.p50 <= 3 * f.floorAtOnce.p50,
           }
         : undefined,
+  },
+  {
+    id: 'cpuPerCreate',
+    figure: (z) =>
+      `stack-process CPU per refused create (${z.atOnce} at once, compensation included)`,
+    goal: "<= 0.5x the baseline's in the same run",
+    cell: (f, _z, baseline) => {
+      if (!finite(f.cpuMsPerCreate)) return undefined;
+      const text = `${f.cpuMsPerCreate.toFixed(1)} ms`;
+      if (!baseline) return { text, met: undefined };
+      if (!finite(baseline.cpuMsPerCreate)) return undefined;
+      return {
+        text: `${text} (${x(f.cpuMsPerCreate, baseline.cpuMsPerCreate)} the baseline's)`,
+        met: f.cpuMsPerCreate <= 0.5 * baseline.cpuMsPerCreate,
+      };
+    },
   },
   {
     id: 'oneRefusalWithMany',
@@ -280,10 +312,19 @@ export function cellOf(
   row: GoalRow,
   f: GoalFigures,
   sizes: GoalSizes,
+  baseline?: GoalFigures,
 ): Cell | { notRun: string } | undefined {
   const why = f.notRun?.[row.id];
   if (why !== undefined) return { notRun: why };
-  return row.cell(f, sizes);
+  return row.cell(f, sizes, baseline);
+}
+
+/** The baseline's figures for the checkout at `index` (the first checkout is the baseline). */
+function baselineFor(
+  figures: Array<{ label: string; figures: GoalFigures }>,
+  index: number,
+): GoalFigures | undefined {
+  return index > 0 && figures[0]?.label === 'baseline' ? figures[0].figures : undefined;
 }
 
 /**
@@ -301,10 +342,12 @@ export function goalTable(
     line(['---', '---', ...figures.flatMap(() => ['---', '---'])]),
   ];
   for (const row of GOAL_ROWS.filter((r) => ids.includes(r.id))) {
-    const cells = figures.flatMap(({ figures: f }) => {
-      const cell = cellOf(row, f, sizes);
+    const cells = figures.flatMap(({ label, figures: f }, i) => {
+      const cell = cellOf(row, f, sizes, baselineFor(figures, i));
       if (cell === undefined) return ['NOT MEASURED (error)', 'ERROR'];
       if ('notRun' in cell) return [`not run: ${cell.notRun}`, ''];
+      if (cell.met === undefined)
+        return [cell.text, label === 'baseline' ? 'baseline' : 'no baseline'];
       return [cell.text, cell.met ? 'PASS' : 'MISS'];
     });
     lines.push(line([row.figure(sizes), row.goal, ...cells]));
@@ -322,9 +365,9 @@ export function unmeasuredRows(
   ids: readonly GoalRowId[] = GOAL_ROW_IDS,
 ): string[] {
   const missing: string[] = [];
-  for (const { label, figures: f } of figures)
+  for (const [i, { label, figures: f }] of figures.entries())
     for (const row of GOAL_ROWS.filter((r) => ids.includes(r.id)))
-      if (cellOf(row, f, sizes) === undefined)
+      if (cellOf(row, f, sizes, baselineFor(figures, i)) === undefined)
         missing.push(`${label}: row "${row.figure(sizes)}" could not be measured`);
   return missing;
 }

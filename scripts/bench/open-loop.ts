@@ -22,11 +22,13 @@ import {
   expectRefused,
   isDone,
   outcomeVisible,
+  podCount,
   problems,
   sleep,
   stamp,
   startStack,
   summary,
+  until,
   watchRefusals,
   type Summary,
 } from './support.js';
@@ -320,9 +322,29 @@ export async function measureStackFigures(
     console.log(
       `  floor: one failing activity, ${counts.atOnce} at once, from its refusal ${JSON.stringify(floorAtOnce.fromMark)}, from the start ${JSON.stringify(floorAtOnce.fromStart)}`,
     );
+    // The stack process's CPU for the burst, compensation included (until the refused pods are
+    // deleted), less what it spends idle over as long (informer resyncs, timers, metrics).
+    const podsBefore = await podCount(stack);
+    const idleFromMs = performance.now();
+    const idleFromCpuMs = stack.cpuMs();
+    await sleep(3_000);
+    const idleCpuPerMs = (stack.cpuMs() - idleFromCpuMs) / (performance.now() - idleFromMs);
+    const burstFromMs = performance.now();
+    const burstFromCpuMs = stack.cpuMs();
     figures.refusalsAtOnceNoneWaiting = summary(await atOnce(counts.atOnce, eventToFailed));
     console.log(
       `  product: ${counts.atOnce} refusals at once, event -> failed ${JSON.stringify(figures.refusalsAtOnceNoneWaiting)}`,
+    );
+    await until(
+      async () => (await podCount(stack)) <= podsBefore,
+      60_000,
+      'the refused pods deleted',
+    ).catch((err: unknown) => problems.push(`${checkout.label}: ${errorText(err)}`));
+    const burstCpuMs =
+      stack.cpuMs() - burstFromCpuMs - idleCpuPerMs * (performance.now() - burstFromMs);
+    figures.cpuMsPerCreate = Math.round((burstCpuMs / counts.atOnce) * 10) / 10;
+    console.log(
+      `  stack process CPU per refused create: ${figures.cpuMsPerCreate} ms (idle ${(idleCpuPerMs * 1000).toFixed(0)} ms/s subtracted)`,
     );
     const floor = await highestHeldRate(
       counts.floorRates,

@@ -4,7 +4,7 @@
  * results file in bench-results/, and the list of failed checks that sets the exit code.
  */
 import type { TemporalCredentials } from '../../config/temporal-connection.js';
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -111,6 +111,26 @@ export function memoryMib(pid: number, field: 'VmHWM' | 'VmRSS'): number {
   return Math.round(Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? NaN) / 1024);
 }
 
+let clockTicksPerS: number | undefined;
+
+/**
+ * The CPU time (user + system) process `pid` has used so far, in ms: fields 14 and 15 of
+ * /proc/<pid>/stat (proc(5)), in clock ticks (`getconf CLK_TCK`, 100 on Linux); its threads
+ * included, its children (the Temporal dev server) not. NaN when the process is gone.
+ */
+export function cpuMs(pid: number): number {
+  clockTicksPerS ??= Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim());
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return NaN;
+  }
+  // After the command name in parentheses: field 3 (state) is index 0, utime 11, stime 12.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / clockTicksPerS;
+}
+
 /**
  * Templates with distinct images (all 451 MiB on the simulated node and the node agent), so
  * every refused create meets a floor still unknown and reaches the node (docs/configuration.md, "Templates").
@@ -159,6 +179,8 @@ export interface BenchStack {
   kubeConfig(): KubeConfig;
   /** Peak RSS of the stack process (worker + API + cluster; VmHWM), in MiB. */
   peakRssMib(): number;
+  /** CPU time the stack process (worker + API + simulated cluster) used so far, in ms ({@link cpuMs}). */
+  cpuMs(): number;
   /** SIGINT, wait for the exit, remove the DATA_DIR. */
   stop(): Promise<void>;
 }
@@ -230,6 +252,7 @@ export async function startStack(
       return kubeConfig;
     },
     peakRssMib: () => memoryMib(stack.pid ?? -1, 'VmHWM'),
+    cpuMs: () => cpuMs(stack.pid ?? -1),
     stop,
   };
 }

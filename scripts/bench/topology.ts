@@ -24,7 +24,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { startTopology, type Topology } from '../../environments/topology/index.js';
 import { measureNotify } from './notify.js';
 import { measureOutcomes, type OutcomeRow } from './outcomes.js';
-import { BENCH_SERVICE_ENV, FreshTemplates, memoryMib, type BenchStack } from './support.js';
+import { BENCH_SERVICE_ENV, cpuMs, FreshTemplates, memoryMib, type BenchStack } from './support.js';
 
 /**
  * The production topology as a {@link BenchStack} of the outcome benchmark.
@@ -80,6 +80,13 @@ async function startTopologyStack(
       const kubeConfig = new KubeConfig();
       kubeConfig.loadFromFile(topology.adminKubeconfigPath);
       return kubeConfig;
+    },
+    // The API and worker processes' CPU (a restarted one counts from its restart).
+    cpuMs() {
+      return services.reduce((sum, service) => {
+        const pid = service.pid();
+        return pid === undefined ? sum : sum + cpuMs(pid);
+      }, 0);
     },
     peakRssMib() {
       samplePeaks();
