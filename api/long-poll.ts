@@ -45,39 +45,39 @@ export async function readOperationWhenChanged(
   waitMs: number,
   options: { signal?: AbortSignal; until?: (operation: Operation) => boolean } = {},
 ): Promise<Operation | undefined> {
-  const first = await readOperation(deps, tenant, id);
-  if (!first || first.done || waitMs <= 0 || holding >= MAX_LONG_POLLS) return first;
-  const settled =
-    options.until ?? ((operation: Operation) => stateOf(operation) !== stateOf(first));
-  if (settled(first)) return first;
+  if (waitMs <= 0 || holding >= MAX_LONG_POLLS) return readOperation(deps, tenant, id);
   const deadlineAtMs = Date.now() + waitMs;
+  const remainingMs = () => deadlineAtMs - Date.now();
+  // Ends the listener still registered when this returns (a change it no longer waits for).
+  const done = new AbortController();
+  const signal = options.signal ? AbortSignal.any([options.signal, done.signal]) : done.signal;
+  const read = () => readOperation(deps, tenant, id);
   holding += 1;
   try {
+    // Listen first, then read: a change after the read wakes the listener, one before it is in
+    // the read. Each wake listens again before it reads, so a wait costs one read per change.
+    let changed = deps.store.waitForOperationChange(id, remainingMs(), signal);
+    const first = await read();
+    if (!first || first.done) return first;
+    const settled =
+      options.until ?? ((operation: Operation) => stateOf(operation) !== stateOf(first));
     let current = first;
-    for (;;) {
-      const remainingMs = deadlineAtMs - Date.now();
-      if (remainingMs <= 0 || options.signal?.aborted) return current;
-      // Listen first, then read: a change between the two is never missed.
-      const changed = deps.store.waitForOperationChange(id, remainingMs, options.signal);
-      const reread = await readOperation(deps, tenant, id);
-      if (!reread) return current;
-      current = reread;
-      if (current.done || settled(current)) return current;
-      if (!(await changed)) return (await readOperation(deps, tenant, id)) ?? current;
-      const woken = await readOperation(deps, tenant, id);
+    while (!settled(current)) {
+      if (remainingMs() <= 0 || options.signal?.aborted) return current;
+      if (!(await changed)) return (await read()) ?? current;
+      changed = deps.store.waitForOperationChange(id, remainingMs(), signal);
+      const woken = await read();
       if (!woken) return current;
       current = woken;
-      if (current.done || settled(current)) return current;
+      if (current.done) return current;
     }
+    return current;
   } finally {
+    done.abort();
     holding -= 1;
   }
 }
 
-/**
- * Parses `wait` (`30s`, `1500ms`, or a number of seconds) into ms, capped at {@link MAX_WAIT_MS}.
- * @returns undefined when the value is not a duration
- */
 export function parseWait(value: unknown): number | undefined {
   if (typeof value !== 'string') return undefined;
   const match = /^(\d{1,6})(ms|s)?$/.exec(value.trim());

@@ -227,6 +227,47 @@ describe('long-poll', () => {
     }
   });
 
+  it('reads the operation once, and once more per change it is woken for', async () => {
+    api.stack.cluster.faults.neverReady(true);
+    try {
+      const op = await createAsync(1024);
+      await awaitOperation(api.app, api.tenantA, op.id, {
+        until: (current) => current.phase === 'waiting_for_ip',
+      });
+      // The same store, counting this operation's reads and the wakes of its waits.
+      const store = api.stack.store;
+      let reads = 0;
+      let wakes = 0;
+      const counting: typeof store = {
+        ...store,
+        getOperation: (tenant, id) => {
+          if (id === op.id) reads += 1;
+          return store.getOperation(tenant, id);
+        },
+        waitForOperationChange: async (id, timeoutMs, signal) => {
+          const changed = await store.waitForOperationChange(id, timeoutMs, signal);
+          if (changed && id === op.id) wakes += 1;
+          return changed;
+        },
+      };
+      const app = api.appWith({}, { store: counting });
+      const poll = request(app).get(`/v1/operations/${op.id}?wait=30s`).set(bearer(api.tenantA));
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      const cancel = await request(api.app)
+        .post(`/v1/operations/${op.id}/cancel`)
+        .set(bearer(api.tenantA));
+      expect(cancel.status, cancel.text).toBe(202);
+      const answered = await poll;
+      expect(answered.status).toBe(200);
+      expect(answered.body.status).toBe('cancelled');
+      expect(wakes).toBeGreaterThanOrEqual(1);
+      expect(reads, `${reads} reads for ${wakes} wakes`).toBe(1 + wakes);
+      await awaitOperation(api.app, api.tenantA, op.id);
+    } finally {
+      api.stack.cluster.faults.neverReady(false);
+    }
+  });
+
   it('answers at the timeout with the current state when nothing changes', async () => {
     api.stack.cluster.faults.neverReady(true);
     try {

@@ -87,6 +87,8 @@ export class SimulatedKubelet implements SimulatedNode {
   private readonly unsubscribe: () => void;
   private nextIp = 0;
   private eventSequence = 0n;
+  /** Pod uid -> message -> the name of this node's event that says it (dropped with the pod). */
+  private readonly failureEvents = new Map<string, Map<string, string>>();
   private stopped = false;
 
   constructor(
@@ -99,15 +101,12 @@ export class SimulatedKubelet implements SimulatedNode {
 
   recordSandboxFailure(namespace: string, podName: string, message: string): unknown {
     const pod = this.store.get('pods', namespace, podName);
-    const existing = this.store
-      .list('events', namespace)
-      .filter(
-        (event) =>
-          (event.involvedObject as Json | undefined)?.uid === pod.metadata.uid &&
-          event.reason === SANDBOX_FAILURE_REASON &&
-          event.message === message,
-      )
-      .at(-1);
+    // Like kubelet's event correlator, a repeat of this node's own event (same pod uid, reason
+    // and message) bumps its count; found by the name it was created under, not by a scan of
+    // every event of the namespace.
+    const ofPod = this.failureEvents.get(pod.metadata.uid) ?? new Map<string, string>();
+    const existingName = ofPod.get(message);
+    const existing = existingName && this.store.find('events', namespace, existingName);
     const now = kubeTime();
     if (existing) {
       return this.store.update('events', namespace, existing.metadata.name, (event) => {
@@ -115,6 +114,18 @@ export class SimulatedKubelet implements SimulatedNode {
         event.lastTimestamp = now;
       });
     }
+    const created = this.createFailureEvent(namespace, podName, pod, message, now);
+    this.failureEvents.set(pod.metadata.uid, ofPod.set(message, created.metadata.name));
+    return created;
+  }
+
+  private createFailureEvent(
+    namespace: string,
+    podName: string,
+    pod: KubeObject,
+    message: string,
+    now: string,
+  ): KubeObject {
     return this.store.create('events', {
       apiVersion: 'v1',
       kind: 'Event',
@@ -212,6 +223,7 @@ export class SimulatedKubelet implements SimulatedNode {
     if (change.type === 'DELETED') {
       this.stopRun(uid);
       this.admitted.delete(uid);
+      this.failureEvents.delete(uid);
       return;
     }
     const nodeName = (change.object.spec as Json | undefined)?.nodeName;
