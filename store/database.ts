@@ -10,6 +10,7 @@ import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import type { Database } from './schema.js';
 import { SharedFileSqliteDialect } from './sqlite-dialect.js';
+import { withPreparedStatements } from './statement-cache.js';
 
 /** Which SQL engine is behind the connection. */
 export type DialectName = 'sqlite' | 'postgres';
@@ -76,7 +77,9 @@ function openSqlite(file: string): Pick<DatabaseHandle, 'db' | 'sqliteDataVersio
   if (!inMemory) database.pragma('journal_mode = WAL');
   database.pragma('foreign_keys = ON');
   return {
-    db: new Kysely<Database>({ dialect: new SharedFileSqliteDialect(file, { database }) }),
+    db: new Kysely<Database>({
+      dialect: new SharedFileSqliteDialect(file, { database: withPreparedStatements(database) }),
+    }),
     sqliteDataVersion: inMemory
       ? undefined
       : () => (database.open ? (database.pragma('data_version', { simple: true }) as number) : 0),

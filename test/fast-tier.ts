@@ -23,6 +23,7 @@ export const FAST_TESTS = [
   'test/placement-rules.test.ts',
   'test/refusal-bounds.test.ts',
   'test/refusal.test.ts',
+  'test/statement-cache.test.ts',
   'test/trace-missing.test.ts',
   'test/watch-policy.test.ts',
 ];
