@@ -21,7 +21,9 @@
  *     and `notify` on the topology's PostgreSQL (scripts/bench/topology.ts)
  *     -> bench-results/bench-topology-<time>.json;
  *   - `noisy`: one tenant floods creates while another makes synchronous creates, baseline
- *     beside candidate (scripts/bench/noisy.ts) -> bench-results/bench-noisy-<time>.json.
+ *     beside candidate (scripts/bench/noisy.ts) -> bench-results/bench-noisy-<time>.json;
+ *   - `split`: the burst of refusals with the API and the worker as separate processes, CPU per
+ *     create of each (scripts/bench/split.ts) -> bench-results/bench-split-<time>.json.
  *
  * `--quick` runs smaller counts (a trial, not the issue's figures). The baseline is the
  * checkout at BASELINE_DIR, the candidate the one at CANDIDATE_DIR (default: this one).
@@ -45,6 +47,7 @@ import { ladderCountsOf, measureStackFigures } from './open-loop.js';
 import { measureOutcomes } from './outcomes.js';
 import { compareRefusalLatency } from './real.js';
 import { measureReplacement } from './replace.js';
+import { measureSplitProcesses } from './split.js';
 import { measureTopologyThroughput } from './topology.js';
 import { errorText, finish, problems, writeResults } from './support.js';
 import { measureWaitFigures, waitSizesOf } from './waits.js';
@@ -153,6 +156,7 @@ const MODES: Record<string, (quick: boolean) => Promise<Record<string, unknown>>
   replace: (quick) => measureReplacement(quick),
   topology: (quick) => measureTopologyThroughput(quick),
   noisy: (quick) => measureNoisyNeighbour(quick),
+  split: (quick) => measureSplitProcesses(quick),
 };
 
 /** The mode named by the arguments (`real`, `--real`, ...), `default` when none is. */

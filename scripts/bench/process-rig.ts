@@ -122,6 +122,11 @@ export class ProcessRig {
     return undefined;
   }
 
+  /** The pid of the process running `entry` (`api/main.ts` or `worker/main.ts`), -1 when none. */
+  pidOf(entry: 'api/main.ts' | 'worker/main.ts'): number {
+    return this.children.find((kept) => kept.entry === entry)?.child.pid ?? -1;
+  }
+
   /** The API's base URL, e.g. `http://127.0.0.1:41234`. */
   get base(): string {
     return `http://127.0.0.1:${this.apiPort}`;
