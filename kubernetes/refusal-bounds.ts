@@ -120,12 +120,32 @@ export function eventTimesMs(event: CoreV1Event): number[] {
 /** The bounds a worker holds refusal events to; one per process. */
 export class RefusalBounds {
   private readonly logged = new Set<string>();
+  /** Template -> its floor bound; the catalog of the options does not change. */
+  private readonly floorBounds = new Map<string, FloorBound>();
 
   constructor(private readonly options: RefusalBoundsOptions = {}) {}
 
   /** The allowed clock skew, in ms. */
   get clockSkewMs(): number {
     return this.options.clockSkewMs ?? CLOCK_SKEW_ALLOWANCE_MS;
+  }
+
+  /**
+   * {@link floorBoundOf} of the options' catalog, computed once per catalog template (a worker's
+   * catalog does not change while it runs).
+   */
+  private floorBound(template: string | undefined): FloorBound {
+    const { templates } = this.options;
+    // Only the catalog's templates are kept: a pod's annotation could name anything.
+    if (!template || !templates || !Object.hasOwn(templates, template)) {
+      return floorBoundOf(templates, template);
+    }
+    let bound = this.floorBounds.get(template);
+    if (!bound) {
+      bound = floorBoundOf(templates, template);
+      this.floorBounds.set(template, bound);
+    }
+    return bound;
   }
 
   /**
@@ -152,7 +172,7 @@ export class RefusalBounds {
     if (!refusal.decisive) return undefined;
     const claimed = parseRootfsFloor(refusal.reason);
     const template = pod.metadata?.annotations?.[POD_ANNOTATIONS.template];
-    const bound = floorBoundOf(this.options.templates, template);
+    const bound = this.floorBound(template);
     if (claimed !== undefined && claimed > bound.mib) {
       const sibling =
         bound.template === template ? '' : ` (it shares its image with ${template ?? '(unknown)'})`;
