@@ -19,7 +19,12 @@ export interface SignedHeaders {
  * @param secrets `whsec_…` secrets, at least one
  * @throws Error when `secrets` is empty, or the library's error for a malformed secret
  */
-export function signWebhook(id: string, at: Date, body: string, secrets: readonly string[]): SignedHeaders {
+export function signWebhook(
+  id: string,
+  at: Date,
+  body: string,
+  secrets: readonly string[],
+): SignedHeaders {
   if (secrets.length === 0) throw new Error('a webhook needs at least one secret to sign with');
   const signature = secrets.map((secret) => new Webhook(secret).sign(id, at, body)).join(' ');
   return {
