@@ -23,4 +23,5 @@ export const FAST_TESTS = [
   'test/refusal.test.ts',
   'test/trace-missing.test.ts',
   'test/watch-policy.test.ts',
+  'test/webhook-targets.test.ts',
 ];
