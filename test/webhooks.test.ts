@@ -7,9 +7,11 @@
  */
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { Writable } from 'node:stream';
 import request from 'supertest';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { run } from '../cli/program.js';
 import {
   awaitOperation,
   bearer,
@@ -340,5 +342,73 @@ describe('webhook delivery', () => {
     expect(String(attempt!.error)).toContain('redirects are not followed');
     expect(target.forSandbox(created.sandbox_id).length).toBeGreaterThanOrEqual(1);
     await request(api.app).delete(`/v1/webhook-endpoints/${endpoint.id}`).set(bearer(api.tenantA));
+  });
+});
+
+class Capture extends Writable {
+  text = '';
+  override _write(chunk: Buffer, _encoding: string, done: () => void): void {
+    this.text += chunk.toString();
+    done();
+  }
+}
+
+describe('webhooks CLI', () => {
+  it('creates, lists, rotates, shows deliveries of and deletes an endpoint', async () => {
+    const { url, close } = await api.listen();
+    const cli = async (...args: string[]) => {
+      const stdout = new Capture();
+      const stderr = new Capture();
+      const env = { DURABLE_SANDBOX_URL: url, DURABLE_SANDBOX_TOKEN: api.tenantA.token };
+      const code = await run(args, { stdout, stderr, env });
+      return { code, stdout: stdout.text, stderr: stderr.text };
+    };
+    try {
+      const target = await receiver();
+      const created = await cli(
+        '-o',
+        'json',
+        'webhooks',
+        'create',
+        target.url(),
+        '--events',
+        'sandbox.running',
+      );
+      expect(created.code, created.stderr).toBe(0);
+      const endpoint = JSON.parse(created.stdout) as {
+        id: string;
+        secret: string;
+        event_types: string[];
+      };
+      expect(endpoint.secret).toMatch(/^whsec_/);
+      expect(endpoint.event_types).toEqual(['sandbox.running']);
+
+      const listed = await cli('webhooks', 'list');
+      expect(listed.stdout).toContain(endpoint.id);
+      expect(listed.stdout).not.toContain(endpoint.secret);
+
+      const rotated = await cli('webhooks', 'rotate-secret', endpoint.id);
+      expect(rotated.code, rotated.stderr).toBe(0);
+      expect(rotated.stdout).toMatch(/secret {2}whsec_/);
+
+      const sandbox = await createSandbox(2048);
+      await receivedFor(target, sandbox.sandbox_id, 1);
+      const shown = await eventually(async () => {
+        const result = await cli('webhooks', 'deliveries', endpoint.id);
+        return result.stdout.includes('succeeded') ? result : undefined;
+      });
+      expect(shown.stdout).toContain('sandbox.running');
+
+      const removed = await cli('webhooks', 'delete', endpoint.id);
+      expect(removed.code, removed.stderr).toBe(0);
+      const again = await cli('webhooks', 'delete', endpoint.id);
+      expect(again.code).toBe(1);
+      expect(again.stderr).toContain('not_found');
+
+      const bad = await cli('webhooks', 'create', target.url(), '--events', 'sandbox.bogus');
+      expect(bad.code).toBe(2);
+    } finally {
+      await close();
+    }
   });
 });
