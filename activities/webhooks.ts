@@ -12,6 +12,8 @@ import {
   type SandboxState,
   type WebhookDeliveryStatus,
   type WebhookEvent,
+  type WebhookEventRef,
+  NOT_ADMITTED_FAILURE_TYPE,
 } from '../contract/index.js';
 import type { SandboxRecord, Store } from '../store/index.js';
 import { sandboxToWire } from '../api/wire.js';
@@ -85,6 +87,10 @@ export async function emitSandboxEvent(
     sandboxId,
     data: sandboxToWire(sandbox) as unknown as Record<string, unknown>,
   };
+  // The body is kept in the store; the workflow carries only the reference.
+  const payload = JSON.stringify({ type, timestamp: event.timestamp, data: event.data });
+  await store.webhooks.recordEvent({ id: event.id, tenant: sandbox.tenant, sandboxId, type, payload });
+  const ref: WebhookEventRef = { id: event.id, type, sandboxId };
   const context = Context.current();
   for (const endpointId of endpoints) {
     await context.client.workflow.signalWithStart(WEBHOOK_DELIVERY_WORKFLOW, {
@@ -92,7 +98,7 @@ export async function emitSandboxEvent(
       taskQueue: context.info.taskQueue,
       args: [{ endpointId, sandboxId }],
       signal: WEBHOOK_EVENT_SIGNAL,
-      signalArgs: [event],
+      signalArgs: [ref],
     });
   }
   log.info('webhook event emitted', { event_id: event.id, type, endpoints: endpoints.length });
@@ -106,22 +112,39 @@ export function webhookActivities(deps: WebhookActivityDeps) {
 
   return {
     /**
-     * Delivers one event to one endpoint: signs it with the endpoint's secrets as they are now
-     * (a rotation's previous secret too, during its grace period), posts it, and records the
-     * attempt. A 2xx answer is success.
-     * @returns `delivered`, or `endpoint_gone` when the endpoint was deleted meanwhile
-     * @throws ApplicationFailure {@link WEBHOOK_TARGET_REFUSED} (non-retryable) for a refused
-     *   target; a retryable one for any other failure (non-2xx, timeout, network)
+     * Delivers one event to one endpoint: reads the event's body from the store (never from
+     * the input), signs it with the endpoint's secrets as they are now (a rotation's previous
+     * secret too, during its grace period), posts it, and records the attempt. A 2xx answer is
+     * success.
+     * @returns `delivered`; `endpoint_gone` when the endpoint was deleted meanwhile;
+     *   `event_gone` when the store no longer holds the event
+     * @throws ApplicationFailure `NotAdmitted` (non-retryable) when the event is not the
+     *   endpoint's tenant's or not a type it subscribed to (a workflow the worker did not
+     *   start); {@link WEBHOOK_TARGET_REFUSED} (non-retryable) for a refused target; a
+     *   retryable one for any other failure (non-2xx, timeout, network)
      */
     async deliverWebhook(input: {
       endpointId: string;
-      event: WebhookEvent;
-    }): Promise<'delivered' | 'endpoint_gone'> {
-      const { endpointId, event } = input;
+      event: WebhookEventRef;
+    }): Promise<'delivered' | 'endpoint_gone' | 'event_gone'> {
+      const { endpointId } = input;
       const startedAt = new Date();
       const target = await deps.store.webhooks.target(endpointId, startedAt.toISOString());
       if (!target) return 'endpoint_gone';
-      const body = JSON.stringify({ type: event.type, timestamp: event.timestamp, data: event.data });
+      const event = await deps.store.webhooks.getEvent(input.event.id);
+      if (!event) {
+        log.warn('webhook event not in the store; not delivered', { event_id: input.event.id });
+        return 'event_gone';
+      }
+      if (event.tenant !== target.tenant || !target.eventTypes.includes(event.type)) {
+        log.warn('webhook delivery not admitted', { endpoint_id: endpointId, event_id: event.id });
+        throw ApplicationFailure.create({
+          type: NOT_ADMITTED_FAILURE_TYPE,
+          message: `refused to deliver ${event.id} to ${endpointId}: the endpoint is not subscribed to it; the worker delivers only the events it emitted for the endpoint's tenant`,
+          nonRetryable: true,
+        });
+      }
+      const body = event.payload;
       const headers = signWebhook(event.id, startedAt, body, target.secrets);
       const attempt = Context.current().info.attempt;
       const record = (status: WebhookDeliveryStatus, httpStatus: number | null, error: string | null) =>

@@ -43,6 +43,20 @@ export interface WebhookEvent {
   data: Record<string, unknown>;
 }
 
+/**
+ * What the delivery workflow carries of an event: its id, type and sandbox, never its body. The
+ * delivery reads the body from the store by id (docs/security.md, "What the worker trusts"), so
+ * a workflow started by anyone but the worker can at most re-send a real event to an endpoint of
+ * the event's own tenant.
+ */
+export type WebhookEventRef = Pick<WebhookEvent, 'id' | 'type' | 'sandboxId'>;
+
+/**
+ * How long the store keeps an emitted event, in ms: 7 days, beyond the 3 days a delivery is
+ * retried (workflows/webhook-delivery.ts).
+ */
+export const WEBHOOK_EVENT_RETENTION_MS = 7 * 86_400_000;
+
 /** Outcome of one delivery attempt. */
 export type WebhookDeliveryStatus = 'succeeded' | 'failed' | 'refused';
 

@@ -150,6 +150,20 @@ export interface WebhookEndpointsTable {
   updated_at: string;
 }
 
+/**
+ * `webhook_events`: an event the worker emitted (migration 0013), kept for the delivery window:
+ * `payload` is the exact JSON body a delivery signs and sends.
+ */
+export interface WebhookEventsTable {
+  /** `evt_…`, the `webhook-id`. */
+  id: string;
+  tenant: string;
+  sandbox_id: string;
+  type: string;
+  payload: string;
+  created_at: string;
+}
+
 /** `webhook_deliveries`: one row per delivery attempt (migration 0013). */
 export interface WebhookDeliveriesTable {
   id: string;
@@ -175,5 +189,6 @@ export interface Database {
   operations: OperationsTable;
   readiness_waits: ReadinessWaitsTable;
   webhook_endpoints: WebhookEndpointsTable;
+  webhook_events: WebhookEventsTable;
   webhook_deliveries: WebhookDeliveriesTable;
 }

@@ -6,12 +6,18 @@
 import type { Kysely, Selectable } from 'kysely';
 import {
   MAX_WEBHOOK_ENDPOINTS_PER_TENANT,
+  WEBHOOK_EVENT_RETENTION_MS,
   type WebhookDeliveryRecord,
   type WebhookDeliveryStatus,
   type WebhookEndpointRecord,
   type WebhookEventType,
 } from '../contract/index.js';
-import type { Database, WebhookDeliveriesTable, WebhookEndpointsTable } from './schema.js';
+import type {
+  Database,
+  WebhookDeliveriesTable,
+  WebhookEndpointsTable,
+  WebhookEventsTable,
+} from './schema.js';
 
 /** A new endpoint, with its first secret (the caller generated both id and secret). */
 export interface NewWebhookEndpoint {
@@ -26,8 +32,18 @@ export interface NewWebhookEndpoint {
 export interface WebhookTarget {
   tenant: string;
   url: string;
+  eventTypes: WebhookEventType[];
   /** The current secret, then the previous one while its grace period lasts. */
   secrets: string[];
+}
+
+/** An emitted event as the store keeps it: `payload` is the exact body a delivery sends. */
+export interface StoredWebhookEvent {
+  id: string;
+  tenant: string;
+  sandboxId: string;
+  type: WebhookEventType;
+  payload: string;
 }
 
 /** Thrown by {@link WebhookStore.createEndpoint} when the tenant has the most endpoints allowed. */
@@ -74,6 +90,13 @@ export interface WebhookStore {
    * endpoint is gone.
    */
   target(id: string, at: string): Promise<WebhookTarget | undefined>;
+  /**
+   * Keeps an emitted event for its deliveries; a second call with the same id changes nothing
+   * (the first body stays). Forgets events older than {@link WEBHOOK_EVENT_RETENTION_MS}.
+   */
+  recordEvent(event: StoredWebhookEvent): Promise<void>;
+  /** The event with this id; undefined when unknown or forgotten. */
+  getEvent(id: string): Promise<StoredWebhookEvent | undefined>;
   /** Records one delivery attempt. */
   recordDelivery(input: Omit<WebhookDeliveryRecord, 'createdAt'>): Promise<void>;
   /** The endpoint's attempts, newest first, at most `limit`; [] for another tenant's endpoint. */
@@ -190,7 +213,43 @@ export function webhookStore(db: Kysely<Database>, now: () => string): WebhookSt
         row.previous_secret_expires_at !== null &&
         row.previous_secret_expires_at > at;
       const secrets = previousValid ? [row.secret, row.previous_secret as string] : [row.secret];
-      return { tenant: row.tenant, url: row.url, secrets };
+      const eventTypes = JSON.parse(row.event_types) as WebhookEventType[];
+      return { tenant: row.tenant, url: row.url, eventTypes, secrets };
+    },
+
+    async recordEvent(event) {
+      const at = now();
+      const row: WebhookEventsTable = {
+        id: event.id,
+        tenant: event.tenant,
+        sandbox_id: event.sandboxId,
+        type: event.type,
+        payload: event.payload,
+        created_at: at,
+      };
+      await db
+        .insertInto('webhook_events')
+        .values(row)
+        .onConflict((c) => c.column('id').doNothing())
+        .execute();
+      const forgetBefore = new Date(Date.parse(at) - WEBHOOK_EVENT_RETENTION_MS).toISOString();
+      await db.deleteFrom('webhook_events').where('created_at', '<', forgetBefore).execute();
+    },
+
+    async getEvent(id) {
+      const row = await db
+        .selectFrom('webhook_events')
+        .selectAll()
+        .where('id', '=', id)
+        .executeTakeFirst();
+      if (!row) return undefined;
+      return {
+        id: row.id,
+        tenant: row.tenant,
+        sandboxId: row.sandbox_id,
+        type: row.type as WebhookEventType,
+        payload: row.payload,
+      };
     },
 
     async recordDelivery(input) {

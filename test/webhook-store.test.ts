@@ -82,11 +82,26 @@ describe.each(storeBackends())('webhook store on $name', (backend) => {
     expect(await store.webhooks.target(created.id, '2025-05-31T23:59:59.000Z')).toEqual({
       tenant: 'acme',
       url: 'https://hooks.example.com/1',
+      eventTypes: ['sandbox.running', 'sandbox.deleted'],
       secrets: ['whsec_new', 'whsec_1'],
     });
     expect((await store.webhooks.target(created.id, '2025-06-01T00:00:00.000Z'))?.secrets).toEqual([
       'whsec_new',
     ]);
+  });
+
+  it('keeps the first body of an event id, and forgets events past the retention', async () => {
+    const event = {
+      id: 'evt_1',
+      tenant: 'acme',
+      sandboxId: 'sbx_1',
+      type: 'sandbox.running' as const,
+      payload: '{"first":true}',
+    };
+    await store.webhooks.recordEvent(event);
+    await store.webhooks.recordEvent({ ...event, payload: '{"first":false}' });
+    expect(await store.webhooks.getEvent('evt_1')).toEqual(event);
+    expect(await store.webhooks.getEvent('evt_2')).toBeUndefined();
   });
 
   it('lists delivery attempts newest first, and forgets them with their endpoint', async () => {

@@ -353,6 +353,64 @@ class Capture extends Writable {
   }
 }
 
+describe('what the delivery trusts', () => {
+  it('delivers an event id signalled twice once', async () => {
+    const target = await receiver();
+    const endpoint = await register(target.url(), ['sandbox.running']);
+    const created = await createSandbox(2048);
+    const [first] = await receivedFor(target, created.sandbox_id, 1);
+    const ref = {
+      id: first!.headers['webhook-id'],
+      type: 'sandbox.running',
+      sandboxId: created.sandbox_id,
+    };
+    // Two more signals of the same event to one workflow (as retried steps would send).
+    const workflowId = `webhook-delivery-test-${endpoint.id}-${created.sandbox_id}`;
+    for (let n = 0; n < 2; n++) {
+      await api.stack.temporal.client.workflow.signalWithStart('webhookDelivery', {
+        workflowId,
+        taskQueue: api.stack.taskQueue,
+        args: [{ endpointId: endpoint.id, sandboxId: created.sandbox_id }],
+        signal: 'webhookEvent',
+        signalArgs: [ref],
+      });
+    }
+    await receivedFor(target, created.sandbox_id, 2);
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    expect(target.forSandbox(created.sandbox_id)).toHaveLength(2);
+  });
+
+  it("does not deliver a tenant's event to another tenant's endpoint, whatever a workflow's input says", async () => {
+    const mine = await receiver();
+    await register(mine.url(), ['sandbox.running']);
+    const theirs = await receiver();
+    const foreign = await register(theirs.url(), ['sandbox.running'], api.tenantB);
+    const created = await createSandbox(2048);
+    const [got] = await receivedFor(mine, created.sandbox_id, 1);
+
+    // A workflow started by someone other than the worker, naming tenant A's real event.
+    const handle = await api.stack.temporal.client.workflow.signalWithStart('webhookDelivery', {
+      workflowId: `webhook-delivery-forged-${created.sandbox_id}`,
+      taskQueue: api.stack.taskQueue,
+      args: [{ endpointId: foreign.id, sandboxId: created.sandbox_id }],
+      signal: 'webhookEvent',
+      signalArgs: [
+        { id: got!.headers['webhook-id'], type: 'sandbox.running', sandboxId: created.sandbox_id },
+      ],
+    });
+    await eventually(
+      async () =>
+        api.stack.logs.some((line) => line.msg === 'webhook delivery not admitted')
+          ? true
+          : undefined,
+      { what: "the worker's refusal of the forged delivery (log `webhook delivery not admitted`)" },
+    );
+    await handle.terminate('test over').catch(() => undefined);
+    expect(theirs.forSandbox(created.sandbox_id)).toEqual([]);
+    expect(await deliveries(foreign.id, api.tenantB)).toEqual([]);
+  });
+});
+
 describe('webhooks CLI', () => {
   it('creates, lists, rotates, shows deliveries of and deletes an endpoint', async () => {
     const { url, close } = await api.listen();

@@ -18,7 +18,11 @@ import {
   proxyActivities,
   setHandler,
 } from '@temporalio/workflow';
-import { WEBHOOK_EVENT_SIGNAL, type WebhookEvent } from '../contract/index.js';
+import {
+  NOT_ADMITTED_FAILURE_TYPE,
+  WEBHOOK_EVENT_SIGNAL,
+  type WebhookEventRef,
+} from '../contract/index.js';
 import type { CreateActivities } from '../activities/index.js';
 
 /** Input of the `webhookDelivery` workflow. */
@@ -28,7 +32,7 @@ export interface WebhookDeliveryInput {
 }
 
 /** The signal that hands the workflow an event. */
-export const webhookEventSignal = defineSignal<[WebhookEvent]>(WEBHOOK_EVENT_SIGNAL);
+export const webhookEventSignal = defineSignal<[WebhookEventRef]>(WEBHOOK_EVENT_SIGNAL);
 
 /**
  * One delivery: each attempt has its own timeout (WEBHOOK_TIMEOUT_MS, under a minute) inside
@@ -43,7 +47,7 @@ const deliveryStep = proxyActivities<CreateActivities>({
     initialInterval: '1 second',
     backoffCoefficient: 2,
     maximumInterval: '5 minutes',
-    nonRetryableErrorTypes: ['WebhookTargetRefused'],
+    nonRetryableErrorTypes: ['WebhookTargetRefused', NOT_ADMITTED_FAILURE_TYPE],
   },
 });
 
@@ -55,7 +59,7 @@ const SEEN_LIMIT = 100;
 
 /** Delivers the events of one sandbox to one endpoint, in order. */
 export async function webhookDelivery(input: WebhookDeliveryInput): Promise<{ delivered: number }> {
-  const queue: WebhookEvent[] = [];
+  const queue: WebhookEventRef[] = [];
   const seen: string[] = [];
   setHandler(webhookEventSignal, (event) => {
     if (seen.includes(event.id)) return;
@@ -67,9 +71,10 @@ export async function webhookDelivery(input: WebhookDeliveryInput): Promise<{ de
   for (;;) {
     const arrived = await condition(() => queue.length > 0, IDLE_BEFORE_END);
     if (!arrived && queue.length === 0) break;
-    const event = queue.shift() as WebhookEvent;
+    const event = queue.shift() as WebhookEventRef;
     try {
       const outcome = await deliveryStep.deliverWebhook({ endpointId: input.endpointId, event });
+      if (outcome === 'event_gone') continue;
       if (outcome === 'endpoint_gone') {
         log.info('webhook endpoint deleted; its events are dropped', { event_id: event.id });
         break;

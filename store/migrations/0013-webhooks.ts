@@ -1,6 +1,7 @@
 /**
- * `webhook_endpoints` and `webhook_deliveries` (docs/webhooks.md): a tenant's registered
- * endpoints with their signing secrets, and one row per delivery attempt. An expand step only
+ * `webhook_endpoints`, `webhook_events` and `webhook_deliveries` (docs/webhooks.md): a tenant's
+ * registered endpoints with their signing secrets, the events the worker emitted (what a
+ * delivery signs: never taken from a workflow's input), and one row per delivery attempt. An expand step only
  * (new tables), so the release before runs on it unchanged. Portable DDL, as 0001.
  */
 import type { Kysely, Migration } from 'kysely';
@@ -25,6 +26,20 @@ export const webhooks: Migration = {
       .columns(['tenant', 'created_at'])
       .execute();
     await db.schema
+      .createTable('webhook_events')
+      .addColumn('id', 'text', (col) => col.primaryKey())
+      .addColumn('tenant', 'text', (col) => col.notNull())
+      .addColumn('sandbox_id', 'text', (col) => col.notNull())
+      .addColumn('type', 'text', (col) => col.notNull())
+      .addColumn('payload', 'text', (col) => col.notNull())
+      .addColumn('created_at', 'text', (col) => col.notNull())
+      .execute();
+    await db.schema
+      .createIndex('webhook_events_created_at')
+      .on('webhook_events')
+      .column('created_at')
+      .execute();
+    await db.schema
       .createTable('webhook_deliveries')
       .addColumn('id', 'text', (col) => col.primaryKey())
       .addColumn('endpoint_id', 'text', (col) => col.notNull())
@@ -47,6 +62,7 @@ export const webhooks: Migration = {
 
   async down(db: Kysely<unknown>): Promise<void> {
     await db.schema.dropTable('webhook_deliveries').execute();
+    await db.schema.dropTable('webhook_events').execute();
     await db.schema.dropTable('webhook_endpoints').execute();
   },
 };
