@@ -8,7 +8,11 @@
  * Event types, one per sandbox transition a tenant may want to hear about: the sandbox became
  * `running`, `failed` (a create's failure or cancellation), or `deleted`.
  */
-export const WEBHOOK_EVENT_TYPES = ['sandbox.running', 'sandbox.failed', 'sandbox.deleted'] as const;
+export const WEBHOOK_EVENT_TYPES = [
+  'sandbox.running',
+  'sandbox.failed',
+  'sandbox.deleted',
+] as const;
 /** A webhook event type. */
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 

@@ -100,7 +100,11 @@ export interface WebhookStore {
   /** Records one delivery attempt. */
   recordDelivery(input: Omit<WebhookDeliveryRecord, 'createdAt'>): Promise<void>;
   /** The endpoint's attempts, newest first, at most `limit`; [] for another tenant's endpoint. */
-  listDeliveries(tenant: string, endpointId: string, limit: number): Promise<WebhookDeliveryRecord[]>;
+  listDeliveries(
+    tenant: string,
+    endpointId: string,
+    limit: number,
+  ): Promise<WebhookDeliveryRecord[]>;
 }
 
 /** Builds the webhook store over the store's database; `now` gives ISO-8601 UTC. */
@@ -266,7 +270,11 @@ export function webhookStore(db: Kysely<Database>, now: () => string): WebhookSt
         duration_ms: Math.round(input.durationMs),
         created_at: now(),
       };
-      await db.insertInto('webhook_deliveries').values(row).onConflict((c) => c.doNothing()).execute();
+      await db
+        .insertInto('webhook_deliveries')
+        .values(row)
+        .onConflict((c) => c.doNothing())
+        .execute();
     },
 
     async listDeliveries(tenant, endpointId, limit) {
