@@ -55,7 +55,10 @@ export const WEBHOOK_DELIVERY_WORKFLOW = 'webhookDelivery';
  * The stable id of a transition's event: the same sandbox, generation and type give the same
  * id, so a retried step that emits again is de-duplicated (`webhook-id`).
  */
-export function webhookEventId(sandbox: Pick<SandboxRecord, 'id' | 'generation'>, type: string): string {
+export function webhookEventId(
+  sandbox: Pick<SandboxRecord, 'id' | 'generation'>,
+  type: string,
+): string {
   const digest = createHash('sha256').update(`${sandbox.id}/${sandbox.generation}/${type}`);
   return `evt_${digest.digest('hex').slice(0, 32)}`;
 }
@@ -89,7 +92,13 @@ export async function emitSandboxEvent(
   };
   // The body is kept in the store; the workflow carries only the reference.
   const payload = JSON.stringify({ type, timestamp: event.timestamp, data: event.data });
-  await store.webhooks.recordEvent({ id: event.id, tenant: sandbox.tenant, sandboxId, type, payload });
+  await store.webhooks.recordEvent({
+    id: event.id,
+    tenant: sandbox.tenant,
+    sandboxId,
+    type,
+    payload,
+  });
   const ref: WebhookEventRef = { id: event.id, type, sandboxId };
   const context = Context.current();
   for (const endpointId of endpoints) {
@@ -147,7 +156,11 @@ export function webhookActivities(deps: WebhookActivityDeps) {
       const body = event.payload;
       const headers = signWebhook(event.id, startedAt, body, target.secrets);
       const attempt = Context.current().info.attempt;
-      const record = (status: WebhookDeliveryStatus, httpStatus: number | null, error: string | null) =>
+      const record = (
+        status: WebhookDeliveryStatus,
+        httpStatus: number | null,
+        error: string | null,
+      ) =>
         deps.store.webhooks.recordDelivery({
           id: newWebhookDeliveryId(),
           endpointId,
