@@ -23,5 +23,6 @@ export const FAST_TESTS = [
   'test/refusal.test.ts',
   'test/trace-missing.test.ts',
   'test/watch-policy.test.ts',
+  'test/webhook-delivery-workflow.test.ts',
   'test/webhook-targets.test.ts',
 ];
