@@ -260,6 +260,32 @@ describe('webhook delivery', () => {
     new Webhook(endpoint.secret).verify(got!.body, got!.headers);
   });
 
+  it('delivers sandbox.failed (cancelled) then sandbox.deleted when a delete cancels a create', async () => {
+    const target = await receiver();
+    await register(target.url());
+    // Hold the node so the create is still waiting when the delete lands.
+    const node = api.stack.cluster.node as unknown as { options: { startupDelayMs: number } };
+    node.options.startupDelayMs = 60_000;
+    let sandboxId: string;
+    try {
+      const accepted = await request(api.app)
+        .post('/v1/sandboxes')
+        .set(bearer(api.tenantA))
+        .send(createBody(2048));
+      expect(accepted.status, accepted.text).toBe(202);
+      sandboxId = (accepted.body as OperationBody).sandbox_id;
+      await deleteSandbox(sandboxId);
+    } finally {
+      node.options.startupDelayMs = 100;
+    }
+    const got = await receivedFor(target, sandboxId, 2);
+    expect(got.map((r) => [r.json.type, r.json.data.state])).toEqual([
+      ['sandbox.failed', 'failed'],
+      ['sandbox.deleted', 'deleted'],
+    ]);
+    expect(got[0]!.json).toMatchObject({ data: { failure: { code: 'cancelled' } } });
+  });
+
   it('still delivers, with the same id, to a receiver that was down while the events happened', async () => {
     // A port nothing listens on yet: take one, then let it go.
     const probe = await new Receiver().start();
