@@ -21,6 +21,7 @@ import { postWebhook, WebhookTargetRefusedError } from '../webhooks/http-deliver
 import { newWebhookDeliveryId } from '../webhooks/secrets.js';
 import { signWebhook } from '../webhooks/signing.js';
 import { WebhookAddressGuard } from '../webhooks/ssrf-guard.js';
+import { countWebhookDelivery } from './webhook-metrics.js';
 
 /** How webhooks are delivered (WEBHOOK_* variables, docs/configuration.md). */
 export interface WebhookDeliveryOptions {
@@ -160,8 +161,9 @@ export function webhookActivities(deps: WebhookActivityDeps) {
         status: WebhookDeliveryStatus,
         httpStatus: number | null,
         error: string | null,
-      ) =>
-        deps.store.webhooks.recordDelivery({
+      ) => {
+        countWebhookDelivery(status);
+        return deps.store.webhooks.recordDelivery({
           id: newWebhookDeliveryId(),
           endpointId,
           eventId: event.id,
@@ -173,6 +175,7 @@ export function webhookActivities(deps: WebhookActivityDeps) {
           error,
           durationMs: Date.now() - startedAt.getTime(),
         });
+      };
       const fields = { endpoint_id: endpointId, event_id: event.id, attempt };
       let status: number;
       try {

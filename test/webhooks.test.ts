@@ -12,6 +12,7 @@ import request from 'supertest';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { run } from '../cli/program.js';
+import { workerRegistry } from '../activities/metrics.js';
 import {
   awaitOperation,
   bearer,
@@ -326,6 +327,10 @@ describe('webhook delivery', () => {
       return rows.length > 0 ? rows : undefined;
     });
     expect(refused).toMatchObject({ status: 'refused', attempt: 1, http_status: null });
+    const counted = await workerRegistry.getSingleMetricAsString(
+      'durable_sandbox_webhook_deliveries_total',
+    );
+    expect(counted).toContain('durable_sandbox_webhook_deliveries_total{status="refused"} 1');
     expect(String(refused!.error)).toContain('127.0.0.2 (loopback)');
     await new Promise((resolve) => setTimeout(resolve, 2_500));
     expect(await deliveries(endpoint.id)).toHaveLength(1);
