@@ -14,6 +14,8 @@ import {
   type WebhookEvent,
   type WebhookEventRef,
   NOT_ADMITTED_FAILURE_TYPE,
+  WEBHOOK_DELIVERY_WORKFLOW,
+  WEBHOOK_TARGET_REFUSED,
 } from '../contract/index.js';
 import type { SandboxRecord, Store } from '../store/index.js';
 import { sandboxToWire } from '../api/wire.js';
@@ -40,17 +42,11 @@ export const DEFAULT_WEBHOOK_DELIVERY: WebhookDeliveryOptions = {
   maxResponseBytes: 64 * 1024,
 };
 
-/** ApplicationFailure type of a refused target (non-retryable). */
-export const WEBHOOK_TARGET_REFUSED = 'WebhookTargetRefused';
-
 /** Dependencies of the webhook activities. */
 export interface WebhookActivityDeps {
   store: Store;
   webhooks?: WebhookDeliveryOptions;
 }
-
-/** The name the delivery workflow is registered under (workflows/index.ts). */
-export const WEBHOOK_DELIVERY_WORKFLOW = 'webhookDelivery';
 
 /**
  * The stable id of a transition's event: the same sandbox, generation and type give the same
@@ -66,10 +62,11 @@ export function webhookEventId(
 
 /**
  * Emits the event of the sandbox's current state when it is one of `states` (the ones the
- * calling step writes; of them only `running`, `failed` and `deleted` have events) to every endpoint of its tenant subscribed to it: signal-with-start of
- * the endpoint's delivery workflow for this sandbox, which delivers its events in order. Called
- * after each store transition, also when a retried step finds it already written (the event id
- * is stable, so the workflow drops the repeat).
+ * calling step writes; of them only `running`, `failed` and `deleted` have events): keeps its
+ * body in the store, then, for every endpoint of the sandbox's tenant subscribed to its type,
+ * signals-with-start the endpoint's delivery workflow for this sandbox, which delivers its
+ * events in order. Called after each store transition, also when a retried step finds it
+ * already written (the event id is stable, so the workflow drops the repeat).
  * @returns how many endpoints it signalled
  * @throws the store's or Temporal's error (the calling step is retried)
  */

@@ -102,5 +102,11 @@ export function webhookDeliveryWorkflowId(endpointId: string, sandboxId: string)
   return `webhook-delivery:${endpointId}:${sandboxId}`;
 }
 
+/** The name the delivery workflow is registered under (workflows/index.ts). */
+export const WEBHOOK_DELIVERY_WORKFLOW = 'webhookDelivery';
+
+/** ApplicationFailure type of a delivery to a target that may not be reached (non-retryable). */
+export const WEBHOOK_TARGET_REFUSED = 'WebhookTargetRefused';
+
 /** Name of the delivery workflow's signal that hands it an event. */
 export const WEBHOOK_EVENT_SIGNAL = 'webhookEvent';

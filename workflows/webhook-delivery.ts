@@ -21,6 +21,7 @@ import {
 import {
   NOT_ADMITTED_FAILURE_TYPE,
   WEBHOOK_EVENT_SIGNAL,
+  WEBHOOK_TARGET_REFUSED,
   type WebhookEventRef,
 } from '../contract/index.js';
 import type { CreateActivities } from '../activities/index.js';
@@ -47,7 +48,7 @@ const deliveryStep = proxyActivities<CreateActivities>({
     initialInterval: '1 second',
     backoffCoefficient: 2,
     maximumInterval: '5 minutes',
-    nonRetryableErrorTypes: ['WebhookTargetRefused', NOT_ADMITTED_FAILURE_TYPE],
+    nonRetryableErrorTypes: [WEBHOOK_TARGET_REFUSED, NOT_ADMITTED_FAILURE_TYPE],
   },
 });
 
