@@ -48,6 +48,7 @@ COPY --from=build /app/temporal temporal
 COPY --from=build /app/tracing tracing
 COPY --from=build /app/store store
 COPY --from=build /app/worker worker
+COPY --from=build /app/webhooks webhooks
 COPY --from=build /app/workflows workflows
 USER node
 EXPOSE 8080

@@ -6,9 +6,10 @@ import { admissionActivities } from './admission.js';
 import { podActivities, type PodActivityDeps } from './pods.js';
 import { operationActivities } from './operations.js';
 import { storeActivities } from './store.js';
+import { webhookActivities, type WebhookActivityDeps } from './webhooks.js';
 
 /** Everything the activities need. */
-export type ActivityDeps = PodActivityDeps;
+export type ActivityDeps = PodActivityDeps & Pick<WebhookActivityDeps, 'webhooks'>;
 
 /** Builds every activity of the create workflow. */
 export function createActivities(deps: ActivityDeps) {
@@ -17,6 +18,7 @@ export function createActivities(deps: ActivityDeps) {
     ...podActivities(deps),
     ...storeActivities(deps),
     ...operationActivities(),
+    ...webhookActivities(deps),
   };
 }
 

@@ -15,6 +15,7 @@ import {
 } from '../contract/index.js';
 import type { CreateMetrics } from './metrics.js';
 import { CLOCK_SKEW_ALLOWANCE_MS } from '../kubernetes/refusal-bounds.js';
+import { emitSandboxEvent } from './webhooks.js';
 
 /** Dependencies of the store activities. */
 export interface StoreActivityDeps {
@@ -57,6 +58,8 @@ export function storeActivities(deps: StoreActivityDeps) {
       if (result === 'marked')
         deps.metrics?.createsFinished.inc({ outcome: 'succeeded', code: '' });
       log.info('sandbox running', { result });
+      // The transition's webhook event (docs/webhooks.md); again on a retry: its id is stable.
+      if (wrote) await emitSandboxEvent(deps.store, input.sandboxId, ['running']);
       return wrote;
     },
 
@@ -90,6 +93,7 @@ export function storeActivities(deps: StoreActivityDeps) {
         }
       }
       log.info('execution retired', { retired, reason: input.reason, code: input.failure?.code });
+      await emitSandboxEvent(deps.store, input.sandboxId, ['failed', 'deleted']);
       return retired;
     },
 
@@ -151,6 +155,7 @@ export function storeActivities(deps: StoreActivityDeps) {
         operationId: input.operationId,
       });
       log.info('sandbox deleted', { deleted });
+      await emitSandboxEvent(deps.store, input.sandboxId, ['deleted']);
       return deleted;
     },
 

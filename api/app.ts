@@ -24,6 +24,7 @@ import { ADMIN_PREFIX, adminRouter } from './handlers/admin-floors.js';
 import { requestId } from './request-id.js';
 import { createTenantAdmission } from './tenant-admission.js';
 import { quotaHandlers } from './handlers/quota.js';
+import { webhookHandlers } from './handlers/webhooks.js';
 import { requestLog } from './request-log.js';
 import { ROUTES, type RouteName } from './routes.js';
 import { markRequestTenant, nameRequestSpan } from '../tracing/spans.js';
@@ -62,6 +63,7 @@ export function createApp(appDeps: AppDeps): express.Express {
     ...operationHandlers(deps),
     ...templateHandlers(deps),
     ...quotaHandlers(deps),
+    ...webhookHandlers(deps),
   };
   // The request's span names its tenant: the embedded stack shows a trace to that tenant only.
   const tenantSpan: RequestHandler = (_req, res, next) => {

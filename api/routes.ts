@@ -19,7 +19,13 @@ export type RouteName =
   | 'cancelOperation'
   | 'listTemplates'
   | 'getTemplate'
-  | 'getQuota';
+  | 'getQuota'
+  | 'createWebhookEndpoint'
+  | 'listWebhookEndpoints'
+  | 'getWebhookEndpoint'
+  | 'deleteWebhookEndpoint'
+  | 'rotateWebhookSecret'
+  | 'listWebhookDeliveries';
 
 /** One route: method, Express path, whether it needs a bearer token, its handler's name. */
 export interface RouteSpec {
@@ -47,6 +53,27 @@ export const ROUTES: readonly RouteSpec[] = [
   { method: 'get', path: '/v1/templates', auth: true, name: 'listTemplates' },
   { method: 'get', path: '/v1/templates/:name', auth: true, name: 'getTemplate' },
   { method: 'get', path: '/v1/quota', auth: true, name: 'getQuota' },
+  { method: 'post', path: '/v1/webhook-endpoints', auth: true, name: 'createWebhookEndpoint' },
+  { method: 'get', path: '/v1/webhook-endpoints', auth: true, name: 'listWebhookEndpoints' },
+  { method: 'get', path: '/v1/webhook-endpoints/:id', auth: true, name: 'getWebhookEndpoint' },
+  {
+    method: 'delete',
+    path: '/v1/webhook-endpoints/:id',
+    auth: true,
+    name: 'deleteWebhookEndpoint',
+  },
+  {
+    method: 'post',
+    path: '/v1/webhook-endpoints/:id/rotate-secret',
+    auth: true,
+    name: 'rotateWebhookSecret',
+  },
+  {
+    method: 'get',
+    path: '/v1/webhook-endpoints/:id/deliveries',
+    auth: true,
+    name: 'listWebhookDeliveries',
+  },
 ];
 
 /** An Express path in OpenAPI syntax: `/v1/sandboxes/:id` -> `/v1/sandboxes/{id}`. */

@@ -31,6 +31,7 @@ import {
 import type { Operation, SandboxState } from './types.js';
 import { formatTraceTree } from './trace-tree.js';
 import { missingTraceMessage } from './trace-missing.js';
+import { addWebhookCommands } from './webhooks.js';
 
 /** The API used when neither `--api-url` nor DURABLE_SANDBOX_URL is given. */
 export const DEFAULT_API_URL = 'http://127.0.0.1:8080';
@@ -615,6 +616,8 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
         return 0;
       }),
     );
+
+  addWebhookCommands(program, action);
 
   // A usage error names the problem and where the help is, without printing the whole help.
   for (const command of [program, ...program.commands]) {

@@ -15,6 +15,7 @@ import {
   type TemporalCredentials,
 } from './temporal-connection.js';
 import { podSettingsFields, type TemplatePodFields } from './pod-settings.js';
+import { CidrListError, parseCidrList } from '../webhooks/ssrf-guard.js';
 
 import {
   parseTenantLimits,
@@ -163,6 +164,19 @@ export interface Config {
    * balancer or client in front of it (api/http-server.ts).
    */
   httpKeepAliveTimeoutMs: number;
+  /**
+   * Webhook delivery (docs/webhooks.md): CIDRs a webhook may reach although they are private
+   * (WEBHOOK_ALLOWED_CIDRS, default none), one attempt's timeout in ms (WEBHOOK_TIMEOUT_MS,
+   * default 10 000, at most 60 000), response bytes read at most (WEBHOOK_MAX_RESPONSE_BYTES,
+   * default 65 536), and how long a rotated-out secret still signs, in ms
+   * (WEBHOOK_SECRET_GRACE_MS, default 86 400 000: 24 h).
+   */
+  webhooks: {
+    allowedCidrs: string[];
+    timeoutMs: number;
+    maxResponseBytes: number;
+    secretGraceMs: number;
+  };
 }
 
 /** Thrown by {@link loadConfig}; the message starts with the variable's name. */
@@ -209,6 +223,10 @@ export const CONFIG_VARIABLES = [
   'ORPHAN_SWEEP_INTERVAL_MS',
   'MAX_CACHED_WORKFLOWS',
   'HTTP_KEEP_ALIVE_TIMEOUT_MS',
+  'WEBHOOK_ALLOWED_CIDRS',
+  'WEBHOOK_TIMEOUT_MS',
+  'WEBHOOK_MAX_RESPONSE_BYTES',
+  'WEBHOOK_SECRET_GRACE_MS',
   ...OIDC_VARIABLES,
 ] as const;
 
@@ -550,5 +568,21 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       'HTTP_KEEP_ALIVE_TIMEOUT_MS',
       DEFAULT_HTTP_KEEP_ALIVE_TIMEOUT_MS,
     ),
+    webhooks: {
+      allowedCidrs: parseAllowedCidrs(env.WEBHOOK_ALLOWED_CIDRS),
+      timeoutMs: positiveInt(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 60_000),
+      maxResponseBytes: positiveInt(env, 'WEBHOOK_MAX_RESPONSE_BYTES', 65_536, 16 * 1024 * 1024),
+      secretGraceMs: positiveInt(env, 'WEBHOOK_SECRET_GRACE_MS', 86_400_000, 30 * 86_400_000),
+    },
   };
+}
+
+/** WEBHOOK_ALLOWED_CIDRS, checked (webhooks/ssrf-guard.ts). */
+function parseAllowedCidrs(raw: string | undefined): string[] {
+  try {
+    return parseCidrList(raw);
+  } catch (err) {
+    if (err instanceof CidrListError) throw new ConfigError('WEBHOOK_ALLOWED_CIDRS', err.message);
+    throw err;
+  }
 }

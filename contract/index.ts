@@ -10,3 +10,4 @@ export * from './create-workflow.js';
 export * from './template.js';
 export * from './placement.js';
 export * from './tenant-limits.js';
+export * from './webhook.js';

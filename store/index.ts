@@ -9,6 +9,13 @@ export { StoreOptionsError } from './database.js';
 export { MigrationError } from './migrations/index.js';
 export { InvalidPageTokenError } from './page-token.js';
 export { isStoreUnavailable } from './unavailable.js';
+export { TooManyWebhookEndpointsError } from './webhooks.js';
+export type {
+  WebhookStore,
+  WebhookTarget,
+  NewWebhookEndpoint,
+  StoredWebhookEvent,
+} from './webhooks.js';
 export { sandboxAsCreated } from './operation-results.js';
 export type {
   ListOperationsOptions,

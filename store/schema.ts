@@ -133,6 +133,53 @@ export interface ReadinessWaitsTable {
   created_at: string;
 }
 
+/**
+ * `webhook_endpoints`: a tenant's webhook endpoint (migration 0013). `event_types` is a JSON
+ * array; `secret` is the current `whsec_…` signing secret; `previous_secret` still signs until
+ * `previous_secret_expires_at` after a rotation.
+ */
+export interface WebhookEndpointsTable {
+  id: string;
+  tenant: string;
+  url: string;
+  event_types: string;
+  secret: string;
+  previous_secret: string | null;
+  previous_secret_expires_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+/**
+ * `webhook_events`: an event the worker emitted (migration 0013), kept for the delivery window:
+ * `payload` is the exact JSON body a delivery signs and sends.
+ */
+export interface WebhookEventsTable {
+  /** `evt_…`, the `webhook-id`. */
+  id: string;
+  tenant: string;
+  sandbox_id: string;
+  type: string;
+  payload: string;
+  created_at: string;
+}
+
+/** `webhook_deliveries`: one row per delivery attempt (migration 0013). */
+export interface WebhookDeliveriesTable {
+  id: string;
+  endpoint_id: string;
+  event_id: string;
+  event_type: string;
+  sandbox_id: string;
+  attempt: number;
+  /** 'succeeded' | 'failed' | 'refused' */
+  status: string;
+  http_status: number | null;
+  error: string | null;
+  duration_ms: number;
+  created_at: string;
+}
+
 /** The whole schema, for `Kysely<Database>`. */
 export interface Database {
   sandboxes: SandboxesTable;
@@ -141,4 +188,7 @@ export interface Database {
   rootfs_floors: RootfsFloorsTable;
   operations: OperationsTable;
   readiness_waits: ReadinessWaitsTable;
+  webhook_endpoints: WebhookEndpointsTable;
+  webhook_events: WebhookEventsTable;
+  webhook_deliveries: WebhookDeliveriesTable;
 }

@@ -50,6 +50,7 @@ import {
 import { POD_LOST, exceededLimit, type HeldLimitRefusal } from '../contract/index.js';
 import { lockTenantAdmission, selectTenantUsage } from './tenant-usage.js';
 import type { Database, SandboxesTable } from './schema.js';
+import { webhookStore } from './webhooks.js';
 import type {
   NewSandboxInput,
   NewSandboxOutcome,
@@ -186,6 +187,8 @@ export async function openStore(options: StoreOptions): Promise<Store> {
   }
 
   return {
+    webhooks: webhookStore(db, now),
+
     async createSandbox(input) {
       try {
         return await createSandboxIn(input);

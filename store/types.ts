@@ -1,4 +1,5 @@
 /** The store's public types: what the API, the activities and the worker code against. */
+import type { WebhookStore } from './webhooks.js';
 import type {
   ExecutionRef,
   LearnedRootfsFloor,
@@ -238,6 +239,8 @@ export interface MarkSandboxFailedInput {
  * a stale caller, they return false.
  */
 export interface Store {
+  /** Webhook endpoints and delivery attempts (store/webhooks.ts, docs/webhooks.md). */
+  readonly webhooks: WebhookStore;
   /**
    * One transaction: inserts the sandbox (state `creating`, generation 1) and its execution
    * (generation 1, attempt 1, `active`); with `idempotency` also the tenant's key. When the

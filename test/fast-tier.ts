@@ -26,4 +26,6 @@ export const FAST_TESTS = [
   'test/statement-cache.test.ts',
   'test/trace-missing.test.ts',
   'test/watch-policy.test.ts',
+  'test/webhook-delivery-workflow.test.ts',
+  'test/webhook-targets.test.ts',
 ];

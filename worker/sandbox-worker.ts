@@ -20,6 +20,7 @@ import {
   type SandboxInformersOptions,
 } from '../kubernetes/sandbox-informers.js';
 import type { Store } from '../store/index.js';
+import type { WebhookDeliveryOptions } from '../activities/webhooks.js';
 import { createSandboxWorker, type SandboxWorkerOptions } from './worker.js';
 
 /** Options of {@link startSandboxWorker}. */
@@ -58,6 +59,11 @@ export interface StartSandboxWorkerOptions {
    * (activities/admission.ts) and the bounds of refusal events (kubernetes/refusal-bounds.ts).
    */
   templates: Record<string, TemplateConfig>;
+  /**
+   * How webhooks are delivered (WEBHOOK_* variables; default
+   * activities/webhooks.ts's DEFAULT_WEBHOOK_DELIVERY: no private targets).
+   */
+  webhooks?: WebhookDeliveryOptions;
   /** More options of the decider (its intervals and pages; default: the decider's). */
   decider?: Omit<ReadinessDeciderOptions, 'informers' | 'store' | 'client' | 'logger' | 'bounds'>;
   /** More options of the Temporal worker (default: worker/worker.ts's). */
@@ -138,6 +144,7 @@ export async function startSandboxWorker(
         decider,
         metrics,
         refusalBoundsMs: options.refusalBoundsMs,
+        webhooks: options.webhooks,
       },
     });
   } catch (err) {

@@ -148,6 +148,7 @@ export async function serveWorker(options: ServeWorkerOptions): Promise<ServedWo
     watchTimeoutSeconds: config.watchTimeoutSeconds,
     explainMissingPod: options.explainMissingPod,
     templates: config.templates,
+    webhooks: config.webhooks,
     worker: {
       maxCachedWorkflows: config.maxCachedWorkflows,
       // The `sandbox` Nexus service, when NEXUS_TENANTS maps a calling namespace (docs/nexus.md).

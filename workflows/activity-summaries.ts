@@ -49,6 +49,8 @@ export const ACTIVITY_SUMMARIES: { [K in keyof CreateActivities]: (input: InputO
     markSandboxDeleted: (input) => `mark ${input.sandboxId} deleted`,
     readSandboxPod: (input) => `read the pod recorded for ${input.sandboxId}`,
     awaitOperationClosed: (input) => `wait until the create ${input.operationId} has closed`,
+    deliverWebhook: (input) =>
+      `deliver ${input.event.type} of ${input.event.sandboxId} (${input.event.id}) to ${input.endpointId}`,
   };
 
 /**

@@ -1,3 +1,4 @@
 // Every workflow the worker registers (the bundle's entry point).
 export { createSandbox } from './create-sandbox.js';
 export { deleteSandbox } from './delete-sandbox.js';
+export { webhookDelivery } from './webhook-delivery.js';

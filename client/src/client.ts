@@ -25,6 +25,10 @@ import type {
   SandboxPage,
   SandboxState,
   Template,
+  WebhookDelivery,
+  WebhookEndpoint,
+  WebhookEndpointWithSecret,
+  CreateWebhookEndpointRequest,
 } from './types.js';
 import { pause, waitForOperation, type WaitOptions } from './wait.js';
 
@@ -284,6 +288,75 @@ export class DurableSandboxClient {
         this.raw.GET('/v1/quota', { signal, fetch }),
       )
     ).data;
+  }
+
+  /**
+   * Registers a webhook endpoint (`POST /v1/webhook-endpoints`; docs/webhooks.md). Not retried
+   * (a repeat would register a second endpoint).
+   * @returns the endpoint with its signing secret, shown only in this answer
+   * @throws DurableSandboxError `invalid_request` naming the field, `quota_exceeded`
+   */
+  async createWebhookEndpoint(
+    request: CreateWebhookEndpointRequest,
+    options: CallOptions = {},
+  ): Promise<WebhookEndpointWithSecret> {
+    return (
+      await this.send('POST /v1/webhook-endpoints', options, false, ({ signal, fetch }) =>
+        this.raw.POST('/v1/webhook-endpoints', { body: request, signal, fetch }),
+      )
+    ).data;
+  }
+
+  /** The tenant's webhook endpoints, oldest first (`GET /v1/webhook-endpoints`). */
+  async listWebhookEndpoints(options: CallOptions = {}): Promise<WebhookEndpoint[]> {
+    return (
+      await this.send('GET /v1/webhook-endpoints', options, 'read', ({ signal, fetch }) =>
+        this.raw.GET('/v1/webhook-endpoints', { signal, fetch }),
+      )
+    ).data.webhook_endpoints;
+  }
+
+  /** Deletes a webhook endpoint (`DELETE /v1/webhook-endpoints/{id}`). @throws `not_found` */
+  async deleteWebhookEndpoint(id: string, options: CallOptions = {}): Promise<void> {
+    const what = 'DELETE /v1/webhook-endpoints/{id}';
+    await this.send(what, options, false, ({ signal, fetch }) =>
+      this.raw.DELETE('/v1/webhook-endpoints/{id}', { params: { path: { id } }, signal, fetch }),
+    );
+  }
+
+  /**
+   * Replaces an endpoint's signing secret (`POST /v1/webhook-endpoints/{id}/rotate-secret`); the
+   * previous one keeps signing beside it for the grace period. Not retried.
+   * @returns the endpoint with its new secret, shown only in this answer
+   */
+  async rotateWebhookSecret(
+    id: string,
+    options: CallOptions = {},
+  ): Promise<WebhookEndpointWithSecret> {
+    const what = 'POST /v1/webhook-endpoints/{id}/rotate-secret';
+    return (
+      await this.send(what, options, false, ({ signal, fetch }) =>
+        this.raw.POST('/v1/webhook-endpoints/{id}/rotate-secret', {
+          params: { path: { id } },
+          signal,
+          fetch,
+        }),
+      )
+    ).data;
+  }
+
+  /** An endpoint's latest delivery attempts, newest first (`GET …/{id}/deliveries`). */
+  async listWebhookDeliveries(id: string, options: CallOptions = {}): Promise<WebhookDelivery[]> {
+    const what = 'GET /v1/webhook-endpoints/{id}/deliveries';
+    return (
+      await this.send(what, options, 'read', ({ signal, fetch }) =>
+        this.raw.GET('/v1/webhook-endpoints/{id}/deliveries', {
+          params: { path: { id } },
+          signal,
+          fetch,
+        }),
+      )
+    ).data.deliveries;
   }
 
   /**

@@ -241,6 +241,76 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/webhook-endpoints': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** The calling tenant's webhook endpoints, oldest first (no secrets) */
+    get: operations['listWebhookEndpoints'];
+    put?: never;
+    /** Register a webhook endpoint for the calling tenant (docs/webhooks.md) */
+    post: operations['createWebhookEndpoint'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/webhook-endpoints/{id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** One webhook endpoint (no secret) */
+    get: operations['getWebhookEndpoint'];
+    put?: never;
+    post?: never;
+    /** Delete a webhook endpoint; its pending deliveries stop */
+    delete: operations['deleteWebhookEndpoint'];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/webhook-endpoints/{id}/rotate-secret': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Replace the signing secret; the previous one keeps signing beside it for WEBHOOK_SECRET_GRACE_MS */
+    post: operations['rotateWebhookSecret'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/webhook-endpoints/{id}/deliveries': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** The endpoint's latest delivery attempts (at most 100), newest first */
+    get: operations['listWebhookDeliveries'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -488,6 +558,58 @@ export interface components {
         disk_mib: number;
         waits: number;
       };
+    };
+    /**
+     * @description sandbox.running: the sandbox is running; sandbox.failed: its create failed or was cancelled; sandbox.deleted: it was deleted (docs/webhooks.md).
+     * @enum {string}
+     */
+    WebhookEventType: 'sandbox.running' | 'sandbox.failed' | 'sandbox.deleted';
+    CreateWebhookEndpointRequest: {
+      /** @description An http or https URL without credentials or fragment. Delivery refuses private, loopback, link-local and metadata addresses unless the operator allow-lists them (WEBHOOK_ALLOWED_CIDRS). */
+      url: string;
+      event_types: components['schemas']['WebhookEventType'][];
+    };
+    WebhookEndpoint: {
+      id: string;
+      url: string;
+      event_types: components['schemas']['WebhookEventType'][];
+      /** Format: date-time */
+      created_at: string;
+      /** Format: date-time */
+      updated_at: string;
+      /**
+       * Format: date-time
+       * @description After a rotation: until when the previous secret still signs (each delivery then carries both signatures).
+       */
+      previous_secret_expires_at: string | null;
+    };
+    WebhookEndpointWithSecret: components['schemas']['WebhookEndpoint'] & {
+      /** @description The Standard Webhooks signing secret (whsec_ + base64). Shown only in this answer: store it. */
+      secret: string;
+    };
+    WebhookEndpointList: {
+      webhook_endpoints: components['schemas']['WebhookEndpoint'][];
+    };
+    WebhookDelivery: {
+      id: string;
+      /** @description The event's id, sent as the webhook-id header; the same on every attempt. */
+      event_id: string;
+      event_type: components['schemas']['WebhookEventType'];
+      sandbox_id: string;
+      attempt: number;
+      /**
+       * @description succeeded: a 2xx answer; failed: another answer, a timeout or a network error (retried with back-off); refused: the target resolves to an address delivery may not reach (not retried).
+       * @enum {string}
+       */
+      status: 'succeeded' | 'failed' | 'refused';
+      http_status: number | null;
+      error: string | null;
+      duration_ms: number;
+      /** Format: date-time */
+      created_at: string;
+    };
+    WebhookDeliveryList: {
+      deliveries: components['schemas']['WebhookDelivery'][];
     };
   };
   responses: {
@@ -1051,6 +1173,192 @@ export interface operations {
         };
       };
       401: components['responses']['Unauthenticated'];
+      500: components['responses']['Error'];
+      503: components['responses']['AuthUnavailable'];
+    };
+  };
+  listWebhookEndpoints: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The endpoints. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['WebhookEndpointList'];
+        };
+      };
+      401: components['responses']['Unauthenticated'];
+      500: components['responses']['Error'];
+      503: components['responses']['AuthUnavailable'];
+    };
+  };
+  createWebhookEndpoint: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['CreateWebhookEndpointRequest'];
+      };
+    };
+    responses: {
+      /** @description The endpoint and its signing secret (shown only here). */
+      201: {
+        headers: {
+          /** @description Where to read the endpoint. */
+          Location?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['WebhookEndpointWithSecret'];
+        };
+      };
+      400: components['responses']['Error'];
+      401: components['responses']['Unauthenticated'];
+      /** @description unsupported_media_type: the body's Content-Type is not JSON (send Content-Type: application/json). */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description quota_exceeded: the tenant has the most endpoints allowed (details.limit webhook_endpoints). */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      500: components['responses']['Error'];
+      503: components['responses']['AuthUnavailable'];
+    };
+  };
+  getWebhookEndpoint: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The webhook endpoint id. */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The endpoint. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['WebhookEndpoint'];
+        };
+      };
+      401: components['responses']['Unauthenticated'];
+      404: components['responses']['Error'];
+      500: components['responses']['Error'];
+      503: components['responses']['AuthUnavailable'];
+    };
+  };
+  deleteWebhookEndpoint: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The webhook endpoint id. */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Deleted. */
+      204: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      401: components['responses']['Unauthenticated'];
+      404: components['responses']['Error'];
+      500: components['responses']['Error'];
+      503: components['responses']['AuthUnavailable'];
+    };
+  };
+  rotateWebhookSecret: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The webhook endpoint id. */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The endpoint and its new secret (shown only here). */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['WebhookEndpointWithSecret'];
+        };
+      };
+      401: components['responses']['Unauthenticated'];
+      404: components['responses']['Error'];
+      /** @description unsupported_media_type: the body's Content-Type is not JSON (send Content-Type: application/json). */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      500: components['responses']['Error'];
+      503: components['responses']['AuthUnavailable'];
+    };
+  };
+  listWebhookDeliveries: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The webhook endpoint id. */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The attempts. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['WebhookDeliveryList'];
+        };
+      };
+      401: components['responses']['Unauthenticated'];
+      404: components['responses']['Error'];
       500: components['responses']['Error'];
       503: components['responses']['AuthUnavailable'];
     };

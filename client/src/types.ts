@@ -24,6 +24,16 @@ export type Quota = Schemas['Quota'];
 export type SandboxPage = Schemas['SandboxPage'];
 /** A page of `GET /v1/operations`. */
 export type OperationPage = Schemas['OperationPage'];
+/** The body of `POST /v1/webhook-endpoints`. */
+export type CreateWebhookEndpointRequest = Schemas['CreateWebhookEndpointRequest'];
+/** A webhook endpoint (docs/webhooks.md), without its secret. */
+export type WebhookEndpoint = Schemas['WebhookEndpoint'];
+/** A webhook endpoint with its signing secret: the answer of a create or a rotation, only. */
+export type WebhookEndpointWithSecret = Schemas['WebhookEndpointWithSecret'];
+/** One delivery attempt of a webhook endpoint. */
+export type WebhookDelivery = Schemas['WebhookDelivery'];
+/** A webhook event type: `sandbox.running`, `sandbox.failed`, `sandbox.deleted`. */
+export type WebhookEventType = Schemas['WebhookEventType'];
 /** The error body every failing request answers with. */
 export type ErrorBody = Schemas['Error'];
 /**

@@ -16,6 +16,7 @@ import { sandboxCpuMillicores } from './0008-sandbox-cpu-millicores.js';
 import { sandboxesStateUpdatedAt } from './0009-sandboxes-state-updated-at.js';
 import { operationResult } from './0010-operation-result.js';
 import { sandboxesTenantState } from './0011-sandboxes-tenant-state.js';
+import { webhooks } from './0013-webhooks.js';
 
 /** Every migration by name. */
 export const MIGRATIONS: Readonly<Record<string, Migration>> = {
@@ -30,6 +31,7 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0009-sandboxes-state-updated-at': sandboxesStateUpdatedAt,
   '0010-operation-result': operationResult,
   '0011-sandboxes-tenant-state': sandboxesTenantState,
+  '0013-webhooks': webhooks,
 };
 
 const provider: MigrationProvider = {

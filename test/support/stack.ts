@@ -10,6 +10,7 @@ import type { Worker } from '@temporalio/worker';
 import { pino, type Logger } from 'pino';
 import type { ReadinessDeciderOptions } from '../../activities/readiness-decider.js';
 import type { RefusalBoundsMs } from '../../activities/pods.js';
+import type { WebhookDeliveryOptions } from '../../activities/webhooks.js';
 import { createKubernetesClient, type KubernetesClient } from '../../kubernetes/client.js';
 import {
   SimulatedCluster,
@@ -59,6 +60,8 @@ export interface TestStackOptions {
    * learned floor the API would refuse it before 202 (test/rootfs-floors.test.ts covers that).
    */
   learnRootfsFloors?: boolean;
+  /** How the workers deliver webhooks (default: the service's, no private targets). */
+  webhooks?: WebhookDeliveryOptions;
   /** The workers' activity slots (default: the worker's, MAX_CONCURRENT_ACTIVITIES). */
   maxConcurrentActivities?: number;
   /**
@@ -175,6 +178,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
         watchTimeoutSeconds: options.watchTimeoutSeconds ?? 25,
         refusalBoundsMs: options.refusalBoundsMs,
         templates: stack.templates,
+        webhooks: options.webhooks,
         decider: { reconcileIntervalMs: options.reconcileIntervalMs, ...options.decider },
         worker: {
           workflowBundle: temporal.workflowBundle,

@@ -1,0 +1,209 @@
+/**
+ * Webhook activities (docs/webhooks.md): `emitSandboxEvent` hands a sandbox's transition to the
+ * delivery workflow of each subscribed endpoint (workflows/webhook-delivery.ts), and
+ * `deliverWebhook` makes one signed, SSRF-checked POST, retried by Temporal with back-off.
+ */
+import { createHash } from 'node:crypto';
+import { ApplicationFailure, Context, log } from '@temporalio/activity';
+import {
+  EVENT_TYPE_OF_STATE,
+  WEBHOOK_EVENT_SIGNAL,
+  webhookDeliveryWorkflowId,
+  type SandboxState,
+  type WebhookDeliveryStatus,
+  type WebhookEvent,
+  type WebhookEventRef,
+  NOT_ADMITTED_FAILURE_TYPE,
+  WEBHOOK_DELIVERY_WORKFLOW,
+  WEBHOOK_TARGET_REFUSED,
+} from '../contract/index.js';
+import type { SandboxRecord, Store } from '../store/index.js';
+import { sandboxToWire } from '../api/wire.js';
+import { postWebhook, WebhookTargetRefusedError } from '../webhooks/http-delivery.js';
+import { newWebhookDeliveryId } from '../webhooks/secrets.js';
+import { signWebhook } from '../webhooks/signing.js';
+import { WebhookAddressGuard } from '../webhooks/ssrf-guard.js';
+import { countWebhookDelivery } from './webhook-metrics.js';
+
+/** How webhooks are delivered (WEBHOOK_* variables, docs/configuration.md). */
+export interface WebhookDeliveryOptions {
+  /** CIDRs a webhook may reach although they are private (WEBHOOK_ALLOWED_CIDRS). */
+  allowedCidrs: readonly string[];
+  /** One attempt, DNS to last byte, in ms (WEBHOOK_TIMEOUT_MS). */
+  timeoutMs: number;
+  /** Response bytes read at most (WEBHOOK_MAX_RESPONSE_BYTES). */
+  maxResponseBytes: number;
+}
+
+/** Defaults: no private targets, 10 s per attempt, 64 KiB of response. */
+export const DEFAULT_WEBHOOK_DELIVERY: WebhookDeliveryOptions = {
+  allowedCidrs: [],
+  timeoutMs: 10_000,
+  maxResponseBytes: 64 * 1024,
+};
+
+/** Dependencies of the webhook activities. */
+export interface WebhookActivityDeps {
+  store: Store;
+  webhooks?: WebhookDeliveryOptions;
+}
+
+/**
+ * The stable id of a transition's event: the same sandbox, generation and type give the same
+ * id, so a retried step that emits again is de-duplicated (`webhook-id`).
+ */
+export function webhookEventId(
+  sandbox: Pick<SandboxRecord, 'id' | 'generation'>,
+  type: string,
+): string {
+  const digest = createHash('sha256').update(`${sandbox.id}/${sandbox.generation}/${type}`);
+  return `evt_${digest.digest('hex').slice(0, 32)}`;
+}
+
+/**
+ * Emits the event of the sandbox's current state when it is one of `states` (the ones the
+ * calling step writes; of them only `running`, `failed` and `deleted` have events): keeps its
+ * body in the store, then, for every endpoint of the sandbox's tenant subscribed to its type,
+ * signals-with-start the endpoint's delivery workflow for this sandbox, which delivers its
+ * events in order. Called after each store transition, also when a retried step finds it
+ * already written (the event id is stable, so the workflow drops the repeat).
+ * @returns how many endpoints it signalled
+ * @throws the store's or Temporal's error (the calling step is retried)
+ */
+export async function emitSandboxEvent(
+  store: Store,
+  sandboxId: string,
+  states: readonly SandboxState[],
+): Promise<number> {
+  const sandbox = await store.getSandboxById(sandboxId);
+  if (!sandbox || !states.includes(sandbox.state)) return 0;
+  const type = EVENT_TYPE_OF_STATE[sandbox.state];
+  if (!type) return 0;
+  const endpoints = await store.webhooks.endpointsFor(sandbox.tenant, type);
+  if (endpoints.length === 0) return 0;
+  const event: WebhookEvent = {
+    id: webhookEventId(sandbox, type),
+    type,
+    timestamp: sandbox.updatedAt,
+    sandboxId,
+    data: sandboxToWire(sandbox) as unknown as Record<string, unknown>,
+  };
+  // The body is kept in the store; the workflow carries only the reference.
+  const payload = JSON.stringify({ type, timestamp: event.timestamp, data: event.data });
+  await store.webhooks.recordEvent({
+    id: event.id,
+    tenant: sandbox.tenant,
+    sandboxId,
+    type,
+    payload,
+  });
+  const ref: WebhookEventRef = { id: event.id, type, sandboxId };
+  const context = Context.current();
+  for (const endpointId of endpoints) {
+    await context.client.workflow.signalWithStart(WEBHOOK_DELIVERY_WORKFLOW, {
+      workflowId: webhookDeliveryWorkflowId(endpointId, sandboxId),
+      taskQueue: context.info.taskQueue,
+      args: [{ endpointId, sandboxId }],
+      signal: WEBHOOK_EVENT_SIGNAL,
+      signalArgs: [ref],
+    });
+  }
+  log.info('webhook event emitted', { event_id: event.id, type, endpoints: endpoints.length });
+  return endpoints.length;
+}
+
+/** Builds the webhook activities over their dependencies. */
+export function webhookActivities(deps: WebhookActivityDeps) {
+  const options = deps.webhooks ?? DEFAULT_WEBHOOK_DELIVERY;
+  const guard = new WebhookAddressGuard(options.allowedCidrs);
+
+  return {
+    /**
+     * Delivers one event to one endpoint: reads the event's body from the store (never from
+     * the input), signs it with the endpoint's secrets as they are now (a rotation's previous
+     * secret too, during its grace period), posts it, and records the attempt. A 2xx answer is
+     * success.
+     * @returns `delivered`; `endpoint_gone` when the endpoint was deleted meanwhile;
+     *   `event_gone` when the store no longer holds the event
+     * @throws ApplicationFailure `NotAdmitted` (non-retryable) when the event is not the
+     *   endpoint's tenant's or not a type it subscribed to (a workflow the worker did not
+     *   start); {@link WEBHOOK_TARGET_REFUSED} (non-retryable) for a refused target; a
+     *   retryable one for any other failure (non-2xx, timeout, network)
+     */
+    async deliverWebhook(input: {
+      endpointId: string;
+      event: WebhookEventRef;
+    }): Promise<'delivered' | 'endpoint_gone' | 'event_gone'> {
+      const { endpointId } = input;
+      const startedAt = new Date();
+      const target = await deps.store.webhooks.target(endpointId, startedAt.toISOString());
+      if (!target) return 'endpoint_gone';
+      const event = await deps.store.webhooks.getEvent(input.event.id);
+      if (!event) {
+        log.warn('webhook event not in the store; not delivered', { event_id: input.event.id });
+        return 'event_gone';
+      }
+      if (event.tenant !== target.tenant || !target.eventTypes.includes(event.type)) {
+        log.warn('webhook delivery not admitted', { endpoint_id: endpointId, event_id: event.id });
+        throw ApplicationFailure.create({
+          type: NOT_ADMITTED_FAILURE_TYPE,
+          message: `refused to deliver ${event.id} to ${endpointId}: the endpoint is not subscribed to it; the worker delivers only the events it emitted for the endpoint's tenant`,
+          nonRetryable: true,
+        });
+      }
+      const body = event.payload;
+      const headers = signWebhook(event.id, startedAt, body, target.secrets);
+      const attempt = Context.current().info.attempt;
+      const record = (
+        status: WebhookDeliveryStatus,
+        httpStatus: number | null,
+        error: string | null,
+      ) => {
+        countWebhookDelivery(status);
+        return deps.store.webhooks.recordDelivery({
+          id: newWebhookDeliveryId(),
+          endpointId,
+          eventId: event.id,
+          eventType: event.type,
+          sandboxId: event.sandboxId,
+          attempt,
+          status,
+          httpStatus,
+          error,
+          durationMs: Date.now() - startedAt.getTime(),
+        });
+      };
+      const fields = { endpoint_id: endpointId, event_id: event.id, attempt };
+      let status: number;
+      try {
+        ({ status } = await postWebhook(target.url, { ...headers }, body, guard, options));
+      } catch (err) {
+        const message = err instanceof Error ? err.message : String(err);
+        if (err instanceof WebhookTargetRefusedError) {
+          await record('refused', null, message);
+          log.warn('webhook target refused', { ...fields, error: message });
+          throw ApplicationFailure.create({
+            type: WEBHOOK_TARGET_REFUSED,
+            message,
+            nonRetryable: true,
+          });
+        }
+        await record('failed', null, message);
+        log.info('webhook attempt failed', { ...fields, error: message });
+        throw ApplicationFailure.retryable(`delivery failed: ${message}`, 'WebhookDeliveryFailed');
+      }
+      if (status < 200 || status > 299) {
+        const message =
+          status >= 300 && status < 400
+            ? `the receiver answered ${status}; redirects are not followed`
+            : `the receiver answered ${status}`;
+        await record('failed', status, message);
+        log.info('webhook attempt failed', { ...fields, http_status: status });
+        throw ApplicationFailure.retryable(message, 'WebhookDeliveryFailed');
+      }
+      await record('succeeded', status, null);
+      log.info('webhook delivered', { ...fields, http_status: status });
+      return 'delivered';
+    },
+  };
+}

@@ -1,0 +1,503 @@
+/**
+ * Signed webhooks end to end (docs/webhooks.md): endpoints registered through the API, events
+ * emitted by the create's and the delete's store steps, delivered by the `webhookDelivery`
+ * workflow over a real dev server to a receiver of the test's own (an HTTP server on loopback,
+ * allow-listed for this suite only), which verifies each signature with the `standardwebhooks`
+ * library.
+ */
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Writable } from 'node:stream';
+import request from 'supertest';
+import { Webhook } from 'standardwebhooks';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { run } from '../cli/program.js';
+import { workerRegistry } from '../activities/metrics.js';
+import {
+  awaitOperation,
+  bearer,
+  createBody,
+  eventually,
+  startApiStack,
+  type ApiStack,
+  type OperationBody,
+  type TestTenant,
+} from './support/api.js';
+
+/** One request the receiver got. */
+interface Received {
+  headers: Record<string, string>;
+  body: string;
+  json: { type: string; timestamp: string; data: { id: string; state: string } };
+}
+
+/** A webhook receiver on 127.0.0.1: records what it gets, answers `status` (default 204). */
+class Receiver {
+  readonly received: Received[] = [];
+  status = 204;
+  private server?: Server;
+  constructor(public port = 0) {}
+
+  async start(): Promise<this> {
+    this.server = createServer((req: IncomingMessage, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (chunk: Buffer) => chunks.push(chunk));
+      req.on('end', () => {
+        const body = Buffer.concat(chunks).toString('utf8');
+        const headers = Object.fromEntries(
+          Object.entries(req.headers).map(([name, value]) => [name, String(value)]),
+        );
+        this.received.push({ headers, body, json: JSON.parse(body) as Received['json'] });
+        res.writeHead(this.status).end();
+      });
+    });
+    await new Promise<void>((resolve) => this.server!.listen(this.port, '127.0.0.1', resolve));
+    this.port = (this.server.address() as AddressInfo).port;
+    return this;
+  }
+
+  url(path = '/hook'): string {
+    return `http://127.0.0.1:${this.port}${path}`;
+  }
+
+  forSandbox(sandboxId: string): Received[] {
+    return this.received.filter((r) => r.json.data.id === sandboxId);
+  }
+
+  async stop(): Promise<void> {
+    const server = this.server;
+    if (!server) return;
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    this.server = undefined;
+  }
+}
+
+let api: ApiStack;
+const receivers: Receiver[] = [];
+beforeAll(async () => {
+  api = await startApiStack({
+    stack: {
+      cluster: { startupDelayMs: 100 },
+      learnRootfsFloors: false,
+      // The receivers live on 127.0.0.1: allow-listed here, as an operator would for a receiver
+      // inside its own network. Every other loopback address stays refused.
+      webhooks: { allowedCidrs: ['127.0.0.1/32'], timeoutMs: 5_000, maxResponseBytes: 4096 },
+    },
+  });
+});
+afterAll(async () => {
+  for (const receiver of receivers) await receiver.stop();
+  await api?.stop();
+});
+
+async function receiver(port = 0): Promise<Receiver> {
+  const started = await new Receiver(port).start();
+  receivers.push(started);
+  return started;
+}
+
+async function register(
+  url: string,
+  eventTypes = ['sandbox.running', 'sandbox.failed', 'sandbox.deleted'],
+  who: TestTenant = api.tenantA,
+): Promise<{ id: string; secret: string }> {
+  const response = await request(api.app)
+    .post('/v1/webhook-endpoints')
+    .set(bearer(who))
+    .send({ url, event_types: eventTypes });
+  expect(response.status, response.text).toBe(201);
+  return response.body as { id: string; secret: string };
+}
+
+async function createSandbox(
+  diskMib: number,
+  who: TestTenant = api.tenantA,
+): Promise<OperationBody> {
+  const accepted = await request(api.app)
+    .post('/v1/sandboxes')
+    .set(bearer(who))
+    .send(createBody(diskMib));
+  expect(accepted.status, accepted.text).toBe(202);
+  return awaitOperation(api.app, who, (accepted.body as OperationBody).id);
+}
+
+async function deleteSandbox(sandboxId: string, who: TestTenant = api.tenantA): Promise<void> {
+  const accepted = await request(api.app).delete(`/v1/sandboxes/${sandboxId}`).set(bearer(who));
+  expect(accepted.status, accepted.text).toBe(202);
+  await awaitOperation(api.app, who, (accepted.body as OperationBody).id);
+}
+
+async function deliveries(endpointId: string, who: TestTenant = api.tenantA) {
+  const response = await request(api.app)
+    .get(`/v1/webhook-endpoints/${endpointId}/deliveries`)
+    .set(bearer(who));
+  expect(response.status, response.text).toBe(200);
+  return (response.body as { deliveries: Array<Record<string, unknown>> }).deliveries;
+}
+
+/** Waits until the receiver has `count` requests about the sandbox. */
+function receivedFor(target: Receiver, sandboxId: string, count: number, timeoutMs = 60_000) {
+  return eventually(
+    async () => {
+      const got = target.forSandbox(sandboxId);
+      return got.length >= count ? got : undefined;
+    },
+    { timeoutMs, what: `${count} webhook(s) about ${sandboxId}` },
+  );
+}
+
+describe('webhook endpoints', () => {
+  it('registers an endpoint for the caller only, shows its whsec_ secret once, and deletes it', async () => {
+    const target = await receiver();
+    const created = await register(target.url(), ['sandbox.running']);
+    expect(created).toMatchObject({
+      id: expect.stringMatching(/^whe_[a-z2-7]{26}$/),
+      url: target.url(),
+      event_types: ['sandbox.running'],
+      secret: expect.stringMatching(/^whsec_[A-Za-z0-9+/]{43}=$/),
+      previous_secret_expires_at: null,
+    });
+    const listed = await request(api.app).get('/v1/webhook-endpoints').set(bearer(api.tenantA));
+    const mine = (listed.body as { webhook_endpoints: Array<Record<string, unknown>> })
+      .webhook_endpoints;
+    expect(mine.find((e) => e.id === created.id)).toBeDefined();
+    expect(mine.every((e) => !('secret' in e))).toBe(true);
+
+    const theirs = await request(api.app).get('/v1/webhook-endpoints').set(bearer(api.tenantB));
+    expect(JSON.stringify(theirs.body)).not.toContain(created.id);
+    for (const [method, path] of [
+      ['get', `/v1/webhook-endpoints/${created.id}`],
+      ['get', `/v1/webhook-endpoints/${created.id}/deliveries`],
+      ['post', `/v1/webhook-endpoints/${created.id}/rotate-secret`],
+      ['delete', `/v1/webhook-endpoints/${created.id}`],
+    ] as const) {
+      const answer = await request(api.app)[method](path).set(bearer(api.tenantB));
+      expect(answer.status, `${method} ${path} as another tenant`).toBe(404);
+    }
+    const deleted = await request(api.app)
+      .delete(`/v1/webhook-endpoints/${created.id}`)
+      .set(bearer(api.tenantA));
+    expect(deleted.status).toBe(204);
+    const gone = await request(api.app)
+      .get(`/v1/webhook-endpoints/${created.id}`)
+      .set(bearer(api.tenantA));
+    expect(gone.status).toBe(404);
+  });
+
+  it('refuses a body naming an unknown event type, a non-http URL, or a tenant', async () => {
+    const cases: Array<[Record<string, unknown>, string]> = [
+      [{ url: 'https://example.com/h', event_types: ['sandbox.exploded'] }, 'event_types.0'],
+      [{ url: 'ftp://example.com/h', event_types: ['sandbox.running'] }, 'url'],
+      [{ url: 'https://u:p@example.com/h', event_types: ['sandbox.running'] }, 'url'],
+      [{ url: 'https://example.com/h', event_types: [] }, 'event_types'],
+      [{ url: 'https://example.com/h', event_types: ['sandbox.running'], tenant: 'b' }, 'tenant'],
+    ];
+    for (const [body, field] of cases) {
+      const answer = await request(api.app)
+        .post('/v1/webhook-endpoints')
+        .set(bearer(api.tenantA))
+        .send(body);
+      expect(answer.status, JSON.stringify(body)).toBe(400);
+      expect(answer.body.error.code).toBe('invalid_request');
+      expect(answer.body.error.message).toContain(field);
+    }
+  });
+});
+
+describe('webhook delivery', () => {
+  it('delivers running then deleted, each id once, signed so the library verifies it', async () => {
+    const target = await receiver();
+    const endpoint = await register(target.url());
+    const other = await receiver();
+    await register(other.url(), undefined, api.tenantB);
+
+    const created = await createSandbox(2048);
+    expect(created.status).toBe('succeeded');
+    await receivedFor(target, created.sandbox_id, 1);
+    await deleteSandbox(created.sandbox_id);
+    const got = await receivedFor(target, created.sandbox_id, 2);
+
+    expect(got.map((r) => r.json.type)).toEqual(['sandbox.running', 'sandbox.deleted']);
+    expect(got.map((r) => r.json.data.state)).toEqual(['running', 'deleted']);
+    const ids = got.map((r) => r.headers['webhook-id']);
+    expect(new Set(ids).size).toBe(2);
+    for (const delivery of got) {
+      expect(delivery.headers['webhook-id']).toMatch(/^evt_[0-9a-f]{32}$/);
+      const verified = new Webhook(endpoint.secret).verify(delivery.body, delivery.headers);
+      expect(verified).toMatchObject({ type: delivery.json.type });
+      expect(() =>
+        new Webhook(`whsec_${Buffer.alloc(32).toString('base64')}`).verify(
+          delivery.body,
+          delivery.headers,
+        ),
+      ).toThrow();
+    }
+    // Another tenant's endpoint hears nothing of this sandbox.
+    expect(other.forSandbox(created.sandbox_id)).toEqual([]);
+    const attempts = await eventually(async () => {
+      const rows = await deliveries(endpoint.id);
+      return rows.length >= 2 ? rows : undefined;
+    });
+    expect(attempts.map((a) => [a.event_type, a.status, a.http_status])).toEqual([
+      ['sandbox.deleted', 'succeeded', 204],
+      ['sandbox.running', 'succeeded', 204],
+    ]);
+    // Nothing more arrives: each event once.
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    expect(target.forSandbox(created.sandbox_id)).toHaveLength(2);
+  });
+
+  it('delivers sandbox.failed, naming the code, when the node refuses the create', async () => {
+    const target = await receiver();
+    const endpoint = await register(target.url(), ['sandbox.failed']);
+    const created = await createSandbox(300);
+    expect(created.status).toBe('failed');
+    const [got] = await receivedFor(target, created.sandbox_id, 1);
+    expect(got!.json).toMatchObject({
+      type: 'sandbox.failed',
+      data: { state: 'failed', failure: { code: 'invalid_request' } },
+    });
+    new Webhook(endpoint.secret).verify(got!.body, got!.headers);
+  });
+
+  it('delivers sandbox.failed (cancelled) then sandbox.deleted when a delete cancels a create', async () => {
+    const target = await receiver();
+    await register(target.url());
+    // Hold the node so the create is still waiting when the delete lands.
+    const node = api.stack.cluster.node as unknown as { options: { startupDelayMs: number } };
+    node.options.startupDelayMs = 60_000;
+    let sandboxId: string;
+    try {
+      const accepted = await request(api.app)
+        .post('/v1/sandboxes')
+        .set(bearer(api.tenantA))
+        .send(createBody(2048));
+      expect(accepted.status, accepted.text).toBe(202);
+      sandboxId = (accepted.body as OperationBody).sandbox_id;
+      await deleteSandbox(sandboxId);
+    } finally {
+      node.options.startupDelayMs = 100;
+    }
+    const got = await receivedFor(target, sandboxId, 2);
+    expect(got.map((r) => [r.json.type, r.json.data.state])).toEqual([
+      ['sandbox.failed', 'failed'],
+      ['sandbox.deleted', 'deleted'],
+    ]);
+    expect(got[0]!.json).toMatchObject({ data: { failure: { code: 'cancelled' } } });
+  });
+
+  it('still delivers, with the same id, to a receiver that was down while the events happened', async () => {
+    // A port nothing listens on yet: take one, then let it go.
+    const probe = await new Receiver().start();
+    const port = probe.port;
+    await probe.stop();
+    const endpoint = await register(`http://127.0.0.1:${port}/hook`, ['sandbox.running']);
+
+    const created = await createSandbox(2048);
+    expect(created.status).toBe('succeeded');
+    const failures = await eventually(
+      async () => {
+        const rows = await deliveries(endpoint.id);
+        return rows.filter((r) => r.status === 'failed').length >= 2 ? rows : undefined;
+      },
+      { what: 'two failed attempts while the receiver is down' },
+    );
+    expect(failures[0]).toMatchObject({ status: 'failed', http_status: null });
+    expect(String(failures[0]!.error)).toMatch(/ECONNREFUSED/);
+
+    const target = await receiver(port);
+    const [got] = await receivedFor(target, created.sandbox_id, 1);
+    expect(got!.headers['webhook-id']).toBe(failures[0]!.event_id);
+    new Webhook(endpoint.secret).verify(got!.body, got!.headers);
+    const after = await eventually(async () => {
+      const rows = await deliveries(endpoint.id);
+      return rows[0]?.status === 'succeeded' ? rows : undefined;
+    });
+    expect(after[0]!.attempt).toBeGreaterThan(2);
+  });
+
+  it('refuses a loopback target that is not allow-listed, without retrying', async () => {
+    const target = await receiver();
+    // 127.0.0.2 reaches the same host on Linux, but only 127.0.0.1/32 is allow-listed.
+    const endpoint = await register(`http://127.0.0.2:${target.port}/hook`, ['sandbox.running']);
+    const created = await createSandbox(2048);
+    const [refused] = await eventually(async () => {
+      const rows = await deliveries(endpoint.id);
+      return rows.length > 0 ? rows : undefined;
+    });
+    expect(refused).toMatchObject({ status: 'refused', attempt: 1, http_status: null });
+    const counted = await workerRegistry.getSingleMetricAsString(
+      'durable_sandbox_webhook_deliveries_total',
+    );
+    expect(counted).toContain('durable_sandbox_webhook_deliveries_total{status="refused"} 1');
+    expect(String(refused!.error)).toContain('127.0.0.2 (loopback)');
+    await new Promise((resolve) => setTimeout(resolve, 2_500));
+    expect(await deliveries(endpoint.id)).toHaveLength(1);
+    expect(target.forSandbox(created.sandbox_id)).toEqual([]);
+  });
+
+  it('signs with both the new and the previous secret after a rotation', async () => {
+    const target = await receiver();
+    const endpoint = await register(target.url(), ['sandbox.running', 'sandbox.deleted']);
+    const created = await createSandbox(2048);
+    const [before] = await receivedFor(target, created.sandbox_id, 1);
+    expect(before!.headers['webhook-signature']!.split(' ')).toHaveLength(1);
+
+    const rotated = await request(api.app)
+      .post(`/v1/webhook-endpoints/${endpoint.id}/rotate-secret`)
+      .set(bearer(api.tenantA));
+    expect(rotated.status, rotated.text).toBe(200);
+    const fresh = rotated.body as { secret: string; previous_secret_expires_at: string };
+    expect(fresh.secret).not.toBe(endpoint.secret);
+    expect(Date.parse(fresh.previous_secret_expires_at)).toBeGreaterThan(Date.now());
+
+    await deleteSandbox(created.sandbox_id);
+    const [, after] = await receivedFor(target, created.sandbox_id, 2);
+    expect(after!.json.type).toBe('sandbox.deleted');
+    expect(after!.headers['webhook-signature']!.split(' ')).toHaveLength(2);
+    new Webhook(fresh.secret).verify(after!.body, after!.headers);
+    new Webhook(endpoint.secret).verify(after!.body, after!.headers);
+  });
+
+  it('does not follow a redirect', async () => {
+    const target = await receiver();
+    target.status = 307;
+    const endpoint = await register(target.url(), ['sandbox.running']);
+    const created = await createSandbox(2048);
+    const [attempt] = await eventually(async () => {
+      const rows = await deliveries(endpoint.id);
+      return rows.length > 0 ? rows : undefined;
+    });
+    expect(attempt).toMatchObject({ status: 'failed', http_status: 307 });
+    expect(String(attempt!.error)).toContain('redirects are not followed');
+    expect(target.forSandbox(created.sandbox_id).length).toBeGreaterThanOrEqual(1);
+    await request(api.app).delete(`/v1/webhook-endpoints/${endpoint.id}`).set(bearer(api.tenantA));
+  });
+});
+
+class Capture extends Writable {
+  text = '';
+  override _write(chunk: Buffer, _encoding: string, done: () => void): void {
+    this.text += chunk.toString();
+    done();
+  }
+}
+
+describe('what the delivery trusts', () => {
+  it('delivers an event id signalled twice once', async () => {
+    const target = await receiver();
+    const endpoint = await register(target.url(), ['sandbox.running']);
+    const created = await createSandbox(2048);
+    const [first] = await receivedFor(target, created.sandbox_id, 1);
+    const ref = {
+      id: first!.headers['webhook-id'],
+      type: 'sandbox.running',
+      sandboxId: created.sandbox_id,
+    };
+    // Two more signals of the same event to one workflow (as retried steps would send).
+    const workflowId = `webhook-delivery-test-${endpoint.id}-${created.sandbox_id}`;
+    for (let n = 0; n < 2; n++) {
+      await api.stack.temporal.client.workflow.signalWithStart('webhookDelivery', {
+        workflowId,
+        taskQueue: api.stack.taskQueue,
+        args: [{ endpointId: endpoint.id, sandboxId: created.sandbox_id }],
+        signal: 'webhookEvent',
+        signalArgs: [ref],
+      });
+    }
+    await receivedFor(target, created.sandbox_id, 2);
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    expect(target.forSandbox(created.sandbox_id)).toHaveLength(2);
+  });
+
+  it("does not deliver a tenant's event to another tenant's endpoint, whatever a workflow's input says", async () => {
+    const mine = await receiver();
+    await register(mine.url(), ['sandbox.running']);
+    const theirs = await receiver();
+    const foreign = await register(theirs.url(), ['sandbox.running'], api.tenantB);
+    const created = await createSandbox(2048);
+    const [got] = await receivedFor(mine, created.sandbox_id, 1);
+
+    // A workflow started by someone other than the worker, naming tenant A's real event.
+    const handle = await api.stack.temporal.client.workflow.signalWithStart('webhookDelivery', {
+      workflowId: `webhook-delivery-forged-${created.sandbox_id}`,
+      taskQueue: api.stack.taskQueue,
+      args: [{ endpointId: foreign.id, sandboxId: created.sandbox_id }],
+      signal: 'webhookEvent',
+      signalArgs: [
+        { id: got!.headers['webhook-id'], type: 'sandbox.running', sandboxId: created.sandbox_id },
+      ],
+    });
+    await eventually(
+      async () =>
+        api.stack.logs.some((line) => line.msg === 'webhook delivery not admitted')
+          ? true
+          : undefined,
+      { what: "the worker's refusal of the forged delivery (log `webhook delivery not admitted`)" },
+    );
+    await handle.terminate('test over').catch(() => undefined);
+    expect(theirs.forSandbox(created.sandbox_id)).toEqual([]);
+    expect(await deliveries(foreign.id, api.tenantB)).toEqual([]);
+  });
+});
+
+describe('webhooks CLI', () => {
+  it('creates, lists, rotates, shows deliveries of and deletes an endpoint', async () => {
+    const { url, close } = await api.listen();
+    const cli = async (...args: string[]) => {
+      const stdout = new Capture();
+      const stderr = new Capture();
+      const env = { DURABLE_SANDBOX_URL: url, DURABLE_SANDBOX_TOKEN: api.tenantA.token };
+      const code = await run(args, { stdout, stderr, env });
+      return { code, stdout: stdout.text, stderr: stderr.text };
+    };
+    try {
+      const target = await receiver();
+      const created = await cli(
+        '-o',
+        'json',
+        'webhooks',
+        'create',
+        target.url(),
+        '--events',
+        'sandbox.running',
+      );
+      expect(created.code, created.stderr).toBe(0);
+      const endpoint = JSON.parse(created.stdout) as {
+        id: string;
+        secret: string;
+        event_types: string[];
+      };
+      expect(endpoint.secret).toMatch(/^whsec_/);
+      expect(endpoint.event_types).toEqual(['sandbox.running']);
+
+      const listed = await cli('webhooks', 'list');
+      expect(listed.stdout).toContain(endpoint.id);
+      expect(listed.stdout).not.toContain(endpoint.secret);
+
+      const rotated = await cli('webhooks', 'rotate-secret', endpoint.id);
+      expect(rotated.code, rotated.stderr).toBe(0);
+      expect(rotated.stdout).toMatch(/secret {2}whsec_/);
+
+      const sandbox = await createSandbox(2048);
+      await receivedFor(target, sandbox.sandbox_id, 1);
+      const shown = await eventually(async () => {
+        const result = await cli('webhooks', 'deliveries', endpoint.id);
+        return result.stdout.includes('succeeded') ? result : undefined;
+      });
+      expect(shown.stdout).toContain('sandbox.running');
+
+      const removed = await cli('webhooks', 'delete', endpoint.id);
+      expect(removed.code, removed.stderr).toBe(0);
+      const again = await cli('webhooks', 'delete', endpoint.id);
+      expect(again.code).toBe(1);
+      expect(again.stderr).toContain('not_found');
+
+      const bad = await cli('webhooks', 'create', target.url(), '--events', 'sandbox.bogus');
+      expect(bad.code).toBe(2);
+    } finally {
+      await close();
+    }
+  });
+});
