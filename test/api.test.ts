@@ -288,6 +288,8 @@ describe('idempotency', () => {
       resources: resourcesFromWire(body.resources),
       operationId,
       idempotency: { key, requestHash: requestHash(body, 'async') },
+      // As the API stores it: the asynchronous route's deadline, which the worker's admission checks.
+      deadlineMs: api.config.createDeadlineMs,
     });
     const replay = await request(api.app)
       .post('/v1/sandboxes')
