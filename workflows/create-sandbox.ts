@@ -187,7 +187,7 @@ async function admit(input: CreateSandboxInput): Promise<void> {
       }),
     );
   } catch (err) {
-    const failure = err instanceof ActivityFailure ? err.cause : err;
+    const failure = failureOf(err);
     const refused =
       failure instanceof ApplicationFailure && failure.type === NOT_ADMITTED_FAILURE_TYPE;
     throw ApplicationFailure.create({
@@ -292,46 +292,145 @@ function startDeadline(
  */
 export const RE_PLACEMENT_PATCH = 're-placement';
 
-/** The steps: create the pod, wait for its IP, mark the sandbox running. */
+/**
+ * The steps, in the shape of Temporal's saga sample: each step that makes something pushes its
+ * undo onto `progress.compensations` before it runs, and the caller runs the stack in reverse
+ * when the create ends without a sandbox ({@link compensate}).
+ *
+ * Placement n: create its pod (kept off every node that refused), wait for its IP, mark the
+ * sandbox running. With a re-placement policy (the template names `replace_on`;
+ * docs/architecture.md, "Re-placement"), a node's refusal with one of its codes records the
+ * placement, deletes the pod (uid precondition) and goes on with placement n + 1, inside the
+ * create's one deadline. Without one, and in histories recorded before {@link RE_PLACEMENT_PATCH},
+ * there is one placement and the steps' inputs carry no placement fields, as before.
+ * @throws ApplicationFailure `NoNodeAvailable` when the placements are used up or no node is
+ *   left; its message names each node and its reason
+ * @throws the failure of a step, or CancelledFailure: compensation is the caller's
+ */
 async function runSteps(
   input: CreateSandboxInput,
   progress: CreateProgress,
 ): Promise<CreateSandboxResult> {
-  if (input.placement && patched(RE_PLACEMENT_PATCH)) {
-    return runPlacements(input, input.placement, progress);
-  }
+  const policy = input.placement && patched(RE_PLACEMENT_PATCH) ? input.placement : undefined;
   const execution = executionOf(input);
-  // Phase `creating_pod` is set by the start's search attributes; no upsert for it here.
-  // Pushed before the call: if createPod is cut short, the pod is found by its name.
-  progress.compensations.push({
-    label: 'delete pod',
-    run: () =>
-      compensationStep.deletePod({ ...execution, pod: progress.pod, ...compensationDelete() }),
-  });
-  const pod = await settledStep
-    .createPod({
-      ...execution,
-      template: input.template,
-      image: input.image,
-      resources: input.resources,
-    })
-    .catch((err: unknown) => {
-      // The apiserver refused every attempt definitely: there is no pod to look for (and with
-      // a kubeconfig that cannot work, no way to look).
-      if (refusalDetailsOf(err)?.podCreated === false) progress.compensations.pop();
-      throw err;
+  const refused: PlacementRecord[] = [];
+  for (let placement = 1; ; placement += 1) {
+    const placed = policy ? { placement } : {};
+    // Pushed before the call: if createPod is cut short, the pod is found by its name.
+    const made: { pod?: PodRef } = {};
+    progress.compensations.push({
+      label: policy ? `delete pod (placement ${placement})` : 'delete pod',
+      run: () =>
+        compensationStep.deletePod({
+          ...execution,
+          ...placed,
+          pod: made.pod,
+          ...compensationDelete(),
+        }),
     });
-  progress.pod = pod;
-  progress.image = pod.image;
+    const pod = await settledStep
+      .createPod({
+        ...execution,
+        template: input.template,
+        image: input.image,
+        resources: input.resources,
+        ...(policy ? { placement, avoidNodes: nodesOf(refused) } : {}),
+      })
+      .catch((err: unknown) => {
+        // The apiserver refused every attempt definitely: there is no pod to look for (and
+        // with a kubeconfig that cannot work, no way to look).
+        if (refusalDetailsOf(err)?.podCreated === false) progress.compensations.pop();
+        throw err;
+      });
+    made.pod = pod;
+    progress.pod = pod;
+    progress.image = pod.image;
+    // Phase `creating_pod` is set by the start's search attributes; no upsert for it here.
+    if (placement === 1) setPhase(input, 'waiting_for_ip');
 
-  setPhase(input, 'waiting_for_ip');
-  const { podIp } = await readinessWait(input.deadlineMs).awaitPodReady({
-    operationId: input.operationId,
-    sandboxId: input.sandboxId,
-    pod,
-  });
+    let podIp: string;
+    try {
+      ({ podIp } = await readinessWait(input.deadlineMs).awaitPodReady({
+        operationId: input.operationId,
+        sandboxId: input.sandboxId,
+        pod,
+        ...(policy
+          ? {
+              placement: { replaceOn: [...policy.replaceOn], endOnUnschedulable: placement > 1 },
+            }
+          : {}),
+      }));
+    } catch (err) {
+      const failure = policy ? placementFailureOf(err) : undefined;
+      if (!policy || !failure) throw err;
+      await leavePlacement(input, policy, { placement, pod, failure, refused });
+      continue;
+    }
+    return markRunning(input, pod, podIp);
+  }
+}
+
+/** The distinct nodes that refused a placement so far: the next pod is kept off them. */
+function nodesOf(refused: PlacementRecord[]): string[] {
+  return [...new Set(refused.map((r) => r.nodeName).filter(Boolean))];
+}
+
+/**
+ * A placement whose wait ended `NodeRefused` or `Unschedulable`: records it, deletes its pod
+ * by uid (so kubelet stops retrying it on that node) and returns, so the next placement runs.
+ * @throws ApplicationFailure `NoNodeAvailable` when no other node can take the pod or the
+ *   template's placements are used up
+ */
+async function leavePlacement(
+  input: CreateSandboxInput,
+  policy: PlacementPolicy,
+  ended: {
+    placement: number;
+    pod: PodRef;
+    failure: ApplicationFailure;
+    refused: PlacementRecord[];
+  },
+): Promise<void> {
+  const { placement, pod, failure, refused } = ended;
+  if (failure.type === PLACEMENT_FAILURE_TYPES.unschedulable) {
+    throw noNodeAvailable(input, refused, pod, `no other node can take it (${failure.message})`);
+  }
+  const details = failure.details?.[0] as NodeRefusalDetails;
+  const record: PlacementRecord = {
+    placement,
+    nodeName: details.nodeName,
+    code: details.code,
+    reason: details.reason,
+    // The workflow's clock when the event carries no time: deterministic on replay.
+    at: details.eventLastTimestamp ?? new Date(Date.now()).toISOString(),
+    podName: pod.name,
+    podUid: pod.uid,
+  };
+  refused.push(record);
+  await recordPlacement(input, record);
+  await settledStep.deletePod({ ...executionOf(input), placement, pod });
+  if (placement >= policy.maxPlacements) {
+    throw noNodeAvailable(
+      input,
+      refused,
+      pod,
+      `the ${policy.maxPlacements} placements of template ${input.template} are used up`,
+    );
+  }
+}
+
+/**
+ * The last step: marks the sandbox running with its pod's IP (fenced by the execution).
+ * @throws ApplicationFailure `Internal` (non-retryable) when the execution was retired or
+ *   superseded meanwhile (a delete, or a newer activation)
+ */
+async function markRunning(
+  input: CreateSandboxInput,
+  pod: PodRef,
+  podIp: string,
+): Promise<CreateSandboxResult> {
   const marked = await settledStep.markSandboxRunning({
-    ...execution,
+    ...executionOf(input),
     podIp,
     podUid: pod.uid,
   });
@@ -344,112 +443,9 @@ async function runSteps(
   return { sandboxId: input.sandboxId, pod: { name: pod.name, uid: pod.uid, ip: podIp } };
 }
 
-/**
- * The placement loop (docs/architecture.md, "Re-placement"), inside the create's one deadline:
- * create placement n's pod (kept off every node that refused), wait for its IP; when its node
- * refuses it with a code of `replace_on`, record the placement, delete the pod (uid
- * precondition) and go on with placement n + 1. Every pod made is on the compensation stack.
- * A cancel, the deadline or a decisive refusal ends the create as with one placement.
- * @throws ApplicationFailure `NoNodeAvailable` when the placements are used up or no node is
- *   left; its message names each node and its reason
- */
-async function runPlacements(
-  input: CreateSandboxInput,
-  policy: PlacementPolicy,
-  progress: CreateProgress,
-): Promise<CreateSandboxResult> {
-  const execution = executionOf(input);
-  const refused: PlacementRecord[] = [];
-  for (let placement = 1; ; placement += 1) {
-    const avoidNodes = [...new Set(refused.map((r) => r.nodeName).filter(Boolean))];
-    // Pushed before the call: if createPod is cut short, the pod is found by its name.
-    const made: { pod?: PodRef } = {};
-    progress.compensations.push({
-      label: `delete pod (placement ${placement})`,
-      run: () =>
-        compensationStep.deletePod({
-          ...execution,
-          placement,
-          pod: made.pod,
-          ...compensationDelete(),
-        }),
-    });
-    const pod = await settledStep
-      .createPod({
-        ...execution,
-        template: input.template,
-        image: input.image,
-        resources: input.resources,
-        placement,
-        avoidNodes,
-      })
-      .catch((err: unknown) => {
-        if (refusalDetailsOf(err)?.podCreated === false) progress.compensations.pop();
-        throw err;
-      });
-    made.pod = pod;
-    progress.pod = pod;
-    progress.image = pod.image;
-    if (placement === 1) setPhase(input, 'waiting_for_ip');
-
-    let podIp: string;
-    try {
-      ({ podIp } = await readinessWait(input.deadlineMs).awaitPodReady({
-        operationId: input.operationId,
-        sandboxId: input.sandboxId,
-        pod,
-        placement: { replaceOn: [...policy.replaceOn], endOnUnschedulable: placement > 1 },
-      }));
-    } catch (err) {
-      const failure = placementFailureOf(err);
-      if (!failure) throw err;
-      if (failure.type === PLACEMENT_FAILURE_TYPES.unschedulable) {
-        throw noNodeAvailable(
-          input,
-          refused,
-          pod,
-          `no other node can take it (${failure.message})`,
-        );
-      }
-      const details = failure.details?.[0] as NodeRefusalDetails;
-      const record: PlacementRecord = {
-        placement,
-        nodeName: details.nodeName,
-        code: details.code,
-        reason: details.reason,
-        // The workflow's clock when the event carries no time: deterministic on replay.
-        at: details.eventLastTimestamp ?? new Date(Date.now()).toISOString(),
-        podName: pod.name,
-        podUid: pod.uid,
-      };
-      refused.push(record);
-      await recordPlacement(input, record);
-      // The refused pod goes now, by its uid, so kubelet stops retrying it on that node.
-      await settledStep.deletePod({ ...execution, placement, pod });
-      if (placement >= policy.maxPlacements) {
-        throw noNodeAvailable(
-          input,
-          refused,
-          pod,
-          `the ${policy.maxPlacements} placements of template ${input.template} are used up`,
-        );
-      }
-      continue;
-    }
-    const marked = await settledStep.markSandboxRunning({ ...execution, podIp, podUid: pod.uid });
-    if (!marked) {
-      throw ApplicationFailure.nonRetryable(
-        'the execution was retired or superseded while the pod was starting',
-        OPERATION_ERRORS.internal.failureType,
-      );
-    }
-    return { sandboxId: input.sandboxId, pod: { name: pod.name, uid: pod.uid, ip: podIp } };
-  }
-}
-
 /** The wait's `NodeRefused` or `Unschedulable` failure, if that is what ended it. */
 function placementFailureOf(err: unknown): ApplicationFailure | undefined {
-  const failure = err instanceof ActivityFailure ? err.cause : err;
+  const failure = failureOf(err);
   if (!(failure instanceof ApplicationFailure)) return undefined;
   const types: string[] = Object.values(PLACEMENT_FAILURE_TYPES);
   return failure.type && types.includes(failure.type) ? failure : undefined;
@@ -645,9 +641,17 @@ function upsert(
   upsertSearchAttributes(registered.map(([key, value]) => ({ key, value })));
 }
 
+/**
+ * What a step failed with: an activity's (or local activity's) own failure, the cause of the
+ * ActivityFailure the workflow sees; anything else as it is.
+ */
+function failureOf(err: unknown): unknown {
+  return err instanceof ActivityFailure ? err.cause : err;
+}
+
 /** The {@link CreateFailureDetails} an activity's ApplicationFailure carries, if any. */
 function refusalDetailsOf(err: unknown): Partial<CreateFailureDetails> | undefined {
-  const failure = err instanceof ActivityFailure ? err.cause : err;
+  const failure = failureOf(err);
   if (!(failure instanceof ApplicationFailure)) return undefined;
   return failure.details?.[0] as Partial<CreateFailureDetails> | undefined;
 }
@@ -674,7 +678,7 @@ function describeFailure(
       cause: err as Error,
     };
   }
-  const failure = err instanceof ActivityFailure ? err.cause : err;
+  const failure = failureOf(err);
   if (failure instanceof ApplicationFailure) {
     const code = errorCodeOfFailureType(failure.type);
     const detail = failure.details?.[0] as Partial<CreateFailureDetails> | undefined;
