@@ -6,6 +6,7 @@ import { admissionActivities } from './admission.js';
 import { podActivities, type PodActivityDeps } from './pods.js';
 import { operationActivities } from './operations.js';
 import { storeActivities } from './store.js';
+import { lifetimeActivities } from './lifetime.js';
 import { webhookActivities, type WebhookActivityDeps } from './webhooks.js';
 
 /** Everything the activities need. */
@@ -17,6 +18,7 @@ export function createActivities(deps: ActivityDeps) {
     ...admissionActivities(deps),
     ...podActivities(deps),
     ...storeActivities(deps),
+    ...lifetimeActivities(deps),
     ...operationActivities(),
     ...webhookActivities(deps),
   };

@@ -26,6 +26,11 @@ export interface CreateMetrics {
    * past its bound and left the pod to the orphan sweeper, by error class.
    */
   podsLeftToSweeper: Counter<'error_class'>;
+  /**
+   * Sandboxes whose lifetime ended, by template: a delete started with cause `expired`
+   * (docs/api.md, "Lifetimes").
+   */
+  sandboxesExpired: Counter<'template'>;
   /** Watch requests by resource and cause (`initial`, `ended`, `timeout`, `dropped`, `status-N`). */
   watchOpens: Counter<'resource' | 'cause'>;
   /** Watch streams open now, by resource. */
@@ -72,6 +77,12 @@ export function createMetrics(): CreateMetrics {
     labelNames: ['error_class'],
     registers: [workerRegistry],
   });
+  const sandboxesExpired = new Counter({
+    name: 'durable_sandbox_sandboxes_expired_total',
+    help: 'Sandboxes whose expire_time passed and whose delete (cause expired) was started, by template',
+    labelNames: ['template'],
+    registers: [workerRegistry],
+  });
   const watchesOpen = new Gauge({
     name: 'durable_sandbox_watches_open',
     help: 'Watch streams open now, by resource',
@@ -84,6 +95,7 @@ export function createMetrics(): CreateMetrics {
     refusalToFailureSeconds,
     replacements,
     podsLeftToSweeper,
+    sandboxesExpired,
     watchOpens,
     watchesOpen,
     watchObserver: {

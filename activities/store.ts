@@ -16,6 +16,7 @@ import {
 import type { CreateMetrics } from './metrics.js';
 import { CLOCK_SKEW_ALLOWANCE_MS } from '../kubernetes/refusal-bounds.js';
 import { emitSandboxEvent } from './webhooks.js';
+import { endLifetime, startLifetime } from './lifetime.js';
 
 /** Dependencies of the store activities. */
 export interface StoreActivityDeps {
@@ -60,6 +61,14 @@ export function storeActivities(deps: StoreActivityDeps) {
       log.info('sandbox running', { result });
       // The transition's webhook event (docs/webhooks.md); again on a retry: its id is stable.
       if (wrote) await emitSandboxEvent(deps.store, input.sandboxId, ['running']);
+      // Its lifetime starts now, if it has one (docs/api.md, "Lifetimes"); a retry only signals.
+      if (wrote) {
+        const sandbox = await deps.store.getSandboxById(input.sandboxId);
+        if (sandbox?.expireTime) {
+          const context = Context.current();
+          await startLifetime(context.client, context.info.taskQueue, sandbox);
+        }
+      }
       return wrote;
     },
 
@@ -156,6 +165,9 @@ export function storeActivities(deps: StoreActivityDeps) {
       });
       log.info('sandbox deleted', { deleted });
       await emitSandboxEvent(deps.store, input.sandboxId, ['deleted']);
+      // No timer may fire on a deleted sandbox: one that had an expiry has a lifetime to end.
+      const sandbox = await deps.store.getSandboxById(input.sandboxId);
+      if (sandbox?.expireTime) await endLifetime(Context.current().client, input.sandboxId);
       return deleted;
     },
 

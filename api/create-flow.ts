@@ -12,7 +12,7 @@ import type { SandboxRecord } from '../store/index.js';
 import { markOperationSpan } from '../tracing/spans.js';
 import type { createSandbox } from '../workflows/create-sandbox.js';
 import { operationSearchAttributes } from '../workflows/search-attributes.js';
-import type { CreateSandboxInput } from '../contract/index.js';
+import { formatDuration, type CreateSandboxInput } from '../contract/index.js';
 import { limitsOf, placementPolicyOf } from '../config/index.js';
 import type { AppDeps } from './deps.js';
 import { createsStarted } from './metrics.js';
@@ -278,6 +278,7 @@ export async function acceptCreate(deps: AppDeps, command: CreateCommand): Promi
     resources: { ...command.request.resources },
     operationId,
     deadlineMs: command.deadlineMs,
+    ttlMs: command.request.lifetime?.ttlMs,
     traceId,
     // Checked with the insert in one transaction: exact across API replicas.
     limits: limitsOf(deps.config.tenantLimits, command.tenant),
@@ -291,6 +292,10 @@ export async function acceptCreate(deps: AppDeps, command: CreateCommand): Promi
               {
                 template: command.request.template,
                 resources: resourcesToWire(command.request.resources),
+                // Only a lifetime the request asked for: a template's default is not its own.
+                ...(command.request.lifetime?.from === 'request' && {
+                  ttl: formatDuration(command.request.lifetime.ttlMs),
+                }),
               },
               command.route,
             ),

@@ -3,6 +3,7 @@
  * (workflows/delete-sandbox.ts) under a fresh operation id.
  */
 import type { WorkflowStartOptions } from '@temporalio/client';
+import type { DeleteCause } from '../contract/index.js';
 import type { SandboxRecord } from '../store/index.js';
 import type { deleteSandbox, DeleteSandboxInput } from '../workflows/delete-sandbox.js';
 import { operationSearchAttributes } from '../workflows/search-attributes.js';
@@ -26,6 +27,46 @@ export type DeleteWorkflowStarter = (
 ) => Promise<{ firstExecutionRunId: string }>;
 
 /**
+ * The start options of the `deleteSandbox` workflow of `sandbox` under `operationId` (its
+ * workflow id): the one shape of a delete, whether a caller asked for it (`requested`) or the
+ * sandbox's lifetime ended (`expired`, activities/lifetime.ts).
+ */
+export function deleteWorkflowOptions(
+  sandbox: SandboxRecord,
+  operationId: string,
+  taskQueue: string,
+  cause: DeleteCause,
+): WorkflowStartOptions<typeof deleteSandbox> {
+  const input: DeleteSandboxInput = {
+    operationId,
+    sandboxId: sandbox.id,
+    tenantId: sandbox.tenant,
+    generation: sandbox.generation,
+    attempt: 1,
+    createOperationId: sandbox.operationId,
+    cancelCreate: sandbox.state === 'creating',
+  };
+  const memo: OperationMemo = {
+    type: 'sandbox.delete',
+    sandboxId: sandbox.id,
+    tenantId: sandbox.tenant,
+    cause,
+  };
+  return {
+    workflowId: operationId,
+    taskQueue,
+    args: [input],
+    typedSearchAttributes: operationSearchAttributes(
+      { sandboxId: sandbox.id, tenantId: sandbox.tenant, template: sandbox.template },
+      'delete',
+    ),
+    memo: { ...memo },
+    ...deleteSummary(sandbox, cause),
+    workflowExecutionTimeout: DELETE_EXECUTION_TIMEOUT_MS,
+  };
+}
+
+/**
  * Starts the delete of a sandbox the tenant owns.
  * @returns the delete's operation id
  * @throws ApiError `already_done` (409) when the sandbox is already `deleted` (a `failed` one can
@@ -45,40 +86,18 @@ export async function acceptDelete(
     });
   }
   const operationId = newOperationId();
-  const input: DeleteSandboxInput = {
-    operationId,
-    sandboxId: sandbox.id,
-    tenantId: sandbox.tenant,
-    generation: sandbox.generation,
-    attempt: 1,
-    createOperationId: sandbox.operationId,
-    cancelCreate: sandbox.state === 'creating',
-  };
-  const memo: OperationMemo = {
-    type: 'sandbox.delete',
-    sandboxId: sandbox.id,
-    tenantId: sandbox.tenant,
-  };
   await deps.store.insertOperation({
     id: operationId,
     type: 'sandbox.delete',
     tenant: sandbox.tenant,
     sandboxId: sandbox.id,
     phase: 'deleting',
+    cause: 'requested',
   });
   try {
-    const handle = await startWorkflow({
-      workflowId: operationId,
-      taskQueue: deps.config.taskQueue,
-      args: [input],
-      typedSearchAttributes: operationSearchAttributes(
-        { sandboxId: sandbox.id, tenantId: sandbox.tenant, template: sandbox.template },
-        'delete',
-      ),
-      memo: { ...memo },
-      ...deleteSummary(sandbox),
-      workflowExecutionTimeout: DELETE_EXECUTION_TIMEOUT_MS,
-    });
+    const handle = await startWorkflow(
+      deleteWorkflowOptions(sandbox, operationId, deps.config.taskQueue, 'requested'),
+    );
     await deps.store.recordOperationRunId(operationId, handle.firstExecutionRunId);
   } catch (err) {
     deps.logger.error(

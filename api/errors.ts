@@ -24,6 +24,8 @@ export const API_ERROR_STATUS = {
   already_done: 409,
   idempotency_conflict: 409,
   not_cancellable: 409,
+  /** An extend of a sandbox that does not run (docs/api.md, "Lifetimes"). */
+  not_running: 409,
   /**
    * A tenant asked faster than its `creates_per_second`, or holds its `waits` (api/tenant-admission.ts).
    * A tenant holding its sandboxes, cores or MiB gets 429 `quota_exceeded` instead.

@@ -23,6 +23,7 @@
 import { WorkflowNotFoundError, type WorkflowExecutionDescription } from '@temporalio/client';
 import {
   isCreatePhase,
+  type DeleteCause,
   type OperationErrorCode,
   type OperationPhase,
   type OperationStatus,
@@ -98,6 +99,8 @@ export interface OperationMemo {
   tenantId: string;
   /** The create's deadline in ms from the start; absent for deletes. */
   deadlineMs?: number;
+  /** A delete's cause; absent for a create, and for deletes started before causes existed. */
+  cause?: DeleteCause;
 }
 
 /**
@@ -122,6 +125,11 @@ export interface Operation {
   updatedAt: string;
   /** When a create's deadline passes; null for deletes, which have none. */
   deadlineAt: string | null;
+  /**
+   * Why a delete was started (`requested`, `expired`: docs/api.md, "Lifetimes"); null for a
+   * create. Deletes stored before lifetimes existed were all `requested`.
+   */
+  cause: DeleteCause | null;
   /**
    * A create's placements that nodes refused with a re-placement code, oldest first
    * (docs/architecture.md, "Re-placement"); empty when none (and when read back from Temporal).
@@ -269,6 +277,7 @@ export async function operationOf(
       memo.deadlineMs === undefined
         ? null
         : new Date(description.startTime.getTime() + memo.deadlineMs).toISOString(),
+    cause: causeOf(memo.type, memo.cause ?? null),
     placements: [],
     temporalUiUrl: deps.config.temporalUiUrl
       ? temporalUiUrl(
@@ -281,6 +290,11 @@ export async function operationOf(
     // Read back from Temporal: the store row that held the trace id is missing.
     traceId: null,
   };
+}
+
+/** A delete's cause as stored, `requested` for one stored before causes were; null for a create. */
+function causeOf(type: OperationType, stored: DeleteCause | null): DeleteCause | null {
+  return type === 'sandbox.delete' ? (stored ?? 'requested') : null;
 }
 
 /**
@@ -302,6 +316,7 @@ export function operationOfRecord(
     createdAt: record.createdAt,
     updatedAt: record.updatedAt,
     deadlineAt: record.deadlineAt,
+    cause: causeOf(record.type, record.cause),
     placements: record.placements,
     temporalUiUrl:
       deps.config.temporalUiUrl && record.runId

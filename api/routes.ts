@@ -14,6 +14,7 @@ export type RouteName =
   | 'listSandboxes'
   | 'getSandbox'
   | 'deleteSandbox'
+  | 'extendSandbox'
   | 'listOperations'
   | 'getOperation'
   | 'cancelOperation'
@@ -46,6 +47,8 @@ export const ROUTES: readonly RouteSpec[] = [
   { method: 'get', path: '/v1/sandboxes', auth: true, name: 'listSandboxes' },
   { method: 'get', path: '/v1/sandboxes/:id', auth: true, name: 'getSandbox' },
   { method: 'delete', path: '/v1/sandboxes/:id', auth: true, name: 'deleteSandbox' },
+  // A custom method (AIP-136): the colon is literal, escaped for Express.
+  { method: 'post', path: '/v1/sandboxes/:id\\:extend', auth: true, name: 'extendSandbox' },
   { method: 'get', path: '/v1/operations', auth: true, name: 'listOperations' },
   { method: 'get', path: '/v1/operations/:id', auth: true, name: 'getOperation' },
   { method: 'post', path: '/v1/operations/:id/cancel', auth: true, name: 'cancelOperation' },
@@ -78,5 +81,5 @@ export const ROUTES: readonly RouteSpec[] = [
 
 /** An Express path in OpenAPI syntax: `/v1/sandboxes/:id` -> `/v1/sandboxes/{id}`. */
 export function openApiPath(expressPath: string): string {
-  return expressPath.replace(/:([A-Za-z_]\w*)/g, '{$1}');
+  return expressPath.replace(/(?<!\\):([A-Za-z_]\w*)/g, '{$1}').replace(/\\:/g, ':');
 }

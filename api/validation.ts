@@ -4,13 +4,16 @@
  * Everything here throws {@link ApiError} `invalid_request` (400) before any workflow starts.
  */
 import { z } from 'zod';
-import type { TemplateConfig } from '../config/index.js';
+import { lifetimeOf, type TemplateConfig } from '../config/index.js';
 import {
   OPERATION_STATUSES,
   PAGE_SIZE,
   RESOURCE_LIMITS,
   SANDBOX_STATES,
+  MAX_TTL_LIMIT_MS,
   coresOf,
+  formatDuration,
+  parseDurationMs,
   parseCpuQuantity,
   type SandboxResources,
 } from '../contract/index.js';
@@ -21,6 +24,12 @@ import { resourcesFromWire } from './wire.js';
 export interface CreateRequest {
   template: string;
   resources: SandboxResources;
+  /**
+   * The sandbox's lifetime in ms, counted from running: the request's `ttl`, else the
+   * template's `default_ttl`; undefined: no expiry (docs/api.md, "Lifetimes"). `from` says
+   * which (only the request's is part of its idempotency hash).
+   */
+  lifetime?: { ttlMs: number; from: 'request' | 'template' };
 }
 
 /** A size in MiB: a JSON integer from 1 to `max` (a quantity string such as "1Gi" is refused). */
@@ -57,6 +66,24 @@ const cpuQuantity = z.unknown().transform((value, ctx) => {
   return coresOf(parsed.millicores);
 });
 
+/**
+ * A lifetime as AIP-142 spells it (`"3600s"`), above 0 s and at most MAX_TTL_LIMIT_MS; parsed
+ * to ms.
+ */
+export const ttlDuration = z
+  .string({ error: 'must be a duration string such as "3600s"' })
+  .transform((text, ctx) => {
+    const ms = parseDurationMs(text);
+    if (ms === undefined || ms <= 0 || ms > MAX_TTL_LIMIT_MS) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `must be a duration such as "3600s", above 0s and at most ${formatDuration(MAX_TTL_LIMIT_MS)}`,
+      });
+      return z.NEVER;
+    }
+    return ms;
+  });
+
 /** The create body's schema over a template catalog. */
 export function createRequestSchema(templates: Record<string, TemplateConfig>) {
   const names = Object.keys(templates).sort();
@@ -83,10 +110,21 @@ export function createRequestSchema(templates: Record<string, TemplateConfig>) {
                 : 'must be an object with cpu, memory_mib and disk_mib',
           },
         ),
+        ttl: ttlDuration.optional(),
       },
       { error: 'must be a JSON object' },
     )
     .superRefine((request, ctx) => {
+      // The template's longest lifetime (`max_ttl`), below the global limit.
+      const template = templates[request.template];
+      const maxMs = template && lifetimeOf(template).maxMs;
+      if (request.ttl !== undefined && maxMs !== undefined && request.ttl > maxMs) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['ttl'],
+          message: `must be at most ${template?.max_ttl} (max_ttl of template ${request.template})`,
+        });
+      }
       // The template's own largest disk (`max_disk_mib`), below the global limit.
       const max = templates[request.template]?.max_disk_mib;
       if (max !== undefined && request.resources.disk_mib > max) {
@@ -163,7 +201,15 @@ export function parseCreateRequest(
   }
   const parsed = schemaOf(templates).safeParse(body);
   if (!parsed.success) throw invalid(problemsOf(parsed.error, 'body'), 'body');
-  return { template: parsed.data.template, resources: resourcesFromWire(parsed.data.resources) };
+  const { template, resources, ttl } = parsed.data;
+  const defaultMs = lifetimeOf(templates[template] ?? {}).defaultMs;
+  const lifetime =
+    ttl !== undefined
+      ? { ttlMs: ttl, from: 'request' as const }
+      : defaultMs !== undefined
+        ? { ttlMs: defaultMs, from: 'template' as const }
+        : undefined;
+  return { template, resources: resourcesFromWire(resources), ...(lifetime && { lifetime }) };
 }
 
 const pageSize = z
@@ -217,4 +263,36 @@ export function parseSandboxListQuery(query: unknown): SandboxListQuery {
  */
 export function parseOperationListQuery(query: unknown): OperationListQuery {
   return parseQuery(operationListQuery, query);
+}
+
+/** A validated extend (`POST /v1/sandboxes/{id}:extend`): a new lifetime from now, or a time. */
+export type ExtendRequest = { ttlMs: number } | { expireTimeMs: number };
+
+const extendRequest = z
+  .strictObject(
+    {
+      ttl: ttlDuration.optional(),
+      expire_time: z
+        .string({ error: 'must be an RFC 3339 time string' })
+        .refine((text) => /^\d{4}-\d{2}-\d{2}T/.test(text) && Number.isFinite(Date.parse(text)), {
+          error: 'must be an RFC 3339 time such as "2026-12-03T10:00:00Z"',
+        })
+        .transform((text) => Date.parse(text))
+        .optional(),
+    },
+    { error: 'must be a JSON object' },
+  )
+  .refine((body) => (body.ttl === undefined) !== (body.expire_time === undefined), {
+    error: 'must give exactly one of ttl and expire_time',
+  });
+
+/**
+ * Checks an extend body (AIP-214: `ttl`, counted from now, or `expire_time`).
+ * @throws ApiError `invalid_request` naming the field
+ */
+export function parseExtendRequest(body: unknown): ExtendRequest {
+  const parsed = extendRequest.safeParse(body ?? undefined);
+  if (!parsed.success) throw invalid(problemsOf(parsed.error, 'body'), 'body');
+  const { ttl, expire_time: expireTimeMs } = parsed.data;
+  return ttl !== undefined ? { ttlMs: ttl } : { expireTimeMs: expireTimeMs as number };
 }

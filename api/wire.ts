@@ -5,6 +5,7 @@
  * out. The JSON shapes are documented in api/openapi.json.
  */
 import type {
+  DeleteCause,
   LearnedRootfsFloor,
   RootfsFloor,
   RootfsFloorSource,
@@ -79,6 +80,11 @@ export interface SandboxJson {
   operation_id: string;
   created_at: string;
   updated_at: string;
+  /**
+   * When the sandbox is deleted for its lifetime (AIP-214; docs/api.md, "Lifetimes"), ISO-8601
+   * UTC; null when it never expires or does not run yet.
+   */
+  expire_time: string | null;
 }
 
 /** Maps a stored sandbox to its API JSON (no tenant, no fencing fields). */
@@ -93,6 +99,7 @@ export function sandboxToWire(record: SandboxRecord): SandboxJson {
     operation_id: record.operationId,
     created_at: record.createdAt,
     updated_at: record.updatedAt,
+    expire_time: record.expireTime,
   };
 }
 
@@ -110,6 +117,11 @@ export interface OperationJson {
   updated_at: string;
   /** When a create's deadline passes; null for deletes, which have none. */
   deadline_at: string | null;
+  /**
+   * Why a delete was started: `requested` by a caller, `expired` by the sandbox's lifetime;
+   * null for a create.
+   */
+  cause: DeleteCause | null;
   /** The operation's workflow in the Temporal UI; null unless the API knows the UI's address. */
   temporal_ui_url: string | null;
   /** W3C trace id (32 hex digits) of the trace the create was recorded in; null when traces are off. */
@@ -159,6 +171,7 @@ export function operationToWire(operation: Operation): OperationJson {
     created_at: operation.createdAt,
     updated_at: operation.updatedAt,
     deadline_at: operation.deadlineAt,
+    cause: operation.cause,
     temporal_ui_url: operation.temporalUiUrl,
     details: { placements: operation.placements.map(placementToWire) },
     trace_id: operation.traceId,
@@ -225,14 +238,24 @@ export interface TemplateJson {
   name: string;
   image: string;
   rootfs_floor: RootfsFloorJson;
+  /** The lifetime a create gets when it asks for none (`"3600s"`); null: no expiry. */
+  default_ttl: string | null;
+  /** The longest lifetime from running a create or extend may give; null: no bound of its own. */
+  max_ttl: string | null;
 }
 
-/** A template, its image and its effective floor as the API shows them. */
+/** A template, its image, its effective floor and its lifetimes as the API shows them. */
 export function templateToWire(
   name: string,
-  image: string,
+  template: { image: string; default_ttl?: string; max_ttl?: string },
   floor: RootfsFloor,
   tenant: string,
 ): TemplateJson {
-  return { name, image, rootfs_floor: rootfsFloorToWire(floor, tenant) };
+  return {
+    name,
+    image: template.image,
+    rootfs_floor: rootfsFloorToWire(floor, tenant),
+    default_ttl: template.default_ttl ?? null,
+    max_ttl: template.max_ttl ?? null,
+  };
 }

@@ -3,6 +3,7 @@
  * static summary (the workflow list's "Summary" column) and static details (the workflow page),
  * set when the API starts the workflow. Temporal renders both as its markdown subset.
  */
+import type { DeleteCause } from '../contract/index.js';
 import type { SandboxRecord } from '../store/index.js';
 
 type SandboxFields = Pick<SandboxRecord, 'id' | 'tenant' | 'template' | 'resources' | 'generation'>;
@@ -42,11 +43,18 @@ export function createSummary(
 }
 
 /** The `deleteSandbox` workflow's summary, e.g. `delete sbx_… (template base, …)`. */
-export function deleteSummary(sandbox: SandboxFields & { state: string }): WorkflowSummary {
+export function deleteSummary(
+  sandbox: SandboxFields & { state: string; expireTime?: string | null },
+  cause: DeleteCause = 'requested',
+): WorkflowSummary {
+  const why = cause === 'expired' ? ' (expired)' : '';
   return {
-    staticSummary: `delete ${sandbox.id} (template ${sandbox.template}, ${resources(sandbox)})`,
+    staticSummary: `delete ${sandbox.id}${why} (template ${sandbox.template}, ${resources(sandbox)})`,
     staticDetails: [
       `**Sandbox** ${sandbox.id} (tenant ${sandbox.tenant}, state ${sandbox.state} when the delete was accepted)`,
+      cause === 'expired'
+        ? `**Cause** expired: its expire_time ${sandbox.expireTime ?? ''} passed (its lifetime workflow started this delete)`
+        : '**Cause** requested by a caller',
       '**Steps** cancel the create if it still runs and wait for it to close, delete the pod, ' +
         'mark the sandbox deleted',
     ].join('\n\n'),

@@ -103,6 +103,7 @@ export function formatSandbox(sandbox: Sandbox): string {
   ];
   if (sandbox.failure) lines.push(`failure    ${sandbox.failure.code}: ${sandbox.failure.message}`);
   lines.push(`created    ${sandbox.created_at}`);
+  if (sandbox.expire_time) lines.push(`expires    ${sandbox.expire_time}`);
   return `${lines.join('\n')}\n`;
 }
 
@@ -116,7 +117,7 @@ export function formatOperation(
 ): string {
   const phase = PHASE_TEXT[operation.phase] ?? operation.phase;
   const lines = [
-    `operation  ${operation.id} (${operation.type})`,
+    `operation  ${operation.id} (${operation.type}${operation.cause === 'expired' ? ', expired' : ''})`,
     `status     ${operation.status}${operation.done ? '' : `, ${phase}`}`,
     `sandbox    ${operation.sandbox_id}`,
   ];

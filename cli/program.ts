@@ -400,6 +400,7 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
         .conflicts('wait'),
     )
     .option('--idempotency-key <key>', 'send Idempotency-Key')
+    .option('--ttl <duration>', "lifetime from running, e.g. 3600s (default: the template's)")
     .action(
       action(
         async (
@@ -412,6 +413,7 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
             wait: boolean;
             sync: boolean;
             idempotencyKey?: string;
+            ttl?: string;
           },
         ) => {
           const body = {
@@ -421,6 +423,7 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
               memory_mib: options.memoryMib,
               disk_mib: options.diskMib,
             },
+            ...(options.ttl !== undefined && { ttl: options.ttl }),
           };
           // The API replays the first answer to a repeated key (docs/api.md, `Idempotency-Key`).
           // Without --idempotency-key the client makes one key per create, kept on its retries.
@@ -515,6 +518,28 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
           return 0;
         }
         return s.accepted(operation, options.wait);
+      }),
+    );
+
+  program
+    .command('extend')
+    .description("set a running sandbox's lifetime: --ttl from now, or --expire-time")
+    .argument('<sandbox-id>')
+    .option('--ttl <duration>', 'new lifetime from now, e.g. 3600s')
+    .option('--expire-time <time>', 'new expiry, RFC 3339 (e.g. 2026-12-03T18:00:00Z)')
+    .action(
+      action(async (s, id: string, options: { ttl?: string; expireTime?: string }) => {
+        expectId(id, 'sbx', 'extend');
+        if ((options.ttl === undefined) === (options.expireTime === undefined)) {
+          throw new UsageError('extend needs exactly one of --ttl and --expire-time');
+        }
+        const sandbox = await s.client.extendSandbox(
+          id,
+          options.ttl !== undefined ? { ttl: options.ttl } : { expire_time: options.expireTime },
+        );
+        if (s.json) s.show(sandbox, formatSandbox);
+        else s.out(`${id}: expires at ${sandbox.expire_time}\n`);
+        return 0;
       }),
     );
 

@@ -31,6 +31,9 @@ import {
   REQUEST_REFUSAL_CODE,
   RESOURCE_LIMITS,
   SHIM_CODES,
+  MAX_TTL_LIMIT_MS,
+  formatDuration,
+  parseDurationMs,
   type ShimCode,
 } from '../contract/index.js';
 
@@ -60,6 +63,32 @@ export interface TemplateConfig extends TemplatePodFields {
    * 10; default 3 when `replace_on` is set. Only meaningful with `replace_on`.
    */
   max_placements?: number;
+  /**
+   * The lifetime a create of this template gets when it asks for none, as an AIP-142 duration
+   * (`"3600s"`), counted from running (docs/api.md, "Lifetimes"). Absent: no expiry.
+   */
+  default_ttl?: string;
+  /**
+   * The longest lifetime a create or an extend may give a sandbox of this template, counted
+   * from running (`"86400s"`); a longer `ttl` answers 400. Absent: no bound but
+   * MAX_TTL_LIMIT_MS (366 days).
+   */
+  max_ttl?: string;
+}
+
+/**
+ * A template's lifetime bounds in ms (`default_ttl`, `max_ttl`): undefined where the template
+ * sets none.
+ */
+export function lifetimeOf(template: Pick<TemplateConfig, 'default_ttl' | 'max_ttl'>): {
+  defaultMs?: number;
+  maxMs?: number;
+} {
+  return {
+    defaultMs:
+      template.default_ttl === undefined ? undefined : parseDurationMs(template.default_ttl),
+    maxMs: template.max_ttl === undefined ? undefined : parseDurationMs(template.max_ttl),
+  };
 }
 
 /**
@@ -274,6 +303,15 @@ const shimCode = z.string().superRefine((code, ctx) => {
     });
   }
 });
+const ttlField = z.string().superRefine((text, ctx) => {
+  const ms = parseDurationMs(text);
+  if (ms === undefined || ms <= 0 || ms > MAX_TTL_LIMIT_MS) {
+    ctx.addIssue({
+      code: 'custom',
+      message: `must be a duration such as "3600s", above 0s and at most ${formatDuration(MAX_TTL_LIMIT_MS)}`,
+    });
+  }
+});
 const templateSchema = z
   .object({
     image: z.string().min(1),
@@ -294,10 +332,20 @@ const templateSchema = z
       .min(1, `must be an integer from 1 to ${MAX_PLACEMENTS_LIMIT}`)
       .max(MAX_PLACEMENTS_LIMIT, `must be an integer from 1 to ${MAX_PLACEMENTS_LIMIT}`)
       .optional(),
+    default_ttl: ttlField.optional(),
+    max_ttl: ttlField.optional(),
     ...podSettingsFields,
   })
   .strict()
   .superRefine((template, ctx) => {
+    const { defaultMs, maxMs } = lifetimeOf(template);
+    if (defaultMs !== undefined && maxMs !== undefined && defaultMs > maxMs) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['default_ttl'],
+        message: `is above max_ttl (${template.max_ttl}): no create could use it`,
+      });
+    }
     if (template.max_placements !== undefined && !template.replace_on?.length) {
       ctx.addIssue({
         code: 'custom',

@@ -11,3 +11,4 @@ export * from './template.js';
 export * from './placement.js';
 export * from './tenant-limits.js';
 export * from './webhook.js';
+export * from './lifetime.js';

@@ -15,6 +15,7 @@ import { operationResult, resultColumn } from './operation-results.js';
 import { toRecord } from './sandboxes.js';
 import {
   PAGE_SIZE,
+  type DeleteCause,
   type OperationErrorRecord,
   type OperationPhase,
   type OperationStatus,
@@ -46,6 +47,8 @@ export async function insertOperation(
     phase: OperationPhase;
     deadlineAt: string | null;
     traceId?: string;
+    /** A delete's cause; unset for a create. */
+    cause?: DeleteCause;
   },
   now: string,
 ): Promise<void> {
@@ -67,6 +70,7 @@ export async function insertOperation(
       placements: null,
       trace_id: input.traceId ?? null,
       result_sandbox: null,
+      cause: input.cause ?? null,
       created_at: now,
       updated_at: now,
     })
@@ -180,6 +184,9 @@ const SANDBOX_COLUMNS = [
   'failure_message',
   'created_at',
   'updated_at',
+  'ttl_ms',
+  'running_at',
+  'expire_time',
 ] as const satisfies ReadonlyArray<keyof SandboxesTable>;
 
 function operationsWithSandbox(db: Kysely<Database>) {
@@ -221,6 +228,7 @@ function toOperationRecord(row: JoinedRow): OperationRecord {
     workflowId: row.workflow_id,
     runId: row.run_id,
     deadlineAt: row.deadline_at,
+    cause: (row.cause as DeleteCause | null) ?? null,
     placements: parsePlacements(row.placements),
     traceId: row.trace_id,
     createdAt: row.created_at,

@@ -45,6 +45,9 @@ export async function insertSandbox(
     failure_message: null,
     created_at: now,
     updated_at: now,
+    ttl_ms: input.ttlMs ?? null,
+    running_at: null,
+    expire_time: null,
   };
   await db.insertInto('sandboxes').values(row).execute();
   return toRecord(row);
@@ -136,7 +139,9 @@ export async function setPod(
 }
 
 /**
- * `creating` -> `running` with the pod's IP, fenced by the execution.
+ * `creating` -> `running` with the pod's IP, fenced by the execution. The sandbox's lifetime
+ * starts now: `running_at` is `now`, and `expire_time` is `now` plus its `ttl_ms`, if it has one
+ * (docs/api.md, "Lifetimes").
  * @param now ISO-8601
  * @returns whether it wrote
  */
@@ -146,9 +151,22 @@ export async function setRunning(
   podIp: string,
   now: string,
 ): Promise<boolean> {
+  const lifetime = await db
+    .selectFrom('sandboxes')
+    .select('ttl_ms')
+    .where('id', '=', ref.sandboxId)
+    .executeTakeFirst();
+  const ttlMs = lifetime?.ttl_ms == null ? null : Number(lifetime.ttl_ms);
+  const expireTime = ttlMs === null ? null : new Date(Date.parse(now) + ttlMs).toISOString();
   const result = await db
     .updateTable('sandboxes')
-    .set({ state: 'running', pod_ip: podIp, updated_at: now })
+    .set({
+      state: 'running',
+      pod_ip: podIp,
+      updated_at: now,
+      running_at: now,
+      expire_time: expireTime,
+    })
     .where('id', '=', ref.sandboxId)
     .where('generation', '=', ref.generation)
     .where('state', '=', 'creating')
@@ -350,6 +368,29 @@ export async function setLost(
   return result.numUpdatedRows > 0n;
 }
 
+/**
+ * A `running` sandbox's new `expire_time` (an extend, docs/api.md, "Lifetimes"), for the
+ * tenant's sandbox only.
+ * @param expireTime ISO-8601
+ * @param now ISO-8601, its updated_at
+ * @returns whether it wrote (false: no such running sandbox of the tenant)
+ */
+export async function setExpireTime(
+  db: Kysely<Database>,
+  target: { sandboxId: string; tenant: string },
+  expireTime: string,
+  now: string,
+): Promise<boolean> {
+  const result = await db
+    .updateTable('sandboxes')
+    .set({ expire_time: expireTime, updated_at: now })
+    .where('id', '=', target.sandboxId)
+    .where('tenant', '=', target.tenant)
+    .where('state', '=', 'running')
+    .executeTakeFirst();
+  return result.numUpdatedRows > 0n;
+}
+
 /** A sandbox row as the store returns it. */
 export function toRecord(row: Selectable<SandboxesTable>): SandboxRecord {
   return {
@@ -371,5 +412,9 @@ export function toRecord(row: Selectable<SandboxesTable>): SandboxRecord {
         : { code: row.failure_code, message: row.failure_message ?? '' },
     createdAt: row.created_at,
     updatedAt: row.updated_at,
+    // Rows of the release before, and results stored by it, carry no lifetime.
+    ttlMs: row.ttl_ms == null ? null : Number(row.ttl_ms),
+    runningAt: row.running_at ?? null,
+    expireTime: row.expire_time ?? null,
   };
 }

@@ -32,6 +32,12 @@ export interface SandboxesTable {
   failure_message: string | null;
   created_at: string;
   updated_at: string;
+  /** The lifetime asked for, in ms from running (migration 0014); null: none. */
+  ttl_ms: number | string | null;
+  /** When the sandbox first ran (ISO-8601); null before, and on rows of the release before. */
+  running_at: string | null;
+  /** When the sandbox expires (ISO-8601); null: never. */
+  expire_time: string | null;
 }
 
 /**
@@ -111,6 +117,8 @@ export interface OperationsTable {
   result_sandbox: string | null;
   created_at: string;
   updated_at: string;
+  /** Why a delete was started: `requested` or `expired` (migration 0014); null for creates. */
+  cause: string | null;
 }
 
 /**

@@ -41,6 +41,7 @@ import {
   setRetiredOutcome,
   isRunningAt,
   setDeleted,
+  setExpireTime,
   setRunning,
   setRunningLost,
   selectRunningBefore,
@@ -209,6 +210,13 @@ export async function openStore(options: StoreOptions): Promise<Store> {
 
     getSandboxById(id) {
       return selectSandbox(db, id);
+    },
+
+    setExpireTime(tenant, sandboxId, expireTime) {
+      return writing(async (trx) => {
+        const wrote = await setExpireTime(trx, { sandboxId, tenant }, expireTime, now());
+        return wrote ? selectSandbox(trx, sandboxId, tenant) : undefined;
+      });
     },
 
     listSandboxes(tenant, options) {

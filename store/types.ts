@@ -1,6 +1,7 @@
 /** The store's public types: what the API, the activities and the worker code against. */
 import type { WebhookStore } from './webhooks.js';
 import type {
+  DeleteCause,
   ExecutionRef,
   LearnedRootfsFloor,
   OperationErrorRecord,
@@ -36,6 +37,12 @@ export interface SandboxRecord {
   failure: SandboxFailure | null;
   createdAt: string;
   updatedAt: string;
+  /** The lifetime asked for, in ms counted from running; null: none (docs/api.md, "Lifetimes"). */
+  ttlMs: number | null;
+  /** When it first ran (ISO-8601); null before. */
+  runningAt: string | null;
+  /** When it expires (ISO-8601); null: never, or not running yet. */
+  expireTime: string | null;
 }
 
 /**
@@ -89,6 +96,8 @@ export interface NewSandboxInput {
   idempotency?: { key: string; requestHash: string };
   /** The create's deadline in ms from now; stored as the operation's `deadline_at`. */
   deadlineMs?: number;
+  /** The sandbox's lifetime in ms, counted from when it runs; unset: none. */
+  ttlMs?: number;
   /** The W3C trace id the create is recorded in (32 hex digits); unset when traces are off. */
   traceId?: string;
   /**
@@ -119,6 +128,8 @@ export interface OperationRecord {
   /** The workflow run, once a workflow step wrote it; null before. */
   runId: string | null;
   deadlineAt: string | null;
+  /** Why a delete was started (`requested`, `expired`); null for creates and older deletes. */
+  cause: DeleteCause | null;
   /** A create's placements that nodes refused with a re-placement code, oldest first. */
   placements: PlacementRecord[];
   /** W3C trace id of the operation's trace; null when traces were off (docs/observability.md). */
@@ -260,6 +271,17 @@ export interface Store {
   /** The sandbox whatever its tenant (worker side); undefined when it does not exist. */
   getSandboxById(id: string): Promise<SandboxRecord | undefined>;
   /**
+   * Sets a `running` sandbox's `expire_time` (an extend, docs/api.md, "Lifetimes").
+   * @param expireTime ISO-8601
+   * @returns the sandbox as stored after it, or undefined when the tenant has no such running
+   *   sandbox (nothing written)
+   */
+  setExpireTime(
+    tenant: string,
+    sandboxId: string,
+    expireTime: string,
+  ): Promise<SandboxRecord | undefined>;
+  /**
    * The tenant's sandboxes, newest first (created_at, then id, descending).
    * @throws RangeError when `limit` is not an integer in 1..PAGE_SIZE.max
    * @throws InvalidPageTokenError when `pageToken` was not produced by this method
@@ -344,6 +366,8 @@ export interface Store {
     tenant: string;
     sandboxId: string;
     phase: OperationPhase;
+    /** A delete's cause (`requested` by a caller, `expired` by its lifetime). */
+    cause?: DeleteCause;
   }): Promise<void>;
   /**
    * Moves an operation forward (phases only advance; the status leaves `running` once), e.g. a

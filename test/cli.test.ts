@@ -547,6 +547,7 @@ describe('cli', () => {
       operation_id: 'op_aaaaaaaaaaaaaaaaaaaaaaaaaa',
       created_at: '2026-01-01T00:00:00.000Z',
       updated_at: '2026-01-01T00:00:01.000Z',
+      expire_time: null,
     };
     const nowMs = Date.parse(sandbox.created_at) + 330_000;
     const table = formatSandboxList([sandbox], { columns: 80, nowMs });

@@ -36,6 +36,8 @@ export const ACTIVITY_SUMMARIES: { [K in keyof CreateActivities]: (input: InputO
         ? ` (re-place on ${input.placement.replaceOn.join(', ')}${input.placement.endOnUnschedulable ? '; ends if no node is left' : ''})`
         : ''),
     markSandboxRunning: (input) => `mark ${input.sandboxId} running at ${input.podIp}`,
+    expireSandbox: (input) =>
+      `delete ${input.sandboxId} if its expire_time has passed (a delete with cause expired)`,
     deletePod: (input) =>
       input.pod
         ? `delete pod ${input.pod.name} (uid ${input.pod.uid})`

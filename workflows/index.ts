@@ -2,3 +2,4 @@
 export { createSandbox } from './create-sandbox.js';
 export { deleteSandbox } from './delete-sandbox.js';
 export { webhookDelivery } from './webhook-delivery.js';
+export { sandboxLifetime } from './sandbox-lifetime.js';

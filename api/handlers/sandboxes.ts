@@ -12,7 +12,8 @@ import { ApiError } from '../errors.js';
 import { SANDBOX_ID } from '../ids.js';
 import { readOperation, type Operation } from '../operations.js';
 import { operationToWire, sandboxToWire } from '../wire.js';
-import { parseSandboxListQuery } from '../validation.js';
+import { parseExtendRequest, parseSandboxListQuery } from '../validation.js';
+import { extendLifetime } from '../extend-flow.js';
 
 /** Seconds a client should wait before polling a running operation again. */
 export const OPERATION_RETRY_AFTER_S = 1;
@@ -100,5 +101,18 @@ export function sandboxHandlers(deps: AppDeps) {
     sendAccepted(res, await operationJustStarted(deps, tenant, operationId));
   };
 
-  return { createSandbox, getSandbox, listSandboxes, deleteSandbox };
+  /**
+   * `POST /v1/sandboxes/{id}:extend` with `ttl` or `expire_time`: 200 + the Sandbox with its
+   * new `expire_time`; 409 `not_running` unless it runs; 400 past its template's `max_ttl`.
+   */
+  const extendSandbox: RequestHandler = async (req, res) => {
+    const tenant = tenantOf(res);
+    const id = String(req.params.id);
+    const request = parseExtendRequest(req.body);
+    const sandbox = SANDBOX_ID.test(id) ? await deps.store.getSandbox(tenant, id) : undefined;
+    if (!sandbox) throw notFound(id);
+    res.json(sandboxToWire(await extendLifetime(deps, sandbox, request, Date.now())));
+  };
+
+  return { createSandbox, getSandbox, listSandboxes, deleteSandbox, extendSandbox };
 }

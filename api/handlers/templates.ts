@@ -16,7 +16,7 @@ export function templateHandlers(deps: AppDeps) {
     return names.flatMap((name) => {
       const template = deps.config.templates[name];
       const floor = floors.get(name);
-      return template && floor ? [templateToWire(name, template.image, floor, tenant)] : [];
+      return template && floor ? [templateToWire(name, template, floor, tenant)] : [];
     });
   }
 

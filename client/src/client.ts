@@ -17,6 +17,7 @@ import {
 import type { paths } from './schema.js';
 import type {
   CreateSandboxRequest,
+  ExtendSandboxRequest,
   Operation,
   OperationPage,
   OperationStatus,
@@ -216,6 +217,31 @@ export class DurableSandboxClient {
     return (
       await this.send('DELETE /v1/sandboxes/{id}', options, false, ({ signal, fetch }) =>
         this.raw.DELETE('/v1/sandboxes/{id}', { params: { path: { id } }, signal, fetch }),
+      )
+    ).data;
+  }
+
+  /**
+   * Sets a running sandbox's lifetime (`POST /v1/sandboxes/{id}:extend`): `{ ttl: "3600s" }`
+   * from now, or `{ expire_time }`. Retried on transient errors (the same `expire_time` is
+   * idempotent; a `ttl` counts from the attempt that lands).
+   * @returns the sandbox with its new `expire_time`
+   * @throws DurableSandboxError `not_running`, `invalid_request` (past the template's
+   *   `max_ttl`), `not_found`
+   */
+  async extendSandbox(
+    id: string,
+    request: ExtendSandboxRequest,
+    options: CallOptions = {},
+  ): Promise<Sandbox> {
+    return (
+      await this.send('POST /v1/sandboxes/{id}:extend', options, 'read', ({ signal, fetch }) =>
+        this.raw.POST('/v1/sandboxes/{id}:extend', {
+          params: { path: { id } },
+          body: request,
+          signal,
+          fetch,
+        }),
       )
     ).data;
   }

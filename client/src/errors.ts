@@ -47,6 +47,7 @@ const ERROR_CODES: { readonly [Code in ErrorCode]: true } = {
   already_done: true,
   idempotency_conflict: true,
   not_cancellable: true,
+  not_running: true,
   internal: true,
   pod_failed: true,
   cancelled: true,

@@ -113,6 +113,23 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/sandboxes/{id}:extend': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Extend (or shorten) a running sandbox's lifetime (AIP-214 custom method): a new expire_time, at most the template's max_ttl after it started running. Idempotent for the same expire_time. */
+    post: operations['extendSandbox'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/operations': {
     parameters: {
       query?: never;
@@ -327,6 +344,7 @@ export interface components {
           | 'already_done'
           | 'idempotency_conflict'
           | 'not_cancellable'
+          | 'not_running'
           | 'internal'
           | 'pod_failed'
           | 'cancelled'
@@ -369,6 +387,8 @@ export interface components {
       /** @description A template of SANDBOX_TEMPLATES. */
       template: string;
       resources: components['schemas']['ResourcesRequest'];
+      /** @description The sandbox's lifetime (AIP-142 duration, e.g. "3600s"), counted from when it runs; at most the template's max_ttl. Absent: the template's default_ttl, else no expiry. Input only: the sandbox shows expire_time. */
+      ttl?: string;
     };
     /** @enum {string} */
     SandboxState: 'creating' | 'running' | 'failed' | 'deleted' | 'lost';
@@ -405,6 +425,11 @@ export interface components {
       created_at: string;
       /** Format: date-time */
       updated_at: string;
+      /**
+       * Format: date-time
+       * @description When the sandbox is deleted for its lifetime (AIP-214); null when it never expires or does not run yet.
+       */
+      expire_time: string | null;
     };
     /** @enum {string} */
     OperationStatus: 'running' | 'succeeded' | 'failed' | 'cancelled';
@@ -476,6 +501,11 @@ export interface components {
       temporal_ui_url: string | null;
       /** @description The W3C trace id of the trace the create was recorded in (a caller's traceparent continues it); null when traces are off (docs/observability.md). */
       trace_id: string | null;
+      /**
+       * @description Why a delete was started: requested by a caller (DELETE), or expired when the sandbox reached its expire_time; null for a create.
+       * @enum {string|null}
+       */
+      cause: 'requested' | 'expired' | null;
     };
     SandboxPage: {
       sandboxes: components['schemas']['Sandbox'][];
@@ -518,6 +548,10 @@ export interface components {
       name: string;
       image: string;
       rootfs_floor: components['schemas']['RootfsFloor'];
+      /** @description The lifetime a create gets when it asks for none (AIP-142 duration); null: no expiry. */
+      default_ttl?: string | null;
+      /** @description The longest lifetime a create or an extend may give, counted from running; null: no bound but 31622400s (366 days). */
+      max_ttl?: string | null;
     };
     /** @description The error body of a 401: code `unauthenticated`, the reason in `details.reason`. */
     AuthRefusal: components['schemas']['Error'] & {
@@ -610,6 +644,21 @@ export interface components {
     };
     WebhookDeliveryList: {
       deliveries: components['schemas']['WebhookDelivery'][];
+    };
+    /**
+     * @description Exactly one of ttl (a new lifetime counted from now) and expire_time.
+     * @example {
+     *       "ttl": "3600s"
+     *     }
+     */
+    ExtendSandboxRequest: {
+      /** @description The new lifetime from now, e.g. "3600s". */
+      ttl?: string;
+      /**
+       * Format: date-time
+       * @description The new expiry (RFC 3339), in the future.
+       */
+      expire_time?: string;
     };
   };
   responses: {
@@ -914,6 +963,48 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+    };
+  };
+  extendSandbox: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The sandbox id. */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['ExtendSandboxRequest'];
+      };
+    };
+    responses: {
+      /** @description The sandbox with its new expire_time. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Sandbox'];
+        };
+      };
+      400: components['responses']['Error'];
+      401: components['responses']['Unauthenticated'];
+      404: components['responses']['Error'];
+      409: components['responses']['Error'];
+      /** @description unsupported_media_type: the body's Content-Type is not JSON (send Content-Type: application/json). */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      500: components['responses']['Error'];
+      503: components['responses']['AuthUnavailable'];
     };
   };
   listOperations: {

@@ -10,6 +10,8 @@ type Schemas = components['schemas'];
 export type CreateSandboxRequest = Schemas['CreateSandboxRequest'];
 /** A sandbox as the API answers it. */
 export type Sandbox = Schemas['Sandbox'];
+/** The body of `POST /v1/sandboxes/{id}:extend`: `ttl` or `expire_time`. */
+export type ExtendSandboxRequest = Schemas['ExtendSandboxRequest'];
 /** A sandbox's state: `creating`, `running`, `failed`, `deleted`, `lost`. */
 export type SandboxState = Schemas['SandboxState'];
 /** An operation (a create or a delete); docs/api.md, "Operations". */

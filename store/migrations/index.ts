@@ -17,6 +17,7 @@ import { sandboxesStateUpdatedAt } from './0009-sandboxes-state-updated-at.js';
 import { operationResult } from './0010-operation-result.js';
 import { sandboxesTenantState } from './0011-sandboxes-tenant-state.js';
 import { webhooks } from './0013-webhooks.js';
+import { sandboxLifetimes } from './0014-sandbox-lifetimes.js';
 
 /** Every migration by name. */
 export const MIGRATIONS: Readonly<Record<string, Migration>> = {
@@ -32,6 +33,7 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0010-operation-result': operationResult,
   '0011-sandboxes-tenant-state': sandboxesTenantState,
   '0013-webhooks': webhooks,
+  '0014-sandbox-lifetimes': sandboxLifetimes,
 };
 
 const provider: MigrationProvider = {

@@ -1,0 +1,136 @@
+/**
+ * A sandbox's lifetime (docs/api.md, "Lifetimes"; docs/architecture.md, "Lifetimes"): start or
+ * wake its `sandboxLifetime` workflow when it runs, end it when the sandbox is deleted, and, when
+ * its timer fires, delete the sandbox through the same `deleteSandbox` workflow as `DELETE`.
+ * The store's `expire_time` is the truth: the workflow's timer and signals only say when to look,
+ * so a lifetime started by anyone but this service deletes nothing early.
+ */
+import { createHash } from 'node:crypto';
+import { Context, log } from '@temporalio/activity';
+import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
+import {
+  EXPIRE_TIME_SIGNAL,
+  LIFETIME_WORKFLOW,
+  lifetimeWorkflowId,
+  type ExpiryOutcome,
+  type SandboxLifetimeInput,
+} from '../contract/index.js';
+import { deleteWorkflowOptions } from '../api/delete-flow.js';
+import type { SandboxRecord, Store } from '../store/index.js';
+import type { CreateMetrics } from './metrics.js';
+
+/**
+ * The delete operation of a sandbox generation's expiry: `op_` and 26 base32 characters of a
+ * SHA-256 of the sandbox and generation, so every attempt (and every lifetime run) names the
+ * same operation and starts its workflow once.
+ */
+export function expiryOperationId(sandbox: Pick<SandboxRecord, 'id' | 'generation'>): string {
+  const digest = createHash('sha256').update(`expire/${sandbox.id}/${sandbox.generation}`).digest();
+  const alphabet = 'abcdefghijklmnopqrstuvwxyz234567';
+  return `op_${Array.from(digest.subarray(0, 26), (byte) => alphabet[byte & 31]).join('')}`;
+}
+
+/**
+ * Starts the sandbox's lifetime workflow, or tells the running one its `expire_time` (signal
+ * {@link EXPIRE_TIME_SIGNAL}), when the sandbox runs with an expiry. Called after each store
+ * transition to `running` and after an extend; a repeat only signals again.
+ * @returns whether a lifetime was started or signalled (false: not running, or no expiry)
+ * @throws Temporal's error (the calling step is retried)
+ */
+export async function startLifetime(
+  client: Context['client'],
+  taskQueue: string,
+  sandbox: SandboxRecord | undefined,
+): Promise<boolean> {
+  if (!sandbox || sandbox.state !== 'running' || !sandbox.expireTime) return false;
+  const input: SandboxLifetimeInput = {
+    sandboxId: sandbox.id,
+    tenantId: sandbox.tenant,
+    expireTime: sandbox.expireTime,
+  };
+  await client.workflow.signalWithStart(LIFETIME_WORKFLOW, {
+    workflowId: lifetimeWorkflowId(sandbox.id),
+    taskQueue,
+    args: [input],
+    signal: EXPIRE_TIME_SIGNAL,
+    signalArgs: [sandbox.expireTime],
+    staticSummary: `lifetime of ${sandbox.id} (template ${sandbox.template})`,
+    staticDetails:
+      `**Sandbox** ${sandbox.id} (tenant ${sandbox.tenant}), expiring at ${sandbox.expireTime} ` +
+      'when it started; a timer until its expire_time, then the delete (cause expired)',
+  });
+  return true;
+}
+
+/**
+ * Ends the sandbox's lifetime workflow (a cancel) once the sandbox is deleted, so no timer fires
+ * on nothing. A lifetime already closed, or never started, is fine.
+ * @throws Temporal's error other than "not found" (the calling step is retried)
+ */
+export async function endLifetime(client: Context['client'], sandboxId: string): Promise<void> {
+  try {
+    await client.workflow.getHandle(lifetimeWorkflowId(sandboxId)).cancel();
+    log.info('lifetime ended', { sandbox_id: sandboxId });
+  } catch (err) {
+    if (!(err instanceof WorkflowNotFoundError)) throw err;
+  }
+}
+
+/** Dependencies of the lifetime activities. */
+export interface LifetimeActivityDeps {
+  store: Store;
+  metrics?: CreateMetrics;
+}
+
+/** Builds the lifetime activities over their dependencies. */
+export function lifetimeActivities(deps: LifetimeActivityDeps) {
+  return {
+    /**
+     * What a lifetime does when its timer fires: reads the sandbox; when it still runs and its
+     * `expire_time` has passed, stores a `sandbox.delete` operation with cause `expired` (once:
+     * its id is {@link expiryOperationId}) and starts its `deleteSandbox` workflow, as `DELETE`
+     * does (api/delete-flow.ts), counting `durable_sandbox_sandboxes_expired_total`.
+     * @returns `deleting` with the operation, `extended` with the later time the store holds,
+     *   or `ended` when the sandbox no longer runs
+     * @throws the store's or Temporal's error (retried)
+     */
+    async expireSandbox(input: { sandboxId: string }): Promise<ExpiryOutcome> {
+      const sandbox = await deps.store.getSandboxById(input.sandboxId);
+      if (!sandbox || sandbox.state !== 'running' || !sandbox.expireTime) {
+        return { kind: 'ended', state: sandbox?.state ?? 'missing' };
+      }
+      if (Date.parse(sandbox.expireTime) > Date.now()) {
+        return { kind: 'extended', expireTime: sandbox.expireTime };
+      }
+      const operationId = expiryOperationId(sandbox);
+      if (!(await deps.store.getOperation(sandbox.tenant, operationId))) {
+        await deps.store.insertOperation({
+          id: operationId,
+          type: 'sandbox.delete',
+          tenant: sandbox.tenant,
+          sandboxId: sandbox.id,
+          phase: 'deleting',
+          cause: 'expired',
+        });
+      }
+      const context = Context.current();
+      try {
+        const handle = await context.client.workflow.start(
+          'deleteSandbox',
+          deleteWorkflowOptions(sandbox, operationId, context.info.taskQueue, 'expired'),
+        );
+        await deps.store.recordOperationRunId(operationId, handle.firstExecutionRunId);
+        deps.metrics?.sandboxesExpired.inc({ template: sandbox.template });
+      } catch (err) {
+        // An earlier attempt started it.
+        if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+      }
+      log.info('sandbox expired', {
+        sandbox_id: sandbox.id,
+        operation_id: operationId,
+        expire_time: sandbox.expireTime,
+      });
+      return { kind: 'deleting', operationId };
+    },
+  };
+}

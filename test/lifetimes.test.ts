@@ -1,0 +1,214 @@
+/**
+ * Sandbox lifetimes (docs/api.md, "Lifetimes"): a create's `ttl` and its template's
+ * `default_ttl` / `max_ttl`, the `:extend` custom method, and the expiry that deletes the sandbox
+ * through the `deleteSandbox` workflow (pod deleted by uid, operation cause `expired`), against
+ * the dev server and the simulated cluster.
+ */
+import request from 'supertest';
+import { WorkflowNotFoundError } from '@temporalio/client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { lifetimeWorkflowId } from '../contract/index.js';
+import {
+  awaitOperation,
+  bearer,
+  createBody,
+  startApiStack,
+  type ApiStack,
+  type OperationBody,
+} from './support/api.js';
+import { until } from './support/until.js';
+
+const TEMPLATES = {
+  base: { image: 'ghcr.io/durable-sandbox/base:1' },
+  leased: { image: 'ghcr.io/durable-sandbox/base:1', default_ttl: '3s', max_ttl: '600s' },
+};
+
+let api: ApiStack;
+beforeAll(async () => {
+  api = await startApiStack({
+    env: { SANDBOX_TEMPLATES: JSON.stringify(TEMPLATES) },
+    stack: {
+      cluster: { startupDelayMs: 50, rootfsMib: { base: 451, leased: 451 } },
+      learnRootfsFloors: false,
+    },
+  });
+});
+afterAll(async () => {
+  await api?.stop();
+});
+
+interface SandboxBody {
+  id: string;
+  state: string;
+  expire_time: string | null;
+  pod: { name: string | null; uid: string | null };
+}
+
+/** Creates a sandbox and waits until it runs. */
+async function running(extra: Record<string, unknown>): Promise<SandboxBody> {
+  const created = await request(api.app)
+    .post('/v1/sandboxes')
+    .set(bearer(api.tenantA))
+    .send(createBody(2048, extra));
+  expect(created.status, created.text).toBe(202);
+  const done = await awaitOperation(api.app, api.tenantA, created.body.id as string);
+  expect(done.status, JSON.stringify(done.error)).toBe('succeeded');
+  return getSandbox(created.body.sandbox_id as string);
+}
+
+async function getSandbox(id: string): Promise<SandboxBody> {
+  const response = await request(api.app).get(`/v1/sandboxes/${id}`).set(bearer(api.tenantA));
+  expect(response.status, response.text).toBe(200);
+  return response.body as SandboxBody;
+}
+
+function extend(id: string, body: Record<string, unknown>) {
+  return request(api.app).post(`/v1/sandboxes/${id}:extend`).set(bearer(api.tenantA)).send(body);
+}
+
+/** The tenant's delete operations of a sandbox. */
+async function deletesOf(sandboxId: string): Promise<OperationBody[]> {
+  const response = await request(api.app).get('/v1/operations').set(bearer(api.tenantA));
+  expect(response.status).toBe(200);
+  return (response.body.operations as Array<OperationBody & { cause: string | null }>).filter(
+    (op) => op.sandbox_id === sandboxId && op.type === 'sandbox.delete',
+  );
+}
+
+async function lifetimeStatus(sandboxId: string): Promise<string | undefined> {
+  try {
+    const handle = api.stack.temporal.client.workflow.getHandle(lifetimeWorkflowId(sandboxId));
+    return (await handle.describe()).status.name;
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return undefined;
+    throw err;
+  }
+}
+
+describe('a create with a lifetime', () => {
+  it('answers 400 naming max_ttl for a ttl above the template maximum, before anything starts', async () => {
+    const response = await request(api.app)
+      .post('/v1/sandboxes')
+      .set(bearer(api.tenantA))
+      .send(createBody(2048, { template: 'leased', ttl: '601s' }));
+    expect(response.status, response.text).toBe(400);
+    expect(response.body.error.code).toBe('invalid_request');
+    expect(response.body.error.message).toMatch(/^ttl must be at most 600s \(max_ttl/);
+  });
+
+  it('answers 400 for a ttl that is not a duration', async () => {
+    const response = await request(api.app)
+      .post('/v1/sandboxes')
+      .set(bearer(api.tenantA))
+      .send(createBody(2048, { ttl: '1h' }));
+    expect(response.status, response.text).toBe(400);
+    expect(response.body.error.message).toMatch(/^ttl must be a duration such as "3600s"/);
+  });
+
+  it('has no expiry without a ttl or a template default, and no lifetime workflow', async () => {
+    const sandbox = await running({});
+    expect(sandbox.state).toBe('running');
+    expect(sandbox.expire_time).toBeNull();
+    expect(await lifetimeStatus(sandbox.id)).toBeUndefined();
+  });
+
+  it('expires at running + ttl, counted from running', async () => {
+    const sandbox = await running({ ttl: '300s' });
+    const record = await api.stack.store.getSandboxById(sandbox.id);
+    expect(record?.runningAt).not.toBeNull();
+    expect(Date.parse(sandbox.expire_time ?? '')).toBe(
+      Date.parse(record?.runningAt ?? '') + 300_000,
+    );
+    expect(await lifetimeStatus(sandbox.id)).toBe('RUNNING');
+  });
+});
+
+describe('expiry', () => {
+  it("deletes the sandbox at its template's default lifetime: pod deleted by uid, operation cause expired", async () => {
+    const sandbox = await running({ template: 'leased' });
+    expect(sandbox.expire_time).not.toBeNull();
+    const expireAtMs = Date.parse(sandbox.expire_time ?? '');
+    await until(async () => (await getSandbox(sandbox.id)).state === 'deleted', 30_000);
+    const [expiry] = await deletesOf(sandbox.id);
+    expect(expiry).toMatchObject({ type: 'sandbox.delete', cause: 'expired' });
+    const done = await awaitOperation(api.app, api.tenantA, expiry?.id ?? '');
+    expect(done.status).toBe('succeeded');
+    // Not before its time.
+    expect(Date.parse(done.created_at)).toBeGreaterThanOrEqual(expireAtMs);
+    const podDeletes = api.stack.cluster.requests.filter(
+      (r) => r.method === 'DELETE' && r.path.endsWith(`/pods/${sandbox.pod.name}`),
+    );
+    expect(podDeletes.map((r) => r.deleteOptions)).toContainEqual(
+      expect.objectContaining({ preconditions: { uid: sandbox.pod.uid } }),
+    );
+    expect(await lifetimeStatus(sandbox.id)).toBe('COMPLETED');
+  });
+
+  it('still fires after the worker was stopped past expire_time and started again', async () => {
+    const sandbox = await running({ ttl: '2s' });
+    await api.stack.worker?.shutdown();
+    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    // No worker: the timer fired in Temporal, but nothing could delete yet.
+    expect((await getSandbox(sandbox.id)).state).toBe('running');
+    await api.stack.startWorker();
+    await until(async () => (await getSandbox(sandbox.id)).state === 'deleted', 30_000);
+    expect((await deletesOf(sandbox.id)).map((op) => (op as { cause?: string }).cause)).toEqual([
+      'expired',
+    ]);
+  });
+});
+
+describe('extend', () => {
+  it('moves expire_time, bounded by max_ttl from running; the same expire_time twice is one change', async () => {
+    const sandbox = await running({ template: 'leased' });
+    const target = new Date(Date.now() + 120_000).toISOString();
+    const first = await extend(sandbox.id, { expire_time: target });
+    expect(first.status, first.text).toBe(200);
+    expect(first.body.expire_time).toBe(target);
+    const again = await extend(sandbox.id, { expire_time: target });
+    expect(again.status).toBe(200);
+    expect(again.body.expire_time).toBe(target);
+    // Past the old expiry (3 s), it still runs.
+    await new Promise((resolve) => setTimeout(resolve, 4_000));
+    expect((await getSandbox(sandbox.id)).state).toBe('running');
+    expect(await deletesOf(sandbox.id)).toEqual([]);
+    const beyond = await extend(sandbox.id, { ttl: '700s' });
+    expect(beyond.status, beyond.text).toBe(400);
+    expect(beyond.body.error.message).toMatch(/max_ttl 600s of template leased/);
+    const both = await extend(sandbox.id, { ttl: '10s', expire_time: target });
+    expect(both.status).toBe(400);
+  });
+
+  it('answers 409 not_running for a sandbox that does not run', async () => {
+    const sandbox = await running({});
+    const deleted = await request(api.app)
+      .delete(`/v1/sandboxes/${sandbox.id}`)
+      .set(bearer(api.tenantA));
+    await awaitOperation(api.app, api.tenantA, deleted.body.id as string);
+    const response = await extend(sandbox.id, { ttl: '60s' });
+    expect(response.status, response.text).toBe(409);
+    expect(response.body.error.code).toBe('not_running');
+  });
+
+  it('gives a sandbox without an expiry one, and its lifetime deletes it', async () => {
+    const sandbox = await running({});
+    const response = await extend(sandbox.id, { ttl: '1s' });
+    expect(response.status, response.text).toBe(200);
+    await until(async () => (await getSandbox(sandbox.id)).state === 'deleted', 30_000);
+  });
+});
+
+describe('a sandbox deleted before its expiry', () => {
+  it('leaves no timer: its lifetime workflow is cancelled and no expiry operation ever appears', async () => {
+    const sandbox = await running({ ttl: '300s' });
+    expect(await lifetimeStatus(sandbox.id)).toBe('RUNNING');
+    const deleted = await request(api.app)
+      .delete(`/v1/sandboxes/${sandbox.id}`)
+      .set(bearer(api.tenantA));
+    const done = await awaitOperation(api.app, api.tenantA, deleted.body.id as string);
+    expect(done.status).toBe('succeeded');
+    expect((done as OperationBody & { cause?: string }).cause).toBe('requested');
+    await until(async () => (await lifetimeStatus(sandbox.id)) === 'CANCELLED', 30_000);
+    expect((await deletesOf(sandbox.id)).length).toBe(1);
+  });
+});
