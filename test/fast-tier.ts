@@ -17,6 +17,7 @@ export const FAST_TESTS = [
   'test/create-workflow-branches.test.ts',
   'test/credential-hint.test.ts',
   'test/fault-report.test.ts',
+  'test/lifetime-durations.test.ts',
   'test/nexus-tenants.test.ts',
   'test/oidc-config.test.ts',
   'test/operation-notifier.test.ts',
