@@ -195,3 +195,17 @@ describe('failure codes in docs/api.md and api/openapi.json', () => {
     expect(codes(failure.properties!.code)).toEqual([...FAILURE_CODES].sort());
   });
 });
+
+describe('docs/testing.md, "Patch exit plan"', () => {
+  it('has a row for every patch constant of workflows/', () => {
+    const plan = read('docs/testing.md')
+      .split(/^### Patch exit plan$/m)[1]!
+      .split(/^### /m)[0]!;
+    const rows = new Set([...plan.matchAll(/^\| `([A-Z_]+_PATCH)`/gm)].map((m) => m[1]));
+    const constants = sourceFiles('workflows').flatMap((file) =>
+      [...read(file).matchAll(/export const ([A-Z_]+_PATCH) =/g)].map((m) => m[1]),
+    );
+    expect(constants.length).toBeGreaterThan(0);
+    expect([...rows].sort()).toEqual([...new Set(constants)].sort());
+  });
+});

@@ -65,6 +65,7 @@ const settledStep = proxyActivities<CreateActivities>({
  * The patch of "Waiting costs nothing" (docs/architecture.md): the readiness wait completes
  * asynchronously and holds no watch, so it has no heartbeat timeout and is cancelled with
  * TRY_CANCEL. Histories recorded before it keep the heartbeating wait.
+ * Exit plan: docs/testing.md, "Patch exit plan".
  */
 export const ASYNC_READINESS_WAIT_PATCH = 'async-readiness-wait';
 
@@ -107,6 +108,7 @@ function readinessWait(createDeadlineMs: number) {
  * compensation's pod delete stops at a refusal of the service's account (RBAC 403, 401) that
  * has lasted its bound, leaving the pod to the orphan sweeper, so the create still ends.
  * Histories recorded before it retry that delete until it succeeds.
+ * Exit plan: docs/testing.md, "Patch exit plan".
  */
 export const DELETE_LEFT_TO_SWEEPER_PATCH = 'compensation-delete-left-to-sweeper';
 
@@ -150,6 +152,7 @@ const outcomeStep = proxyLocalActivities<CreateActivities>({
  * checks the input against the store (activities/admission.ts), so a workflow started by anyone
  * but the API makes no pod and writes nothing. Histories recorded before it go straight to the
  * pod (whose image and settings come from the worker's catalog either way).
+ * Exit plan: docs/testing.md, "Patch exit plan".
  */
 export const WORKER_ADMISSION_PATCH = 'worker-admission';
 
@@ -289,6 +292,7 @@ function startDeadline(
  * The patch of "Re-placement" (docs/architecture.md): a create whose input carries a placement
  * policy (its template names `replace_on`) runs the placement loop. Inputs without one, and
  * histories recorded before it, run the one-placement steps unchanged.
+ * Exit plan: docs/testing.md, "Patch exit plan".
  */
 export const RE_PLACEMENT_PATCH = 're-placement';
 

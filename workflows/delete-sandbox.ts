@@ -61,6 +61,7 @@ const deletionStep = proxyActivities<CreateActivities>({
  * The patch of "What the worker trusts" (docs/security.md): the delete first checks its input
  * against the store (activities/admission.ts), so a delete started by anyone but the API cancels
  * nothing, deletes no pod and writes nothing. Histories recorded before it go straight on.
+ * Exit plan: docs/testing.md, "Patch exit plan".
  */
 export const DELETE_ADMISSION_PATCH = 'worker-admission';
 
