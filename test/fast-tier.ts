@@ -18,6 +18,7 @@ export const FAST_TESTS = [
   'test/credential-hint.test.ts',
   'test/fault-report.test.ts',
   'test/lifetime-durations.test.ts',
+  'test/lifetime-workflow.test.ts',
   'test/nexus-tenants.test.ts',
   'test/oidc-config.test.ts',
   'test/operation-notifier.test.ts',

@@ -211,6 +211,8 @@ describe('learned rootfs floors', () => {
       name: 'moving',
       image: 'example.test/moving:2',
       rootfs_floor: { source: 'unknown', rootfs_mib: null },
+      default_ttl: null,
+      max_ttl: null,
     });
     const accepted = await post(app, 'moving', 300);
     expect(accepted.status, accepted.text).toBe(202);

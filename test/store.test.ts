@@ -599,8 +599,10 @@ describe.each(storeBackends())('store on $name', (backend) => {
         );
       try {
         const migration = MIGRATIONS['0002-sandbox-state-lost']!;
-        // Undone in reverse order: the later migration that adds a sandboxes column first.
+        // Undone in reverse order: the later migrations that add sandboxes columns first.
+        const lifetimes = MIGRATIONS['0014-sandbox-lifetimes']!;
         const cpuMillicores = MIGRATIONS['0008-sandbox-cpu-millicores']!;
+        await lifetimes.down!(db as never);
         await cpuMillicores.down!(db as never);
         await migration.down!(db as never);
         await expect(
@@ -608,6 +610,7 @@ describe.each(storeBackends())('store on $name', (backend) => {
         ).rejects.toThrow();
         await migration.up(db as never);
         await cpuMillicores.up(db as never);
+        await lifetimes.up(db as never);
         expect(await count('sandboxes')).toBe(2);
         expect(await count('executions')).toBe(2);
       } finally {

@@ -20,6 +20,7 @@ import {
   clientConnectionOptions,
   parseTemporalCredentials,
 } from '../config/temporal-connection.js';
+import { DEV_TOKEN } from '../config/index.js';
 import { httpStatusOf } from '../kubernetes/client.js';
 import { sandboxPod } from '../kubernetes/pod-spec.js';
 import { startTopology, type Topology } from '../environments/topology/index.js';
@@ -100,6 +101,67 @@ describe('the fault matrix on the production topology', () => {
     });
     await expect(refused).rejects.toThrow();
   });
+
+  it('a lifetime survives a worker SIGKILL and a Temporal server restart: the sandbox is deleted when it expires, cause expired', async () => {
+    const call = async (method: string, path: string, body?: unknown) => {
+      const response = await fetch(`${topology.url}${path}`, {
+        method,
+        headers: { Authorization: `Bearer ${DEV_TOKEN}`, 'Content-Type': 'application/json' },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      return { status: response.status, json: (await response.json()) as Record<string, unknown> };
+    };
+    const eventually = async <T>(what: string, read: () => Promise<T | undefined>) => {
+      const deadline = Date.now() + 120_000;
+      for (;;) {
+        const value = await read().catch(() => undefined);
+        if (value !== undefined) return value;
+        if (Date.now() > deadline) throw new Error(`${what} did not happen within 120 s`);
+        await new Promise((resolve) => setTimeout(resolve, 250));
+      }
+    };
+    const created = await call('POST', '/v1/sandboxes', {
+      template: 'base',
+      resources: { cpu: 1, memory_mib: 256, disk_mib: 2048 },
+      ttl: '25s',
+    });
+    expect(created.status, JSON.stringify(created.json)).toBe(202);
+    const sandboxId = created.json.sandbox_id as string;
+    const sandbox = await eventually('running', async () => {
+      const { json } = await call('GET', `/v1/sandboxes/${sandboxId}`);
+      return json.state === 'running' ? json : undefined;
+    });
+    const expireAtMs = Date.parse(sandbox.expire_time as string);
+    // Before it expires: every worker SIGKILLed (their supervisors start them again), then the
+    // Temporal server stopped and started.
+    for (const worker of topology.workers) worker.kill();
+    await topology.temporal.stopServer();
+    await topology.temporal.startServer();
+    expect(Date.now()).toBeLessThan(expireAtMs);
+    const deleted = await eventually('the expiry', async () => {
+      const { json } = await call('GET', `/v1/sandboxes/${sandboxId}`);
+      return json.state === 'deleted' ? json : undefined;
+    });
+    expect(deleted.state).toBe('deleted');
+    const { json: page } = await call('GET', '/v1/operations?limit=200');
+    const expiry = (page.operations as Array<Record<string, unknown>>).find(
+      (op) => op.sandbox_id === sandboxId && op.type === 'sandbox.delete',
+    );
+    expect(expiry).toMatchObject({ cause: 'expired', status: 'succeeded' });
+    expect(Date.parse(expiry?.created_at as string)).toBeGreaterThanOrEqual(expireAtMs);
+    // Its pod is gone from the real apiserver.
+    const admin = new KubeConfig();
+    admin.loadFromFile(topology.adminKubeconfigPath);
+    const podName = (sandbox.pod as { name: string }).name;
+    const status = await admin
+      .makeApiClient(CoreV1Api)
+      .readNamespacedPod({ namespace: 'sandboxes', name: podName })
+      .then(
+        (pod) => (pod.metadata?.deletionTimestamp ? 'terminating' : 'present'),
+        (err: unknown) => String(httpStatusOf(err)),
+      );
+    expect(['404', 'terminating']).toContain(status);
+  }, 300_000);
 
   it.each<[FaultScenario, string]>([
     ['worker-kill', 'a worker SIGKILLed while its create waits for the IP'],
