@@ -69,12 +69,32 @@ function openPostgres(connectionString: string): Kysely<Database> {
   return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
 }
 
+/**
+ * Switches the file to WAL, retrying for up to SQLITE_BUSY_TIMEOUT_MS while another process (an
+ * API and a worker started together on one DATA_DIR) holds the lock the switch needs: SQLite
+ * answers that pragma SQLITE_BUSY at once, without its busy handler.
+ * @throws the driver's error when the lock outlasts the timeout, or for any other error
+ */
+function enableWal(database: SQLite.Database): void {
+  const deadlineMs = Date.now() + SQLITE_BUSY_TIMEOUT_MS;
+  for (;;) {
+    try {
+      database.pragma('journal_mode = WAL');
+      return;
+    } catch (err) {
+      if ((err as { code?: string }).code !== 'SQLITE_BUSY' || Date.now() > deadlineMs) throw err;
+      // A synchronous pause: the store is opened before anything else runs.
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 25);
+    }
+  }
+}
+
 function openSqlite(file: string): Pick<DatabaseHandle, 'db' | 'sqliteDataVersion'> {
   const inMemory = file === ':memory:';
   if (!inMemory) mkdirSync(dirname(resolve(file)), { recursive: true });
   const database = new SQLite(file);
   database.pragma(`busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}`);
-  if (!inMemory) database.pragma('journal_mode = WAL');
+  if (!inMemory) enableWal(database);
   database.pragma('foreign_keys = ON');
   return {
     db: new Kysely<Database>({

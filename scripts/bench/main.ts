@@ -48,6 +48,7 @@ import { measureOutcomes } from './outcomes.js';
 import { compareRefusalLatency } from './real.js';
 import { measureReplacement } from './replace.js';
 import { measureSplitProcesses } from './split.js';
+import { measureExpiry } from './expiry.js';
 import { measureTopologyThroughput } from './topology.js';
 import { errorText, finish, problems, writeResults } from './support.js';
 import { measureWaitFigures, waitSizesOf } from './waits.js';
@@ -157,6 +158,7 @@ const MODES: Record<string, (quick: boolean) => Promise<Record<string, unknown>>
   topology: (quick) => measureTopologyThroughput(quick),
   noisy: (quick) => measureNoisyNeighbour(quick),
   split: (quick) => measureSplitProcesses(quick),
+  expiry: (quick) => measureExpiry(quick),
 };
 
 /** The mode named by the arguments (`real`, `--real`, ...), `default` when none is. */
@@ -166,7 +168,7 @@ function modeOf(args: string[]): string {
   const unknown = args.filter((arg) => !(arg.replace(/^--/, '') in MODES) && arg !== '--quick');
   if (unknown.length > 0)
     throw new Error(
-      `unknown argument ${unknown.join(' ')}; modes: real, floors, waits, goals, notify, replace, topology, noisy`,
+      `unknown argument ${unknown.join(' ')}; modes: real, floors, waits, goals, notify, replace, topology, noisy, split, expiry`,
     );
   return named[0] ?? 'default';
 }
