@@ -4,6 +4,7 @@
  * the simulated cluster in the bench's process, this checkout's `api/main.ts` and
  * `worker/main.ts` on one SQLite store.
  *
+ * First 30 sandboxes expire one at a time, 500 ms apart (each one's lateness, alone). Then
  * `n` sandboxes (1,000; `--quick` 100) are created running with a long `ttl`, then all extended
  * (`:extend`) to one `expire_time` T. Measured from T, as the cluster saw it: when each sandbox's
  * pod DELETE arrived (the simulated apiserver's request log, epoch ms), hence its lateness
@@ -13,6 +14,7 @@
  */
 import { loadavg } from 'node:os';
 import { DEV_TOKEN } from '../../config/index.js';
+import { podNameFor } from '../../kubernetes/pod-spec.js';
 import { ProcessRig } from './process-rig.js';
 import { problems, sleep, summary, until, type Summary } from './support.js';
 
@@ -21,9 +23,13 @@ const SIZES = { full: 1_000, quick: 100 } as const;
 /** Requests in flight at once while creating and extending. */
 const CONCURRENCY = 20;
 const OTHER_TOKEN = 'bench-expiry-other-tenant-token';
+/** Sandboxes that expire one at a time, before the burst. */
+const ALONE = 30;
 
 /** What `expiry` reports. */
 interface ExpiryFigures {
+  /** Sandboxes expiring one at a time (500 ms apart): expire_time -> pod DELETE, ms. */
+  alone_lateness_ms: Summary & { p99: number };
   sandboxes: number;
   /** expire_time -> the sandbox's pod DELETE at the apiserver, ms. */
   lateness_ms: Summary & { p99: number };
@@ -112,6 +118,27 @@ export async function measureExpiry(quick: boolean): Promise<Record<string, unkn
       atRest.push(await otherGet());
       await sleep(20);
     }
+    // Alone: sandboxes expiring one at a time, 500 ms apart, each timed to its own pod DELETE.
+    const alone = await pool([...Array(ALONE).keys()], () => runningSandbox(DEV_TOKEN));
+    const aloneFromMs = Date.now() + 5_000;
+    const aloneAt = new Map<string, number>();
+    for (const [i, op] of alone.entries()) {
+      const sandboxId = String(op.sandbox_id);
+      const atMs = aloneFromMs + i * 500;
+      aloneAt.set(`/api/v1/namespaces/${NAMESPACE}/pods/${podNameFor(sandboxId, 1)}`, atMs);
+      const { status } = await call(DEV_TOKEN, 'POST', `/v1/sandboxes/${sandboxId}:extend`, {
+        expire_time: new Date(atMs).toISOString(),
+      });
+      if (status !== 200) problems.push(`expiry: extend of ${sandboxId} answered ${status}`);
+    }
+    const aloneDeletes = () =>
+      rig.cluster.requests.filter((r) => r.method === 'DELETE' && aloneAt.has(r.path));
+    await until(async () => aloneDeletes().length >= ALONE, 120_000, 'the lone expiries').catch(
+      (err: unknown) => problems.push(`expiry: ${String(err)}`),
+    );
+    const aloneLateness = aloneDeletes().map((r) => r.at - aloneAt.get(r.path)!);
+    console.log(`  ${ALONE} expiring alone: lateness ${JSON.stringify(summary(aloneLateness))}`);
+
     // One expire_time for all, far enough ahead for every extend to land first.
     const expireAtMs = Date.now() + 10_000 + n * 30;
     const expireTime = new Date(expireAtMs).toISOString();
@@ -162,6 +189,7 @@ export async function measureExpiry(quick: boolean): Promise<Record<string, unkn
     if (deletes.some((op) => op.cause !== 'expired'))
       problems.push('expiry: a delete without cause expired');
     const figures: ExpiryFigures = {
+      alone_lateness_ms: { ...summary(aloneLateness), p99: Math.round(p99(aloneLateness)) },
       sandboxes: n,
       lateness_ms: { ...summary(lateness), p99: Math.round(p99(lateness)) },
       last_pod_deleted_ms: Math.max(...lateness),
