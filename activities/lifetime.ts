@@ -15,7 +15,8 @@ import {
   type ExpiryOutcome,
   type SandboxLifetimeInput,
 } from '../contract/index.js';
-import { deleteWorkflowOptions } from '../api/delete-flow.js';
+import { deleteOperationOf, deleteWorkflowOptions } from '../api/delete-flow.js';
+import { operationIdOf } from '../api/ids.js';
 import type { SandboxRecord, Store } from '../store/index.js';
 import type { CreateMetrics } from './metrics.js';
 
@@ -25,9 +26,9 @@ import type { CreateMetrics } from './metrics.js';
  * same operation and starts its workflow once.
  */
 export function expiryOperationId(sandbox: Pick<SandboxRecord, 'id' | 'generation'>): string {
-  const digest = createHash('sha256').update(`expire/${sandbox.id}/${sandbox.generation}`).digest();
-  const alphabet = 'abcdefghijklmnopqrstuvwxyz234567';
-  return `op_${Array.from(digest.subarray(0, 26), (byte) => alphabet[byte & 31]).join('')}`;
+  return operationIdOf(
+    createHash('sha256').update(`expire/${sandbox.id}/${sandbox.generation}`).digest(),
+  );
 }
 
 /**
@@ -104,14 +105,7 @@ export function lifetimeActivities(deps: LifetimeActivityDeps) {
       }
       const operationId = expiryOperationId(sandbox);
       if (!(await deps.store.getOperation(sandbox.tenant, operationId))) {
-        await deps.store.insertOperation({
-          id: operationId,
-          type: 'sandbox.delete',
-          tenant: sandbox.tenant,
-          sandboxId: sandbox.id,
-          phase: 'deleting',
-          cause: 'expired',
-        });
+        await deps.store.insertOperation(deleteOperationOf(sandbox, operationId, 'expired'));
       }
       const context = Context.current();
       try {

@@ -60,10 +60,10 @@ export function storeActivities(deps: StoreActivityDeps) {
         deps.metrics?.createsFinished.inc({ outcome: 'succeeded', code: '' });
       log.info('sandbox running', { result });
       // The transition's webhook event (docs/webhooks.md); again on a retry: its id is stable.
-      if (wrote) await emitSandboxEvent(deps.store, input.sandboxId, ['running']);
-      // Its lifetime starts now, if it has one (docs/api.md, "Lifetimes"); a retry only signals.
       if (wrote) {
         const sandbox = await deps.store.getSandboxById(input.sandboxId);
+        await emitSandboxEvent(deps.store, sandbox, ['running']);
+        // Its lifetime starts now, if it has one (docs/api.md, "Lifetimes"); a retry only signals.
         if (sandbox?.expireTime) {
           const context = Context.current();
           await startLifetime(context.client, context.info.taskQueue, sandbox);
@@ -102,7 +102,10 @@ export function storeActivities(deps: StoreActivityDeps) {
         }
       }
       log.info('execution retired', { retired, reason: input.reason, code: input.failure?.code });
-      await emitSandboxEvent(deps.store, input.sandboxId, ['failed', 'deleted']);
+      await emitSandboxEvent(deps.store, await deps.store.getSandboxById(input.sandboxId), [
+        'failed',
+        'deleted',
+      ]);
       return retired;
     },
 
@@ -164,9 +167,9 @@ export function storeActivities(deps: StoreActivityDeps) {
         operationId: input.operationId,
       });
       log.info('sandbox deleted', { deleted });
-      await emitSandboxEvent(deps.store, input.sandboxId, ['deleted']);
-      // No timer may fire on a deleted sandbox: one that had an expiry has a lifetime to end.
       const sandbox = await deps.store.getSandboxById(input.sandboxId);
+      await emitSandboxEvent(deps.store, sandbox, ['deleted']);
+      // No timer may fire on a deleted sandbox: one that had an expiry has a lifetime to end.
       if (sandbox?.expireTime) await endLifetime(Context.current().client, input.sandboxId);
       return deleted;
     },

@@ -61,7 +61,8 @@ export function webhookEventId(
 }
 
 /**
- * Emits the event of the sandbox's current state when it is one of `states` (the ones the
+ * Emits the event of `sandbox` (as the calling step read it after its transition; undefined
+ * when it is gone) when its state is one of `states` (the ones the
  * calling step writes; of them only `running`, `failed` and `deleted` have events): keeps its
  * body in the store, then, for every endpoint of the sandbox's tenant subscribed to its type,
  * signals-with-start the endpoint's delivery workflow for this sandbox, which delivers its
@@ -72,11 +73,11 @@ export function webhookEventId(
  */
 export async function emitSandboxEvent(
   store: Store,
-  sandboxId: string,
+  sandbox: SandboxRecord | undefined,
   states: readonly SandboxState[],
 ): Promise<number> {
-  const sandbox = await store.getSandboxById(sandboxId);
   if (!sandbox || !states.includes(sandbox.state)) return 0;
+  const sandboxId = sandbox.id;
   const type = EVENT_TYPE_OF_STATE[sandbox.state];
   if (!type) return 0;
   const endpoints = await store.webhooks.endpointsFor(sandbox.tenant, type);

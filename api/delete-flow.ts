@@ -26,6 +26,18 @@ export type DeleteWorkflowStarter = (
   options: WorkflowStartOptions<typeof deleteSandbox>,
 ) => Promise<{ firstExecutionRunId: string }>;
 
+/** The operation row of a delete of `sandbox` (phase `deleting`), as either cause stores it. */
+export function deleteOperationOf(sandbox: SandboxRecord, operationId: string, cause: DeleteCause) {
+  return {
+    id: operationId,
+    type: 'sandbox.delete' as const,
+    tenant: sandbox.tenant,
+    sandboxId: sandbox.id,
+    phase: 'deleting' as const,
+    cause,
+  };
+}
+
 /**
  * The start options of the `deleteSandbox` workflow of `sandbox` under `operationId` (its
  * workflow id): the one shape of a delete, whether a caller asked for it (`requested`) or the
@@ -86,14 +98,7 @@ export async function acceptDelete(
     });
   }
   const operationId = newOperationId();
-  await deps.store.insertOperation({
-    id: operationId,
-    type: 'sandbox.delete',
-    tenant: sandbox.tenant,
-    sandboxId: sandbox.id,
-    phase: 'deleting',
-    cause: 'requested',
-  });
+  await deps.store.insertOperation(deleteOperationOf(sandbox, operationId, 'requested'));
   try {
     const handle = await startWorkflow(
       deleteWorkflowOptions(sandbox, operationId, deps.config.taskQueue, 'requested'),

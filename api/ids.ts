@@ -12,9 +12,23 @@ export const OPERATION_ID = /^op_[a-z2-7]{26}$/;
 /** Matches a sandbox id, e.g. `sbx_q7…` (26 base32 characters after the prefix). */
 export const SANDBOX_ID = /^sbx_[a-z2-7]{26}$/;
 
+/** Base32 of each byte's low 5 bits (256 is a multiple of 32, so uniform bytes stay uniform). */
+function base32Of(bytes: Uint8Array): string {
+  return Array.from(bytes, (byte) => ALPHABET[byte & 31]).join('');
+}
+
 function randomBase32(length: number): string {
-  // 256 is a multiple of 32, so `byte & 31` is uniform.
-  return Array.from(randomBytes(length), (byte) => ALPHABET[byte & 31]).join('');
+  return base32Of(randomBytes(length));
+}
+
+/**
+ * The operation id derived from `digest` (at least 26 bytes, e.g. a SHA-256): the same digest
+ * gives the same id, for an operation whose every attempt must name one operation.
+ * @throws RangeError when `digest` is shorter than 26 bytes
+ */
+export function operationIdOf(digest: Uint8Array): string {
+  if (digest.length < RANDOM_LENGTH) throw new RangeError('a digest of at least 26 bytes');
+  return `op_${base32Of(digest.subarray(0, RANDOM_LENGTH))}`;
 }
 
 /** A fresh operation id (`op_` + 26 base32 characters); also the workflow id. */
