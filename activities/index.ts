@@ -8,6 +8,7 @@ import { operationActivities } from './operations.js';
 import { storeActivities } from './store.js';
 import { lifetimeActivities } from './lifetime.js';
 import { webhookActivities, type WebhookActivityDeps } from './webhooks.js';
+import { warmPoolActivities } from './warm-pools.js';
 
 /** Everything the activities need. */
 export type ActivityDeps = PodActivityDeps & Pick<WebhookActivityDeps, 'webhooks'>;
@@ -21,6 +22,7 @@ export function createActivities(deps: ActivityDeps) {
     ...lifetimeActivities(deps),
     ...operationActivities(),
     ...webhookActivities(deps),
+    ...warmPoolActivities(deps),
   };
 }
 

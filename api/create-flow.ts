@@ -12,8 +12,8 @@ import type { SandboxRecord } from '../store/index.js';
 import { markOperationSpan } from '../tracing/spans.js';
 import type { createSandbox } from '../workflows/create-sandbox.js';
 import { operationSearchAttributes } from '../workflows/search-attributes.js';
-import { formatDuration, type CreateSandboxInput } from '../contract/index.js';
-import { limitsOf, placementPolicyOf } from '../config/index.js';
+import { formatDuration, matchesWarmPool, type CreateSandboxInput } from '../contract/index.js';
+import { limitsOf, placementPolicyOf, warmPoolOf } from '../config/index.js';
 import type { AppDeps } from './deps.js';
 import { createsStarted } from './metrics.js';
 import { ApiError } from './errors.js';
@@ -96,6 +96,8 @@ export async function startCreateWorkflow(
   // the workflow upserts only these (docs/architecture.md, "Search attributes").
   const registered = deps.readiness ? (await deps.readiness.report()).searchAttributes : undefined;
   const policy = placementPolicyOf(template);
+  const pool = warmPoolOf(template);
+  const warm = pool !== undefined && matchesWarmPool(sandbox.resources, pool);
   const input: CreateSandboxInput = {
     operationId: sandbox.operationId,
     sandboxId: sandbox.id,
@@ -108,6 +110,7 @@ export async function startCreateWorkflow(
     deadlineMs,
     ...(registered ? { searchAttributes: registered } : {}),
     ...(policy ? { placement: policy } : {}),
+    ...(warm ? { warmPool: true } : {}),
   };
   const memo: OperationMemo = {
     type: 'sandbox.create',

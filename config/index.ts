@@ -32,9 +32,13 @@ import {
   RESOURCE_LIMITS,
   SHIM_CODES,
   MAX_TTL_LIMIT_MS,
+  MAX_WARM_POOL_SIZE,
+  coresOf,
+  parseCpuQuantity,
   formatDuration,
   parseDurationMs,
   type ShimCode,
+  type WarmPoolSpec,
 } from '../contract/index.js';
 
 /**
@@ -74,6 +78,32 @@ export interface TemplateConfig extends TemplatePodFields {
    * MAX_TTL_LIMIT_MS (366 days).
    */
   max_ttl?: string;
+  /**
+   * A warm pool (docs/architecture.md, "Warm pools"): `size` ready pods made ahead of any create
+   * with these `resources` (cpu a Kubernetes quantity, sizes in MiB); a create asking for exactly
+   * them claims one instead of making a pod. Absent: every create is cold. The operator's scale
+   * route (`PUT /admin/v1/warm-pools/{template}/scale`) overrides `size` without a restart.
+   */
+  warm_pool?: { size: number; resources: { cpu: number | string; memory_mib: number; disk_mib: number } };
+}
+
+/**
+ * A template's warm pool as the contract spells it (cpu in cores), or undefined when it declares
+ * none. The configured size; the scale route's override is the store's (store/warm-pools.ts).
+ */
+export function warmPoolOf(template: Pick<TemplateConfig, 'warm_pool'>): WarmPoolSpec | undefined {
+  const pool = template.warm_pool;
+  if (!pool) return undefined;
+  const cpu = parseCpuQuantity(pool.resources.cpu, RESOURCE_LIMITS.cpu);
+  if (!('millicores' in cpu)) return undefined; // refused by the schema at start
+  return {
+    size: pool.size,
+    resources: {
+      cpu: coresOf(cpu.millicores),
+      memoryMib: pool.resources.memory_mib,
+      diskMib: pool.resources.disk_mib,
+    },
+  };
 }
 
 /**
@@ -334,6 +364,23 @@ const templateSchema = z
       .optional(),
     default_ttl: ttlField.optional(),
     max_ttl: ttlField.optional(),
+    warm_pool: z
+      .strictObject({
+        size: z
+          .number()
+          .int(`must be an integer from 0 to ${MAX_WARM_POOL_SIZE}`)
+          .min(0, `must be an integer from 0 to ${MAX_WARM_POOL_SIZE}`)
+          .max(MAX_WARM_POOL_SIZE, `must be an integer from 0 to ${MAX_WARM_POOL_SIZE}`),
+        resources: z.strictObject({
+          cpu: z.union([z.number(), z.string()]).superRefine((value, ctx) => {
+            const parsed = parseCpuQuantity(value, RESOURCE_LIMITS.cpu);
+            if ('problem' in parsed) ctx.addIssue({ code: 'custom', message: parsed.problem });
+          }),
+          memory_mib: z.number().int().positive().max(RESOURCE_LIMITS.memoryMib),
+          disk_mib: z.number().int().positive().max(RESOURCE_LIMITS.diskMib),
+        }),
+      })
+      .optional(),
     ...podSettingsFields,
   })
   .strict()
@@ -351,6 +398,14 @@ const templateSchema = z
         code: 'custom',
         path: ['max_placements'],
         message: 'needs replace_on: without it a create never uses a second placement',
+      });
+    }
+    const poolDisk = template.warm_pool?.resources.disk_mib;
+    if (poolDisk !== undefined && template.max_disk_mib !== undefined && poolDisk > template.max_disk_mib) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['warm_pool', 'resources', 'disk_mib'],
+        message: 'is above max_disk_mib: no create could claim a pod of the pool',
       });
     }
     if (

@@ -34,6 +34,12 @@ export interface CreateSandboxInput {
    * "Re-placement"), resolved when the create was accepted. Absent: one placement, as before.
    */
   placement?: PlacementPolicy;
+  /**
+   * True when the template had a warm pool whose resources equal this create's when it was
+   * accepted (docs/architecture.md, "Warm pools"): the create first tries to claim one of its
+   * pods. Only a hint: the worker claims only what its own catalog's pool allows. Absent: cold.
+   */
+  warmPool?: boolean;
 }
 
 /**

@@ -12,3 +12,4 @@ export * from './placement.js';
 export * from './tenant-limits.js';
 export * from './webhook.js';
 export * from './lifetime.js';
+export * from './warm-pool.js';

@@ -26,7 +26,7 @@ export interface ClusterPermission {
  * its absence is a warning, not a failure.
  */
 export const WORKER_PERMISSIONS: readonly ClusterPermission[] = [
-  { resource: 'pods', verbs: ['create', 'get', 'list', 'watch', 'delete'] },
+  { resource: 'pods', verbs: ['create', 'get', 'list', 'watch', 'update', 'delete'] },
   { resource: 'events', verbs: ['get', 'list', 'watch'] },
 ];
 

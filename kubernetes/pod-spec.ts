@@ -13,6 +13,8 @@ import { cpuQuantity, type SandboxPodSettings, type SandboxResources } from '../
 export const POD_LABELS = {
   managedBy: 'app.kubernetes.io/managed-by',
   sandboxId: 'durable-sandbox.dev/sandbox-id',
+  /** On a warm pool's unclaimed pod: the template whose pool it is (kubernetes/warm-pods.ts). */
+  warmPool: 'durable-sandbox.dev/warm-pool',
 } as const;
 export const POD_ANNOTATIONS = {
   template: 'durable-sandbox.dev/template',
@@ -20,6 +22,8 @@ export const POD_ANNOTATIONS = {
   generation: 'durable-sandbox.dev/generation',
   /** Set from the second placement on (absent: placement 1). */
   placement: 'durable-sandbox.dev/placement',
+  /** On a claimed warm pod: the template whose pool it came from. */
+  claimedFrom: 'durable-sandbox.dev/claimed-from',
 } as const;
 /** The node label kubelet sets to the node's name, which the re-placement affinity reads. */
 export const HOSTNAME_LABEL = 'kubernetes.io/hostname';

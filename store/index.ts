@@ -16,6 +16,7 @@ export type {
   NewWebhookEndpoint,
   StoredWebhookEvent,
 } from './webhooks.js';
+export type { WarmPoolRecord, WarmPoolStore } from './warm-pools.js';
 export { sandboxAsCreated } from './operation-results.js';
 export type {
   ListOperationsOptions,

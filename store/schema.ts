@@ -199,4 +199,19 @@ export interface Database {
   webhook_endpoints: WebhookEndpointsTable;
   webhook_events: WebhookEventsTable;
   webhook_deliveries: WebhookDeliveriesTable;
+  warm_pools: WarmPoolsTable;
+}
+
+/**
+ * `warm_pools` (migration 0015): a template's pool as the scale route and its reconciles left
+ * it. `size` null: the template's configured size; `status`: JSON of the last reconcile's
+ * WarmPoolStatus, observed at `observed_at` (ISO-8601).
+ */
+export interface WarmPoolsTable {
+  template: string;
+  size: number | null;
+  claimed: number | string;
+  status: string | null;
+  observed_at: string | null;
+  updated_at: string;
 }

@@ -52,6 +52,7 @@ import { POD_LOST, exceededLimit, type HeldLimitRefusal } from '../contract/inde
 import { lockTenantAdmission, selectTenantUsage } from './tenant-usage.js';
 import type { Database, SandboxesTable } from './schema.js';
 import { webhookStore } from './webhooks.js';
+import { warmPoolStore } from './warm-pools.js';
 import type {
   NewSandboxInput,
   NewSandboxOutcome,
@@ -189,6 +190,7 @@ export async function openStore(options: StoreOptions): Promise<Store> {
 
   return {
     webhooks: webhookStore(db, now),
+    warmPools: warmPoolStore(db, now),
 
     async createSandbox(input) {
       try {

@@ -1,5 +1,6 @@
 /** The store's public types: what the API, the activities and the worker code against. */
 import type { WebhookStore } from './webhooks.js';
+import type { WarmPoolStore } from './warm-pools.js';
 import type {
   DeleteCause,
   ExecutionRef,
@@ -252,6 +253,8 @@ export interface MarkSandboxFailedInput {
 export interface Store {
   /** Webhook endpoints and delivery attempts (store/webhooks.ts, docs/webhooks.md). */
   readonly webhooks: WebhookStore;
+  /** Warm pools' sizes, claims and status (store/warm-pools.ts). */
+  readonly warmPools: WarmPoolStore;
   /**
    * One transaction: inserts the sandbox (state `creating`, generation 1) and its execution
    * (generation 1, attempt 1, `active`); with `idempotency` also the tenant's key. When the

@@ -22,6 +22,7 @@ import {
 import type { Store } from '../store/index.js';
 import type { WebhookDeliveryOptions } from '../activities/webhooks.js';
 import { createSandboxWorker, type SandboxWorkerOptions } from './worker.js';
+import { startWarmPools } from './warm-pools.js';
 
 /** Options of {@link startSandboxWorker}. */
 export interface StartSandboxWorkerOptions {
@@ -152,6 +153,13 @@ export async function startSandboxWorker(
     await informers.stop();
     throw err;
   }
+  // Every pool of the catalog, signal-with-started: a second worker only wakes it.
+  await startWarmPools({
+    client,
+    taskQueue: options.taskQueue,
+    templates: options.templates,
+    logger,
+  });
   const done = worker.run().finally(async () => {
     await decider.stop();
     await informers.stop();

@@ -51,6 +51,10 @@ export const ACTIVITY_SUMMARIES: { [K in keyof CreateActivities]: (input: InputO
     markSandboxDeleted: (input) => `mark ${input.sandboxId} deleted`,
     readSandboxPod: (input) => `read the pod recorded for ${input.sandboxId}`,
     awaitOperationClosed: (input) => `wait until the create ${input.operationId} has closed`,
+    claimWarmPod: (input) =>
+      `claim a ready pod of template ${input.template}'s warm pool for ${input.sandboxId}, if one is left`,
+    reconcileWarmPool: (input) =>
+      `reconcile the warm pool of template ${input.template}: delete what must go, make what is missing`,
     deliverWebhook: (input) =>
       `deliver ${input.event.type} of ${input.event.sandboxId} (${input.event.id}) to ${input.endpointId}`,
   };

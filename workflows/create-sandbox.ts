@@ -317,6 +317,10 @@ async function runSteps(
 ): Promise<CreateSandboxResult> {
   const policy = input.placement && patched(RE_PLACEMENT_PATCH) ? input.placement : undefined;
   const execution = executionOf(input);
+  if (input.warmPool && patched(WARM_POOL_PATCH)) {
+    const claimed = await claimWarmPod(input, progress);
+    if (claimed) return claimed;
+  }
   const refused: PlacementRecord[] = [];
   for (let placement = 1; ; placement += 1) {
     const placed = policy ? { placement } : {};
@@ -372,6 +376,43 @@ async function runSteps(
     }
     return markRunning(input, pod, podIp);
   }
+}
+
+/**
+ * The patch of "Warm pools" (docs/architecture.md): a create whose input says its template had
+ * a matching pool first claims a ready pod of it. Inputs without `warmPool`, and histories
+ * recorded before it, go straight to creating a pod.
+ * Exit plan: docs/testing.md, "Patch exit plan".
+ */
+export const WARM_POOL_PATCH = 'warm-pool-claim';
+
+/**
+ * The warm step: claims a ready pod of the template's pool (activities/warm-pools.ts; one
+ * update under the pod's resourceVersion, so no pod goes to two creates), pushes its delete
+ * onto the compensation stack and marks the sandbox running with the pod's IP: no pod create,
+ * no readiness wait.
+ * @returns the result, or undefined when the pool had no pod for it (the create goes cold)
+ * @throws the failure of a step, or CancelledFailure: compensation is the caller's
+ */
+async function claimWarmPod(
+  input: CreateSandboxInput,
+  progress: CreateProgress,
+): Promise<CreateSandboxResult | undefined> {
+  const execution = executionOf(input);
+  const claimed = await settledStep.claimWarmPod({
+    ...execution,
+    template: input.template,
+    resources: input.resources,
+  });
+  if (!claimed) return undefined;
+  const pod = claimed.pod;
+  progress.compensations.push({
+    label: 'delete claimed warm pod',
+    run: () => compensationStep.deletePod({ ...execution, pod, ...compensationDelete() }),
+  });
+  progress.pod = pod;
+  progress.image = pod.image;
+  return markRunning(input, pod, claimed.podIp);
 }
 
 /** The distinct nodes that refused a placement so far: the next pod is kept off them. */

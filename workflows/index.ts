@@ -3,3 +3,4 @@ export { createSandbox } from './create-sandbox.js';
 export { deleteSandbox } from './delete-sandbox.js';
 export { webhookDelivery } from './webhook-delivery.js';
 export { sandboxLifetime } from './sandbox-lifetime.js';
+export { warmPool } from './warm-pool.js';

@@ -15,6 +15,7 @@ import type { LearnedRootfsFloor } from '../../contract/index.js';
 import type { AppDeps } from '../deps.js';
 import { ApiError } from '../errors.js';
 import { operatorAuth, operatorOf } from '../operator-auth.js';
+import { addWarmPoolRoutes } from './admin-warm-pools.js';
 
 /** Where the operator routes live. */
 export const ADMIN_PREFIX = '/admin/v1';
@@ -90,5 +91,6 @@ export function adminRouter(deps: AppDeps): Router {
     );
     res.json({ cleared: toJson(removed, deps) });
   });
+  addWarmPoolRoutes(router, deps);
   return router;
 }

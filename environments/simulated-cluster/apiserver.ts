@@ -38,6 +38,8 @@ export interface RecordedRequest {
   watch: boolean;
   /** The body of a DELETE as sent (DeleteOptions, e.g. its `preconditions.uid`), if any. */
   deleteOptions?: unknown;
+  /** `metadata.name` of a POST's or PUT's body (the object it creates or updates), if any. */
+  bodyName?: string;
 }
 
 /** What the request handler works on. */
@@ -154,6 +156,7 @@ async function handle(ctx: ApiServerContext, req: IncomingMessage, res: ServerRe
   try {
     const body =
       method === 'POST' || method === 'PUT' || method === 'DELETE' ? await readBody(req) : '';
+    if ((method === 'POST' || method === 'PUT') && body) record.bodyName = nameInBody(body);
     if (method === 'DELETE' && body) {
       try {
         record.deleteOptions = JSON.parse(body) as unknown;
@@ -271,6 +274,9 @@ async function handle(ctx: ApiServerContext, req: IncomingMessage, res: ServerRe
       case 'replace':
         send(200, replaceEvent(ctx.store, route, parseJson(body)));
         return;
+      case 'update':
+        send(200, updatePodMetadata(ctx.store, route, parseJson(body)));
+        return;
     }
   } catch (err) {
     if (err instanceof ApiError) sendStatus(err.status);
@@ -364,7 +370,7 @@ function admitPod(
   }
 }
 
-type Verb = 'watch' | 'list' | 'get' | 'create' | 'delete' | 'replace';
+type Verb = 'watch' | 'list' | 'get' | 'create' | 'delete' | 'replace' | 'update';
 
 /**
  * The Kubernetes verb of a request to a resource path.
@@ -376,6 +382,7 @@ function verbOf(method: string, route: ResourceRoute, watch: boolean): Verb {
   if (method === 'POST' && collection && route.namespace !== undefined) return 'create';
   if (method === 'DELETE' && !collection && route.resource === 'pods') return 'delete';
   if (method === 'PUT' && !collection && route.resource === 'events') return 'replace';
+  if (method === 'PUT' && !collection && route.resource === 'pods') return 'update';
   throw methodNotAllowed();
 }
 
@@ -473,6 +480,45 @@ function replaceEvent(
   return store.update(route.resource, route.namespace ?? '', route.name ?? '', (event) => {
     for (const key of Object.keys(event)) if (key !== 'metadata') delete event[key];
     Object.assign(event, { apiVersion: 'v1', kind: 'Event', ...rest });
+  });
+}
+
+/**
+ * Updates a pod (PUT) as far as the service uses it: its labels and annotations come from the
+ * body; spec and status stay as stored (the apiserver ignores status on an update of the main
+ * resource, and the service changes no spec field). Optimistic concurrency as on the apiserver:
+ * a body whose `metadata.resourceVersion` is set and not the current one answers 409 Conflict
+ * ("the object has been modified"); unset, the update is unconditional. Emits MODIFIED.
+ * @throws ApiError 400 without a body, 404 NotFound, 409 Conflict
+ */
+function updatePodMetadata(
+  store: ObjectStore,
+  route: ResourceRoute,
+  body: Record<string, unknown> | undefined,
+): KubeObject {
+  if (!body) throw badRequest('the body of the request is required');
+  const namespace = route.namespace ?? '';
+  const name = route.name ?? '';
+  const metadata = (body.metadata ?? {}) as {
+    resourceVersion?: unknown;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+  };
+  const current = store.get(route.resource, namespace, name);
+  if (
+    typeof metadata.resourceVersion === 'string' &&
+    metadata.resourceVersion !== '' &&
+    metadata.resourceVersion !== current.metadata.resourceVersion
+  ) {
+    throw preconditionFailed(
+      'pods',
+      name,
+      'the object has been modified; please apply your changes to the latest version and try again',
+    );
+  }
+  return store.update(route.resource, namespace, name, (pod) => {
+    pod.metadata.labels = { ...(metadata.labels ?? {}) };
+    pod.metadata.annotations = { ...(metadata.annotations ?? {}) };
   });
 }
 

@@ -18,6 +18,7 @@ import { operationResult } from './0010-operation-result.js';
 import { sandboxesTenantState } from './0011-sandboxes-tenant-state.js';
 import { webhooks } from './0013-webhooks.js';
 import { sandboxLifetimes } from './0014-sandbox-lifetimes.js';
+import { warmPools } from './0015-warm-pools.js';
 
 /** Every migration by name. */
 export const MIGRATIONS: Readonly<Record<string, Migration>> = {
@@ -34,6 +35,7 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0011-sandboxes-tenant-state': sandboxesTenantState,
   '0013-webhooks': webhooks,
   '0014-sandbox-lifetimes': sandboxLifetimes,
+  '0015-warm-pools': warmPools,
 };
 
 const provider: MigrationProvider = {

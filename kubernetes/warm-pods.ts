@@ -1,0 +1,205 @@
+/**
+ * A warm pool's pods on the apiserver (docs/architecture.md, "Warm pools"): made like a
+ * sandbox's pod but named `warm-<template>-<random>` and labelled with their pool instead of a
+ * sandbox id, listed by that label, and claimed by one update that swaps the pool label for the
+ * sandbox's id under the pod's resourceVersion, so the apiserver hands each pod to exactly one
+ * claimer (Kubernetes API concepts, "Resource versions": an update whose resourceVersion is not
+ * the current one answers 409 Conflict).
+ */
+import { randomBytes } from 'node:crypto';
+import type { CoreV1Event, V1Pod } from '@kubernetes/client-node';
+import type { SandboxPodSettings, SandboxResources } from '../contract/index.js';
+import { httpStatusOf, type KubernetesClient } from './client.js';
+import { MANAGED_BY, POD_ANNOTATIONS, POD_LABELS, sandboxPod } from './pod-spec.js';
+import type { PodRef } from './pods.js';
+import { REFUSAL_RULES } from './refusal.js';
+
+/** What a warm pod is made from. */
+export interface WarmPodInput {
+  template: string;
+  image: string;
+  resources: SandboxResources;
+  settings?: SandboxPodSettings;
+}
+
+/**
+ * The manifest of a new warm pod: {@link sandboxPod}'s spec (same image, resources, security
+ * and isolation settings), named `warm-<template>-<10 random base32 characters>`, labelled
+ * `managed-by` and {@link POD_LABELS.warmPool} (no sandbox id: the orphan sweeper and the
+ * readiness informers leave it alone until it is claimed).
+ */
+export function warmPodManifest(input: WarmPodInput): V1Pod {
+  const pod = sandboxPod({ ...input, sandboxId: 'warm', generation: 0 });
+  const suffix = randomBytes(8).toString('hex').slice(0, 10);
+  pod.metadata = {
+    name: `warm-${input.template}-${suffix}`.slice(0, 63),
+    labels: { [POD_LABELS.managedBy]: MANAGED_BY, [POD_LABELS.warmPool]: input.template },
+    annotations: {
+      [POD_ANNOTATIONS.template]: input.template,
+      [POD_ANNOTATIONS.diskMib]: String(input.resources.diskMib),
+    },
+  };
+  return pod;
+}
+
+/** A pool's pod as a reconcile or a claim reads it. */
+export interface WarmPod extends PodRef {
+  image: string;
+  /** Requests of its one container, as written: `cpu` quantity, `memory` `<n>Mi`. */
+  cpu?: string;
+  memory?: string;
+  diskMib: number;
+  /** `status.podIP`: set once the node has started its sandbox. */
+  podIp?: string;
+  phase?: string;
+  nodeName?: string;
+  createdAtMs?: number;
+  terminating: boolean;
+  /** The object as listed: what a claim sends back, with its resourceVersion. */
+  object: V1Pod;
+}
+
+/** Whether a warm pod can be claimed now: running, with an IP, not being deleted. */
+export function isReady(pod: WarmPod): boolean {
+  return !pod.terminating && pod.phase === 'Running' && Boolean(pod.podIp);
+}
+
+/**
+ * The unclaimed pods of a template's pool (one LIST by label).
+ * @throws the client's ApiException for apiserver errors
+ */
+export async function listWarmPods(client: KubernetesClient, template: string): Promise<WarmPod[]> {
+  const list = await client.core.listNamespacedPod({
+    namespace: client.namespace,
+    labelSelector: `${POD_LABELS.managedBy}=${MANAGED_BY},${POD_LABELS.warmPool}=${template}`,
+  });
+  return list.items.flatMap((object) => {
+    const { name, uid, resourceVersion } = object.metadata ?? {};
+    if (!name || !uid) return [];
+    const container = object.spec?.containers?.[0];
+    const created = object.metadata?.creationTimestamp;
+    return [
+      {
+        name,
+        uid,
+        resourceVersion,
+        image: container?.image ?? '',
+        cpu: container?.resources?.requests?.cpu,
+        memory: container?.resources?.requests?.memory,
+        diskMib: Number(object.metadata?.annotations?.[POD_ANNOTATIONS.diskMib] ?? NaN),
+        podIp: object.status?.podIP,
+        phase: object.status?.phase,
+        nodeName: object.spec?.nodeName,
+        createdAtMs: created ? new Date(created).getTime() : undefined,
+        terminating: Boolean(object.metadata?.deletionTimestamp),
+        object,
+      },
+    ];
+  });
+}
+
+/** The sandbox a claim hands a warm pod to. */
+export interface WarmPodClaim {
+  sandboxId: string;
+  generation: number;
+  template: string;
+}
+
+/**
+ * Claims a warm pod for a sandbox: one update (PUT) of the pod as listed, with its
+ * resourceVersion, that removes the pool label and sets the sandbox id label, the generation
+ * annotation and `claimed-from`. Another claimer (another worker, another create) that updated
+ * it first makes this one answer 409, so each pod goes to one sandbox.
+ * @returns the claimed pod, or undefined when it was claimed, changed or deleted meanwhile
+ *   (409, 404)
+ * @throws the client's ApiException for other apiserver errors
+ */
+export async function claimWarmPod(
+  client: KubernetesClient,
+  pod: WarmPod,
+  claim: WarmPodClaim,
+): Promise<(PodRef & { podIp: string }) | undefined> {
+  const body = structuredClone(pod.object);
+  const labels = { ...(body.metadata?.labels ?? {}) };
+  delete labels[POD_LABELS.warmPool];
+  labels[POD_LABELS.sandboxId] = claim.sandboxId;
+  body.metadata = {
+    ...body.metadata,
+    labels,
+    annotations: {
+      ...(body.metadata?.annotations ?? {}),
+      [POD_ANNOTATIONS.generation]: String(claim.generation),
+      [POD_ANNOTATIONS.claimedFrom]: claim.template,
+    },
+  };
+  try {
+    const updated = await client.core.replaceNamespacedPod({
+      name: pod.name,
+      namespace: client.namespace,
+      body,
+    });
+    return {
+      name: pod.name,
+      uid: updated.metadata?.uid ?? pod.uid,
+      resourceVersion: updated.metadata?.resourceVersion,
+      podIp: updated.status?.podIP ?? pod.podIp ?? '',
+    };
+  } catch (err) {
+    const status = httpStatusOf(err);
+    if (status === 409 || status === 404) return undefined;
+    throw err;
+  }
+}
+
+/**
+ * The pod a sandbox generation already claimed (an earlier attempt of the same claim whose
+ * answer was lost): one LIST by the sandbox id label.
+ * @returns the pod with its IP, or undefined
+ * @throws the client's ApiException for apiserver errors
+ */
+export async function findClaimedPod(
+  client: KubernetesClient,
+  claim: WarmPodClaim,
+): Promise<(PodRef & { podIp: string }) | undefined> {
+  const list = await client.core.listNamespacedPod({
+    namespace: client.namespace,
+    labelSelector: `${POD_LABELS.sandboxId}=${claim.sandboxId}`,
+  });
+  const pod = list.items.find(
+    (item) =>
+      item.metadata?.annotations?.[POD_ANNOTATIONS.claimedFrom] === claim.template &&
+      item.metadata?.annotations?.[POD_ANNOTATIONS.generation] === String(claim.generation) &&
+      !item.metadata?.deletionTimestamp,
+  );
+  const { name, uid, resourceVersion } = pod?.metadata ?? {};
+  if (!pod || !name || !uid || !pod.status?.podIP) return undefined;
+  return { name, uid, resourceVersion, podIp: pod.status.podIP };
+}
+
+/**
+ * Creates a warm pod.
+ * @returns the pod as created
+ * @throws the client's ApiException for apiserver errors (a 409 on the random name included)
+ */
+export async function createWarmPod(client: KubernetesClient, input: WarmPodInput): Promise<PodRef> {
+  const created = await client.core.createNamespacedPod({
+    namespace: client.namespace,
+    body: warmPodManifest(input),
+  });
+  const { name, uid, resourceVersion } = created.metadata ?? {};
+  if (!name || !uid) throw new Error('apiserver returned a warm pod without a name or uid');
+  return { name, uid, resourceVersion };
+}
+
+/**
+ * The kubelet sandbox-failure events of the namespace (`FailedCreatePodSandBox` Warnings, one
+ * LIST by field selector), for a reconcile to read its pending pods' refusals from.
+ * @throws the client's ApiException for apiserver errors
+ */
+export async function listSandboxFailureEvents(client: KubernetesClient): Promise<CoreV1Event[]> {
+  const list = await client.core.listNamespacedEvent({
+    namespace: client.namespace,
+    fieldSelector: `involvedObject.kind=Pod,reason=${REFUSAL_RULES.reason},type=${REFUSAL_RULES.type}`,
+  });
+  return list.items;
+}

@@ -1,0 +1,85 @@
+/**
+ * The warm-pool part of the store (`store.warmPools`; migration 0015, docs/architecture.md
+ * "Warm pools"): the size the operator's scale route set, the claims counted, and the last
+ * reconcile's status, per template. Pools belong to no tenant; only the operator routes and the
+ * worker read them.
+ */
+import { sql, type Kysely, type Selectable } from 'kysely';
+import type { WarmPoolStatus } from '../contract/index.js';
+import type { Database, WarmPoolsTable } from './schema.js';
+
+/** A pool as the store holds it. */
+export interface WarmPoolRecord {
+  template: string;
+  /** The scale route's size; undefined: the template's configured one. */
+  size?: number;
+  /** Pods creates have claimed from it, in all. */
+  claimed: number;
+  /** The last reconcile's status and when it was observed (ISO-8601). */
+  status?: WarmPoolStatus;
+  observedAt?: string;
+}
+
+/** `store.warmPools`. Every method rejects with the driver's error when the database fails. */
+export interface WarmPoolStore {
+  /** The pool's row, or undefined when nothing was recorded for it yet. */
+  get(template: string): Promise<WarmPoolRecord | undefined>;
+  /** Every pool recorded, by template. */
+  list(): Promise<WarmPoolRecord[]>;
+  /** Sets the size (the scale route); null goes back to the template's configured size. */
+  setSize(template: string, size: number | null): Promise<void>;
+  /** Counts one claim. */
+  recordClaim(template: string): Promise<void>;
+  /** Stores a reconcile's status. */
+  recordStatus(status: WarmPoolStatus): Promise<void>;
+}
+
+function recordOf(row: Selectable<WarmPoolsTable>): WarmPoolRecord {
+  return {
+    template: row.template,
+    ...(row.size === null ? {} : { size: Number(row.size) }),
+    claimed: Number(row.claimed),
+    ...(row.status === null ? {} : { status: JSON.parse(row.status) as WarmPoolStatus }),
+    ...(row.observed_at === null ? {} : { observedAt: row.observed_at }),
+  };
+}
+
+/** Builds {@link WarmPoolStore} over the store's database and clock (ISO-8601). */
+export function warmPoolStore(db: Kysely<Database>, now: () => string): WarmPoolStore {
+  const upsert = (template: string, set: Partial<WarmPoolsTable>) =>
+    db
+      .insertInto('warm_pools')
+      .values({ template, size: null, claimed: 0, status: null, observed_at: null, updated_at: now(), ...set })
+      .onConflict((conflict) => conflict.column('template').doUpdateSet({ ...set, updated_at: now() }))
+      .execute();
+  return {
+    async get(template) {
+      const row = await db
+        .selectFrom('warm_pools')
+        .selectAll()
+        .where('template', '=', template)
+        .executeTakeFirst();
+      return row ? recordOf(row) : undefined;
+    },
+    async list() {
+      const rows = await db.selectFrom('warm_pools').selectAll().orderBy('template').execute();
+      return rows.map(recordOf);
+    },
+    async setSize(template, size) {
+      await upsert(template, { size });
+    },
+    async recordClaim(template) {
+      await db
+        .insertInto('warm_pools')
+        .values({ template, size: null, claimed: 1, status: null, observed_at: null, updated_at: now() })
+        .onConflict((conflict) =>
+          conflict.column('template').doUpdateSet({ claimed: sql`warm_pools.claimed + 1`, updated_at: now() }),
+        )
+        .execute();
+    },
+    async recordStatus(status) {
+      const at = now();
+      await upsert(status.template, { status: JSON.stringify(status), observed_at: at });
+    },
+  };
+}

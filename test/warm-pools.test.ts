@@ -1,0 +1,293 @@
+/**
+ * Warm pools (docs/architecture.md, "Warm pools"), against the dev server and the simulated
+ * cluster over HTTP: a matching create claims a ready pod and runs without a pod create or a
+ * readiness wait; other resources go cold; the pool refills; a shrink deletes the surplus; a pool
+ * whose image the node refuses stops making pods and says why; 100 concurrent creates against a
+ * pool of 20 claim exactly 20 pods, each once.
+ */
+import { randomBytes } from 'node:crypto';
+import request from 'supertest';
+import type { Express } from 'express';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { warmPoolWorkflowId } from '../contract/index.js';
+import { podNameFor, POD_LABELS } from '../kubernetes/pod-spec.js';
+import {
+  awaitOperation,
+  bearer,
+  startApiStack,
+  type ApiStack,
+} from './support/api.js';
+import { until } from './support/until.js';
+
+const ADMIN_TOKEN = 'operator-token-for-warm-pools';
+const operator = { Authorization: `Bearer ${ADMIN_TOKEN}` };
+// Workflow ids are per task queue and template; templates are unique per run all the same.
+const suffix = randomBytes(3).toString('hex');
+const POOLED = `pooled-${suffix}`;
+const REFUSED = `refused-${suffix}`;
+const BURST = `burst-${suffix}`;
+const POOL_RESOURCES = { cpu: 1, memory_mib: 256, disk_mib: 2048 };
+
+const TEMPLATES = {
+  base: { image: 'ghcr.io/durable-sandbox/base:1' },
+  [POOLED]: {
+    image: 'ghcr.io/durable-sandbox/base:1',
+    warm_pool: { size: 3, resources: POOL_RESOURCES },
+  },
+  [REFUSED]: {
+    image: 'ghcr.io/durable-sandbox/big:1',
+    warm_pool: { size: 2, resources: { ...POOL_RESOURCES, disk_mib: 300 } },
+  },
+  [BURST]: {
+    image: 'ghcr.io/durable-sandbox/burst:1',
+    warm_pool: { size: 20, resources: POOL_RESOURCES },
+  },
+};
+
+let api: ApiStack;
+let app: Express;
+beforeAll(async () => {
+  api = await startApiStack({
+    env: { SANDBOX_TEMPLATES: JSON.stringify(TEMPLATES) },
+    stack: {
+      cluster: {
+        startupDelayMs: 50,
+        refusalBackoffMs: 200,
+        rootfsMib: { base: 451, [POOLED]: 451, [REFUSED]: 451, [BURST]: 451 },
+      },
+    },
+  });
+  app = api.appWith({ ADMIN_TOKENS: `ops:${ADMIN_TOKEN}` });
+}, 180_000);
+afterAll(async () => {
+  await api?.stop();
+});
+
+interface PoolBody {
+  template: string;
+  spec: { size: number; size_from: string };
+  status: {
+    ready: number;
+    pending: number;
+    claimed: number;
+    back_off: { reason: string; until: string } | null;
+  };
+}
+
+async function pool(template: string): Promise<PoolBody> {
+  const response = await request(app).get(`/admin/v1/warm-pools/${template}`).set(operator);
+  expect(response.status, response.text).toBe(200);
+  return response.body as PoolBody;
+}
+
+/** The template's unclaimed pods on the simulated apiserver (not being deleted). */
+async function warmPods(template: string) {
+  const list = await api.stack.kubernetes.core.listNamespacedPod({
+    namespace: api.stack.namespace,
+    labelSelector: `${POD_LABELS.warmPool}=${template}`,
+  });
+  return list.items.filter((pod) => !pod.metadata?.deletionTimestamp);
+}
+
+async function readyWarmPods(template: string): Promise<number> {
+  return (await warmPods(template)).filter((pod) => pod.status?.podIP).length;
+}
+
+/** Creates a sandbox and waits for its operation; returns the sandbox as GET shows it. */
+async function create(template: string, resources = POOL_RESOURCES) {
+  const created = await request(app)
+    .post('/v1/sandboxes')
+    .set(bearer(api.tenantA))
+    .send({ template, resources });
+  expect(created.status, created.text).toBe(202);
+  const done = await awaitOperation(app, api.tenantA, created.body.id as string);
+  expect(done.status, JSON.stringify(done.error)).toBe('succeeded');
+  const sandbox = await request(app)
+    .get(`/v1/sandboxes/${created.body.sandbox_id as string}`)
+    .set(bearer(api.tenantA));
+  return {
+    operationId: created.body.id as string,
+    ...(sandbox.body as { id: string; state: string; pod: { name: string; uid: string; ip: string } }),
+  };
+}
+
+async function activityTypesOf(operationId: string): Promise<string[]> {
+  const handle = api.stack.temporal.client.workflow.getHandle(operationId);
+  const events = (await handle.fetchHistory()).events ?? [];
+  return events.flatMap((event) => {
+    const name = event.activityTaskScheduledEventAttributes?.activityType?.name;
+    return name ? [name] : [];
+  });
+}
+
+describe('a warm pool', () => {
+  it('fills to its size at start and shows it on the operator route', async () => {
+    await until(async () => (await readyWarmPods(POOLED)) === 3, 60_000);
+    await until(async () => (await pool(POOLED)).status.ready === 3, 60_000);
+    const body = await pool(POOLED);
+    expect(body.spec).toMatchObject({ size: 3, size_from: 'template' });
+  });
+
+  it('hands a matching create a ready pod: running with no pod create and no readiness wait', async () => {
+    await until(async () => (await readyWarmPods(POOLED)) === 3, 60_000);
+    const sandbox = await create(POOLED);
+    expect(sandbox.state).toBe('running');
+    expect(sandbox.pod.name).toMatch(new RegExp(`^warm-${POOLED}-`));
+    const types = await activityTypesOf(sandbox.operationId);
+    expect(types).toContain('claimWarmPod');
+    expect(types).not.toContain('createPod');
+    expect(types).not.toContain('awaitPodReady');
+    // The pod is the sandbox's now: labelled with its id, out of the pool.
+    const pod = await api.stack.kubernetes.core.readNamespacedPod({
+      name: sandbox.pod.name,
+      namespace: api.stack.namespace,
+    });
+    expect(pod.metadata?.labels?.[POD_LABELS.sandboxId]).toBe(sandbox.id);
+    expect(pod.metadata?.labels?.[POD_LABELS.warmPool]).toBeUndefined();
+    expect(pod.metadata?.uid).toBe(sandbox.pod.uid);
+    // No pod was made under the sandbox's own name.
+    const ownPodPosts = api.stack.cluster.requests.filter(
+      (r) => r.method === 'POST' && r.path.endsWith('/pods') && r.status === 201,
+    );
+    expect(ownPodPosts.map((r) => r.bodyName)).not.toContain(podNameFor(sandbox.id, 1));
+  });
+
+  it('refills to its size after a claim', async () => {
+    await create(POOLED);
+    await until(async () => (await readyWarmPods(POOLED)) === 3, 60_000);
+    expect((await pool(POOLED)).status.claimed).toBeGreaterThanOrEqual(2);
+  });
+
+  it('sends a create with other resources cold', async () => {
+    const sandbox = await create(POOLED, { ...POOL_RESOURCES, disk_mib: 4096 });
+    expect(sandbox.pod.name).toBe(podNameFor(sandbox.id, 1));
+    const types = await activityTypesOf(sandbox.operationId);
+    expect(types).toContain('createPod');
+    expect(types).not.toContain('claimWarmPod');
+  });
+
+  it('deletes the surplus when scaled down, and grows again when scaled up, without a restart', async () => {
+    const down = await request(app)
+      .put(`/admin/v1/warm-pools/${POOLED}/scale`)
+      .set(operator)
+      .send({ size: 1 });
+    expect(down.status, down.text).toBe(200);
+    expect(down.body.spec).toMatchObject({ size: 1, size_from: 'scale' });
+    await until(async () => (await warmPods(POOLED)).length === 1, 60_000);
+    const up = await request(app)
+      .put(`/admin/v1/warm-pools/${POOLED}/scale`)
+      .set(operator)
+      .send({ size: null });
+    expect(up.status, up.text).toBe(200);
+    expect(up.body.spec).toMatchObject({ size: 3, size_from: 'template' });
+    await until(async () => (await readyWarmPods(POOLED)) === 3, 60_000);
+  });
+
+  it('refuses a scale beyond the limit, and answers 404 for a template without a pool', async () => {
+    const tooBig = await request(app)
+      .put(`/admin/v1/warm-pools/${POOLED}/scale`)
+      .set(operator)
+      .send({ size: 100_000 });
+    expect(tooBig.status).toBe(400);
+    expect(tooBig.body.error.message).toMatch(/^size must be an integer from 0 to 500/);
+    const none = await request(app).get('/admin/v1/warm-pools/base').set(operator);
+    expect(none.status).toBe(404);
+    const tenant = await request(app).get(`/admin/v1/warm-pools/${POOLED}`).set(bearer(api.tenantA));
+    expect(tenant.status).toBe(401);
+  });
+
+  it('never lists a warm pod as a tenant sandbox', async () => {
+    const list = await request(app).get('/v1/sandboxes').set(bearer(api.tenantA));
+    const names = (list.body.sandboxes as Array<{ pod: { name: string | null } }>).map(
+      (s) => s.pod.name,
+    );
+    const unclaimed = (await warmPods(POOLED)).map((pod) => pod.metadata?.name);
+    expect(unclaimed.length).toBeGreaterThan(0);
+    for (const name of unclaimed) expect(names).not.toContain(name);
+  });
+});
+
+describe('a warm pool whose image the node refuses', () => {
+  it('learns the floor, stops making pods and says why', async () => {
+    await until(async () => (await pool(REFUSED)).status.back_off !== null, 60_000);
+    const body = await pool(REFUSED);
+    expect(body.status.back_off?.reason).toMatch(
+      /rootfs floor \(451 MiB\) is above the pool's disk_mib \(300 MiB\)/,
+    );
+    const floors = await request(app).get('/admin/v1/rootfs-floors').set(operator);
+    expect(floors.body.floors).toContainEqual(
+      expect.objectContaining({ image: 'ghcr.io/durable-sandbox/big:1', rootfs_mib: 451 }),
+    );
+    await until(async () => (await warmPods(REFUSED)).length === 0, 30_000);
+    // What the apiserver saw: after the floor, no more pods of the pool are made.
+    const madeBefore = poolPodCreates(REFUSED);
+    const wake = await request(app)
+      .put(`/admin/v1/warm-pools/${REFUSED}/scale`)
+      .set(operator)
+      .send({ size: 3 });
+    expect(wake.status, wake.text).toBe(200);
+    await until(async () => (await pool(REFUSED)).spec.size === 3);
+    // Two reconciles after the signal (each records a status with observed_at).
+    const observed = (await request(app).get(`/admin/v1/warm-pools/${REFUSED}`).set(operator)).body
+      .status.observed_at as string;
+    await until(
+      async () =>
+        ((await request(app).get(`/admin/v1/warm-pools/${REFUSED}`).set(operator)).body.status
+          .observed_at as string) > observed,
+      30_000,
+    );
+    expect(poolPodCreates(REFUSED)).toBe(madeBefore);
+    expect((await pool(REFUSED)).status.back_off?.reason).toMatch(/rootfs floor/);
+  });
+});
+
+/** Pod creates of a pool the simulated apiserver answered 201. */
+function poolPodCreates(template: string): number {
+  return api.stack.cluster.requests.filter(
+    (r) =>
+      r.method === 'POST' &&
+      r.path.endsWith('/pods') &&
+      r.status === 201 &&
+      r.bodyName?.startsWith(`warm-${template}-`),
+  ).length;
+}
+
+describe('a warm pool under concurrent claims', () => {
+  it('hands 20 pods to 20 of 100 concurrent creates, each pod once, and the other 80 go cold', async () => {
+    await until(async () => (await readyWarmPods(BURST)) === 20, 90_000);
+    // No refill during the burst: exactly the 20 ready pods can be claimed.
+    await api.stack.temporal.client.workflow
+      .getHandle(warmPoolWorkflowId(api.stack.taskQueue, BURST))
+      .terminate('the test counts claims of a fixed pool');
+    const accepted = await Promise.all(
+      Array.from({ length: 100 }, () =>
+        request(app)
+          .post('/v1/sandboxes')
+          .set(bearer(api.tenantB))
+          .send({ template: BURST, resources: POOL_RESOURCES }),
+      ),
+    );
+    for (const response of accepted) expect(response.status, response.text).toBe(202);
+    const sandboxes = await Promise.all(
+      accepted.map(async (response) => {
+        const done = await awaitOperation(app, api.tenantB, response.body.id as string);
+        expect(done.status, JSON.stringify(done.error)).toBe('succeeded');
+        return (await api.stack.store.getSandboxById(response.body.sandbox_id as string))!;
+      }),
+    );
+    const warm = sandboxes.filter((s) => s.pod.name?.startsWith(`warm-${BURST}-`));
+    expect(warm).toHaveLength(20);
+    expect(new Set(warm.map((s) => s.pod.uid)).size).toBe(20);
+    expect(new Set(sandboxes.map((s) => s.pod.uid)).size).toBe(100);
+    // Each claimed pod is labelled with exactly the sandbox that recorded it.
+    for (const sandbox of warm) {
+      const pod = await api.stack.kubernetes.core.readNamespacedPod({
+        name: sandbox.pod.name!,
+        namespace: api.stack.namespace,
+      });
+      expect(pod.metadata?.labels?.[POD_LABELS.sandboxId]).toBe(sandbox.id);
+    }
+    expect(sandboxes.filter((s) => s.pod.name === podNameFor(s.id, 1))).toHaveLength(80);
+    expect(await warmPods(BURST)).toHaveLength(0);
+  }, 300_000);
+});
