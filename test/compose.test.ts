@@ -432,7 +432,7 @@ describe('deploy/rbac.yaml', () => {
     for (const document of documents) expect(document.metadata.namespace).toBe(namespace);
   });
 
-  it('grants exactly pods create/get/list/watch/delete and events get/list/watch', () => {
+  it('grants exactly pods create/get/list/watch/update/delete and events get/list/watch', () => {
     const rules = byKind('Role')?.rules as Array<{
       apiGroups: string[];
       resources: string[];
@@ -445,7 +445,7 @@ describe('deploy/rbac.yaml', () => {
       }),
     );
     expect(grants).toEqual({
-      pods: ['create', 'delete', 'get', 'list', 'watch'],
+      pods: ['create', 'delete', 'get', 'list', 'update', 'watch'],
       events: ['get', 'list', 'watch'],
     });
   });

@@ -134,7 +134,7 @@ describe("the API's account (deploy/service-account.yaml, bound to no Role)", ()
     expect(await checkCluster(client, WORKER_PERMISSIONS)).toEqual({
       ok: false,
       problem:
-        'the service account may not create pods, get pods, list pods, watch pods, delete pods, get events, list events, watch events in namespace "sandboxes" (apply deploy/rbac.yaml)',
+        'the service account may not create pods, get pods, list pods, watch pods, update pods, delete pods, get events, list events, watch events in namespace "sandboxes" (apply deploy/rbac.yaml)',
     });
   });
 });

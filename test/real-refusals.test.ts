@@ -125,7 +125,7 @@ describe('apiserver refusals on a real kube-apiserver', () => {
     });
     expect(await checkCluster(worker, WORKER_PERMISSIONS)).toEqual({
       ok: false,
-      problem: `the service account may not create pods, get pods, list pods, watch pods, delete pods, get events, list events, watch events in namespace "${ns}" (apply deploy/rbac.yaml)`,
+      problem: `the service account may not create pods, get pods, list pods, watch pods, update pods, delete pods, get events, list events, watch events in namespace "${ns}" (apply deploy/rbac.yaml)`,
     });
     // The API needs no grant (kubernetes/cluster-check.ts, API_PERMISSIONS): still ready.
     const ready = await request(appIn(ns)).get('/readyz').set(bearer(api.tenantA));
