@@ -23,14 +23,21 @@ import {
   claimWarmPod,
   createWarmPod,
   findClaimedPod,
+  isMadeAsWarmPod,
   isReady,
   listSandboxFailureEvents,
   listWarmPods,
   type WarmPod,
+  type WarmPodInput,
 } from '../kubernetes/warm-pods.js';
 import type { KubernetesClient } from '../kubernetes/client.js';
 import type { Store } from '../store/index.js';
-import { planReconcile, type PlanHistory, type PlannedPod, type PodRefusal } from './warm-pool-plan.js';
+import {
+  planReconcile,
+  type PlanHistory,
+  type PlannedPod,
+  type PodRefusal,
+} from './warm-pool-plan.js';
 import { warmPoolMetrics } from './warm-pool-metrics.js';
 
 /** Dependencies of the pool activities (a subset of the pod activities'). */
@@ -87,13 +94,13 @@ function targetOf(template: TemplateConfig, resources: SandboxResources) {
   };
 }
 
-function matchesTarget(pod: WarmPod, target: ReturnType<typeof targetOf>): boolean {
-  return (
-    pod.image === target.image &&
-    pod.cpu === target.cpu &&
-    pod.memory === target.memory &&
-    pod.diskMib === target.resources.diskMib
-  );
+/** What the pool's pods are made from: the catalog's image, resources and pod settings. */
+function poolPodInput(
+  name: string,
+  template: TemplateConfig,
+  resources: SandboxResources,
+): WarmPodInput {
+  return { template: name, image: template.image, resources, settings: podSettingsOf(template) };
 }
 
 /** Uids seen ready once, so each warm pod's ready latency is observed once (bounded). */
@@ -125,10 +132,10 @@ export function warmPoolActivities(deps: WarmPoolActivityDeps) {
       const metrics = warmPoolMetrics();
       let claimed = await findClaimedPod(deps.kubernetes, claim);
       if (!claimed) {
-        const target = targetOf(template, pool.resources);
+        const made = poolPodInput(input.template, template, pool.resources);
         const candidates = shuffled(
           (await listWarmPods(deps.kubernetes, input.template)).filter(
-            (pod) => isReady(pod) && matchesTarget(pod, target),
+            (pod) => isReady(pod) && isMadeAsWarmPod(pod.object, made),
           ),
         );
         for (const pod of candidates.slice(0, CLAIM_TRIES)) {
@@ -199,10 +206,14 @@ export function warmPoolActivities(deps: WarmPoolActivityDeps) {
       const floors = await deps.store.listRootfsFloors([template.image]);
       const floorMib = template.rootfs_mib ?? floors[0]?.rootfsMib;
       const target = targetOf(template, pool.resources);
+      const makeInput = poolPodInput(input.template, template, pool.resources);
       const planned: PlannedPod[] = pods.map((pod) => ({
         uid: pod.uid,
         name: pod.name,
-        image: pod.image,
+        // A pod not made as the pool makes its pods counts as another image: stale, deleted.
+        image: isMadeAsWarmPod(pod.object, makeInput)
+          ? pod.image
+          : `(not made by the pool) ${pod.image}`,
         cpu: pod.cpu,
         memory: pod.memory,
         diskMib: pod.diskMib,
@@ -233,12 +244,7 @@ export function warmPoolActivities(deps: WarmPoolActivityDeps) {
       }
       let made = 0;
       for (let i = 0; i < plan.make; i += 1) {
-        await createWarmPod(deps.kubernetes, {
-          template: input.template,
-          image: template.image,
-          resources: pool.resources,
-          settings: podSettingsOf(template),
-        });
+        await createWarmPod(deps.kubernetes, makeInput);
         made += 1;
       }
       for (const pod of pods) {
@@ -251,7 +257,8 @@ export function warmPoolActivities(deps: WarmPoolActivityDeps) {
           metrics.podReadySeconds.observe({ template: input.template }, seconds);
         }
       }
-      const backOffReason = plan.blocked ?? (nowMs < plan.history.backOffUntilMs ? plan.history.reason : undefined);
+      const backOffReason =
+        plan.blocked ?? (nowMs < plan.history.backOffUntilMs ? plan.history.reason : undefined);
       const status: WarmPoolStatus = {
         template: input.template,
         image: template.image,
@@ -264,7 +271,9 @@ export function warmPoolActivities(deps: WarmPoolActivityDeps) {
           ? {
               backOff: {
                 reason: backOffReason,
-                untilMs: plan.blocked ? nowMs + WARM_POOL_RESYNC_MS.rest : plan.history.backOffUntilMs,
+                untilMs: plan.blocked
+                  ? nowMs + WARM_POOL_RESYNC_MS.rest
+                  : plan.history.backOffUntilMs,
               },
             }
           : {}),
@@ -287,7 +296,10 @@ export function warmPoolActivities(deps: WarmPoolActivityDeps) {
 /** When the pool looks again: soon while pods start, at the back-off's end, else at rest. */
 function waitOf(status: WarmPoolStatus, nowMs: number): number {
   if (status.backOff) {
-    return Math.max(WARM_POOL_RESYNC_MS.starting, Math.min(status.backOff.untilMs - nowMs, WARM_POOL_RESYNC_MS.rest));
+    return Math.max(
+      WARM_POOL_RESYNC_MS.starting,
+      Math.min(status.backOff.untilMs - nowMs, WARM_POOL_RESYNC_MS.rest),
+    );
   }
   if (status.pending > 0 || status.ready < status.desired) return WARM_POOL_RESYNC_MS.starting;
   return WARM_POOL_RESYNC_MS.rest;

@@ -181,7 +181,10 @@ export async function findClaimedPod(
  * @returns the pod as created
  * @throws the client's ApiException for apiserver errors (a 409 on the random name included)
  */
-export async function createWarmPod(client: KubernetesClient, input: WarmPodInput): Promise<PodRef> {
+export async function createWarmPod(
+  client: KubernetesClient,
+  input: WarmPodInput,
+): Promise<PodRef> {
   const created = await client.core.createNamespacedPod({
     namespace: client.namespace,
     body: warmPodManifest(input),
@@ -202,4 +205,76 @@ export async function listSandboxFailureEvents(client: KubernetesClient): Promis
     fieldSelector: `involvedObject.kind=Pod,reason=${REFUSAL_RULES.reason},type=${REFUSAL_RULES.type}`,
   });
   return list.items;
+}
+
+/** The default tolerations the apiserver's DefaultTolerationSeconds admission adds to a pod. */
+const DEFAULT_TOLERATION_KEYS: ReadonlySet<string> = new Set([
+  'node.kubernetes.io/not-ready',
+  'node.kubernetes.io/unreachable',
+]);
+
+/** JSON of a value with keys sorted, `[]`/`{}`/absent alike as `null`, for comparing specs. */
+function canonical(value: unknown): string {
+  const normalize = (v: unknown): unknown => {
+    if (v === undefined || v === null) return null;
+    if (Array.isArray(v)) return v.length === 0 ? null : v.map(normalize);
+    if (typeof v === 'object') {
+      const entries = Object.entries(v as Record<string, unknown>)
+        .map(([k, inner]) => [k, normalize(inner)] as const)
+        .filter(([, inner]) => inner !== null)
+        .sort(([a], [b]) => a.localeCompare(b));
+      return entries.length === 0 ? null : Object.fromEntries(entries);
+    }
+    return v;
+  };
+  return JSON.stringify(normalize(value));
+}
+
+/**
+ * Whether a listed pool pod is one the pool would make for `input` (docs/security.md, "Warm
+ * pools"): the label says nothing about who made it, and anyone who may create pods in the
+ * namespace could plant one, so before a pod is handed to a tenant its spec must be ours: one
+ * container with the catalog's image and resources, the same security contexts, RuntimeClass,
+ * node selector and tolerations (besides the apiserver's DefaultTolerationSeconds pair), and
+ * nothing we never set: no command or args, env, mounts, volumes, init or ephemeral
+ * containers, host namespaces, affinity, or a service account other than `default`.
+ */
+export function isMadeAsWarmPod(pod: V1Pod, input: WarmPodInput): boolean {
+  const expected = warmPodManifest(input).spec!;
+  const actual = pod.spec;
+  if (!actual) return false;
+  const [container, ...others] = actual.containers ?? [];
+  const [want] = expected.containers;
+  if (!container || !want || others.length > 0) return false;
+  const containerOf = (c: typeof container) => ({
+    name: c.name,
+    image: c.image,
+    command: c.command,
+    args: c.args,
+    env: c.env,
+    envFrom: c.envFrom,
+    volumeMounts: c.volumeMounts,
+    volumeDevices: c.volumeDevices,
+    securityContext: c.securityContext,
+    resources: c.resources,
+  });
+  const tolerations = (actual.tolerations ?? []).filter(
+    (t) => !(t.effect === 'NoExecute' && t.key && DEFAULT_TOLERATION_KEYS.has(t.key)),
+  );
+  return (
+    canonical(containerOf(container)) === canonical(containerOf(want)) &&
+    canonical(actual.securityContext) === canonical(expected.securityContext) &&
+    canonical(actual.runtimeClassName) === canonical(expected.runtimeClassName) &&
+    canonical(actual.nodeSelector) === canonical(expected.nodeSelector) &&
+    canonical(tolerations) === canonical(expected.tolerations) &&
+    canonical(actual.initContainers) === 'null' &&
+    canonical(actual.ephemeralContainers) === 'null' &&
+    canonical(actual.volumes) === 'null' &&
+    canonical(actual.affinity) === 'null' &&
+    !actual.hostNetwork &&
+    !actual.hostPID &&
+    !actual.hostIPC &&
+    actual.automountServiceAccountToken === false &&
+    (actual.serviceAccountName ?? 'default') === 'default'
+  );
 }

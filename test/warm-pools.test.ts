@@ -11,6 +11,7 @@ import type { Express } from 'express';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { warmPoolWorkflowId } from '../contract/index.js';
 import { podNameFor, POD_LABELS } from '../kubernetes/pod-spec.js';
+import { warmPodManifest } from '../kubernetes/warm-pods.js';
 import {
   awaitOperation,
   bearer,
@@ -194,6 +195,43 @@ describe('a warm pool', () => {
     expect(none.status).toBe(404);
     const tenant = await request(app).get(`/admin/v1/warm-pools/${POOLED}`).set(bearer(api.tenantA));
     expect(tenant.status).toBe(401);
+  });
+
+  it('never hands out a pod it did not make, and deletes it', async () => {
+    // Someone else who may create pods in the namespace plants one with the pool's label.
+    const planted = warmPodManifest({
+      template: POOLED,
+      image: 'ghcr.io/durable-sandbox/base:1',
+      resources: { cpu: 1, memoryMib: 256, diskMib: 2048 },
+    });
+    planted.metadata!.name = `warm-${POOLED}-planted`;
+    planted.spec!.hostNetwork = true;
+    planted.spec!.containers[0]!.command = ['/bin/sh', '-c', 'steal'];
+    const made = await api.stack.kubernetes.core.createNamespacedPod({
+      namespace: api.stack.namespace,
+      body: planted,
+    });
+    const kick = await request(app)
+      .put(`/admin/v1/warm-pools/${POOLED}/scale`)
+      .set(operator)
+      .send({ size: null });
+    expect(kick.status, kick.text).toBe(200);
+    await until(
+      () =>
+        api.stack.cluster.requests.some(
+          (r) =>
+            r.method === 'DELETE' &&
+            r.path.endsWith(`/pods/warm-${POOLED}-planted`) &&
+            r.status === 200 &&
+            (r.deleteOptions as { preconditions?: { uid?: string } })?.preconditions?.uid ===
+              made.metadata?.uid,
+        ),
+      30_000,
+    );
+    const updates = api.stack.cluster.requests.filter(
+      (r) => r.method === 'PUT' && r.bodyName === `warm-${POOLED}-planted`,
+    );
+    expect(updates).toHaveLength(0);
   });
 
   it('never lists a warm pod as a tenant sandbox', async () => {
