@@ -6,7 +6,7 @@
  * | the pod                                                     | action            | a failure? |
  * | ----------------------------------------------------------- | ----------------- | ---------- |
  * | being deleted                                               | ignored           | no         |
- * | another image or other resources than the catalog's pool   | delete `stale`    | no         |
+ * | not what the pool makes now (image, resources, settings)    | delete `stale`    | no         |
  * | phase Failed                                                | delete `failed`   | yes        |
  * | a kubelet refusal with the decisive code (InvalidArgument)  | delete `refused`  | yes, and the floor it states is learned |
  * | a refusal with one of the template's `replace_on` codes     | delete `refused`  | yes (the next pod may land elsewhere) |
@@ -33,11 +33,11 @@ export interface PodRefusal {
 export interface PlannedPod {
   uid: string;
   name: string;
-  image: string;
-  /** Requests as written on the pod: cpu quantity (`"500m"`), memory (`"512Mi"`); disk in MiB. */
-  cpu?: string;
-  memory?: string;
-  diskMib: number;
+  /**
+   * Whether it is what the pool makes now: the catalog's image, resources and settings, and
+   * nothing else (kubernetes/warm-pods.ts `isMadeAsWarmPod`).
+   */
+  madeAsPool: boolean;
   ready: boolean;
   phase?: string;
   terminating: boolean;
@@ -48,10 +48,6 @@ export interface PlannedPod {
 
 /** What the pool's pods should be. */
 export interface PlanTarget {
-  image: string;
-  /** cpu as the pod spec writes it (`cpuQuantity`), memory `<n>Mi`, disk in MiB. */
-  cpu: string;
-  memory: string;
   resources: SandboxResources;
   desired: number;
   /** The template's `replace_on` codes. */
@@ -155,13 +151,8 @@ function verdictOf(
   nowMs: number,
   stuckAfterMs: number,
 ): { reason: DeleteReason; detail: string } | undefined {
-  if (
-    pod.image !== target.image ||
-    pod.cpu !== target.cpu ||
-    pod.memory !== target.memory ||
-    pod.diskMib !== target.resources.diskMib
-  ) {
-    return { reason: 'stale', detail: 'made for another image or other resources' };
+  if (!pod.madeAsPool) {
+    return { reason: 'stale', detail: `pod ${pod.name} is not what the pool makes now` };
   }
   if (pod.phase === 'Failed') return { reason: 'failed', detail: `pod ${pod.name} failed` };
   const refusal = pod.refusal;

@@ -9,7 +9,6 @@ import { floorBoundOf } from '../kubernetes/refusal-bounds.js';
 import {
   RESOURCE_LIMITS,
   WARM_POOL_CHANGED_SIGNAL,
-  cpuQuantity,
   matchesWarmPool,
   warmPoolWorkflowId,
   type SandboxResources,
@@ -83,16 +82,6 @@ export const WARM_POOL_RESYNC_MS = { rest: 60_000, starting: 1_000 } as const;
 
 /** Candidates a claim tries before it goes cold (each lost race is one 409). */
 const CLAIM_TRIES = 8;
-
-/** What a pool pod must be made with, from the catalog. */
-function targetOf(template: TemplateConfig, resources: SandboxResources) {
-  return {
-    image: template.image,
-    cpu: cpuQuantity(resources.cpu),
-    memory: `${resources.memoryMib}Mi`,
-    resources,
-  };
-}
 
 /** What the pool's pods are made from: the catalog's image, resources and pod settings. */
 function poolPodInput(
@@ -205,18 +194,11 @@ export function warmPoolActivities(deps: WarmPoolActivityDeps) {
       const events = pending.length > 0 ? await listSandboxFailureEvents(deps.kubernetes) : [];
       const floors = await deps.store.listRootfsFloors([template.image]);
       const floorMib = template.rootfs_mib ?? floors[0]?.rootfsMib;
-      const target = targetOf(template, pool.resources);
       const makeInput = poolPodInput(input.template, template, pool.resources);
       const planned: PlannedPod[] = pods.map((pod) => ({
         uid: pod.uid,
         name: pod.name,
-        // A pod not made as the pool makes its pods counts as another image: stale, deleted.
-        image: isMadeAsWarmPod(pod.object, makeInput)
-          ? pod.image
-          : `(not made by the pool) ${pod.image}`,
-        cpu: pod.cpu,
-        memory: pod.memory,
-        diskMib: pod.diskMib,
+        madeAsPool: isMadeAsWarmPod(pod.object, makeInput),
         ready: isReady(pod),
         phase: pod.phase,
         terminating: pod.terminating,
@@ -225,7 +207,12 @@ export function warmPoolActivities(deps: WarmPoolActivityDeps) {
       }));
       const plan = planReconcile(
         planned,
-        { ...target, desired, replaceOn: placementPolicyOf(template)?.replaceOn ?? [], floorMib },
+        {
+          resources: pool.resources,
+          desired,
+          replaceOn: placementPolicyOf(template)?.replaceOn ?? [],
+          floorMib,
+        },
         input.history,
         nowMs,
       );

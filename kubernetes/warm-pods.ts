@@ -7,7 +7,7 @@
  * the current one answers 409 Conflict).
  */
 import { randomBytes } from 'node:crypto';
-import type { CoreV1Event, V1Pod } from '@kubernetes/client-node';
+import type { CoreV1Event, V1Pod, V1ResourceRequirements } from '@kubernetes/client-node';
 import type { SandboxPodSettings, SandboxResources } from '../contract/index.js';
 import { httpStatusOf, type KubernetesClient } from './client.js';
 import { MANAGED_BY, POD_ANNOTATIONS, POD_LABELS, sandboxPod } from './pod-spec.js';
@@ -256,7 +256,9 @@ export function isMadeAsWarmPod(pod: V1Pod, input: WarmPodInput): boolean {
     volumeMounts: c.volumeMounts,
     volumeDevices: c.volumeDevices,
     securityContext: c.securityContext,
-    resources: c.resources,
+    // As the apiserver stores them: quantities canonical ("2048Mi" is "2Gi"), a request it
+    // lacks defaulted to its limit.
+    resources: resourcesOf(c.resources),
   });
   const tolerations = (actual.tolerations ?? []).filter(
     (t) => !(t.effect === 'NoExecute' && t.key && DEFAULT_TOLERATION_KEYS.has(t.key)),
@@ -277,4 +279,52 @@ export function isMadeAsWarmPod(pod: V1Pod, input: WarmPodInput): boolean {
     actual.automountServiceAccountToken === false &&
     (actual.serviceAccountName ?? 'default') === 'default'
   );
+}
+
+/**
+ * A container's requests and limits as values (bytes, cores), a missing request taken from its
+ * limit, as the apiserver defaults it (core/v1 defaults: "If Requests is omitted for a container,
+ * it defaults to Limits"); a quantity that does not parse is kept as text, so it never matches.
+ */
+function resourcesOf(resources: V1ResourceRequirements | undefined): unknown {
+  const limits = resources?.limits ?? {};
+  const requests = { ...limits, ...(resources?.requests ?? {}) };
+  const values = (quantities: Record<string, string>) =>
+    Object.fromEntries(
+      Object.entries(quantities).map(([key, quantity]) => [
+        key,
+        quantityValue(quantity) ?? quantity,
+      ]),
+    );
+  return { limits: values(limits), requests: values(requests) };
+}
+
+const QUANTITY_SUFFIXES: Readonly<Record<string, number>> = {
+  '': 1,
+  m: 1e-3,
+  k: 1e3,
+  M: 1e6,
+  G: 1e9,
+  T: 1e12,
+  P: 1e15,
+  E: 1e18,
+  Ki: 2 ** 10,
+  Mi: 2 ** 20,
+  Gi: 2 ** 30,
+  Ti: 2 ** 40,
+  Pi: 2 ** 50,
+  Ei: 2 ** 60,
+};
+
+/**
+ * The value of a Kubernetes quantity (`"500m"` is 0.5, `"2Gi"` 2147483648), rounded to
+ * millis so equal quantities in different spellings compare equal (apimachinery
+ * `resource.Quantity`); undefined when it is not one.
+ */
+export function quantityValue(quantity: string): number | undefined {
+  const match = /^([+-]?[0-9.]+)([a-zA-Z]*)$/.exec(quantity.trim());
+  const multiplier = match ? QUANTITY_SUFFIXES[match[2] ?? ''] : undefined;
+  if (!match || multiplier === undefined) return undefined;
+  const value = Number(match[1]) * multiplier;
+  return Number.isFinite(value) ? Math.round(value * 1000) / 1000 : undefined;
 }

@@ -11,13 +11,12 @@ import {
   type PlanTarget,
 } from '../activities/warm-pool-plan.js';
 import { warmPoolBackoffMs, WARM_POOL_BACKOFF } from '../contract/index.js';
+import type { V1Pod } from '@kubernetes/client-node';
 import { loadConfig, warmPoolOf } from '../config/index.js';
+import { isMadeAsWarmPod, quantityValue, warmPodManifest } from '../kubernetes/warm-pods.js';
 
 const NOW = Date.parse('2026-12-04T12:00:00Z');
 const TARGET: PlanTarget = {
-  image: 'img:1',
-  cpu: '1',
-  memory: '256Mi',
   resources: { cpu: 1, memoryMib: 256, diskMib: 2048 },
   desired: 3,
   replaceOn: ['ResourceExhausted'],
@@ -30,10 +29,7 @@ function pod(overrides: Partial<PlannedPod> = {}): PlannedPod {
   return {
     uid: `uid-${counter}`,
     name: `warm-t-${counter}`,
-    image: 'img:1',
-    cpu: '1',
-    memory: '256Mi',
-    diskMib: 2048,
+    madeAsPool: true,
     ready: true,
     phase: 'Running',
     terminating: false,
@@ -70,14 +66,8 @@ describe('a reconcile plan', () => {
       make: 1,
     },
     {
-      name: 'a pod of another image is stale and replaced',
-      pods: [pod({ image: 'img:0' }), pod(), pod()],
-      deletes: ['stale'],
-      make: 1,
-    },
-    {
-      name: 'a pod of other resources is stale',
-      pods: [pod({ memory: '512Mi' }), pod(), pod()],
+      name: 'a pod not made as the pool makes them (image, resources, settings) is stale and replaced',
+      pods: [pod({ madeAsPool: false }), pod(), pod()],
       deletes: ['stale'],
       make: 1,
     },
@@ -235,4 +225,74 @@ describe("a template's warm_pool", () => {
       expect(() => templatesOf(template)).toThrow(message);
     });
   }
+});
+
+describe('whether a listed pool pod is one the pool makes', () => {
+  const input = {
+    template: 't',
+    image: 'img:1',
+    resources: { cpu: 1, memoryMib: 1024, diskMib: 2048 },
+    settings: { runAsNonRoot: true, runtimeClassName: 'gvisor' },
+  };
+  /** The pod as a real apiserver stores it: quantities canonical, requests defaulted, tolerations added. */
+  const asStored = () => {
+    const pod = warmPodManifest(input);
+    const container = pod.spec!.containers[0]!;
+    container.resources = {
+      limits: { cpu: '1', memory: '1Gi', 'ephemeral-storage': '2Gi' },
+      requests: { cpu: '1', memory: '1Gi', 'ephemeral-storage': '2Gi' },
+    };
+    Object.assign(container, {
+      terminationMessagePath: '/dev/termination-log',
+      imagePullPolicy: 'IfNotPresent',
+    });
+    pod.spec!.serviceAccountName = 'default';
+    pod.spec!.tolerations = [
+      {
+        key: 'node.kubernetes.io/not-ready',
+        operator: 'Exists',
+        effect: 'NoExecute',
+        tolerationSeconds: 300,
+      },
+      {
+        key: 'node.kubernetes.io/unreachable',
+        operator: 'Exists',
+        effect: 'NoExecute',
+        tolerationSeconds: 300,
+      },
+    ];
+    return pod;
+  };
+  it('accepts the pod as made and as the apiserver stores it', () => {
+    expect(isMadeAsWarmPod(warmPodManifest(input), input)).toBe(true);
+    expect(isMadeAsWarmPod(asStored(), input)).toBe(true);
+  });
+  const tampered: Array<[string, (pod: V1Pod) => void]> = [
+    ['another image', (pod) => (pod.spec!.containers[0]!.image = 'evil:1')],
+    ['a command', (pod) => (pod.spec!.containers[0]!.command = ['sh'])],
+    ['an env var', (pod) => (pod.spec!.containers[0]!.env = [{ name: 'A', value: 'b' }])],
+    ['a second container', (pod) => pod.spec!.containers.push({ name: 'x', image: 'img:1' })],
+    ['hostNetwork', (pod) => (pod.spec!.hostNetwork = true)],
+    ['a hostPath volume', (pod) => (pod.spec!.volumes = [{ name: 'h', hostPath: { path: '/' } }])],
+    ['privileged', (pod) => (pod.spec!.containers[0]!.securityContext = { privileged: true })],
+    ['no RuntimeClass', (pod) => delete pod.spec!.runtimeClassName],
+    ['root allowed', (pod) => (pod.spec!.securityContext = {})],
+    ['another service account', (pod) => (pod.spec!.serviceAccountName = 'admin')],
+    ['a token mounted', (pod) => (pod.spec!.automountServiceAccountToken = true)],
+    ['more memory', (pod) => (pod.spec!.containers[0]!.resources!.limits!.memory = '2Gi')],
+    ['an extra toleration', (pod) => pod.spec!.tolerations!.push({ operator: 'Exists' })],
+  ];
+  for (const [name, tamper] of tampered) {
+    it(`refuses a pod with ${name}`, () => {
+      const pod = asStored();
+      tamper(pod);
+      expect(isMadeAsWarmPod(pod, input)).toBe(false);
+    });
+  }
+  it('reads quantities in any spelling', () => {
+    expect(quantityValue('2048Mi')).toBe(quantityValue('2Gi'));
+    expect(quantityValue('500m')).toBe(0.5);
+    expect(quantityValue('1000m')).toBe(quantityValue('1'));
+    expect(quantityValue('lots')).toBeUndefined();
+  });
 });
