@@ -15,9 +15,13 @@
  *
  * A pool makes no pods while the image's rootfs floor is above the pool's disk (no pod could
  * run: `blocked`), nor while backing off after failures (5 s doubling to 5 min, reset when a
- * reconcile without failures sees a ready pod), and never more than `makingAtOnce` pending.
+ * reconcile without failures sees a ready pod), and never more than `makingAtOnce` (the pool's `max_pending`) pending.
  */
-import { warmPoolBackoffMs, type SandboxResources } from '../contract/index.js';
+import {
+  DEFAULT_WARM_POOL_MAX_PENDING,
+  warmPoolBackoffMs,
+  type SandboxResources,
+} from '../contract/index.js';
 
 /** A kubelet refusal of a pool pod (kubernetes/refusal.ts `parseRefusal`, with its floor). */
 export interface PodRefusal {
@@ -82,8 +86,14 @@ export interface ReconcilePlan {
   floors: Array<{ rootfsMib: number; nodeName?: string; reason: string }>;
 }
 
-/** The most pods a pool makes at once, and how long a pod may go without an IP, in ms. */
-export const PLAN_DEFAULTS = { makingAtOnce: 10, stuckAfterMs: 300_000 } as const;
+/**
+ * The most pods a pool has starting at once (its `max_pending`; default
+ * DEFAULT_WARM_POOL_MAX_PENDING), and how long a pod may go without an IP, in ms.
+ */
+export const PLAN_DEFAULTS = {
+  makingAtOnce: DEFAULT_WARM_POOL_MAX_PENDING,
+  stuckAfterMs: 300_000,
+} as const;
 
 /** Plans one reconcile (see the table above). Pure; `nowMs` epoch ms. */
 export function planReconcile(

@@ -32,6 +32,7 @@ import {
 import type { KubernetesClient } from '../kubernetes/client.js';
 import type { Store } from '../store/index.js';
 import {
+  PLAN_DEFAULTS,
   planReconcile,
   type PlanHistory,
   type PlannedPod,
@@ -215,6 +216,7 @@ export function warmPoolActivities(deps: WarmPoolActivityDeps) {
         },
         input.history,
         nowMs,
+        { ...PLAN_DEFAULTS, makingAtOnce: pool.maxPending },
       );
       const metrics = warmPoolMetrics();
       for (const floor of plan.floors) {

@@ -32,6 +32,7 @@ import {
   RESOURCE_LIMITS,
   SHIM_CODES,
   MAX_TTL_LIMIT_MS,
+  DEFAULT_WARM_POOL_MAX_PENDING,
   MAX_WARM_POOL_SIZE,
   coresOf,
   parseCpuQuantity,
@@ -84,7 +85,12 @@ export interface TemplateConfig extends TemplatePodFields {
    * them claims one instead of making a pod. Absent: every create is cold. The operator's scale
    * route (`PUT /admin/v1/warm-pools/{template}/scale`) overrides `size` without a restart.
    */
-  warm_pool?: { size: number; resources: { cpu: number | string; memory_mib: number; disk_mib: number } };
+  warm_pool?: {
+    size: number;
+    resources: { cpu: number | string; memory_mib: number; disk_mib: number };
+    /** Pods the pool has made but that are not ready yet, at most (default 10). */
+    max_pending?: number;
+  };
 }
 
 /**
@@ -98,6 +104,7 @@ export function warmPoolOf(template: Pick<TemplateConfig, 'warm_pool'>): WarmPoo
   if (!('millicores' in cpu)) return undefined; // refused by the schema at start
   return {
     size: pool.size,
+    maxPending: pool.max_pending ?? DEFAULT_WARM_POOL_MAX_PENDING,
     resources: {
       cpu: coresOf(cpu.millicores),
       memoryMib: pool.resources.memory_mib,
@@ -379,6 +386,12 @@ const templateSchema = z
           memory_mib: z.number().int().positive().max(RESOURCE_LIMITS.memoryMib),
           disk_mib: z.number().int().positive().max(RESOURCE_LIMITS.diskMib),
         }),
+        max_pending: z
+          .number()
+          .int(`must be an integer from 1 to ${MAX_WARM_POOL_SIZE}`)
+          .min(1, `must be an integer from 1 to ${MAX_WARM_POOL_SIZE}`)
+          .max(MAX_WARM_POOL_SIZE, `must be an integer from 1 to ${MAX_WARM_POOL_SIZE}`)
+          .optional(),
       })
       .optional(),
     ...podSettingsFields,
@@ -401,7 +414,11 @@ const templateSchema = z
       });
     }
     const poolDisk = template.warm_pool?.resources.disk_mib;
-    if (poolDisk !== undefined && template.max_disk_mib !== undefined && poolDisk > template.max_disk_mib) {
+    if (
+      poolDisk !== undefined &&
+      template.max_disk_mib !== undefined &&
+      poolDisk > template.max_disk_mib
+    ) {
       ctx.addIssue({
         code: 'custom',
         path: ['warm_pool', 'resources', 'disk_mib'],

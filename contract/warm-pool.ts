@@ -23,10 +23,17 @@ export function warmPoolWorkflowId(taskQueue: string, template: string): string 
   return `warm-pool/${taskQueue}/${template}`;
 }
 
-/** A template's pool as configured: how many ready pods, made with which resources. */
+/** Pods a pool has made but that are not ready yet, at most, unless `max_pending` says. */
+export const DEFAULT_WARM_POOL_MAX_PENDING = 10;
+
+/**
+ * A template's pool as configured: how many ready pods, made with which resources, and how many
+ * it may have starting at once (`maxPending`: its own bound on pods being made).
+ */
 export interface WarmPoolSpec {
   size: number;
   resources: SandboxResources;
+  maxPending: number;
 }
 
 /** Whether a create's resources are those a pool's pods are made with (equal, field by field). */
