@@ -195,6 +195,7 @@ describe("a template's warm_pool", () => {
     });
     expect(warmPoolOf(templates.t!)).toEqual({
       size: 2,
+      maxPending: 10,
       resources: { cpu: 0.5, memoryMib: 256, diskMib: 1024 },
     });
   });
