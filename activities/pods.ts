@@ -11,6 +11,7 @@ import {
   type ApiserverError,
 } from '../kubernetes/apiserver-errors.js';
 import type { KubernetesClient } from '../kubernetes/client.js';
+import type { WarmPodInformer } from '../kubernetes/warm-pod-informer.js';
 import {
   createPod,
   deletePod,
@@ -72,6 +73,8 @@ export interface PodActivityDeps {
   heartbeatIntervalMs?: number;
   /** Create and watch metrics (activities/metrics.ts); optional. */
   metrics?: CreateMetrics;
+  /** The worker's informer of warm pool pods, when its catalog has a pool (activities/warm-pools.ts). */
+  warmPods?: WarmPodInformer;
   /**
    * How long `createPod` retries a refusal of the service's account before it ends the create
    * `unavailable`, in ms, from the step's first schedule: 401 (default UNAUTHORIZED_BOUND_MS)

@@ -22,14 +22,16 @@ import {
   claimWarmPod,
   createWarmPod,
   findClaimedPod,
-  isMadeAsWarmPod,
   isReady,
   listSandboxFailureEvents,
   listWarmPods,
+  warmPodMatcher,
+  warmPodsOf,
   type WarmPod,
   type WarmPodInput,
 } from '../kubernetes/warm-pods.js';
 import type { KubernetesClient } from '../kubernetes/client.js';
+import type { WarmPodInformer } from '../kubernetes/warm-pod-informer.js';
 import type { Store } from '../store/index.js';
 import {
   PLAN_DEFAULTS,
@@ -45,6 +47,11 @@ export interface WarmPoolActivityDeps {
   kubernetes: KubernetesClient;
   store: Store;
   templates: Record<string, TemplateConfig>;
+  /**
+   * The worker's informer of pool pods (kubernetes/warm-pod-informer.ts), started when its
+   * catalog has a pool: claims pick from its cache. Unset or not synced: claims list the pool.
+   */
+  warmPods?: WarmPodInformer;
 }
 
 /** Input of `claimWarmPod`: the create's execution, template and resources. */
@@ -122,12 +129,12 @@ export function warmPoolActivities(deps: WarmPoolActivityDeps) {
       const metrics = warmPoolMetrics();
       let claimed = await findClaimedPod(deps.kubernetes, claim);
       if (!claimed) {
-        const made = poolPodInput(input.template, template, pool.resources);
-        const candidates = shuffled(
-          (await listWarmPods(deps.kubernetes, input.template)).filter(
-            (pod) => isReady(pod) && isMadeAsWarmPod(pod.object, made),
-          ),
-        );
+        const isOurs = warmPodMatcher(poolPodInput(input.template, template, pool.resources));
+        const cached = deps.warmPods?.cached();
+        const listed = cached
+          ? warmPodsOf(cached, input.template)
+          : await listWarmPods(deps.kubernetes, input.template);
+        const candidates = shuffled(listed.filter((pod) => isReady(pod) && isOurs(pod.object)));
         for (const pod of candidates.slice(0, CLAIM_TRIES)) {
           claimed = await claimWarmPod(deps.kubernetes, pod, claim);
           if (claimed) break;
@@ -196,10 +203,11 @@ export function warmPoolActivities(deps: WarmPoolActivityDeps) {
       const floors = await deps.store.listRootfsFloors([template.image]);
       const floorMib = template.rootfs_mib ?? floors[0]?.rootfsMib;
       const makeInput = poolPodInput(input.template, template, pool.resources);
+      const isOurs = warmPodMatcher(makeInput);
       const planned: PlannedPod[] = pods.map((pod) => ({
         uid: pod.uid,
         name: pod.name,
-        madeAsPool: isMadeAsWarmPod(pod.object, makeInput),
+        madeAsPool: isOurs(pod.object),
         ready: isReady(pod),
         phase: pod.phase,
         terminating: pod.terminating,

@@ -7,7 +7,12 @@
  * the current one answers 409 Conflict).
  */
 import { randomBytes } from 'node:crypto';
-import type { CoreV1Event, V1Pod, V1ResourceRequirements } from '@kubernetes/client-node';
+import type {
+  CoreV1Event,
+  V1Container,
+  V1Pod,
+  V1ResourceRequirements,
+} from '@kubernetes/client-node';
 import type { SandboxPodSettings, SandboxResources } from '../contract/index.js';
 import { httpStatusOf, type KubernetesClient } from './client.js';
 import { MANAGED_BY, POD_ANNOTATIONS, POD_LABELS, sandboxPod } from './pod-spec.js';
@@ -64,6 +69,9 @@ export function isReady(pod: WarmPod): boolean {
   return !pod.terminating && pod.phase === 'Running' && Boolean(pod.podIp);
 }
 
+/** The selector of every unclaimed pool pod (any template). */
+export const WARM_POOL_SELECTOR = `${POD_LABELS.managedBy}=${MANAGED_BY},${POD_LABELS.warmPool}`;
+
 /**
  * The unclaimed pods of a template's pool (one LIST by label).
  * @throws the client's ApiException for apiserver errors
@@ -73,9 +81,14 @@ export async function listWarmPods(client: KubernetesClient, template: string): 
     namespace: client.namespace,
     labelSelector: `${POD_LABELS.managedBy}=${MANAGED_BY},${POD_LABELS.warmPool}=${template}`,
   });
-  return list.items.flatMap((object) => {
+  return warmPodsOf(list.items, template);
+}
+
+/** The pods of `objects` that are `template`'s unclaimed pool pods, as {@link WarmPod}s. */
+export function warmPodsOf(objects: readonly V1Pod[], template: string): WarmPod[] {
+  return objects.flatMap((object) => {
     const { name, uid, resourceVersion } = object.metadata ?? {};
-    if (!name || !uid) return [];
+    if (!name || !uid || object.metadata?.labels?.[POD_LABELS.warmPool] !== template) return [];
     const container = object.spec?.containers?.[0];
     const created = object.metadata?.creationTimestamp;
     return [
@@ -240,13 +253,51 @@ function canonical(value: unknown): string {
  * containers, host namespaces, affinity, or a service account other than `default`.
  */
 export function isMadeAsWarmPod(pod: V1Pod, input: WarmPodInput): boolean {
+  return warmPodMatcher(input)(pod);
+}
+
+/**
+ * {@link isMadeAsWarmPod} for many pods of one pool: the expected spec is built once.
+ * @returns a predicate over listed pods
+ */
+export function warmPodMatcher(input: WarmPodInput): (pod: V1Pod) => boolean {
   const expected = warmPodManifest(input).spec!;
-  const actual = pod.spec;
-  if (!actual) return false;
-  const [container, ...others] = actual.containers ?? [];
   const [want] = expected.containers;
-  if (!container || !want || others.length > 0) return false;
-  const containerOf = (c: typeof container) => ({
+  const wantContainer = want ? canonical(containerOf(want)) : '';
+  const wantSecurity = canonical(expected.securityContext);
+  const wantRuntimeClass = canonical(expected.runtimeClassName);
+  const wantNodeSelector = canonical(expected.nodeSelector);
+  const wantTolerations = canonical(expected.tolerations);
+  return (pod) => {
+    const actual = pod.spec;
+    if (!actual) return false;
+    const [container, ...others] = actual.containers ?? [];
+    if (!container || others.length > 0) return false;
+    const tolerations = (actual.tolerations ?? []).filter(
+      (t) => !(t.effect === 'NoExecute' && t.key && DEFAULT_TOLERATION_KEYS.has(t.key)),
+    );
+    return (
+      !actual.hostNetwork &&
+      !actual.hostPID &&
+      !actual.hostIPC &&
+      actual.automountServiceAccountToken === false &&
+      (actual.serviceAccountName ?? 'default') === 'default' &&
+      canonical(containerOf(container)) === wantContainer &&
+      canonical(actual.securityContext) === wantSecurity &&
+      canonical(actual.runtimeClassName) === wantRuntimeClass &&
+      canonical(actual.nodeSelector) === wantNodeSelector &&
+      canonical(tolerations) === wantTolerations &&
+      canonical(actual.initContainers) === 'null' &&
+      canonical(actual.ephemeralContainers) === 'null' &&
+      canonical(actual.volumes) === 'null' &&
+      canonical(actual.affinity) === 'null'
+    );
+  };
+}
+
+/** The container fields a pool pod's check compares (everything a pod could be armed with). */
+function containerOf(c: V1Container) {
+  return {
     name: c.name,
     image: c.image,
     command: c.command,
@@ -259,26 +310,7 @@ export function isMadeAsWarmPod(pod: V1Pod, input: WarmPodInput): boolean {
     // As the apiserver stores them: quantities canonical ("2048Mi" is "2Gi"), a request it
     // lacks defaulted to its limit.
     resources: resourcesOf(c.resources),
-  });
-  const tolerations = (actual.tolerations ?? []).filter(
-    (t) => !(t.effect === 'NoExecute' && t.key && DEFAULT_TOLERATION_KEYS.has(t.key)),
-  );
-  return (
-    canonical(containerOf(container)) === canonical(containerOf(want)) &&
-    canonical(actual.securityContext) === canonical(expected.securityContext) &&
-    canonical(actual.runtimeClassName) === canonical(expected.runtimeClassName) &&
-    canonical(actual.nodeSelector) === canonical(expected.nodeSelector) &&
-    canonical(tolerations) === canonical(expected.tolerations) &&
-    canonical(actual.initContainers) === 'null' &&
-    canonical(actual.ephemeralContainers) === 'null' &&
-    canonical(actual.volumes) === 'null' &&
-    canonical(actual.affinity) === 'null' &&
-    !actual.hostNetwork &&
-    !actual.hostPID &&
-    !actual.hostIPC &&
-    actual.automountServiceAccountToken === false &&
-    (actual.serviceAccountName ?? 'default') === 'default'
-  );
+  };
 }
 
 /**

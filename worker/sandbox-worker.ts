@@ -23,6 +23,7 @@ import type { Store } from '../store/index.js';
 import type { WebhookDeliveryOptions } from '../activities/webhooks.js';
 import { createSandboxWorker, type SandboxWorkerOptions } from './worker.js';
 import { startWarmPools } from './warm-pools.js';
+import { WarmPodInformer } from '../kubernetes/warm-pod-informer.js';
 
 /** Options of {@link startSandboxWorker}. */
 export interface StartSandboxWorkerOptions {
@@ -130,6 +131,18 @@ export async function startSandboxWorker(
   });
   decider.start();
   informers.start();
+  // The pool pods' informer, only when the catalog has a pool: a worker without one watches
+  // what it did before.
+  const warmPods = Object.values(options.templates).some((template) => template.warm_pool)
+    ? new WarmPodInformer({
+        client: options.kubernetes,
+        retryDelayMs: options.watchRetryDelayMs,
+        watchTimeoutSeconds: options.watchTimeoutSeconds,
+        logger,
+        observer: metrics.watchObserver,
+      })
+    : undefined;
+  warmPods?.start();
   let worker: Worker;
   try {
     worker = await createSandboxWorker({
@@ -144,6 +157,7 @@ export async function startSandboxWorker(
         informers,
         decider,
         metrics,
+        warmPods,
         refusalBoundsMs: options.refusalBoundsMs,
         webhooks: options.webhooks,
       },
@@ -151,6 +165,7 @@ export async function startSandboxWorker(
   } catch (err) {
     await decider.stop();
     await informers.stop();
+    await warmPods?.stop();
     throw err;
   }
   // Every pool of the catalog, signal-with-started: a second worker only wakes it.
@@ -163,6 +178,7 @@ export async function startSandboxWorker(
   const done = worker.run().finally(async () => {
     await decider.stop();
     await informers.stop();
+    await warmPods?.stop();
   });
   return {
     worker,

@@ -14,6 +14,7 @@ import {
   defineSignal,
   proxyActivities,
   setHandler,
+  sleep,
   workflowInfo,
 } from '@temporalio/workflow';
 import type { CreateActivities } from '../activities/index.js';
@@ -34,6 +35,9 @@ const reconcileStep = proxyActivities<CreateActivities>({
   startToCloseTimeout: '60 seconds',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds' },
 });
+
+/** How long a woken pool waits for more claims before it reconciles, in ms. */
+const COALESCE_MS = 250;
 
 /** Reconciles before continuing as new, at most (each is an activity and a timer in history). */
 const RECONCILES_PER_RUN = 500;
@@ -56,6 +60,8 @@ export async function warmPool(input: WarmPoolInput): Promise<void> {
     const result = await reconcileStep.reconcileWarmPool({ template: input.template, history });
     history = result.history;
     if (result.ended) return;
-    await condition(() => changed, result.waitMs);
+    // Woken by a claim or a scale: let the claims of a burst gather before the next reconcile,
+    // so a burst costs a few reconciles, not one per claim.
+    if (await condition(() => changed, result.waitMs)) await sleep(COALESCE_MS);
   }
 }

@@ -23,7 +23,10 @@
  *   - `noisy`: one tenant floods creates while another makes synchronous creates, baseline
  *     beside candidate (scripts/bench/noisy.ts) -> bench-results/bench-noisy-<time>.json;
  *   - `split`: the burst of refusals with the API and the worker as separate processes, CPU per
- *     create of each (scripts/bench/split.ts) -> bench-results/bench-split-<time>.json.
+ *     create of each (scripts/bench/split.ts) -> bench-results/bench-split-<time>.json;
+ *   - `expiry`: lateness of expiring sandboxes (scripts/bench/expiry.ts);
+ *   - `pool`: a warm pool's claim beside a cold create and the one-activity floor, one at a time
+ *     and at 50/s (scripts/bench/pool.ts) -> bench-results/bench-pool-<time>.json.
  *
  * `--quick` runs smaller counts (a trial, not the issue's figures). The baseline is the
  * checkout at BASELINE_DIR, the candidate the one at CANDIDATE_DIR (default: this one).
@@ -49,6 +52,7 @@ import { compareRefusalLatency } from './real.js';
 import { measureReplacement } from './replace.js';
 import { measureSplitProcesses } from './split.js';
 import { measureExpiry } from './expiry.js';
+import { measurePool } from './pool.js';
 import { measureTopologyThroughput } from './topology.js';
 import { errorText, finish, problems, writeResults } from './support.js';
 import { measureWaitFigures, waitSizesOf } from './waits.js';
@@ -159,6 +163,7 @@ const MODES: Record<string, (quick: boolean) => Promise<Record<string, unknown>>
   noisy: (quick) => measureNoisyNeighbour(quick),
   split: (quick) => measureSplitProcesses(quick),
   expiry: (quick) => measureExpiry(quick),
+  pool: (quick) => measurePool(quick),
 };
 
 /** The mode named by the arguments (`real`, `--real`, ...), `default` when none is. */
@@ -168,7 +173,7 @@ function modeOf(args: string[]): string {
   const unknown = args.filter((arg) => !(arg.replace(/^--/, '') in MODES) && arg !== '--quick');
   if (unknown.length > 0)
     throw new Error(
-      `unknown argument ${unknown.join(' ')}; modes: real, floors, waits, goals, notify, replace, topology, noisy, split, expiry`,
+      `unknown argument ${unknown.join(' ')}; modes: real, floors, waits, goals, notify, replace, topology, noisy, split, expiry, pool`,
     );
   return named[0] ?? 'default';
 }
