@@ -32,6 +32,8 @@ import {
 } from '../kubernetes/warm-pods.js';
 import type { KubernetesClient } from '../kubernetes/client.js';
 import type { WarmPodInformer } from '../kubernetes/warm-pod-informer.js';
+import type { CreateMetrics } from './metrics.js';
+import { storeActivities } from './store.js';
 import type { Store } from '../store/index.js';
 import {
   PLAN_DEFAULTS,
@@ -52,6 +54,8 @@ export interface WarmPoolActivityDeps {
    * catalog has a pool: claims pick from its cache. Unset or not synced: claims list the pool.
    */
   warmPods?: WarmPodInformer;
+  /** Create metrics (activities/metrics.ts); optional. */
+  metrics?: CreateMetrics;
 }
 
 /** Input of `claimWarmPod`: the create's execution, template and resources. */
@@ -64,10 +68,14 @@ export interface ClaimWarmPodInput {
   resources: SandboxResources;
 }
 
-/** A claimed pod: its ref, its IP and the image it runs. */
+/**
+ * A claimed pod: its ref, its IP and the image it runs, and whether the sandbox was marked
+ * running with it (false: the execution was retired or superseded meanwhile; nothing written).
+ */
 export interface ClaimedWarmPod {
   pod: PodRef & { image: string };
   podIp: string;
+  marked: boolean;
 }
 
 /** Input of `reconcileWarmPool`: the template and the pool's memory (its workflow's). */
@@ -105,12 +113,14 @@ const seenReady = new Set<string>();
 
 /** Builds the pool activities over their dependencies. */
 export function warmPoolActivities(deps: WarmPoolActivityDeps) {
+  const { markSandboxRunning } = storeActivities(deps);
   return {
     /**
      * Claims a ready warm pod of the create's template for its sandbox (kubernetes/warm-pods.ts
      * `claimWarmPod`: one update under the pod's resourceVersion, so each pod goes to one
-     * create), records it on the sandbox (fenced) and tells the pool to refill. A retry after a
-     * claim whose answer was lost finds the pod by its sandbox id label.
+     * create), records it on the sandbox and marks the sandbox running with its IP (both fenced,
+     * as `markSandboxRunning`, whose webhook event and lifetime follow), and tells the pool to
+     * refill. A retry after a claim whose answer was lost finds the pod by its sandbox id label.
      * @returns the pod and its IP, or null when the worker's catalog gives the template no pool,
      *   the resources are not the pool's, or no ready pod is left (the create goes cold)
      * @throws the client's or the store's error (Temporal retries the step)
@@ -127,15 +137,24 @@ export function warmPoolActivities(deps: WarmPoolActivityDeps) {
         template: input.template,
       };
       const metrics = warmPoolMetrics();
-      let claimed = await findClaimedPod(deps.kubernetes, claim);
+      // Only a retry can find its pod claimed already (the first attempt's answer was lost).
+      let claimed =
+        Context.current().info.attempt > 1
+          ? await findClaimedPod(deps.kubernetes, claim)
+          : undefined;
       if (!claimed) {
         const isOurs = warmPodMatcher(poolPodInput(input.template, template, pool.resources));
         const cached = deps.warmPods?.cached();
         const listed = cached
           ? warmPodsOf(cached, input.template)
           : await listWarmPods(deps.kubernetes, input.template);
-        const candidates = shuffled(listed.filter((pod) => isReady(pod) && isOurs(pod.object)));
-        for (const pod of candidates.slice(0, CLAIM_TRIES)) {
+        const candidates = shuffled(listed.filter(isReady));
+        let tries = 0;
+        for (const pod of candidates) {
+          // Checked one at a time, in the random order: a claim never checks the whole pool.
+          if (tries >= CLAIM_TRIES) break;
+          if (!isOurs(pod.object)) continue;
+          tries += 1;
           claimed = await claimWarmPod(deps.kubernetes, pod, claim);
           if (claimed) break;
         }
@@ -149,7 +168,9 @@ export function warmPoolActivities(deps: WarmPoolActivityDeps) {
         }
         metrics.claims.inc({ template: input.template, outcome: 'claimed' });
         await deps.store.warmPools.recordClaim(input.template);
-        await signalPool(input.template);
+        // Not awaited: the refill must not hold the create back (a lost signal is the next
+        // resync's).
+        void signalPool(input.template);
       }
       await deps.store.recordPod({
         sandboxId: input.sandboxId,
@@ -161,7 +182,17 @@ export function warmPoolActivities(deps: WarmPoolActivityDeps) {
         runId: Context.current().info.workflowExecution?.runId,
       });
       log.info('warm pod claimed', { pod_name: claimed.name, pod_uid: claimed.uid });
+      // Marked running in the same step: a claimed pod has its IP already.
+      const marked = await markSandboxRunning({
+        operationId: input.operationId,
+        sandboxId: input.sandboxId,
+        generation: input.generation,
+        attempt: input.attempt,
+        podUid: claimed.uid,
+        podIp: claimed.podIp,
+      });
       return {
+        marked,
         pod: {
           name: claimed.name,
           uid: claimed.uid,
@@ -187,7 +218,10 @@ export function warmPoolActivities(deps: WarmPoolActivityDeps) {
       const pool = template ? warmPoolOf(template) : undefined;
       const record = await deps.store.warmPools.get(input.template);
       const desired = pool ? (record?.size ?? pool.size) : 0;
-      const pods = await listWarmPods(deps.kubernetes, input.template);
+      const cached = deps.warmPods?.cached();
+      const pods = cached
+        ? warmPodsOf(cached, input.template)
+        : await listWarmPods(deps.kubernetes, input.template);
       if (!template || !pool) {
         // No pool in the catalog (any more): every pod of it goes.
         for (const pod of pods) if (!pod.terminating) await deletePod(deps.kubernetes, pod);
@@ -239,11 +273,13 @@ export function warmPoolActivities(deps: WarmPoolActivityDeps) {
           log.warn('warm pod failed; deleted', { template: input.template, detail: doomed.detail });
         }
       }
-      let made = 0;
+      const madeNames: string[] = [];
       for (let i = 0; i < plan.make; i += 1) {
-        await createWarmPod(deps.kubernetes, makeInput);
-        made += 1;
+        madeNames.push((await createWarmPod(deps.kubernetes, makeInput)).name);
       }
+      const made = madeNames.length;
+      // The next reconcile reads the cache: let it hold what was just made.
+      if (cached && made > 0) await deps.warmPods?.sawCreated(madeNames);
       for (const pod of pods) {
         if (!isReady(pod) || seenReady.has(pod.uid)) continue;
         if (seenReady.size > 10_000) seenReady.clear();

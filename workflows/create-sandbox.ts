@@ -387,10 +387,10 @@ async function runSteps(
 export const WARM_POOL_PATCH = 'warm-pool-claim';
 
 /**
- * The warm step: claims a ready pod of the template's pool (activities/warm-pools.ts; one
- * update under the pod's resourceVersion, so no pod goes to two creates), pushes its delete
- * onto the compensation stack and marks the sandbox running with the pod's IP: no pod create,
- * no readiness wait.
+ * The warm step: one activity claims a ready pod of the template's pool (activities/warm-pools.ts;
+ * one update under the pod's resourceVersion, so no pod goes to two creates) and marks the
+ * sandbox running with its IP; its delete goes onto the compensation stack. No pod create, no
+ * readiness wait, no second step.
  * @returns the result, or undefined when the pool had no pod for it (the create goes cold)
  * @throws the failure of a step, or CancelledFailure: compensation is the caller's
  */
@@ -412,7 +412,8 @@ async function claimWarmPod(
   });
   progress.pod = pod;
   progress.image = pod.image;
-  return markRunning(input, pod, claimed.podIp);
+  if (!claimed.marked) throw retiredWhileStarting();
+  return { sandboxId: input.sandboxId, pod: { name: pod.name, uid: pod.uid, ip: claimed.podIp } };
 }
 
 /** The distinct nodes that refused a placement so far: the next pod is kept off them. */
@@ -479,13 +480,16 @@ async function markRunning(
     podIp,
     podUid: pod.uid,
   });
-  if (!marked) {
-    throw ApplicationFailure.nonRetryable(
-      'the execution was retired or superseded while the pod was starting',
-      OPERATION_ERRORS.internal.failureType,
-    );
-  }
+  if (!marked) throw retiredWhileStarting();
   return { sandboxId: input.sandboxId, pod: { name: pod.name, uid: pod.uid, ip: podIp } };
+}
+
+/** The `Internal` failure of a create whose execution was retired or superseded meanwhile. */
+function retiredWhileStarting(): ApplicationFailure {
+  return ApplicationFailure.nonRetryable(
+    'the execution was retired or superseded while the pod was starting',
+    OPERATION_ERRORS.internal.failureType,
+  );
 }
 
 /** The wait's `NodeRefused` or `Unschedulable` failure, if that is what ended it. */
