@@ -114,11 +114,45 @@ export interface SandboxPod extends PodRef {
  * @throws the client's ApiException for apiserver errors
  */
 export async function listSandboxPods(client: KubernetesClient): Promise<SandboxPod[]> {
+  return (await listManagedPods(client)).sandboxPods;
+}
+
+/** An unclaimed warm pool pod as the orphan sweeper reads it. */
+export interface PoolPod extends PodRef {
+  /** The template whose pool it is (its warm-pool label). */
+  template: string;
+  createdAt?: Date;
+  terminating: boolean;
+}
+
+/**
+ * Every pod in the namespace labelled `app.kubernetes.io/managed-by=durable-sandbox` (one list):
+ * those that carry a sandbox id, and the unclaimed warm pool pods.
+ * @throws the client's ApiException for apiserver errors
+ */
+export async function listManagedPods(
+  client: KubernetesClient,
+): Promise<{ sandboxPods: SandboxPod[]; poolPods: PoolPod[] }> {
   const list = await client.core.listNamespacedPod({
     namespace: client.namespace,
     labelSelector: `${POD_LABELS.managedBy}=${MANAGED_BY}`,
   });
-  return list.items.flatMap((pod) => {
+  const poolPods = list.items.flatMap((pod) => {
+    const template = pod.metadata?.labels?.[POD_LABELS.warmPool];
+    const { name, uid } = pod.metadata ?? {};
+    if (!template || !name || !uid || pod.metadata?.labels?.[POD_LABELS.sandboxId]) return [];
+    const created = pod.metadata?.creationTimestamp;
+    return [
+      {
+        name,
+        uid,
+        template,
+        createdAt: created ? new Date(created) : undefined,
+        terminating: Boolean(pod.metadata?.deletionTimestamp),
+      },
+    ];
+  });
+  const sandboxPods = list.items.flatMap((pod) => {
     const sandboxId = pod.metadata?.labels?.[POD_LABELS.sandboxId];
     const { name, uid } = pod.metadata ?? {};
     if (!sandboxId || !name || !uid) return [];
@@ -136,6 +170,7 @@ export async function listSandboxPods(client: KubernetesClient): Promise<Sandbox
       },
     ];
   });
+  return { sandboxPods, poolPods };
 }
 
 function belongsTo(pod: V1Pod, sandboxId: string, generation: number, placement: number): boolean {

@@ -7,6 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPod } from '../kubernetes/pods.js';
+import { createWarmPod } from '../kubernetes/warm-pods.js';
 import {
   isWorkflowOpen as isWorkflowOpenIn,
   listRunningWorkflowIds,
@@ -374,5 +375,36 @@ describe('orphan pod sweeper', () => {
       const left = await podNames();
       for (const { pod } of waiting) expect(left).toContain(pod.name);
     });
+  });
+});
+
+describe('the orphan sweeper and warm pool pods', () => {
+  it('deletes the unclaimed pods of a pool the catalog dropped, and leaves a pooled template’s', async () => {
+    const resources = { cpu: 1, memoryMib: 256, diskMib: 2048 };
+    const dropped = await createWarmPod(stack.kubernetes, {
+      template: 'dropped',
+      image: 'example/base:1',
+      resources,
+    });
+    const kept = await createWarmPod(stack.kubernetes, {
+      template: 'kept',
+      image: 'example/base:1',
+      resources,
+    });
+    const templates = {
+      ...stack.templates,
+      kept: {
+        image: 'example/base:1',
+        warm_pool: { size: 1, resources: { cpu: 1, memory_mib: 256, disk_mib: 2048 } },
+      },
+    };
+    const sweep = await sweepOrphanPods({ ...stack, templates, graceMs: 0 });
+    expect(sweep.deleted).toContain(dropped.name);
+    expect(sweep.deleted).not.toContain(kept.name);
+    const deletes = stack.cluster.requests.filter(
+      (r) => r.method === 'DELETE' && r.path.endsWith(`/pods/${dropped.name}`),
+    );
+    expect(deletes).toHaveLength(1);
+    expect(deletes[0]?.deleteOptions).toMatchObject({ preconditions: { uid: dropped.uid } });
   });
 });

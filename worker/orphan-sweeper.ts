@@ -17,7 +17,8 @@ import { workerRegistry } from '../activities/metrics.js';
 import type { Logger } from 'pino';
 import { classifyApiserverError } from '../kubernetes/apiserver-errors.js';
 import type { KubernetesClient } from '../kubernetes/client.js';
-import { deletePod, listSandboxPods, type SandboxPod } from '../kubernetes/pods.js';
+import { deletePod, listManagedPods, type SandboxPod } from '../kubernetes/pods.js';
+import type { TemplateConfig } from '../config/index.js';
 import { placementOfPodName } from '../kubernetes/pod-spec.js';
 import type { SandboxRecord, Store } from '../store/index.js';
 
@@ -48,6 +49,11 @@ export interface OrphanSweepDeps {
   listRunningCreates?: () => Promise<ReadonlySet<string>>;
   /** `running` sandboxes read per store query (default {@link LOST_CHECK_PAGE_SIZE}). */
   lostCheckPageSize?: number;
+  /**
+   * The worker's catalog: an unclaimed warm pool pod of a template it gives no `warm_pool` (the
+   * template or its pool was dropped) is an orphan. Unset: pool pods are left alone.
+   */
+  templates?: Record<string, TemplateConfig>;
 }
 
 /**
@@ -57,6 +63,15 @@ export interface OrphanSweepDeps {
 export const LOST_CHECK_PAGE_SIZE = 1_000;
 
 let orphansDeleted: Counter | undefined;
+
+function countOrphan(): void {
+  orphansDeleted ??= new Counter({
+    name: 'durable_sandbox_orphan_pods_deleted_total',
+    help: 'Pods the orphan sweeper deleted: their sandbox had failed or was deleted, or their warm pool was dropped',
+    registers: [workerRegistry],
+  });
+  orphansDeleted.inc();
+}
 
 /**
  * Why a pod is an orphan, or undefined when it is not. A pod whose sandbox the store does not
@@ -115,8 +130,23 @@ export async function sweepOrphanPods(
   const graceMs = deps.graceMs ?? ORPHAN_GRACE_MS;
   // Wall-clock, like the store's updated_at: only sandboxes running before the list began.
   const updatedBefore = new Date().toISOString();
-  const pods = await listSandboxPods(deps.kubernetes);
+  const { sandboxPods: pods, poolPods } = await listManagedPods(deps.kubernetes);
   const deleted: string[] = [];
+  for (const pod of poolPods) {
+    if (pod.terminating || !pod.createdAt || now - pod.createdAt.getTime() < graceMs) continue;
+    if (!deps.templates || deps.templates[pod.template]?.warm_pool) continue;
+    try {
+      if ((await deletePod(deps.kubernetes, pod)) !== 'deleted') continue;
+      deleted.push(pod.name);
+      countOrphan();
+      deps.logger.warn(
+        { template: pod.template, pod_name: pod.name, pod_uid: pod.uid },
+        'orphan warm pool pod deleted: the catalog pools its template no more',
+      );
+    } catch (err) {
+      deps.logger.warn({ err, pod_name: pod.name }, 'orphan warm pod sweep failed; next sweep');
+    }
+  }
   const workflowOpen = workflowOpenThisSweep(deps);
   for (const pod of pods) {
     if (pod.terminating || !pod.createdAt || now - pod.createdAt.getTime() < graceMs) continue;
@@ -127,12 +157,7 @@ export async function sweepOrphanPods(
       if (!reason) continue;
       if ((await deletePod(deps.kubernetes, pod)) !== 'deleted') continue;
       deleted.push(pod.name);
-      orphansDeleted ??= new Counter({
-        name: 'durable_sandbox_orphan_pods_deleted_total',
-        help: 'Pods the orphan sweeper deleted because their sandbox had failed or was deleted',
-        registers: [workerRegistry],
-      });
-      orphansDeleted.inc();
+      countOrphan();
       deps.logger.warn(
         { sandbox_id: pod.sandboxId, pod_name: pod.name, pod_uid: pod.uid, reason },
         'orphan pod deleted',

@@ -170,6 +170,7 @@ export async function serveWorker(options: ServeWorkerOptions): Promise<ServedWo
           kubernetes: options.kubernetes,
           store: options.store,
           logger: options.logger,
+          templates: config.templates,
           intervalMs: config.orphanSweepIntervalMs,
           isWorkflowOpen: (workflowId) =>
             isWorkflowOpen(connection, config.temporalNamespace, workflowId),
