@@ -49,8 +49,18 @@ export function warmPoolStore(db: Kysely<Database>, now: () => string): WarmPool
   const upsert = (template: string, set: Partial<WarmPoolsTable>) =>
     db
       .insertInto('warm_pools')
-      .values({ template, size: null, claimed: 0, status: null, observed_at: null, updated_at: now(), ...set })
-      .onConflict((conflict) => conflict.column('template').doUpdateSet({ ...set, updated_at: now() }))
+      .values({
+        template,
+        size: null,
+        claimed: 0,
+        status: null,
+        observed_at: null,
+        updated_at: now(),
+        ...set,
+      })
+      .onConflict((conflict) =>
+        conflict.column('template').doUpdateSet({ ...set, updated_at: now() }),
+      )
       .execute();
   return {
     async get(template) {
@@ -71,9 +81,18 @@ export function warmPoolStore(db: Kysely<Database>, now: () => string): WarmPool
     async recordClaim(template) {
       await db
         .insertInto('warm_pools')
-        .values({ template, size: null, claimed: 1, status: null, observed_at: null, updated_at: now() })
+        .values({
+          template,
+          size: null,
+          claimed: 1,
+          status: null,
+          observed_at: null,
+          updated_at: now(),
+        })
         .onConflict((conflict) =>
-          conflict.column('template').doUpdateSet({ claimed: sql`warm_pools.claimed + 1`, updated_at: now() }),
+          conflict
+            .column('template')
+            .doUpdateSet({ claimed: sql`warm_pools.claimed + 1`, updated_at: now() }),
         )
         .execute();
     },

@@ -12,12 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { warmPoolWorkflowId } from '../contract/index.js';
 import { podNameFor, POD_LABELS } from '../kubernetes/pod-spec.js';
 import { warmPodManifest } from '../kubernetes/warm-pods.js';
-import {
-  awaitOperation,
-  bearer,
-  startApiStack,
-  type ApiStack,
-} from './support/api.js';
+import { awaitOperation, bearer, startApiStack, type ApiStack } from './support/api.js';
 import { until } from './support/until.js';
 
 const ADMIN_TOKEN = 'operator-token-for-warm-pools';
@@ -108,7 +103,11 @@ async function create(template: string, resources = POOL_RESOURCES) {
     .set(bearer(api.tenantA));
   return {
     operationId: created.body.id as string,
-    ...(sandbox.body as { id: string; state: string; pod: { name: string; uid: string; ip: string } }),
+    ...(sandbox.body as {
+      id: string;
+      state: string;
+      pod: { name: string; uid: string; ip: string };
+    }),
   };
 }
 
@@ -193,7 +192,9 @@ describe('a warm pool', () => {
     expect(tooBig.body.error.message).toMatch(/^size must be an integer from 0 to 500/);
     const none = await request(app).get('/admin/v1/warm-pools/base').set(operator);
     expect(none.status).toBe(404);
-    const tenant = await request(app).get(`/admin/v1/warm-pools/${POOLED}`).set(bearer(api.tenantA));
+    const tenant = await request(app)
+      .get(`/admin/v1/warm-pools/${POOLED}`)
+      .set(bearer(api.tenantA));
     expect(tenant.status).toBe(401);
   });
 

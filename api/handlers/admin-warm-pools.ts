@@ -48,7 +48,11 @@ export interface WarmPoolJson {
   };
 }
 
-function toJson(name: string, template: TemplateConfig, record?: WarmPoolRecord): WarmPoolJson | undefined {
+function toJson(
+  name: string,
+  template: TemplateConfig,
+  record?: WarmPoolRecord,
+): WarmPoolJson | undefined {
   const pool = warmPoolOf(template);
   if (!pool) return undefined;
   const status = record?.status;
@@ -87,7 +91,9 @@ const scaleBody = z.strictObject({
 
 /** The template of a pool route, or 404. */
 function poolTemplate(deps: AppDeps, name: string): TemplateConfig {
-  const template = Object.hasOwn(deps.config.templates, name) ? deps.config.templates[name] : undefined;
+  const template = Object.hasOwn(deps.config.templates, name)
+    ? deps.config.templates[name]
+    : undefined;
   if (!template?.warm_pool) {
     throw new ApiError('not_found', `template ${name} has no warm pool`, { template: name });
   }
