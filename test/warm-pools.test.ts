@@ -150,6 +150,22 @@ describe('a warm pool', () => {
       (r) => r.method === 'POST' && r.path.endsWith('/pods') && r.status === 201,
     );
     expect(ownPodPosts.map((r) => r.bodyName)).not.toContain(podNameFor(sandbox.id, 1));
+    // A claimed sandbox is deleted like any other: its pod goes, by uid.
+    const deleted = await request(app)
+      .delete(`/v1/sandboxes/${sandbox.id}`)
+      .set(bearer(api.tenantA));
+    expect(deleted.status, deleted.text).toBe(202);
+    const gone = await awaitOperation(app, api.tenantA, deleted.body.id as string);
+    expect(gone.status, JSON.stringify(gone.error)).toBe('succeeded');
+    expect(
+      api.stack.cluster.requests.some(
+        (r) =>
+          r.method === 'DELETE' &&
+          r.path.endsWith(`/pods/${sandbox.pod.name}`) &&
+          (r.deleteOptions as { preconditions?: { uid?: string } })?.preconditions?.uid ===
+            sandbox.pod.uid,
+      ),
+    ).toBe(true);
   });
 
   it('refills to its size after a claim', async () => {

@@ -20,7 +20,7 @@ import { loadavg } from 'node:os';
 import { ProcessRig } from './process-rig.js';
 import { startFloors } from './outcomes.js';
 import { sumOf } from './prometheus.js';
-import { api, problems, sleep, summary, until, type Summary } from './support.js';
+import { api, cpuMs, problems, sleep, summary, until, type Summary } from './support.js';
 
 const NAMESPACE = 'sandboxes';
 const TEMPLATE = 'warm';
@@ -124,6 +124,10 @@ export async function measurePool(quick: boolean): Promise<Record<string, unknow
     console.log(`pool: open loop of warm creates at ${run.rate}/s for ${run.seconds} s`);
     const total = run.rate * run.seconds;
     const intervalMs = 1000 / run.rate;
+    const cpuBefore = {
+      api: cpuMs(rig.pidOf('api/main.ts')),
+      worker: cpuMs(rig.pidOf('worker/main.ts')),
+    };
     const startedAtMs = performance.now();
     const pending: Array<Promise<{ ms: number; warm: boolean; late: number }>> = [];
     for (let i = 0; i < total; i++) {
@@ -135,6 +139,11 @@ export async function measurePool(quick: boolean): Promise<Record<string, unknow
     }
     const results = await Promise.all(pending);
     const elapsedS = (performance.now() - startedAtMs) / 1000;
+    // CPU of each process per create of the loop (the refill's pod creates included).
+    const cpuPerCreate = {
+      api_ms: Math.round((cpuMs(rig.pidOf('api/main.ts')) - cpuBefore.api) / total),
+      worker_ms: Math.round((cpuMs(rig.pidOf('worker/main.ts')) - cpuBefore.worker) / total),
+    };
     const claimedRuns = results.filter((r) => r.warm);
     const claims = sumOf(await rig.workerMetrics(), 'durable_sandbox_warm_pool_claims_total', {
       template: TEMPLATE,
@@ -150,6 +159,7 @@ export async function measurePool(quick: boolean): Promise<Record<string, unknow
       went_cold: results.length - claimedRuns.length,
       warm_ms: tail(claimedRuns.map((r) => r.ms)),
       all_ms: tail(results.map((r) => r.ms)),
+      cpu_per_create: cpuPerCreate,
     };
     console.log(`open loop: ${JSON.stringify(openLoop)}`);
     const goals = {
