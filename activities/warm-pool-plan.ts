@@ -6,10 +6,10 @@
  * | the pod                                                     | action            | a failure? |
  * | ----------------------------------------------------------- | ----------------- | ---------- |
  * | being deleted                                               | ignored           | no         |
- * | not what the pool makes now (image, resources, settings)    | delete `stale`    | no         |
+ * | made from other inputs than the catalog's now (fingerprint) | delete `stale`    | no         |
  * | phase Failed                                                | delete `failed`   | yes        |
- * | a kubelet refusal with the decisive code (InvalidArgument)  | delete `refused`  | yes, and the floor it states is learned |
- * | a refusal with one of the template's `replace_on` codes     | delete `refused`  | yes (the next pod may land elsewhere) |
+ * | not ready, a kubelet refusal with the decisive code (InvalidArgument) | delete `refused` | yes, and the floor it states is learned |
+ * | not ready, a refusal with one of the template's `replace_on` codes | delete `refused` | yes (the next pod may land elsewhere) |
  * | no IP `stuckAfterMs` after it was made                       | delete `stuck`    | yes        |
  * | more pods than the size asks for                           | delete `surplus`  | no         |
  *
@@ -38,8 +38,9 @@ export interface PlannedPod {
   uid: string;
   name: string;
   /**
-   * Whether it is what the pool makes now: the catalog's image, resources and settings, and
-   * nothing else (kubernetes/warm-pods.ts `isMadeAsWarmPod`).
+   * Whether this installation made it from what the catalog says now: its recorded fingerprint
+   * is the current one (kubernetes/warm-pods.ts `warmPodFingerprint`). Pods it did not make
+   * never reach the plan.
    */
   madeAsPool: boolean;
   ready: boolean;
@@ -166,7 +167,9 @@ function verdictOf(
   }
   if (pod.phase === 'Failed') return { reason: 'failed', detail: `pod ${pod.name} failed` };
   const refusal = pod.refusal;
-  if (refusal && (refusal.decisive || target.replaceOn.includes(refusal.code))) {
+  // Only a pod still starting: a refusal event outlives the pod's later start (events last an
+  // hour), and a ready pod is not refused any more.
+  if (!pod.ready && refusal && (refusal.decisive || target.replaceOn.includes(refusal.code))) {
     return {
       reason: 'refused',
       detail: `node ${refusal.nodeName ?? '(unknown)'} refused pod ${pod.name} (${refusal.code}: ${refusal.reason})`,

@@ -16,7 +16,7 @@ import {
 } from '../contract/index.js';
 import { placementPolicyOf, warmPoolOf, type TemplateConfig } from '../config/index.js';
 import { podSettingsOf } from '../config/pod-settings.js';
-import { deletePod, type PodRef } from '../kubernetes/pods.js';
+import type { PodRef } from '../kubernetes/pods.js';
 import { isSandboxFailureOf, parseRefusal, parseRootfsFloor } from '../kubernetes/refusal.js';
 import {
   claimWarmPod,
@@ -25,7 +25,8 @@ import {
   isReady,
   listSandboxFailureEvents,
   listWarmPods,
-  warmPodMatcher,
+  deletePoolPod,
+  warmPodFingerprint,
   warmPodsOf,
   type WarmPod,
   type WarmPodInput,
@@ -99,6 +100,9 @@ export const WARM_POOL_RESYNC_MS = { rest: 60_000, starting: 1_000 } as const;
 /** Candidates a claim tries before it goes cold (each lost race is one 409). */
 const CLAIM_TRIES = 8;
 
+/** How long an attempt keeps trying candidates, in ms: well inside the step's 30 s timeout. */
+const CLAIM_BUDGET_MS = 10_000;
+
 /** What the pool's pods are made from: the catalog's image, resources and pod settings. */
 function poolPodInput(
   name: string,
@@ -107,6 +111,13 @@ function poolPodInput(
 ): WarmPodInput {
   return { template: name, image: template.image, resources, settings: podSettingsOf(template) };
 }
+
+/**
+ * How old a made pod's row must be before a reconcile that does not list the pod forgets it, in
+ * ms: longer than a claim's retries (so a retried claim still finds its pod ours) and than the
+ * informer's lag.
+ */
+const FORGET_AFTER_MS = 600_000;
 
 /** Uids seen ready once, so each warm pod's ready latency is observed once (bounded). */
 const seenReady = new Set<string>();
@@ -143,18 +154,23 @@ export function warmPoolActivities(deps: WarmPoolActivityDeps) {
           ? await findClaimedPod(deps.kubernetes, claim)
           : undefined;
       if (!claimed) {
-        const isOurs = warmPodMatcher(poolPodInput(input.template, template, pool.resources));
+        // Only pods this installation made, from what the catalog says now (store `warm_pods`):
+        // a pod someone else labelled as the pool's is never handed to a tenant.
+        const fingerprint = warmPodFingerprint(
+          poolPodInput(input.template, template, pool.resources),
+        );
+        const made = await deps.store.warmPools.madePods(input.template);
         const cached = deps.warmPods?.cached();
         const listed = cached
           ? warmPodsOf(cached, input.template)
           : await listWarmPods(deps.kubernetes, input.template);
-        const candidates = shuffled(listed.filter(isReady));
-        let tries = 0;
-        for (const pod of candidates) {
-          // Checked one at a time, in the random order: a claim never checks the whole pool.
-          if (tries >= CLAIM_TRIES) break;
-          if (!isOurs(pod.object)) continue;
-          tries += 1;
+        const candidates = shuffled(
+          listed.filter((pod) => isReady(pod) && made.get(pod.uid) === fingerprint),
+        );
+        const startedAtMs = Date.now();
+        for (const pod of candidates.slice(0, CLAIM_TRIES)) {
+          // An attempt past its time stops claiming: a retry must not find a second pod claimed.
+          if (Date.now() - startedAtMs > CLAIM_BUDGET_MS) break;
           claimed = await claimWarmPod(deps.kubernetes, pod, claim);
           if (claimed) break;
         }
@@ -219,12 +235,16 @@ export function warmPoolActivities(deps: WarmPoolActivityDeps) {
       const record = await deps.store.warmPools.get(input.template);
       const desired = pool ? (record?.size ?? pool.size) : 0;
       const cached = deps.warmPods?.cached();
-      const pods = cached
+      const listedPods = cached
         ? warmPodsOf(cached, input.template)
         : await listWarmPods(deps.kubernetes, input.template);
+      const made = await deps.store.warmPools.madePods(input.template);
+      // Pods this installation did not make are no concern of its pool: not counted, not
+      // claimed, not deleted (another installation's, or planted).
+      const pods = listedPods.filter((pod) => made.has(pod.uid));
       if (!template || !pool) {
-        // No pool in the catalog (any more): every pod of it goes.
-        for (const pod of pods) if (!pod.terminating) await deletePod(deps.kubernetes, pod);
+        // No pool in the catalog (any more): every pod it made goes.
+        for (const pod of pods) if (!pod.terminating) await deletePoolPod(deps.kubernetes, pod);
         return {
           status: emptyStatus(input.template, template?.image ?? ''),
           history: { failures: 0, backOffUntilMs: 0 },
@@ -237,11 +257,11 @@ export function warmPoolActivities(deps: WarmPoolActivityDeps) {
       const floors = await deps.store.listRootfsFloors([template.image]);
       const floorMib = template.rootfs_mib ?? floors[0]?.rootfsMib;
       const makeInput = poolPodInput(input.template, template, pool.resources);
-      const isOurs = warmPodMatcher(makeInput);
+      const fingerprint = warmPodFingerprint(makeInput);
       const planned: PlannedPod[] = pods.map((pod) => ({
         uid: pod.uid,
         name: pod.name,
-        madeAsPool: isOurs(pod.object),
+        madeAsPool: made.get(pod.uid) === fingerprint,
         ready: isReady(pod),
         phase: pod.phase,
         terminating: pod.terminating,
@@ -265,8 +285,12 @@ export function warmPoolActivities(deps: WarmPoolActivityDeps) {
         await learnFloor(deps.store, input.template, template, floor, nowMs);
       }
       let deleted = 0;
+      const byUid = new Map(pods.map((pod) => [pod.uid, pod]));
       for (const doomed of plan.deletes) {
-        const outcome = await deletePod(deps.kubernetes, { name: doomed.name, uid: doomed.uid });
+        const pod = byUid.get(doomed.uid);
+        if (!pod) continue;
+        // Under the resourceVersion read: a pod claimed since is not deleted.
+        const outcome = await deletePoolPod(deps.kubernetes, pod);
         if (outcome === 'deleted') deleted += 1;
         if (doomed.reason !== 'stale' && doomed.reason !== 'surplus') {
           metrics.podFailures.inc({ template: input.template, reason: doomed.reason });
@@ -275,11 +299,25 @@ export function warmPoolActivities(deps: WarmPoolActivityDeps) {
       }
       const madeNames: string[] = [];
       for (let i = 0; i < plan.make; i += 1) {
-        madeNames.push((await createWarmPod(deps.kubernetes, makeInput)).name);
+        const pod = await createWarmPod(deps.kubernetes, makeInput);
+        // Recorded before anything counts it: a pod made but not recorded (a crash between
+        // the two) is no pool's, and is left to an operator, never handed out.
+        await deps.store.warmPools.recordMadePod({
+          uid: pod.uid,
+          template: input.template,
+          name: pod.name,
+          fingerprint,
+        });
+        madeNames.push(pod.name);
       }
-      const made = madeNames.length;
+      // Rows of pods claimed or deleted since, once old enough that the cache has shown them.
+      await deps.store.warmPools.forgetMadePods(
+        input.template,
+        listedPods.map((pod) => pod.uid),
+        new Date(nowMs - FORGET_AFTER_MS).toISOString(),
+      );
       // The next reconcile reads the cache: let it hold what was just made.
-      if (cached && made > 0) await deps.warmPods?.sawCreated(madeNames);
+      if (cached && madeNames.length > 0) await deps.warmPods?.sawCreated(madeNames);
       for (const pod of pods) {
         if (!isReady(pod) || seenReady.has(pod.uid)) continue;
         if (seenReady.size > 10_000) seenReady.clear();
@@ -297,8 +335,8 @@ export function warmPoolActivities(deps: WarmPoolActivityDeps) {
         image: template.image,
         desired,
         ready: plan.ready,
-        pending: plan.pending + made,
-        made,
+        pending: plan.pending + madeNames.length,
+        made: madeNames.length,
         deleted,
         ...(backOffReason
           ? {

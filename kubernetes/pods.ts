@@ -146,6 +146,7 @@ export async function listManagedPods(
       {
         name,
         uid,
+        resourceVersion: pod.metadata?.resourceVersion,
         template,
         createdAt: created ? new Date(created) : undefined,
         terminating: Boolean(pod.metadata?.deletionTimestamp),

@@ -6,13 +6,8 @@
  * claimer (Kubernetes API concepts, "Resource versions": an update whose resourceVersion is not
  * the current one answers 409 Conflict).
  */
-import { randomBytes } from 'node:crypto';
-import type {
-  CoreV1Event,
-  V1Container,
-  V1Pod,
-  V1ResourceRequirements,
-} from '@kubernetes/client-node';
+import { createHash, randomBytes } from 'node:crypto';
+import type { CoreV1Event, V1Pod } from '@kubernetes/client-node';
 import type { SandboxPodSettings, SandboxResources } from '../contract/index.js';
 import { httpStatusOf, type KubernetesClient } from './client.js';
 import { MANAGED_BY, POD_ANNOTATIONS, POD_LABELS, sandboxPod } from './pod-spec.js';
@@ -37,7 +32,8 @@ export function warmPodManifest(input: WarmPodInput): V1Pod {
   const pod = sandboxPod({ ...input, sandboxId: 'warm', generation: 0 });
   const suffix = randomBytes(8).toString('hex').slice(0, 10);
   pod.metadata = {
-    name: `warm-${input.template}-${suffix}`.slice(0, 63),
+    // At most 79 characters (a pod name may have 253): never cut, so the suffix stays.
+    name: `warm-${input.template}-${suffix}`,
     labels: { [POD_LABELS.managedBy]: MANAGED_BY, [POD_LABELS.warmPool]: input.template },
     annotations: {
       [POD_ANNOTATIONS.template]: input.template,
@@ -132,18 +128,23 @@ export async function claimWarmPod(
   pod: WarmPod,
   claim: WarmPodClaim,
 ): Promise<(PodRef & { podIp: string }) | undefined> {
+  // Without a resourceVersion the update would be unconditional: never claim so.
+  if (!pod.resourceVersion) return undefined;
   const body = structuredClone(pod.object);
-  const labels = { ...(body.metadata?.labels ?? {}) };
-  delete labels[POD_LABELS.warmPool];
-  labels[POD_LABELS.sandboxId] = claim.sandboxId;
+  // Exactly the service's labels and annotations, no owner or finalizer: the sandbox's pod
+  // answers to the service alone.
   body.metadata = {
     ...body.metadata,
-    labels,
+    resourceVersion: pod.resourceVersion,
+    labels: { [POD_LABELS.managedBy]: MANAGED_BY, [POD_LABELS.sandboxId]: claim.sandboxId },
     annotations: {
-      ...(body.metadata?.annotations ?? {}),
+      [POD_ANNOTATIONS.template]: claim.template,
+      [POD_ANNOTATIONS.diskMib]: String(pod.diskMib),
       [POD_ANNOTATIONS.generation]: String(claim.generation),
       [POD_ANNOTATIONS.claimedFrom]: claim.template,
     },
+    ownerReferences: undefined,
+    finalizers: undefined,
   };
   try {
     const updated = await client.core.replaceNamespacedPod({
@@ -220,13 +221,7 @@ export async function listSandboxFailureEvents(client: KubernetesClient): Promis
   return list.items;
 }
 
-/** The default tolerations the apiserver's DefaultTolerationSeconds admission adds to a pod. */
-const DEFAULT_TOLERATION_KEYS: ReadonlySet<string> = new Set([
-  'node.kubernetes.io/not-ready',
-  'node.kubernetes.io/unreachable',
-]);
-
-/** JSON of a value with keys sorted, `[]`/`{}`/absent alike as `null`, for comparing specs. */
+/** JSON of a value with keys sorted, `[]`/`{}`/absent alike as `null`. */
 function canonical(value: unknown): string {
   const normalize = (v: unknown): unknown => {
     if (v === undefined || v === null) return null;
@@ -244,119 +239,44 @@ function canonical(value: unknown): string {
 }
 
 /**
- * Whether a listed pool pod is one the pool would make for `input` (docs/security.md, "Warm
- * pools"): the label says nothing about who made it, and anyone who may create pods in the
- * namespace could plant one, so before a pod is handed to a tenant its spec must be ours: one
- * container with the catalog's image and resources, the same security contexts, RuntimeClass,
- * node selector and tolerations (besides the apiserver's DefaultTolerationSeconds pair), and
- * nothing we never set: no command or args, env, mounts, volumes, init or ephemeral
- * containers, host namespaces, affinity, or a service account other than `default`.
+ * What a pool pod is made from, as a digest (hex SHA-256 of the canonical JSON of the image,
+ * resources and pod settings): recorded with each pod the pool makes (store `warm_pods`), so a
+ * catalog change makes the pool's earlier pods stale by comparing the service's own inputs,
+ * never the pod as the cluster's admission may have changed it.
  */
-export function isMadeAsWarmPod(pod: V1Pod, input: WarmPodInput): boolean {
-  return warmPodMatcher(input)(pod);
+export function warmPodFingerprint(input: WarmPodInput): string {
+  return createHash('sha256')
+    .update(canonical({ image: input.image, resources: input.resources, settings: input.settings }))
+    .digest('hex');
 }
 
 /**
- * {@link isMadeAsWarmPod} for many pods of one pool: the expected spec is built once.
- * @returns a predicate over listed pods
+ * Deletes a pool pod only if it is still the object the pool read: uid and resourceVersion
+ * preconditions (Kubernetes `DeleteOptions.preconditions`), so a pod claimed since (its update
+ * changed the resourceVersion) is never deleted by a reconcile or a sweep working from an older
+ * read.
+ * @returns `deleted`, or `skipped` when it is gone or changed (404, 409)
+ * @throws the client's ApiException for other apiserver errors
  */
-export function warmPodMatcher(input: WarmPodInput): (pod: V1Pod) => boolean {
-  const expected = warmPodManifest(input).spec!;
-  const [want] = expected.containers;
-  const wantContainer = want ? canonical(containerOf(want)) : '';
-  const wantSecurity = canonical(expected.securityContext);
-  const wantRuntimeClass = canonical(expected.runtimeClassName);
-  const wantNodeSelector = canonical(expected.nodeSelector);
-  const wantTolerations = canonical(expected.tolerations);
-  return (pod) => {
-    const actual = pod.spec;
-    if (!actual) return false;
-    const [container, ...others] = actual.containers ?? [];
-    if (!container || others.length > 0) return false;
-    const tolerations = (actual.tolerations ?? []).filter(
-      (t) => !(t.effect === 'NoExecute' && t.key && DEFAULT_TOLERATION_KEYS.has(t.key)),
-    );
-    return (
-      !actual.hostNetwork &&
-      !actual.hostPID &&
-      !actual.hostIPC &&
-      actual.automountServiceAccountToken === false &&
-      (actual.serviceAccountName ?? 'default') === 'default' &&
-      canonical(containerOf(container)) === wantContainer &&
-      canonical(actual.securityContext) === wantSecurity &&
-      canonical(actual.runtimeClassName) === wantRuntimeClass &&
-      canonical(actual.nodeSelector) === wantNodeSelector &&
-      canonical(tolerations) === wantTolerations &&
-      canonical(actual.initContainers) === 'null' &&
-      canonical(actual.ephemeralContainers) === 'null' &&
-      canonical(actual.volumes) === 'null' &&
-      canonical(actual.affinity) === 'null'
-    );
-  };
-}
-
-/** The container fields a pool pod's check compares (everything a pod could be armed with). */
-function containerOf(c: V1Container) {
-  return {
-    name: c.name,
-    image: c.image,
-    command: c.command,
-    args: c.args,
-    env: c.env,
-    envFrom: c.envFrom,
-    volumeMounts: c.volumeMounts,
-    volumeDevices: c.volumeDevices,
-    securityContext: c.securityContext,
-    // As the apiserver stores them: quantities canonical ("2048Mi" is "2Gi"), a request it
-    // lacks defaulted to its limit.
-    resources: resourcesOf(c.resources),
-  };
-}
-
-/**
- * A container's requests and limits as values (bytes, cores), a missing request taken from its
- * limit, as the apiserver defaults it (core/v1 defaults: "If Requests is omitted for a container,
- * it defaults to Limits"); a quantity that does not parse is kept as text, so it never matches.
- */
-function resourcesOf(resources: V1ResourceRequirements | undefined): unknown {
-  const limits = resources?.limits ?? {};
-  const requests = { ...limits, ...(resources?.requests ?? {}) };
-  const values = (quantities: Record<string, string>) =>
-    Object.fromEntries(
-      Object.entries(quantities).map(([key, quantity]) => [
-        key,
-        quantityValue(quantity) ?? quantity,
-      ]),
-    );
-  return { limits: values(limits), requests: values(requests) };
-}
-
-const QUANTITY_SUFFIXES: Readonly<Record<string, number>> = {
-  '': 1,
-  m: 1e-3,
-  k: 1e3,
-  M: 1e6,
-  G: 1e9,
-  T: 1e12,
-  P: 1e15,
-  E: 1e18,
-  Ki: 2 ** 10,
-  Mi: 2 ** 20,
-  Gi: 2 ** 30,
-  Ti: 2 ** 40,
-  Pi: 2 ** 50,
-  Ei: 2 ** 60,
-};
-
-/**
- * The value of a Kubernetes quantity (`"500m"` is 0.5, `"2Gi"` 2147483648), rounded to
- * millis so equal quantities in different spellings compare equal (apimachinery
- * `resource.Quantity`); undefined when it is not one.
- */
-export function quantityValue(quantity: string): number | undefined {
-  const match = /^([+-]?[0-9.]+)([a-zA-Z]*)$/.exec(quantity.trim());
-  const multiplier = match ? QUANTITY_SUFFIXES[match[2] ?? ''] : undefined;
-  if (!match || multiplier === undefined) return undefined;
-  const value = Number(match[1]) * multiplier;
-  return Number.isFinite(value) ? Math.round(value * 1000) / 1000 : undefined;
+export async function deletePoolPod(
+  client: KubernetesClient,
+  pod: PodRef,
+): Promise<'deleted' | 'skipped'> {
+  try {
+    await client.core.deleteNamespacedPod({
+      name: pod.name,
+      namespace: client.namespace,
+      body: {
+        preconditions: {
+          uid: pod.uid,
+          ...(pod.resourceVersion ? { resourceVersion: pod.resourceVersion } : {}),
+        },
+      },
+    });
+    return 'deleted';
+  } catch (err) {
+    const status = httpStatusOf(err);
+    if (status === 404 || status === 409) return 'skipped';
+    throw err;
+  }
 }

@@ -200,6 +200,19 @@ export interface Database {
   webhook_events: WebhookEventsTable;
   webhook_deliveries: WebhookDeliveriesTable;
   warm_pools: WarmPoolsTable;
+  warm_pods: WarmPodsTable;
+}
+
+/**
+ * `warm_pods` (migration 0015): a pool pod this installation made, by uid, with the fingerprint
+ * of its image, resources and settings (kubernetes/warm-pods.ts `warmPodFingerprint`).
+ */
+export interface WarmPodsTable {
+  uid: string;
+  template: string;
+  name: string;
+  fingerprint: string;
+  created_at: string;
 }
 
 /**

@@ -32,6 +32,20 @@ export interface WarmPoolStore {
   recordClaim(template: string): Promise<void>;
   /** Stores a reconcile's status. */
   recordStatus(status: WarmPoolStatus): Promise<void>;
+  /** Records a pool pod this installation made (after its create answered). */
+  recordMadePod(pod: {
+    uid: string;
+    template: string;
+    name: string;
+    fingerprint: string;
+  }): Promise<void>;
+  /** The pool pods of `template` this installation made: uid -> fingerprint. */
+  madePods(template: string): Promise<Map<string, string>>;
+  /**
+   * Forgets the made pods of `template` recorded before `before` (ISO-8601) whose uid is not in
+   * `keep` (claimed or deleted since).
+   */
+  forgetMadePods(template: string, keep: readonly string[], before: string): Promise<void>;
 }
 
 function recordOf(row: Selectable<WarmPoolsTable>): WarmPoolRecord {
@@ -95,6 +109,37 @@ export function warmPoolStore(db: Kysely<Database>, now: () => string): WarmPool
             .doUpdateSet({ claimed: sql`warm_pools.claimed + 1`, updated_at: now() }),
         )
         .execute();
+    },
+    async recordMadePod(pod) {
+      await db
+        .insertInto('warm_pods')
+        .values({ ...pod, created_at: now() })
+        .onConflict((conflict) => conflict.column('uid').doNothing())
+        .execute();
+    },
+    async madePods(template) {
+      const rows = await db
+        .selectFrom('warm_pods')
+        .select(['uid', 'fingerprint'])
+        .where('template', '=', template)
+        .execute();
+      return new Map(rows.map((row) => [row.uid, row.fingerprint]));
+    },
+    async forgetMadePods(template, keep, before) {
+      const kept = new Set(keep);
+      const rows = await db
+        .selectFrom('warm_pods')
+        .select('uid')
+        .where('template', '=', template)
+        .where('created_at', '<', before)
+        .execute();
+      const gone = rows.map((row) => row.uid).filter((uid) => !kept.has(uid));
+      for (let i = 0; i < gone.length; i += 500) {
+        await db
+          .deleteFrom('warm_pods')
+          .where('uid', 'in', gone.slice(i, i + 500))
+          .execute();
+      }
     },
     async recordStatus(status) {
       const at = now();

@@ -379,7 +379,7 @@ describe('orphan pod sweeper', () => {
 });
 
 describe('the orphan sweeper and warm pool pods', () => {
-  it('deletes the unclaimed pods of a pool the catalog dropped, and leaves a pooled template’s', async () => {
+  it('deletes the unclaimed pods it made of a pool the catalog dropped; leaves a pooled template’s and pods it did not make', async () => {
     const resources = { cpu: 1, memoryMib: 256, diskMib: 2048 };
     const dropped = await createWarmPod(stack.kubernetes, {
       template: 'dropped',
@@ -391,6 +391,23 @@ describe('the orphan sweeper and warm pool pods', () => {
       image: 'example/base:1',
       resources,
     });
+    const planted = await createWarmPod(stack.kubernetes, {
+      template: 'dropped',
+      image: 'example/base:1',
+      resources,
+    });
+    // The first two are this installation's; the third someone else's (not recorded).
+    for (const [pod, template] of [
+      [dropped, 'dropped'],
+      [kept, 'kept'],
+    ] as const) {
+      await stack.store.warmPools.recordMadePod({
+        uid: pod.uid,
+        name: pod.name,
+        template,
+        fingerprint: 'f',
+      });
+    }
     const templates = {
       ...stack.templates,
       kept: {
@@ -401,10 +418,13 @@ describe('the orphan sweeper and warm pool pods', () => {
     const sweep = await sweepOrphanPods({ ...stack, templates, graceMs: 0 });
     expect(sweep.deleted).toContain(dropped.name);
     expect(sweep.deleted).not.toContain(kept.name);
+    expect(sweep.deleted).not.toContain(planted.name);
     const deletes = stack.cluster.requests.filter(
       (r) => r.method === 'DELETE' && r.path.endsWith(`/pods/${dropped.name}`),
     );
     expect(deletes).toHaveLength(1);
-    expect(deletes[0]?.deleteOptions).toMatchObject({ preconditions: { uid: dropped.uid } });
+    expect(deletes[0]?.deleteOptions).toMatchObject({
+      preconditions: { uid: dropped.uid, resourceVersion: expect.any(String) },
+    });
   });
 });

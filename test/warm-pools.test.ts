@@ -214,41 +214,45 @@ describe('a warm pool', () => {
     expect(tenant.status).toBe(401);
   });
 
-  it('never hands out a pod it did not make, and deletes it', async () => {
-    // Someone else who may create pods in the namespace plants one with the pool's label.
-    const planted = warmPodManifest({
-      template: POOLED,
-      image: 'ghcr.io/durable-sandbox/base:1',
-      resources: { cpu: 1, memoryMib: 256, diskMib: 2048 },
-    });
-    planted.metadata!.name = `warm-${POOLED}-planted`;
-    planted.spec!.hostNetwork = true;
-    planted.spec!.containers[0]!.command = ['/bin/sh', '-c', 'steal'];
-    const made = await api.stack.kubernetes.core.createNamespacedPod({
+  it('never counts, claims or deletes a pod it did not make', async () => {
+    // Someone else who may create pods in the namespace plants one with the pool's label, made
+    // exactly as the pool makes its pods (another installation's, or an attacker's).
+    const planted = await api.stack.kubernetes.core.createNamespacedPod({
       namespace: api.stack.namespace,
-      body: planted,
+      body: warmPodManifest({
+        template: POOLED,
+        image: 'ghcr.io/durable-sandbox/base:1',
+        resources: { cpu: 1, memoryMib: 256, diskMib: 2048 },
+      }),
     });
+    const name = planted.metadata!.name!;
+    await until(async () =>
+      (await warmPods(POOLED)).some((pod) => pod.status?.podIP && pod.metadata?.name === name),
+    );
     const kick = await request(app)
       .put(`/admin/v1/warm-pools/${POOLED}/scale`)
       .set(operator)
       .send({ size: null });
     expect(kick.status, kick.text).toBe(200);
+    const observed = (await pool(POOLED)).status;
     await until(
-      () =>
-        api.stack.cluster.requests.some(
-          (r) =>
-            r.method === 'DELETE' &&
-            r.path.endsWith(`/pods/warm-${POOLED}-planted`) &&
-            r.status === 200 &&
-            (r.deleteOptions as { preconditions?: { uid?: string } })?.preconditions?.uid ===
-              made.metadata?.uid,
-        ),
+      async () =>
+        (await pool(POOLED)).status !== observed && (await pool(POOLED)).status.ready === 3,
       30_000,
     );
-    const updates = api.stack.cluster.requests.filter(
-      (r) => r.method === 'PUT' && r.bodyName === `warm-${POOLED}-planted`,
+    // Three creates: every ready pod of the pool is claimed, never the planted one.
+    for (let i = 0; i < 3; i += 1) {
+      const sandbox = await create(POOLED);
+      expect(sandbox.pod.name).not.toBe(name);
+    }
+    const touched = api.stack.cluster.requests.filter(
+      (r) =>
+        (r.method === 'PUT' && r.bodyName === name) ||
+        (r.method === 'DELETE' && r.path.endsWith(`/pods/${name}`)),
     );
-    expect(updates).toHaveLength(0);
+    expect(touched).toHaveLength(0);
+    await api.stack.kubernetes.core.deleteNamespacedPod({ name, namespace: api.stack.namespace });
+    await until(async () => (await readyWarmPods(POOLED)) === 3, 60_000);
   });
 
   it('never lists a warm pod as a tenant sandbox', async () => {

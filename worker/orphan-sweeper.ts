@@ -19,6 +19,7 @@ import { classifyApiserverError } from '../kubernetes/apiserver-errors.js';
 import type { KubernetesClient } from '../kubernetes/client.js';
 import { deletePod, listManagedPods, type SandboxPod } from '../kubernetes/pods.js';
 import type { TemplateConfig } from '../config/index.js';
+import { deletePoolPod } from '../kubernetes/warm-pods.js';
 import { placementOfPodName } from '../kubernetes/pod-spec.js';
 import type { SandboxRecord, Store } from '../store/index.js';
 
@@ -50,8 +51,9 @@ export interface OrphanSweepDeps {
   /** `running` sandboxes read per store query (default {@link LOST_CHECK_PAGE_SIZE}). */
   lostCheckPageSize?: number;
   /**
-   * The worker's catalog: an unclaimed warm pool pod of a template it gives no `warm_pool` (the
-   * template or its pool was dropped) is an orphan. Unset: pool pods are left alone.
+   * The worker's catalog: an unclaimed warm pool pod this installation made (store `warm_pods`)
+   * of a template it gives no `warm_pool` (the template or its pool was dropped) is an orphan.
+   * Unset: pool pods are left alone.
    */
   templates?: Record<string, TemplateConfig>;
 }
@@ -132,11 +134,17 @@ export async function sweepOrphanPods(
   const updatedBefore = new Date().toISOString();
   const { sandboxPods: pods, poolPods } = await listManagedPods(deps.kubernetes);
   const deleted: string[] = [];
+  const madeBy = new Map<string, Map<string, string>>();
   for (const pod of poolPods) {
     if (pod.terminating || !pod.createdAt || now - pod.createdAt.getTime() < graceMs) continue;
     if (!deps.templates || deps.templates[pod.template]?.warm_pool) continue;
     try {
-      if ((await deletePod(deps.kubernetes, pod)) !== 'deleted') continue;
+      // Only a pod this installation made (store `warm_pods`); another's is left alone.
+      if (!madeBy.has(pod.template)) {
+        madeBy.set(pod.template, await deps.store.warmPools.madePods(pod.template));
+      }
+      if (!madeBy.get(pod.template)?.has(pod.uid)) continue;
+      if ((await deletePoolPod(deps.kubernetes, pod)) !== 'deleted') continue;
       deleted.push(pod.name);
       countOrphan();
       deps.logger.warn(
