@@ -229,22 +229,18 @@ describe('a warm pool', () => {
     await until(async () =>
       (await warmPods(POOLED)).some((pod) => pod.status?.podIP && pod.metadata?.name === name),
     );
-    const kick = await request(app)
+    // The pool shrinks to nothing: its own pods go, the planted one stays, uncounted.
+    const empty = await request(app)
       .put(`/admin/v1/warm-pools/${POOLED}/scale`)
       .set(operator)
-      .send({ size: null });
-    expect(kick.status, kick.text).toBe(200);
-    const observed = (await pool(POOLED)).status;
-    await until(
-      async () =>
-        (await pool(POOLED)).status !== observed && (await pool(POOLED)).status.ready === 3,
-      30_000,
-    );
-    // Three creates: every ready pod of the pool is claimed, never the planted one.
-    for (let i = 0; i < 3; i += 1) {
-      const sandbox = await create(POOLED);
-      expect(sandbox.pod.name).not.toBe(name);
-    }
+      .send({ size: 0 });
+    expect(empty.status, empty.text).toBe(200);
+    await until(async () => (await warmPods(POOLED)).length === 1, 60_000);
+    expect((await warmPods(POOLED))[0]?.metadata?.name).toBe(name);
+    await until(async () => (await pool(POOLED)).status.ready === 0, 30_000);
+    // The planted pod is the only ready pod with the pool's label: a create goes cold.
+    const sandbox = await create(POOLED);
+    expect(sandbox.pod.name).toBe(podNameFor(sandbox.id, 1));
     const touched = api.stack.cluster.requests.filter(
       (r) =>
         (r.method === 'PUT' && r.bodyName === name) ||
@@ -252,6 +248,11 @@ describe('a warm pool', () => {
     );
     expect(touched).toHaveLength(0);
     await api.stack.kubernetes.core.deleteNamespacedPod({ name, namespace: api.stack.namespace });
+    const back = await request(app)
+      .put(`/admin/v1/warm-pools/${POOLED}/scale`)
+      .set(operator)
+      .send({ size: null });
+    expect(back.status, back.text).toBe(200);
     await until(async () => (await readyWarmPods(POOLED)) === 3, 60_000);
   });
 
