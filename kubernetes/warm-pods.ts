@@ -4,7 +4,8 @@
  * sandbox id, listed by that label, and claimed by one update that swaps the pool label for the
  * sandbox's id under the pod's resourceVersion, so the apiserver hands each pod to exactly one
  * claimer (Kubernetes API concepts, "Resource versions": an update whose resourceVersion is not
- * the current one answers 409 Conflict).
+ * the current one answers 409 Conflict). Which pods are the pool's own is the store's record
+ * (`warm_pods`, by uid and fingerprint), never the label alone.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import type { CoreV1Event, V1Pod } from '@kubernetes/client-node';
