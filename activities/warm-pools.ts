@@ -159,18 +159,19 @@ export function warmPoolActivities(deps: WarmPoolActivityDeps) {
         const fingerprint = warmPodFingerprint(
           poolPodInput(input.template, template, pool.resources),
         );
-        const made = await deps.store.warmPools.madePods(input.template);
         const cached = deps.warmPods?.cached();
         const listed = cached
           ? warmPodsOf(cached, input.template)
           : await listWarmPods(deps.kubernetes, input.template);
-        const candidates = shuffled(
-          listed.filter((pod) => isReady(pod) && made.get(pod.uid) === fingerprint),
-        );
+        const candidates = shuffled(listed.filter(isReady));
         const startedAtMs = Date.now();
-        for (const pod of candidates.slice(0, CLAIM_TRIES)) {
+        let tries = 0;
+        for (const pod of candidates) {
           // An attempt past its time stops claiming: a retry must not find a second pod claimed.
-          if (Date.now() - startedAtMs > CLAIM_BUDGET_MS) break;
+          if (tries >= CLAIM_TRIES || Date.now() - startedAtMs > CLAIM_BUDGET_MS) break;
+          // One indexed read per candidate, in the random order: never the whole pool.
+          if ((await deps.store.warmPools.fingerprintOf(pod.uid)) !== fingerprint) continue;
+          tries += 1;
           claimed = await claimWarmPod(deps.kubernetes, pod, claim);
           if (claimed) break;
         }

@@ -39,6 +39,8 @@ export interface WarmPoolStore {
     name: string;
     fingerprint: string;
   }): Promise<void>;
+  /** The fingerprint a pod this installation made was made from, or undefined (not made here). */
+  fingerprintOf(uid: string): Promise<string | undefined>;
   /** The pool pods of `template` this installation made: uid -> fingerprint. */
   madePods(template: string): Promise<Map<string, string>>;
   /**
@@ -116,6 +118,14 @@ export function warmPoolStore(db: Kysely<Database>, now: () => string): WarmPool
         .values({ ...pod, created_at: now() })
         .onConflict((conflict) => conflict.column('uid').doNothing())
         .execute();
+    },
+    async fingerprintOf(uid) {
+      const row = await db
+        .selectFrom('warm_pods')
+        .select('fingerprint')
+        .where('uid', '=', uid)
+        .executeTakeFirst();
+      return row?.fingerprint;
     },
     async madePods(template) {
       const rows = await db
