@@ -12,6 +12,7 @@ import {
 } from '../kubernetes/apiserver-errors.js';
 import type { KubernetesClient } from '../kubernetes/client.js';
 import type { WarmPodInformer } from '../kubernetes/warm-pod-informer.js';
+import { findClaimedPod } from '../kubernetes/warm-pods.js';
 import {
   createPod,
   deletePod,
@@ -266,6 +267,11 @@ export function podActivities(deps: PodActivityDeps) {
       /** The placement whose pod is looked up by name when `pod` is absent (default 1). */
       placement?: number;
       pod?: PodRef;
+      /**
+       * The template whose warm pool the pod was claimed from, when `pod` is absent: the pod is
+       * looked up by the sandbox id label (a claim cut short; kubernetes/warm-pods.ts).
+       */
+      claimedFrom?: string;
       /** Stop at a lasting refusal of the service's account and leave the pod to the sweeper. */
       leaveToSweeper?: boolean;
     }): Promise<string> {
@@ -276,12 +282,18 @@ export function podActivities(deps: PodActivityDeps) {
           input.pod ??
           (input.generation === undefined
             ? undefined
-            : await findSandboxPod(
-                deps.kubernetes,
-                input.sandboxId,
-                input.generation,
-                input.placement ?? 1,
-              ));
+            : input.claimedFrom !== undefined
+              ? await findClaimedPod(deps.kubernetes, {
+                  sandboxId: input.sandboxId,
+                  generation: input.generation,
+                  template: input.claimedFrom,
+                })
+              : await findSandboxPod(
+                  deps.kubernetes,
+                  input.sandboxId,
+                  input.generation,
+                  input.placement ?? 1,
+                ));
         outcome = pod ? await deletePod(deps.kubernetes, pod) : 'absent';
       } catch (err) {
         // Compensation must succeed: every class is retried by Temporal, each attempt logged.

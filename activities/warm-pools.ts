@@ -5,8 +5,10 @@
  * whether a create may claim at all; the workflow's input only asks.
  */
 import { Context, log } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
 import { floorBoundOf } from '../kubernetes/refusal-bounds.js';
 import {
+  OPERATION_ERRORS,
   RESOURCE_LIMITS,
   WARM_POOL_CHANGED_SIGNAL,
   matchesWarmPool,
@@ -153,6 +155,14 @@ export function warmPoolActivities(deps: WarmPoolActivityDeps) {
         Context.current().info.attempt > 1
           ? await findClaimedPod(deps.kubernetes, claim)
           : undefined;
+      // A pod claimed earlier that lost its IP since is not one to run on: its create fails
+      // (compensation deletes it) rather than mark the sandbox running without an address.
+      if (claimed && !claimed.podIp) {
+        throw ApplicationFailure.nonRetryable(
+          `the warm pod ${claimed.name} claimed for this sandbox has no IP any more`,
+          OPERATION_ERRORS.pod_failed.failureType,
+        );
+      }
       if (!claimed) {
         // Only pods this installation made, from what the catalog says now (store `warm_pods`):
         // a pod someone else labelled as the pool's is never handed to a tenant.

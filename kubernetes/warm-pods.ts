@@ -169,7 +169,7 @@ export async function claimWarmPod(
 /**
  * The pod a sandbox generation already claimed (an earlier attempt of the same claim whose
  * answer was lost): one LIST by the sandbox id label.
- * @returns the pod with its IP, or undefined
+ * @returns the pod with its IP ('' if it has none any more), or undefined
  * @throws the client's ApiException for apiserver errors
  */
 export async function findClaimedPod(
@@ -187,8 +187,8 @@ export async function findClaimedPod(
       !item.metadata?.deletionTimestamp,
   );
   const { name, uid, resourceVersion } = pod?.metadata ?? {};
-  if (!pod || !name || !uid || !pod.status?.podIP) return undefined;
-  return { name, uid, resourceVersion, podIp: pod.status.podIP };
+  if (!pod || !name || !uid) return undefined;
+  return { name, uid, resourceVersion, podIp: pod.status?.podIP ?? '' };
 }
 
 /**

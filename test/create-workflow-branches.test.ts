@@ -29,6 +29,7 @@ type Activities = Pick<
   | 'deletePod'
   | 'retireExecution'
   | 'recordOperationOutcome'
+  | 'claimWarmPod'
 >;
 type ActivityName = keyof Activities;
 
@@ -63,6 +64,7 @@ function stubActivities(): Activities {
     deletePod: dispatch('deletePod', () => 'deleted'),
     retireExecution: dispatch('retireExecution', () => true),
     recordOperationOutcome: dispatch('recordOperationOutcome', () => true),
+    claimWarmPod: dispatch('claimWarmPod', () => null),
   } as unknown as Activities;
 }
 
@@ -459,5 +461,54 @@ describe('createSandbox deadline (stub activities, time skipped)', () => {
     const { startTime, closeTime } = await handle.describe();
     expect((closeTime?.getTime() ?? 0) - startTime.getTime()).toBeGreaterThanOrEqual(30 * 60_000);
     expect(wallMs).toBeLessThan(15_000);
+  });
+});
+
+describe('a create whose template has a warm pool', () => {
+  const WARM = { name: 'warm-base-abc', uid: 'uid-warm', resourceVersion: '9', image: 'img:1' };
+
+  it('runs on the claimed pod in one step: no pod create, no wait, no separate mark', async () => {
+    const { handle, script } = await start(
+      { claimWarmPod: () => ({ pod: WARM, podIp: '10.0.0.7', marked: true }) },
+      { warmPool: true },
+    );
+    const result = await handle.result();
+    expect(result.pod).toEqual({ name: WARM.name, uid: WARM.uid, ip: '10.0.0.7' });
+    expect(names(script)).toEqual(['claimWarmPod']);
+  });
+
+  it('goes cold when the pool has no pod for it, with nothing to undo', async () => {
+    const { handle, script } = await start({}, { warmPool: true });
+    await handle.result();
+    expect(names(script)).toEqual([
+      'claimWarmPod',
+      'createPod',
+      'awaitPodReady',
+      'markSandboxRunning',
+    ]);
+  });
+
+  it('deletes the pod a claim cut short may have claimed, found by the sandbox id label', async () => {
+    const { handle, script } = await start(
+      {
+        claimWarmPod: () => {
+          throw ApplicationFailure.nonRetryable('the store is gone', 'Internal');
+        },
+      },
+      { warmPool: true },
+    );
+    await failureOf(handle);
+    expect(names(script)).toEqual(['claimWarmPod', 'deletePod', 'retireExecution']);
+    expect(callOf(script, 'deletePod')).toMatchObject({ claimedFrom: 'base' });
+    expect(callOf(script, 'deletePod')?.pod).toBeUndefined();
+  });
+
+  it('deletes the claimed pod by uid when the execution was retired meanwhile', async () => {
+    const { handle, script } = await start(
+      { claimWarmPod: () => ({ pod: WARM, podIp: '10.0.0.7', marked: false }) },
+      { warmPool: true },
+    );
+    await failureOf(handle);
+    expect(callOf(script, 'deletePod')).toMatchObject({ pod: { uid: WARM.uid } });
   });
 });

@@ -399,17 +399,32 @@ async function claimWarmPod(
   progress: CreateProgress,
 ): Promise<CreateSandboxResult | undefined> {
   const execution = executionOf(input);
+  // Pushed before the call: a claim cut short (its update applied, its answer lost) leaves a
+  // pod labelled with the sandbox id, found by that label.
+  const made: { pod?: PodRef } = {};
+  const compensation: Compensation = {
+    label: 'delete claimed warm pod',
+    run: () =>
+      compensationStep.deletePod({
+        ...execution,
+        pod: made.pod,
+        claimedFrom: input.template,
+        ...compensationDelete(),
+      }),
+  };
+  progress.compensations.push(compensation);
   const claimed = await settledStep.claimWarmPod({
     ...execution,
     template: input.template,
     resources: input.resources,
   });
-  if (!claimed) return undefined;
+  if (!claimed) {
+    // Cold: the pool had none, so there is nothing to undo.
+    progress.compensations.splice(progress.compensations.indexOf(compensation), 1);
+    return undefined;
+  }
   const pod = claimed.pod;
-  progress.compensations.push({
-    label: 'delete claimed warm pod',
-    run: () => compensationStep.deletePod({ ...execution, pod, ...compensationDelete() }),
-  });
+  made.pod = pod;
   progress.pod = pod;
   progress.image = pod.image;
   if (!claimed.marked) throw retiredWhileStarting();
