@@ -18,6 +18,7 @@ import type {
   SandboxResources,
   SandboxState,
 } from '../contract/index.js';
+import { warmPoolOf, type TemplateConfig } from '../config/index.js';
 import type { SandboxRecord } from '../store/index.js';
 import type { OperationPage } from './operation-list.js';
 import type { Operation, OperationType } from './operations.js';
@@ -242,20 +243,28 @@ export interface TemplateJson {
   default_ttl: string | null;
   /** The longest lifetime from running a create or extend may give; null: no bound of its own. */
   max_ttl: string | null;
+  /**
+   * The template's warm pool as a tenant needs it: the `resources` a create asks for to claim a
+   * ready pod (docs/architecture.md, "Warm pools"); null: no pool, every create is cold. Its size
+   * and status are the operator's (`/admin/v1/warm-pools`).
+   */
+  warm_pool: { resources: WireResources } | null;
 }
 
 /** A template, its image, its effective floor and its lifetimes as the API shows them. */
 export function templateToWire(
   name: string,
-  template: { image: string; default_ttl?: string; max_ttl?: string },
+  template: Pick<TemplateConfig, 'image' | 'default_ttl' | 'max_ttl' | 'warm_pool'>,
   floor: RootfsFloor,
   tenant: string,
 ): TemplateJson {
+  const pool = warmPoolOf(template);
   return {
     name,
     image: template.image,
     rootfs_floor: rootfsFloorToWire(floor, tenant),
     default_ttl: template.default_ttl ?? null,
     max_ttl: template.max_ttl ?? null,
+    warm_pool: pool ? { resources: resourcesToWire(pool.resources) } : null,
   };
 }

@@ -213,6 +213,7 @@ describe('learned rootfs floors', () => {
       rootfs_floor: { source: 'unknown', rootfs_mib: null },
       default_ttl: null,
       max_ttl: null,
+      warm_pool: null,
     });
     const accepted = await post(app, 'moving', 300);
     expect(accepted.status, accepted.text).toBe(202);

@@ -174,6 +174,14 @@ describe('a warm pool', () => {
     expect((await pool(POOLED)).status.claimed).toBeGreaterThanOrEqual(2);
   });
 
+  it("shows tenants the pool's resources in the template catalog, and null without a pool", async () => {
+    const pooled = await request(app).get(`/v1/templates/${POOLED}`).set(bearer(api.tenantA));
+    expect(pooled.status, pooled.text).toBe(200);
+    expect(pooled.body.warm_pool).toEqual({ resources: POOL_RESOURCES });
+    const base = await request(app).get('/v1/templates/base').set(bearer(api.tenantA));
+    expect(base.body.warm_pool).toBeNull();
+  });
+
   it('sends a create with other resources cold', async () => {
     const sandbox = await create(POOLED, { ...POOL_RESOURCES, disk_mib: 4096 });
     expect(sandbox.pod.name).toBe(podNameFor(sandbox.id, 1));

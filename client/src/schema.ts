@@ -552,6 +552,10 @@ export interface components {
       default_ttl?: string | null;
       /** @description The longest lifetime a create or an extend may give, counted from running; null: no bound but 31622400s (366 days). */
       max_ttl?: string | null;
+      /** @description The template's warm pool as a tenant needs it: the resources a create asks for to claim a ready pod (running without a pod create). null: no pool, every create is cold. */
+      warm_pool?: {
+        resources: components['schemas']['Resources'];
+      } | null;
     };
     /** @description The error body of a 401: code `unauthenticated`, the reason in `details.reason`. */
     AuthRefusal: components['schemas']['Error'] & {
