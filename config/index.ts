@@ -349,6 +349,11 @@ const ttlField = z.string().superRefine((text, ctx) => {
     });
   }
 });
+/** An integer from `min` to `max`, one message for each way to miss (`must be an integer from …`). */
+function integerFrom(min: number, max: number) {
+  const message = `must be an integer from ${min} to ${max}`;
+  return z.number().int(message).min(min, message).max(max, message);
+}
 const templateSchema = z
   .object({
     image: z.string().min(1),
@@ -363,21 +368,12 @@ const templateSchema = z
       .array(shimCode)
       .refine((codes) => new Set(codes).size === codes.length, 'names a code twice')
       .optional(),
-    max_placements: z
-      .number()
-      .int(`must be an integer from 1 to ${MAX_PLACEMENTS_LIMIT}`)
-      .min(1, `must be an integer from 1 to ${MAX_PLACEMENTS_LIMIT}`)
-      .max(MAX_PLACEMENTS_LIMIT, `must be an integer from 1 to ${MAX_PLACEMENTS_LIMIT}`)
-      .optional(),
+    max_placements: integerFrom(1, MAX_PLACEMENTS_LIMIT).optional(),
     default_ttl: ttlField.optional(),
     max_ttl: ttlField.optional(),
     warm_pool: z
       .strictObject({
-        size: z
-          .number()
-          .int(`must be an integer from 0 to ${MAX_WARM_POOL_SIZE}`)
-          .min(0, `must be an integer from 0 to ${MAX_WARM_POOL_SIZE}`)
-          .max(MAX_WARM_POOL_SIZE, `must be an integer from 0 to ${MAX_WARM_POOL_SIZE}`),
+        size: integerFrom(0, MAX_WARM_POOL_SIZE),
         resources: z.strictObject({
           cpu: z.union([z.number(), z.string()]).superRefine((value, ctx) => {
             const parsed = parseCpuQuantity(value, RESOURCE_LIMITS.cpu);
@@ -386,12 +382,7 @@ const templateSchema = z
           memory_mib: z.number().int().positive().max(RESOURCE_LIMITS.memoryMib),
           disk_mib: z.number().int().positive().max(RESOURCE_LIMITS.diskMib),
         }),
-        max_pending: z
-          .number()
-          .int(`must be an integer from 1 to ${MAX_WARM_POOL_SIZE}`)
-          .min(1, `must be an integer from 1 to ${MAX_WARM_POOL_SIZE}`)
-          .max(MAX_WARM_POOL_SIZE, `must be an integer from 1 to ${MAX_WARM_POOL_SIZE}`)
-          .optional(),
+        max_pending: integerFrom(1, MAX_WARM_POOL_SIZE).optional(),
       })
       .optional(),
     ...podSettingsFields,

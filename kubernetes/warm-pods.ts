@@ -46,10 +46,7 @@ export function warmPodManifest(input: WarmPodInput): V1Pod {
 
 /** A pool's pod as a reconcile or a claim reads it. */
 export interface WarmPod extends PodRef {
-  image: string;
-  /** Requests of its one container, as written: `cpu` quantity, `memory` `<n>Mi`. */
-  cpu?: string;
-  memory?: string;
+  /** From its disk annotation, in MiB (NaN when missing). */
   diskMib: number;
   /** `status.podIP`: set once the node has started its sandbox. */
   podIp?: string;
@@ -86,16 +83,12 @@ export function warmPodsOf(objects: readonly V1Pod[], template: string): WarmPod
   return objects.flatMap((object) => {
     const { name, uid, resourceVersion } = object.metadata ?? {};
     if (!name || !uid || object.metadata?.labels?.[POD_LABELS.warmPool] !== template) return [];
-    const container = object.spec?.containers?.[0];
     const created = object.metadata?.creationTimestamp;
     return [
       {
         name,
         uid,
         resourceVersion,
-        image: container?.image ?? '',
-        cpu: container?.resources?.requests?.cpu,
-        memory: container?.resources?.requests?.memory,
         diskMib: Number(object.metadata?.annotations?.[POD_ANNOTATIONS.diskMib] ?? NaN),
         podIp: object.status?.podIP,
         phase: object.status?.phase,
