@@ -43,6 +43,7 @@ import {
   isExpectedFailure,
   type CreateFailureDetails,
   type OperationErrorCode,
+  readinessWaitActivityId,
   type SandboxResources,
   type WaitPlacement,
 } from '../contract/index.js';
@@ -63,7 +64,7 @@ export interface PodActivityDeps {
    */
   informers: SandboxInformers;
   /**
-   * The worker's decider of recorded waits (activities/readiness-decider.ts), over the same
+   * The worker's decider of readiness waits (activities/readiness-decider.ts), over the same
    * informers: it completes the waits this activity leaves asynchronous.
    */
   decider: ReadinessDecider;
@@ -108,6 +109,11 @@ export interface CreatePodInput {
   placement?: number;
   /** Nodes that refused earlier placements: the pod's required affinity keeps it off them. */
   avoidNodes?: string[];
+  /**
+   * A re-placing create's `replace_on` codes: annotated on the pod, where every worker's decider
+   * reads what ends its wait (kubernetes/pod-wait.ts). Absent: the create does not re-place.
+   */
+  replaceOn?: string[];
 }
 
 /** Input of `awaitPodReady`. It has no deadline: the workflow's deadline timer cancels it. */
@@ -158,6 +164,7 @@ export function podActivities(deps: PodActivityDeps) {
       let pod: PodRef & { adopted: boolean };
       try {
         pod = await createPod(deps.kubernetes, {
+          operationId: input.operationId,
           sandboxId: input.sandboxId,
           generation: input.generation,
           template: input.template,
@@ -165,6 +172,7 @@ export function podActivities(deps: PodActivityDeps) {
           resources: input.resources,
           placement: input.placement,
           avoidNodes: input.avoidNodes,
+          ...(input.replaceOn ? { replaceOn: input.replaceOn } : {}),
           settings: podSettingsOf(template),
         });
       } catch (err) {
@@ -193,14 +201,14 @@ export function podActivities(deps: PodActivityDeps) {
 
     /**
      * Waits for the pod's IP without holding anything (docs/architecture.md, "Waiting costs
-     * nothing"): records the wait (task token, pod, workflow) in the store, decides it at once
-     * from the informers' caches when they already know the outcome, and otherwise completes
-     * asynchronously (`CompleteAsyncError`: no slot held, no heartbeat). Any worker's
-     * {@link ReadinessDecider} then completes or fails it on the pod's decisive change.
+     * nothing"): decides the wait at once from the informers' caches when they already know the
+     * outcome, and otherwise completes asynchronously (`CompleteAsyncError`: no slot held, no
+     * heartbeat, nothing recorded). Any worker's {@link ReadinessDecider} then completes or fails
+     * it by workflow id and activity id (contract/readiness-wait.ts) on the pod's decisive change.
      *
      * An attempt scheduled with a heartbeat timeout (by a workflow started before this design,
-     * whose wait must heartbeat) waits in this process instead, heartbeating, until the outcome
-     * or the activity's cancellation.
+     * whose wait must heartbeat), or under another activity id than the pod's (no worker could
+     * complete it by id), waits in this process instead, until the outcome or its cancellation.
      * @returns the pod IP
      * @throws ApplicationFailure `InvalidRequest` (non-retryable) when the node refused the pod
      *   as invalid; its message names the node's reason and its details are
@@ -212,38 +220,28 @@ export function podActivities(deps: PodActivityDeps) {
      * @throws ApplicationFailure `NodeRefused` / `Unschedulable` (non-retryable) for a wait with
      *   `placement`: the node refused with a `replace_on` code, or no node can take the pod
      * @throws CompleteAsyncError when the outcome is not known yet (the decider completes it)
-     * @throws CancelledFailure when an in-process (heartbeating) wait was cancelled
+     * @throws CancelledFailure when an in-process wait was cancelled
      */
     async awaitPodReady(input: AwaitPodReadyInput): Promise<AwaitPodReadyResult> {
       const { info } = Context.current();
-      if (info.heartbeatTimeoutMs) return waitInProcess(deps, input);
-      const { workflowId = '', runId = '' } = info.workflowExecution ?? {};
-      const wait = {
-        podUid: input.pod.uid,
-        podName: input.pod.name,
-        taskToken: info.base64TaskToken,
-        operationId: input.operationId,
-        sandboxId: input.sandboxId,
-        workflowId,
-        runId,
-        activityId: info.activityId,
-        ...(input.placement ? { placement: input.placement } : {}),
-      };
-      // Recorded before the caches are read: a change after the read finds the row.
-      await deps.store.recordReadinessWait(wait);
+      if (info.heartbeatTimeoutMs || info.activityId !== readinessWaitActivityId(input.pod.uid)) {
+        return waitInProcess(deps, input);
+      }
       const outcome = cachedOutcome(
         deps.informers,
         input.pod,
         input.placement,
         deps.decider.bounds,
       );
-      if (!outcome) {
-        deps.decider.track(wait);
-        log.info('waiting for the pod; the informers complete the wait');
-        throw new CompleteAsyncError();
-      }
-      await deps.store.clearReadinessWait(wait.podUid, wait.taskToken);
-      return settleOutcome(outcome, input.pod);
+      if (outcome) return settleOutcome(outcome, input.pod);
+      // A change after the read above reaches this worker's decider, which completes by id.
+      deps.decider.track({
+        workflowId: info.workflowExecution?.workflowId ?? input.operationId,
+        pod: input.pod,
+        ...(input.placement ? { placement: input.placement } : {}),
+      });
+      log.info('waiting for the pod; the informers complete the wait');
+      throw new CompleteAsyncError();
     },
 
     /**

@@ -1,65 +1,58 @@
 /**
  * Deciding readiness waits that hold nothing (docs/architecture.md, "Waiting costs nothing").
- * The wait activity records its task token in the store and completes asynchronously
- * (activities/pods.ts); every worker runs one decider over its informers, which, on each
- * decisive change of a pod (its IP, a node's refusal, its failure or deletion), looks the wait
- * up by the pod's uid and completes or fails the activity through Temporal's async completion
- * (`RespondActivityTaskCompleted` / `RespondActivityTaskFailed` by task token). So a wait
- * started by a worker that died is decided by any other worker, and after each list of the
- * informers (a start, a re-list) every recorded wait is decided against the caches: a refusal
- * recorded while no worker ran is decided when one starts.
+ * The wait activity completes asynchronously (activities/pods.ts) under an activity id made from
+ * its pod's uid (contract/readiness-wait.ts); every worker runs one decider over its informers,
+ * which, on each decisive change of a pod (its IP, a node's refusal, its failure or deletion),
+ * completes or fails that activity by workflow id and activity id
+ * (`RespondActivityTaskCompletedById` / `RespondActivityTaskFailedById`). The pod names its
+ * workflow and re-placement policy (kubernetes/pod-wait.ts): Temporal's pending activity is the
+ * only record of the wait. So a wait started by a worker that died, or one whose attempt never
+ * started, is decided by any other worker (the server accepts a completion by id for an attempt
+ * scheduled but not started, or in a retry's back-off, and records it against that attempt);
+ * after each list of the informers (a start, a re-list) and every `reconcileIntervalMs`, the
+ * creates the store says are waiting for an IP are decided against the caches.
  *
  * Several workers may decide the same wait at once: the first completion wins and the others
- * are answered NotFound, which is dropped; completing twice is harmless.
+ * are answered NotFound, which is dropped; completing twice is harmless. A completion for a
+ * pod whose wait has not been scheduled yet (or is over) is answered NotFound too: the wait
+ * activity reads the caches when it starts, and the reconcile is the net.
  */
-import { ActivityNotFoundError, WorkflowNotFoundError, type Client } from '@temporalio/client';
-import { ApplicationFailure } from '@temporalio/common';
+import { ActivityNotFoundError, type Client } from '@temporalio/client';
 import {
   cachedOutcome,
   podOutcome,
   refusalOutcome,
   type ReadinessOutcome,
 } from '../kubernetes/readiness-watch.js';
+import { podWaitOf, type PodWait } from '../kubernetes/pod-wait.js';
 import { parseRefusal } from '../kubernetes/refusal.js';
 import { DEFAULT_REFUSAL_BOUNDS, type RefusalBounds } from '../kubernetes/refusal-bounds.js';
 import type { InformerLogger, SandboxInformers } from '../kubernetes/sandbox-informers.js';
-import type { V1Pod } from '@kubernetes/client-node';
-import type { ReadinessWait, Store, UnrecordedWait } from '../store/index.js';
+import type { Store, WaitingPod } from '../store/index.js';
+import { readinessWaitActivityId } from '../contract/index.js';
 import { readinessFailure, readinessFailureLog } from './create-failure.js';
 
 /** Options of {@link ReadinessDecider}. */
 export interface ReadinessDeciderOptions {
   informers: SandboxInformers;
-  store: Store;
-  /**
-   * A Temporal client of the worker's namespace: `activity` completes the waits, `workflow`
-   * describes a create whose wait was never recorded.
-   */
-  client: Pick<Client, 'activity' | 'workflow'>;
+  /** The store, whose operations in phase `waiting_for_ip` a reconcile decides. */
+  store: Pick<Store, 'listWaitingPods'>;
+  /** A Temporal client of the worker's namespace: `activity` completes the waits by id. */
+  client: Pick<Client, 'activity'>;
   logger?: InformerLogger;
   /**
-   * How often every recorded wait is decided against the caches, in ms (default 60 000): a net
-   * under the per-change path (a store read that failed, a completion that gave up).
+   * How often every waiting create is decided against the caches, in ms (default 60 000): a net
+   * under the per-change path (a completion that gave up, a change seen before its wait began
+   * by a worker whose wait then died).
    */
   reconcileIntervalMs?: number;
-  /**
-   * How often the creates waiting with no recorded wait are looked for, in ms (default 10 000),
-   * and how old their wait attempt must be to count as lost, in ms (default 15 000).
-   */
-  unrecordedCheckIntervalMs?: number;
-  unrecordedAfterMs?: number;
   /** How long the pods cache may lack a wait's pod before it is read once by name, in ms (default 5 000). */
   podReadDelayMs?: number;
   /**
-   * Waits read per store query by a reconcile (default {@link RECONCILE_PAGE_SIZE}): a reconcile
-   * pages through every recorded wait, however many, holding one page at a time.
+   * Waiting creates read per store query by a reconcile (default {@link RECONCILE_PAGE_SIZE}): a
+   * reconcile pages through every waiting create, however many, holding one page at a time.
    */
   reconcilePageSize?: number;
-  /**
-   * Creates read per store query by the check for waits never recorded (default
-   * {@link UNRECORDED_PAGE_SIZE}); each is described, so a check reads at most two pages.
-   */
-  unrecordedPageSize?: number;
   /**
    * What a refusal event may claim (kubernetes/refusal-bounds.ts; default
    * {@link DEFAULT_REFUSAL_BOUNDS}: the global disk limit, 5 minutes of clock skew, no log).
@@ -72,12 +65,6 @@ export interface ReadinessDeciderOptions {
   completionRetryDelayMs?: number;
 }
 
-/**
- * `temporal.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STATE_STARTED` (@temporalio/proto,
- * whose CommonJS exports an ES module import cannot name).
- */
-const PENDING_ACTIVITY_STARTED = 2;
-
 /** Back-off of the reconcile after a failed store read, in ms: first delay, cap. */
 const RETRY_FIRST_DELAY_MS = 1_000;
 const RETRY_MAX_DELAY_MS = 10_000;
@@ -85,32 +72,34 @@ const RETRY_MAX_DELAY_MS = 10_000;
 /** Waits decided at once by one reconcile (Temporal calls in flight). */
 const RECONCILE_CONCURRENCY = 32;
 
-/** Recorded waits read per page by a reconcile (about 1 KiB each: the task token). */
+/** Waiting creates read per page by a reconcile. */
 export const RECONCILE_PAGE_SIZE = 500;
 
-/** Creates without a recorded wait read (and described) per page by one lost-wait check. */
-export const UNRECORDED_PAGE_SIZE = 100;
+/**
+ * Pods whose last decided outcome a decider remembers, so a pod's later changes with the same
+ * outcome (status updates of a running sandbox) cost no Temporal call; past it the memory starts
+ * afresh (a forgotten pod costs one NotFound answer).
+ */
+const REMEMBERED_PODS = 20_000;
 
 /**
- * One per worker process: decides the recorded readiness waits from the worker's informers.
+ * One per worker process: decides the readiness waits from the worker's informers.
  * Stops with the informers (`SandboxInformers.stop()`), or by {@link stop}.
  */
 export class ReadinessDecider {
   private stopped = true;
   private unobserve: () => void = () => undefined;
   private reconcileTimer: NodeJS.Timeout | undefined;
-  private unrecordedTimer: NodeJS.Timeout | undefined;
-  private checkingUnrecorded = false;
-  /** Where the lost-wait check's second page starts: after this create (undefined: the newest). */
-  private unrecordedCursor: { updatedAt: string; operationId: string } | undefined;
   private reconciling: Promise<void> | undefined;
   private reconcileAgain = false;
   /** The reconcile after a failed store read, and its next delay (1 s doubling to 10 s). */
   private retryTimer: NodeJS.Timeout | undefined;
   private retryDelayMs = RETRY_FIRST_DELAY_MS;
-  /** Decisions in flight, by task token: one per wait attempt at a time. */
+  /** Decisions in flight, by pod uid: one per wait at a time. */
   private readonly deciding = new Map<string, Promise<void>>();
-  /** The pending reads by name of {@link track}, by task token: cancelled once the wait is decided. */
+  /** The outcome last decided per pod uid (completed, or answered NotFound). */
+  private readonly decided = new Map<string, ReadinessOutcome['outcome']>();
+  /** The pending reads by name of {@link track}, by pod uid: cancelled once the wait is decided. */
   private readonly readTimers = new Map<string, NodeJS.Timeout>();
 
   constructor(private readonly options: ReadinessDeciderOptions) {}
@@ -120,36 +109,35 @@ export class ReadinessDecider {
     return this.options.bounds ?? DEFAULT_REFUSAL_BOUNDS;
   }
 
-  /** Starts following the informers; decides every recorded wait once they have listed. */
+  /** Starts following the informers; decides every waiting create once they have listed. */
   start(): void {
     if (!this.stopped) return;
     this.stopped = false;
     const { informers } = this.options;
     this.unobserve = informers.observe({
       onPod: (type, pod) => {
-        const uid = pod.metadata?.uid;
-        if (!uid) return;
-        if (podOutcome(type, pod, uid)) {
-          this.decideByUid(uid, (wait) => podOutcome(type, pod, uid, wait.placement));
-        } else if (pod.spec?.nodeName && informers.cachedEvents(uid).length > 0) {
+        const wait = podWaitOf(pod);
+        if (!wait) return;
+        const { uid } = wait.pod;
+        const outcome =
+          podOutcome(type, pod, uid, wait.placement) ??
           // Bound to its node now: a refusal cached before the binding was seen may count.
-          const ref = { name: pod.metadata?.name ?? '', uid };
-          this.decideByUid(uid, (wait) =>
-            cachedOutcome(informers, ref, wait.placement, this.bounds),
-          );
-        } else if (mayBeUnschedulable(pod)) {
-          // Decisive only for a re-placing wait (its policy is on the wait's row).
-          this.decideByUid(uid, (wait) => podOutcome(type, pod, uid, wait.placement));
-        }
+          (pod.spec?.nodeName && informers.cachedEvents(uid).length > 0
+            ? cachedOutcome(informers, wait.pod, wait.placement, this.bounds)
+            : undefined);
+        const decision = outcome ? this.decide(wait, outcome) : Promise.resolve();
+        if (type === 'DELETED') void decision.finally(() => this.decided.delete(uid));
       },
       onEvent: (event) => {
         const uid = event.involvedObject?.uid;
         if (!uid) return;
-        // A decisive refusal, or one a re-placing wait may end on (its codes are on its row),
+        // A decisive refusal, or one a re-placing wait may end on (its codes are on its pod),
         // judged against the pod as cached (its uid, its node).
         const pod = informers.cachedPod(event.involvedObject?.name ?? '');
         if (pod?.metadata?.uid !== uid || !parseRefusal(event.message)) return;
-        this.decideByUid(uid, (wait) => refusalOutcome(event, pod, wait.placement, this.bounds));
+        const wait = podWaitOf(pod);
+        const outcome = wait && refusalOutcome(event, pod, wait.placement, this.bounds);
+        if (wait && outcome) void this.decide(wait, outcome);
       },
       onPodsRefused: () => void this.reconcile(),
       onListed: () => void this.reconcile(),
@@ -160,11 +148,6 @@ export class ReadinessDecider {
       this.options.reconcileIntervalMs ?? 60_000,
     );
     this.reconcileTimer.unref();
-    this.unrecordedTimer = setInterval(
-      () => void this.retryUnrecorded(),
-      this.options.unrecordedCheckIntervalMs ?? 10_000,
-    );
-    this.unrecordedTimer.unref();
     if (informers.synced) void this.reconcile();
   }
 
@@ -173,7 +156,6 @@ export class ReadinessDecider {
     this.stopped = true;
     this.unobserve();
     if (this.reconcileTimer) clearInterval(this.reconcileTimer);
-    if (this.unrecordedTimer) clearInterval(this.unrecordedTimer);
     if (this.retryTimer) clearTimeout(this.retryTimer);
     this.retryTimer = undefined;
     for (const timer of this.readTimers.values()) clearTimeout(timer);
@@ -183,36 +165,32 @@ export class ReadinessDecider {
 
   /**
    * Called by the wait activity once it went asynchronous with the pod not decided by the
-   * caches: if the pods cache still lacks the pod after `podReadDelayMs` and the wait is still
-   * recorded (not decided meanwhile, by this worker or another), it is read once by name (it may
-   * have been deleted before this worker listed it). A decision by this worker cancels the read.
+   * caches: if the pods cache still lacks the pod after `podReadDelayMs`, it is read once by
+   * name (it may have been deleted before this worker listed it). A decision by this worker
+   * cancels the read.
    */
-  track(wait: ReadinessWait | Omit<ReadinessWait, 'createdAt'>): void {
+  track(wait: PodWait): void {
     if (this.stopped) return;
-    this.cancelRead(wait.taskToken);
+    const { uid } = wait.pod;
+    this.cancelRead(uid);
     const timer = setTimeout(() => {
-      this.readTimers.delete(wait.taskToken);
-      if (this.stopped || this.options.informers.cachedPod(wait.podName)) return;
-      void this.options.store.findReadinessWait(wait.podUid).then(
-        (recorded) => {
-          if (recorded?.taskToken === wait.taskToken) return this.readAndDecide(wait);
-        },
-        () => this.readAndDecide(wait), // the store unreachable: read anyway, as before
-      );
+      this.readTimers.delete(uid);
+      if (this.stopped || this.options.informers.cachedPod(wait.pod.name)) return;
+      void this.readAndDecide(wait);
     }, this.options.podReadDelayMs ?? 5_000);
     timer.unref();
-    this.readTimers.set(wait.taskToken, timer);
+    this.readTimers.set(uid, timer);
   }
 
   /** Cancels the pending read by name of a wait ({@link track}), if any. */
-  private cancelRead(taskToken: string): void {
-    const timer = this.readTimers.get(taskToken);
+  private cancelRead(uid: string): void {
+    const timer = this.readTimers.get(uid);
     if (timer) clearTimeout(timer);
-    this.readTimers.delete(taskToken);
+    this.readTimers.delete(uid);
   }
 
   /**
-   * Decides every recorded wait the caches can decide now (and reads once by name the pods
+   * Decides every waiting create the caches can decide now (and reads once by name the pods
    * they lack). Runs one at a time; a call while one runs runs again after it.
    */
   reconcile(): Promise<void> {
@@ -229,7 +207,7 @@ export class ReadinessDecider {
         (err: unknown) => {
           this.options.logger?.warn(
             { err: (err as Error).message },
-            'the readiness waits could not be read; reconciling again',
+            'the waiting creates could not be read; reconciling again',
           );
           this.reconcileLater();
         },
@@ -246,8 +224,8 @@ export class ReadinessDecider {
 
   /**
    * After a failed store read (the store unreachable), reconciles again with back-off until a
-   * reconcile reads the waits, so a decision missed meanwhile is made within seconds of the
-   * store's return rather than at the next periodic reconcile.
+   * reconcile reads the waiting creates, so a decision missed meanwhile is made within seconds
+   * of the store's return rather than at the next periodic reconcile.
    */
   private reconcileLater(): void {
     if (this.stopped || this.retryTimer) return;
@@ -260,202 +238,84 @@ export class ReadinessDecider {
   }
 
   /**
-   * Pages through every recorded wait (pod uid order, `reconcilePageSize` a page), deciding each
+   * Pages through every create waiting for an IP (`reconcilePageSize` a page), deciding each
    * page before reading the next, so memory and Temporal calls in flight stay bounded however
-   * many creates wait, and none is left out.
+   * many creates wait, and none is left out. A decision here is made even when this decider
+   * made the same one before (its wait may not have been scheduled then).
    */
   private async reconcileOnce(): Promise<void> {
     const { informers, store } = this.options;
     const limit = this.options.reconcilePageSize ?? RECONCILE_PAGE_SIZE;
-    let after: string | undefined;
+    let after: WaitingPod | undefined;
     for (;;) {
       if (this.stopped) return;
-      const waits = await store.listReadinessWaits({ after, limit });
+      const waiting = await store.listWaitingPods({ after, limit });
       const pending: Array<() => Promise<void>> = [];
-      for (const wait of waits) {
-        const pod = { name: wait.podName, uid: wait.podUid };
-        const outcome = cachedOutcome(informers, pod, wait.placement, this.bounds);
-        if (outcome) pending.push(() => this.decide(wait, outcome));
-        else if (!informers.cachedPod(wait.podName)) pending.push(() => this.readAndDecide(wait));
+      for (const row of waiting) {
+        const pod = { name: row.podName, uid: row.podUid };
+        const cached = informers.cachedPod(row.podName);
+        const placement =
+          cached?.metadata?.uid === row.podUid ? podWaitOf(cached)?.placement : undefined;
+        const wait: PodWait = {
+          workflowId: row.workflowId,
+          pod,
+          sandboxId: row.sandboxId,
+          ...(placement ? { placement } : {}),
+        };
+        const outcome = cachedOutcome(informers, pod, placement, this.bounds);
+        if (outcome) pending.push(() => this.decide(wait, outcome, { again: true }));
+        else if (!cached) pending.push(() => this.readAndDecide(wait));
       }
       await inPool(pending, RECONCILE_CONCURRENCY);
-      const last = waits[waits.length - 1];
-      if (waits.length < limit || !last) return;
-      after = last.podUid;
+      const last = waiting[waiting.length - 1];
+      if (waiting.length < limit || !last) return;
+      after = last;
     }
-  }
-
-  /**
-   * A worker that dies between taking a wait's task and recording it leaves an attempt nobody
-   * can decide (no row, no heartbeat timeout). For each create waiting with no recorded wait,
-   * the workflow is described; a started wait attempt older than `unrecordedAfterMs` that never
-   * heartbeat (a heartbeating one is a wait of the release before, in a live process) is failed
-   * by workflow id and activity id with a retryable `WaitNotRecorded` failure, so Temporal
-   * schedules a new attempt, which records itself. Runs one at a time.
-   *
-   * Each check reads the newest page of such creates (a wait lost lately is found at the next
-   * check) and, when that page is full, one page further back, from where the last check's second
-   * page stopped (back to the newest after the last page). So every create is checked within
-   * about total / `unrecordedPageSize` checks, and one check describes at most two pages.
-   */
-  async retryUnrecorded(): Promise<void> {
-    if (this.stopped || this.checkingUnrecorded) return;
-    this.checkingUnrecorded = true;
-    const { store, logger } = this.options;
-    const limit = this.options.unrecordedPageSize ?? UNRECORDED_PAGE_SIZE;
-    const updatedBefore = (): string =>
-      new Date(Date.now() - (this.options.unrecordedAfterMs ?? 15_000)).toISOString();
-    try {
-      const newest = await store.listUnrecordedWaits({ updatedBefore: updatedBefore(), limit });
-      await this.retryEach(newest);
-      const lastNewest = newest[newest.length - 1];
-      if (newest.length < limit || !lastNewest || this.stopped) {
-        this.unrecordedCursor = undefined;
-        return;
-      }
-      const before = this.unrecordedCursor ?? lastNewest;
-      const further = await store.listUnrecordedWaits({
-        updatedBefore: updatedBefore(),
-        limit,
-        before: { updatedAt: before.updatedAt, operationId: before.operationId },
-      });
-      const seen = new Set(newest.map((wait) => wait.operationId));
-      await this.retryEach(further.filter((wait) => !seen.has(wait.operationId)));
-      const lastFurther = further[further.length - 1];
-      this.unrecordedCursor =
-        further.length < limit || !lastFurther
-          ? undefined
-          : { updatedAt: lastFurther.updatedAt, operationId: lastFurther.operationId };
-    } catch (err) {
-      logger?.warn(
-        { err: (err as Error).message },
-        'the waits without a record could not be checked; the next check retries',
-      );
-    } finally {
-      this.checkingUnrecorded = false;
-    }
-  }
-
-  /** Describes each create of `lost` and fails its lost wait attempt (see {@link retryUnrecorded}). */
-  private async retryEach(lost: UnrecordedWait[]): Promise<void> {
-    const { client, logger, store } = this.options;
-    const afterMs = this.options.unrecordedAfterMs ?? 15_000;
-    for (const { operationId, workflowId } of lost) {
-      if (this.stopped) return;
-      // One create that cannot be described (its workflow gone past retention: NotFound)
-      // must not stop the check of the others behind it.
-      const description = await client.workflow
-        .getHandle(workflowId)
-        .describe()
-        .catch((err: unknown) => {
-          if (!(err instanceof WorkflowNotFoundError)) {
-            logger?.warn(
-              { operation_id: operationId, err: (err as Error).message },
-              'a create waiting without a recorded wait could not be described; skipped',
-            );
-          }
-          return undefined;
-        });
-      if (description?.status.name !== 'RUNNING') continue;
-      const attempt = description.raw.pendingActivities?.find(
-        (activity) =>
-          activity.activityType?.name === 'awaitPodReady' &&
-          activity.state === PENDING_ACTIVITY_STARTED &&
-          !activity.lastHeartbeatTime &&
-          Number(activity.lastStartedTime?.seconds ?? 0) * 1000 < Date.now() - afterMs,
-      );
-      if (!attempt?.activityId) continue;
-      // Recorded meanwhile (a slow worker, not a dead one): leave it.
-      const stillLost = await store.listUnrecordedWaits({
-        updatedBefore: new Date(Date.now() - afterMs).toISOString(),
-        limit: 1,
-        operationId,
-      });
-      if (stillLost.length === 0) continue;
-      await client.activity
-        .fail(
-          { workflowId, runId: description.runId, activityId: attempt.activityId },
-          ApplicationFailure.retryable(
-            'the worker that took this wait stopped before recording it; waiting again',
-            'WaitNotRecorded',
-          ),
-        )
-        .catch((err: unknown) => {
-          if (!(err instanceof ActivityNotFoundError)) throw err;
-        });
-      logger?.warn(
-        { operation_id: operationId, attempt: attempt.attempt },
-        'a wait was never recorded (its worker died); Temporal retries it',
-      );
-    }
-  }
-
-  /**
-   * A change of the pod `uid` that may be decisive: decides its wait, if one is recorded and
-   * `outcomeOf` (given the wait, whose placement policy it may read) decides it.
-   */
-  private decideByUid(
-    uid: string,
-    outcomeOf: (wait: ReadinessWait) => ReadinessOutcome | undefined,
-  ): void {
-    if (this.stopped) return;
-    this.options.store.findReadinessWait(uid).then(
-      (wait) => {
-        const outcome = wait && outcomeOf(wait);
-        return wait && outcome ? this.decide(wait, outcome) : undefined;
-      },
-      (err: unknown) => {
-        this.options.logger?.warn(
-          { pod_uid: uid, err: (err as Error).message },
-          'the readiness wait could not be read; reconciling',
-        );
-        this.reconcileLater();
-      },
-    );
   }
 
   /** Reads a pod the cache lacks once by name, and decides its wait (404: deleted). */
-  private async readAndDecide(wait: Omit<ReadinessWait, 'createdAt'>): Promise<void> {
+  private async readAndDecide(wait: PodWait): Promise<void> {
+    const { informers } = this.options;
     let outcome: ReadinessOutcome | undefined;
     try {
-      const current = await this.options.informers.readPod(wait.podName);
+      const current = await informers.readPod(wait.pod.name);
+      const placement =
+        current?.metadata?.uid === wait.pod.uid ? podWaitOf(current)?.placement : undefined;
       outcome = current
-        ? podOutcome('MODIFIED', current, wait.podUid, wait.placement)
-        : {
-            outcome: 'podFailed',
-            reason: this.options.informers.missingPodReason({
-              name: wait.podName,
-              uid: wait.podUid,
-            }),
-          };
+        ? podOutcome('MODIFIED', current, wait.pod.uid, placement)
+        : { outcome: 'podFailed', reason: informers.missingPodReason(wait.pod) };
     } catch {
       return; // the informers will report the pod; the next reconcile reads again
     }
-    if (outcome) await this.decide(wait, outcome);
+    if (outcome) await this.decide(wait, outcome, { again: true });
   }
 
-  /** Completes (or fails) the wait's activity by task token; one decision per token at a time. */
-  private decide(wait: Omit<ReadinessWait, 'createdAt'>, outcome: ReadinessOutcome): Promise<void> {
-    const running = this.deciding.get(wait.taskToken);
+  /**
+   * Completes (or fails) the wait's activity by id; one decision per pod at a time, and none
+   * for an outcome already decided for the pod unless `again`.
+   */
+  private decide(
+    wait: PodWait,
+    outcome: ReadinessOutcome,
+    options: { again?: boolean } = {},
+  ): Promise<void> {
+    const { uid } = wait.pod;
+    const running = this.deciding.get(uid);
     if (running) return running;
-    const decision = this.complete(wait, outcome).finally(() =>
-      this.deciding.delete(wait.taskToken),
-    );
-    this.deciding.set(wait.taskToken, decision);
+    if (!options.again && this.decided.get(uid) === outcome.outcome) return Promise.resolve();
+    const decision = this.complete(wait, outcome).finally(() => this.deciding.delete(uid));
+    this.deciding.set(uid, decision);
     return decision;
   }
 
-  private async complete(
-    wait: Omit<ReadinessWait, 'createdAt'>,
-    outcome: ReadinessOutcome,
-  ): Promise<void> {
-    const { client, logger, store } = this.options;
-    const completion = client.activity;
-    const token = Buffer.from(wait.taskToken, 'base64');
+  private async complete(wait: PodWait, outcome: ReadinessOutcome): Promise<void> {
+    const { client, logger } = this.options;
+    const { uid } = wait.pod;
+    const activity = { workflowId: wait.workflowId, activityId: readinessWaitActivityId(uid) };
     const fields = {
-      operation_id: wait.operationId,
-      sandbox_id: wait.sandboxId,
-      pod_uid: wait.podUid,
+      operation_id: wait.workflowId,
+      ...(wait.sandboxId ? { sandbox_id: wait.sandboxId } : {}),
+      pod_uid: uid,
       outcome: outcome.outcome,
     };
     const attempts = this.options.completionAttempts ?? 8;
@@ -463,26 +323,23 @@ export class ReadinessDecider {
     for (let attempt = 1; ; attempt += 1) {
       try {
         if (outcome.outcome === 'ready') {
-          await completion.complete(token, { podIp: outcome.podIp });
+          await client.activity.complete(activity, { podIp: outcome.podIp });
           logger?.info?.({ ...fields, pod_ip: outcome.podIp }, 'pod ready; wait completed');
         } else {
-          await completion.fail(
-            token,
-            readinessFailure(outcome, { name: wait.podName, uid: wait.podUid }),
-          );
+          await client.activity.fail(activity, readinessFailure(outcome, wait.pod));
           const line = readinessFailureLog(outcome);
           logger?.[line.level]?.({ ...fields, ...line.fields }, `${line.message}; wait failed`);
         }
         break;
       } catch (err) {
-        // The activity is closed already (decided by another worker, or its workflow moved on).
+        // No such wait open: decided by another worker, not scheduled yet, or over.
         if (err instanceof ActivityNotFoundError) break;
         if (this.stopped || attempt >= attempts) {
           logger?.warn(
             { ...fields, err: (err as Error).message, attempt },
             'the wait could not be completed; the next reconcile retries',
           );
-          return; // the row stays: this worker's next reconcile, or another worker's, retries
+          return; // not remembered: the next change or reconcile retries
         }
         // Temporal unreachable (restarting): back off and try again.
         await sleep(delayMs);
@@ -490,19 +347,10 @@ export class ReadinessDecider {
       }
     }
     // Decided: the read by name the wait activity asked for (track) has nothing left to decide.
-    this.cancelRead(wait.taskToken);
-    await store.clearReadinessWait(wait.podUid, wait.taskToken).catch(() => undefined);
+    this.cancelRead(uid);
+    if (this.decided.size >= REMEMBERED_PODS) this.decided.clear();
+    this.decided.set(uid, outcome.outcome);
   }
-}
-
-/** Whether a pod change may make a re-placing wait's pod unschedulable (no node, condition set). */
-function mayBeUnschedulable(pod: V1Pod): boolean {
-  return (
-    !pod.spec?.nodeName &&
-    (pod.status?.conditions ?? []).some(
-      (c) => c.type === 'PodScheduled' && c.status === 'False' && c.reason === 'Unschedulable',
-    )
-  );
 }
 
 function sleep(ms: number): Promise<void> {

@@ -9,6 +9,7 @@ export * from './operation.js';
 export * from './create-workflow.js';
 export * from './template.js';
 export * from './placement.js';
+export * from './readiness-wait.js';
 export * from './tenant-limits.js';
 export * from './webhook.js';
 export * from './lifetime.js';

@@ -24,6 +24,16 @@ export const POD_ANNOTATIONS = {
   placement: 'durable-sandbox.dev/placement',
   /** On a claimed warm pod: the template whose pool it came from. */
   claimedFrom: 'durable-sandbox.dev/claimed-from',
+  /**
+   * The create operation that made the pod (= its workflow id): any worker completes the pod's
+   * readiness wait by workflow id and activity id (activities/readiness-decider.ts).
+   */
+  operationId: 'durable-sandbox.dev/operation-id',
+  /**
+   * On a re-placing create's pod: the shim codes of the template's `replace_on`, comma
+   * separated, which also end its readiness wait (contract/placement.ts, WaitPlacement).
+   */
+  replaceOn: 'durable-sandbox.dev/replace-on',
 } as const;
 /** The node label kubelet sets to the node's name, which the re-placement affinity reads. */
 export const HOSTNAME_LABEL = 'kubernetes.io/hostname';
@@ -31,6 +41,8 @@ export const MANAGED_BY = 'durable-sandbox';
 
 /** What a sandbox pod is made from (resources: cpu in cores, sizes in MiB). */
 export interface SandboxPodInput {
+  /** The create operation (= workflow id) the pod is made for; absent: no annotation. */
+  operationId?: string;
   sandboxId: string;
   generation: number;
   template: string;
@@ -38,6 +50,8 @@ export interface SandboxPodInput {
   resources: SandboxResources;
   /** Which placement of the generation this pod is (1-based; default 1). */
   placement?: number;
+  /** A re-placing create's `replace_on` codes (annotated on the pod); absent: it does not re-place. */
+  replaceOn?: readonly string[];
   /**
    * Nodes the pod must not run on (those that refused earlier placements): a required node
    * affinity `kubernetes.io/hostname NotIn [...]`. Empty or absent: no affinity.
@@ -131,6 +145,8 @@ export function sandboxPod(input: SandboxPodInput): V1Pod {
         [POD_ANNOTATIONS.diskMib]: String(diskMib),
         [POD_ANNOTATIONS.generation]: String(input.generation),
         ...(placement > 1 ? { [POD_ANNOTATIONS.placement]: String(placement) } : {}),
+        ...(input.operationId ? { [POD_ANNOTATIONS.operationId]: input.operationId } : {}),
+        ...(input.replaceOn ? { [POD_ANNOTATIONS.replaceOn]: input.replaceOn.join(',') } : {}),
       },
     },
     spec: {

@@ -85,7 +85,7 @@ const target = { store, temporal: { client }, taskQueue };
 const handles: Array<WorkflowHandle> = [];
 for (const count of checkpoints) {
   const startedAt = Date.now();
-  // A bounded window of creates between their start and their recorded wait: on a loaded
+  // A bounded window of creates between their start and their wait for an IP: on a loaded
   // machine an unbounded burst times createPod out and the fill never ends.
   for (;;) {
     const waiting = await countWaits(store);
@@ -150,9 +150,9 @@ await cluster.close();
 await devServer.stop();
 rmSync(dataDir, { recursive: true, force: true });
 
-/** How many readiness waits the store holds. */
+/** How many creates the store says wait for their pod's IP. */
 async function countWaits(waits: Store): Promise<number> {
-  return (await waits.listReadinessWaits()).length;
+  return (await waits.listWaitingPods({ limit: 1_000_000 })).length;
 }
 
 /**

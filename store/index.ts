@@ -30,12 +30,11 @@ export type {
   MarkSandboxRunningInput,
   NewSandboxInput,
   NewSandboxOutcome,
-  ReadinessWait,
   RecordPodInput,
   RetireExecutionInput,
   SandboxPage,
   SandboxRecord,
   Store,
   StoreOptions,
-  UnrecordedWait,
+  WaitingPod,
 } from './types.js';

@@ -122,26 +122,6 @@ export interface OperationsTable {
 }
 
 /**
- * `readiness_waits`: a readiness wait in progress (docs/architecture.md, "Waiting costs
- * nothing"): the pod it waits for and the task token that completes its activity. One row per
- * pod uid; a later attempt of the same wait replaces the row.
- */
-export interface ReadinessWaitsTable {
-  pod_uid: string;
-  pod_name: string;
-  /** The activity attempt's task token, base64. */
-  task_token: string;
-  operation_id: string;
-  sandbox_id: string;
-  workflow_id: string;
-  run_id: string;
-  activity_id: string;
-  /** JSON WaitPlacement of a re-placing create's wait; null: it does not re-place. */
-  placement: string | null;
-  created_at: string;
-}
-
-/**
  * `webhook_endpoints`: a tenant's webhook endpoint (migration 0013). `event_types` is a JSON
  * array; `secret` is the current `whsec_…` signing secret; `previous_secret` still signs until
  * `previous_secret_expires_at` after a rotation.
@@ -195,7 +175,6 @@ export interface Database {
   idempotency_keys: IdempotencyKeysTable;
   rootfs_floors: RootfsFloorsTable;
   operations: OperationsTable;
-  readiness_waits: ReadinessWaitsTable;
   webhook_endpoints: WebhookEndpointsTable;
   webhook_events: WebhookEventsTable;
   webhook_deliveries: WebhookDeliveriesTable;

@@ -9,14 +9,7 @@ import { retireActiveExecutions, retireCurrentExecution, insertExecution } from 
 import { lockSandbox } from './fencing.js';
 import { claimIdempotencyKey, findIdempotencyKey } from './idempotency.js';
 import { migrateToLatest } from './migrations/index.js';
-import {
-  deleteReadinessWait,
-  deleteReadinessWaitsOf,
-  selectReadinessWait,
-  selectReadinessWaits,
-  selectUnrecordedWaits,
-  upsertReadinessWait,
-} from './readiness-waits.js';
+import { selectWaitingPods } from './waiting-pods.js';
 import {
   deleteRootfsFloor,
   selectAllRootfsFloors,
@@ -248,8 +241,6 @@ export async function openStore(options: StoreOptions): Promise<Store> {
           : (await isRunningAt(trx, input, input.podIp))
             ? ('already_running' as const)
             : ('fenced' as const);
-        // The wait has been decided (docs/architecture.md, "Waiting costs nothing").
-        if (input.operationId) await deleteReadinessWaitsOf(trx, input.operationId);
         if (result !== 'fenced' && input.operationId) {
           const transition = {
             phase: 'finished' as const,
@@ -272,7 +263,6 @@ export async function openStore(options: StoreOptions): Promise<Store> {
         // Compensation has finished whether or not this call still retires the execution (a
         // delete may have retired it first): the operation is done either way.
         const failure = input.failure ?? { code: input.reason, message: input.reason };
-        if (input.operationId) await deleteReadinessWaitsOf(trx, input.operationId);
         note(
           changed,
           await advanceIn(
@@ -344,8 +334,6 @@ export async function openStore(options: StoreOptions): Promise<Store> {
 
     recordOperationOutcome(input) {
       return writing(async (trx, changed) => {
-        // The create's outcome is known: its readiness wait, if any, has nothing left to decide.
-        await deleteReadinessWaitsOf(trx, input.operationId);
         const transition: OperationTransition = {
           phase: 'compensating',
           status: input.status,
@@ -435,24 +423,8 @@ export async function openStore(options: StoreOptions): Promise<Store> {
       return selectCreatingPodUids(db, limit);
     },
 
-    recordReadinessWait(wait) {
-      return upsertReadinessWait(db, wait, now());
-    },
-
-    findReadinessWait(podUid) {
-      return selectReadinessWait(db, podUid);
-    },
-
-    listReadinessWaits(page) {
-      return selectReadinessWaits(db, page);
-    },
-
-    clearReadinessWait(podUid, taskToken) {
-      return deleteReadinessWait(db, podUid, taskToken);
-    },
-
-    listUnrecordedWaits(input) {
-      return selectUnrecordedWaits(db, input);
+    listWaitingPods(page) {
+      return selectWaitingPods(db, page);
     },
 
     async ping() {

@@ -10,7 +10,6 @@ import type {
   OperationStatus,
   OperationType,
   PlacementRecord,
-  WaitPlacement,
   SandboxFailure,
   SandboxPodState,
   SandboxResources,
@@ -58,32 +57,18 @@ export interface StoreOptions {
   clock?: () => Date;
 }
 
-/** A create waiting for an IP with no recorded wait (Store.listUnrecordedWaits). */
-export interface UnrecordedWait {
+/**
+ * A create waiting for its pod's IP (operation `running` in phase `waiting_for_ip`), with the pod
+ * its sandbox row names (Store.listWaitingPods): what a readiness decider's reconcile decides.
+ */
+export interface WaitingPod {
   operationId: string;
   workflowId: string;
+  sandboxId: string;
+  podName: string;
+  podUid: string;
   /** The operation's `updated_at` (ISO-8601): the page's keyset, with `operationId`. */
   updatedAt: string;
-}
-
-/**
- * A readiness wait in progress (docs/architecture.md, "Waiting costs nothing"): the pod it waits
- * for, and the activity attempt that waits, by task token (base64) and by id.
- */
-export interface ReadinessWait {
-  podUid: string;
-  podName: string;
-  /** The wait activity attempt's task token, base64 (completes it asynchronously). */
-  taskToken: string;
-  operationId: string;
-  sandboxId: string;
-  workflowId: string;
-  runId: string;
-  activityId: string;
-  /** What a re-placing create's wait also ends on; absent: it does not re-place. */
-  placement?: WaitPlacement;
-  /** When the wait was recorded, ISO-8601. */
-  createdAt: string;
 }
 
 /** Input of {@link Store.createSandbox}. */
@@ -432,37 +417,16 @@ export interface Store {
    */
   listCreatingPodUids(limit?: number): Promise<string[]>;
   /**
-   * Records a readiness wait in progress (docs/architecture.md, "Waiting costs nothing"),
-   * replacing the row of an earlier attempt for the same pod uid.
+   * The creates waiting for their pod's IP (operation `running`, phase `waiting_for_ip`, sandbox
+   * row naming a pod), oldest first (`updatedAt`, then `operationId`), at most `limit`; `after`
+   * (the last row of the page before) continues after that row (keyset paging over the index
+   * `operations_status_phase_updated_at`). The readiness decider's reconcile reads them
+   * (activities/readiness-decider.ts); Temporal's pending activity is the wait's only record.
    */
-  recordReadinessWait(wait: Omit<ReadinessWait, 'createdAt'>): Promise<void>;
-  /** The readiness wait for the pod with `podUid`, if one is in progress. */
-  findReadinessWait(podUid: string): Promise<ReadinessWait | undefined>;
-  /**
-   * The readiness waits in progress in pod uid order: those after the pod uid `after` when
-   * given, at most `limit` when given (unset: every one). The decider pages with both
-   * (activities/readiness-decider.ts, `reconcilePageSize`).
-   */
-  listReadinessWaits(page?: { after?: string; limit?: number }): Promise<ReadinessWait[]>;
-  /**
-   * Removes the wait of `podUid` recorded with `taskToken` (a newer attempt's row stays).
-   * `markSandboxRunning`, `recordOperationOutcome` and `retireExecution` also remove the waits of
-   * their operation, in their transaction.
-   * @returns whether a row was removed
-   */
-  clearReadinessWait(podUid: string, taskToken: string): Promise<boolean>;
-  /**
-   * The creates in phase `waiting_for_ip` since before `updatedBefore` (ISO-8601) that have no
-   * recorded wait (its worker may have died before recording it), newest first (`updatedAt`,
-   * then `operationId`, descending), at most `limit`; `before` continues after that row (the
-   * last of the page before); `operationId` reads only that create.
-   */
-  listUnrecordedWaits(input: {
-    updatedBefore: string;
+  listWaitingPods(page: {
     limit: number;
-    before?: { updatedAt: string; operationId: string };
-    operationId?: string;
-  }): Promise<UnrecordedWait[]>;
+    after?: Pick<WaitingPod, 'updatedAt' | 'operationId'>;
+  }): Promise<WaitingPod[]>;
   /** Resolves when the database answers a trivial query; rejects with the driver's error. */
   ping(): Promise<void>;
   /** Closes the connection (pool); the store is unusable afterwards. */

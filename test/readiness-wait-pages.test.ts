@@ -1,17 +1,16 @@
 /**
  * Many waits, small pages (docs/architecture.md, "Waiting costs nothing", "Every wait, however
- * many"): the decider reads the recorded waits and the creates waiting without a record page by
- * page, so no wait beyond a page is left undecided. The pages are set small here (2) so a handful
- * of real creates stand for 10,000. Real dev server, worker, store and simulated cluster over
- * HTTP; the store is wrapped only to blind the worker's own decider where a test needs that.
+ * many"): a decider's reconcile reads the creates waiting for an IP page by page and completes
+ * each decided wait by id, so no wait beyond a page is left undecided. The pages are set small
+ * here (2) so a handful of real creates stand for 10,000. Real dev server, worker, store and
+ * simulated cluster over HTTP; the worker is stopped where only the reconcile may decide.
  */
-import { WorkflowFailedError } from '@temporalio/client';
+import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ReadinessDecider } from '../activities/readiness-decider.js';
 import { SandboxInformers } from '../kubernetes/sandbox-informers.js';
 import { settle, startCreate, storeGoneCreate, waitingAsync } from './support/creates.js';
-import { failingStore } from './support/failing-store.js';
 import { startTestStack, type TestStack } from './support/stack.js';
 import { until } from './support/until.js';
 
@@ -27,15 +26,55 @@ afterEach(async () => {
   stack = undefined;
 });
 
+/** Stops the stack's worker and its informers: nothing but the test's decider decides. */
+async function stopWorker(stack: TestStack): Promise<void> {
+  const worker = stack.worker as NonNullable<TestStack['worker']>;
+  worker.shutdown();
+  await until(() => worker.getState() === 'STOPPED' && stack.cluster.openWatches() === 0, 60_000);
+}
+
+/** A decider over informers of its own, as a worker starting now has, reading `pageSize` a page. */
+async function startDecider(stack: TestStack, pageSize: number) {
+  const informers = new SandboxInformers({
+    client: stack.kubernetes,
+    retryDelayMs: 100,
+    watchTimeoutSeconds: 25,
+  });
+  const decider = new ReadinessDecider({
+    informers,
+    store: stack.store,
+    client: stack.temporal.client,
+    reconcilePageSize: pageSize,
+    reconcileIntervalMs: NEVER,
+  });
+  informers.start();
+  await until(() => informers.synced, 60_000);
+  return {
+    decider,
+    async stop() {
+      await decider.stop();
+      await informers.stop();
+    },
+  };
+}
+
+/** Whether the create's readiness wait is still open in Temporal. */
+async function stillWaiting(handle: WorkflowHandle): Promise<boolean> {
+  const pending = (await handle.describe()).raw.pendingActivities ?? [];
+  return pending.some((activity) => activity.activityType?.name === 'awaitPodReady');
+}
+
+async function expectInvalidRequest(handle: WorkflowHandle): Promise<void> {
+  const { error } = await settle(handle.result());
+  expect(error).toBeInstanceOf(WorkflowFailedError);
+  const cause = (error as WorkflowFailedError).cause;
+  expect(cause).toBeInstanceOf(ApplicationFailure);
+  expect((cause as ApplicationFailure).type).toBe('InvalidRequest');
+}
+
 describe('every wait is covered, however many pages they fill', () => {
-  it('one reconcile decides every recorded wait when they fill more than a page', async () => {
-    // The worker's own decider cannot read the waits: only the reconcile below decides them.
-    const down = { on: false };
-    stack = await startTestStack({
-      cluster: { startupDelayMs: 100 },
-      activityStore: failingStore(['findReadinessWait', 'listReadinessWaits'], down),
-      reconcileIntervalMs: NEVER,
-    });
+  it('one reconcile decides every waiting create when they fill more than a page', async () => {
+    stack = await startTestStack({ cluster: { startupDelayMs: 100 }, reconcileIntervalMs: NEVER });
     stack.cluster.faults.neverReady(true);
     const creates = [];
     for (let i = 0; i < 7; i += 1) {
@@ -45,93 +84,47 @@ describe('every wait is covered, however many pages they fill', () => {
     for (const { handle, input } of creates) {
       pods.push(await waitingAsync(stack as TestStack, handle, input.sandboxId));
     }
-    down.on = true;
+    await stopWorker(stack);
     for (const podName of pods) {
       stack.cluster.node.recordSandboxFailure(NAMESPACE, podName, INVALID_ARGUMENT_MESSAGE);
     }
 
-    // A worker starting now (its informers list the refusals), reading the waits 2 at a time.
-    const informers = new SandboxInformers({
-      client: stack.kubernetes,
-      retryDelayMs: 100,
-      watchTimeoutSeconds: 25,
-    });
-    const decider = new ReadinessDecider({
-      informers,
-      store: stack.store,
-      client: stack.temporal.client,
-      reconcilePageSize: 2,
-      reconcileIntervalMs: NEVER,
-      unrecordedCheckIntervalMs: NEVER,
-    });
+    // A worker starting now (its informers list the refusals), reading the creates 2 at a time.
+    const started = await startDecider(stack, 2);
     try {
-      informers.start();
-      await until(() => informers.synced, 60_000);
-      decider.start(); // reconciles at once, its informers having listed
-      await decider.reconcile(); // that same reconcile
-      // Every completion clears its row once Temporal accepted it: 7 waits, 4 pages, none left.
-      expect((await stack.store.listReadinessWaits()).map((wait) => wait.podName)).toEqual([]);
-      for (const { handle } of creates) {
-        const { error } = await settle(handle.result());
-        expect(error).toBeInstanceOf(WorkflowFailedError);
-        const cause = (error as WorkflowFailedError).cause;
-        expect(cause).toBeInstanceOf(ApplicationFailure);
-        expect((cause as ApplicationFailure).type).toBe('InvalidRequest');
-      }
+      started.decider.start(); // reconciles at once, its informers having listed
+      await started.decider.reconcile(); // that same reconcile
+      // 7 waiting creates, 4 pages: every wait was failed by id, none is open.
+      const open = [];
+      for (const { handle } of creates)
+        if (await stillWaiting(handle)) open.push(handle.workflowId);
+      expect(open).toEqual([]);
     } finally {
-      await decider.stop();
-      await informers.stop();
-      down.on = false;
+      await started.stop();
     }
+    await stack.startWorker();
+    for (const { handle } of creates) await expectInvalidRequest(handle);
   }, 300_000);
 
-  it('the lost-wait check reaches a lost wait behind more than a page of creates it cannot retry', async () => {
-    stack = await startTestStack({
-      cluster: { startupDelayMs: 100 },
-      decider: { unrecordedCheckIntervalMs: NEVER },
-    });
+  it('creates whose workflows Temporal no longer knows, a page and more of them, do not stop the reconcile', async () => {
+    stack = await startTestStack({ cluster: { startupDelayMs: 100 }, reconcileIntervalMs: NEVER });
     stack.cluster.faults.neverReady(true);
+    // Two pages of creates waiting since earlier, whose workflows and pods are gone.
+    for (let i = 0; i < 4; i += 1) await storeGoneCreate(stack.store, i);
     const { handle, input } = await startCreate(stack, { diskMib: 2048, deadlineMs: 600_000 });
     const podName = await waitingAsync(stack as TestStack, handle, input.sandboxId);
-    // As if its worker had died between taking the task and recording the wait: no row.
-    const [lost] = await stack.store.listReadinessWaits();
-    expect(await stack.store.clearReadinessWait(lost?.podUid ?? '', lost?.taskToken ?? '')).toBe(
-      true,
-    );
-    // Two pages of creates waiting since later, whose workflows Temporal does not know.
-    for (let i = 0; i < 4; i += 1) await storeGoneCreate(stack.store, i);
-    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    await stopWorker(stack);
+    stack.cluster.node.recordSandboxFailure(NAMESPACE, podName, INVALID_ARGUMENT_MESSAGE);
 
-    const informers = new SandboxInformers({
-      client: stack.kubernetes,
-      retryDelayMs: 100,
-      watchTimeoutSeconds: 25,
-    });
-    const decider = new ReadinessDecider({
-      informers,
-      store: stack.store,
-      client: stack.temporal.client,
-      unrecordedPageSize: 2,
-      unrecordedAfterMs: 1_000,
-      unrecordedCheckIntervalMs: NEVER,
-      reconcileIntervalMs: NEVER,
-    });
+    const started = await startDecider(stack, 2);
     try {
-      decider.start();
-      // Check 1: the newest page and the next; check 2: the newest again and the lost one's.
-      for (let check = 0; check < 3; check += 1) await decider.retryUnrecorded();
-      await until(async () => {
-        const [again] = await stack!.store.listReadinessWaits();
-        return again !== undefined && again.taskToken !== lost?.taskToken;
-      }, 60_000).catch(() => {
-        throw new Error('the lost wait behind two full pages was never retried (WaitNotRecorded)');
-      });
-      const [pending] = (await handle.describe()).raw.pendingActivities ?? [];
-      expect(pending?.lastFailure?.applicationFailureInfo?.type).toBe('WaitNotRecorded');
-      stack.cluster.node.makeReady(NAMESPACE, podName);
-      expect((await handle.result()).pod.ip).toMatch(/^10\./);
+      started.decider.start();
+      await started.decider.reconcile();
+      expect(await stillWaiting(handle)).toBe(false);
     } finally {
-      await decider.stop();
+      await started.stop();
     }
+    await stack.startWorker();
+    await expectInvalidRequest(handle);
   }, 240_000);
 });

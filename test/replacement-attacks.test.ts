@@ -108,7 +108,7 @@ describe('re-placement under attack', () => {
       state: 'failed',
       failure: { code: 'cancelled' },
     });
-    expect(await stack.store.listReadinessWaits()).toEqual([]);
+    expect(await stack.store.listWaitingPods({ limit: 10 })).toEqual([]);
   }, 240_000);
 
   it('a second decider still holding the first pod deciding it late changes nothing: the create runs on node-b', async () => {
@@ -156,7 +156,7 @@ describe('re-placement under attack', () => {
           (w) => w !== 'the node cannot run the pod; the create moves to another node; wait failed',
         ),
       ).toEqual([]);
-      expect(await stack.store.listReadinessWaits()).toEqual([]);
+      expect(await stack.store.listWaitingPods({ limit: 10 })).toEqual([]);
     } finally {
       await other.stop();
       await informers.stop();

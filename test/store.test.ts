@@ -722,80 +722,43 @@ describe.each(storeBackends())('store on $name', (backend) => {
     });
   });
 
-  describe('readiness waits', () => {
-    const wait = (n: number, overrides: Record<string, string> = {}) => ({
-      podUid: `uid-${n}`,
-      podName: `sbx-${n}-g1`,
-      taskToken: `token-${n}-a`,
-      operationId: `op_${String(n).padStart(4, '0')}`,
-      sandboxId: `sbx_${String(n).padStart(4, '0')}`,
-      workflowId: `op_${String(n).padStart(4, '0')}`,
-      runId: `run-${n}`,
-      activityId: '2',
-      ...overrides,
-    });
+  describe('waiting pods', () => {
+    const recordPod = (n: number) =>
+      store.recordPod({
+        ...firstExecution(`sbx_0${n}`),
+        podName: `sbx-0${n}-g1`,
+        podUid: `uid-${n}`,
+        operationId: `op_0${n}`,
+      });
 
-    it('records, finds and lists waits; a later attempt replaces the row; clearing needs its token', async () => {
-      await store.recordReadinessWait(wait(1));
-      await store.recordReadinessWait(wait(2));
-      expect(await store.findReadinessWait('uid-1')).toMatchObject(wait(1));
-      expect((await store.listReadinessWaits()).map((w) => w.podUid)).toEqual(['uid-1', 'uid-2']);
-      // A retried attempt records a new token for the same pod.
-      await store.recordReadinessWait(wait(1, { taskToken: 'token-1-b' }));
-      expect((await store.findReadinessWait('uid-1'))?.taskToken).toBe('token-1-b');
-      expect(await store.clearReadinessWait('uid-1', 'token-1-a')).toBe(false);
-      expect(await store.clearReadinessWait('uid-1', 'token-1-b')).toBe(true);
-      expect(await store.findReadinessWait('uid-1')).toBeUndefined();
-      expect(await store.listReadinessWaits({ limit: 1 })).toHaveLength(1);
-    });
-
-    it('pages through every wait in pod uid order, a page after the last uid of the one before', async () => {
-      for (const n of [5, 3, 1, 4, 2]) await store.recordReadinessWait(wait(n));
+    it('lists the creates waiting for an IP with their pod, oldest first, in keyset pages', async () => {
+      for (const n of [301, 302, 303, 304, 305, 306]) await created(sandboxInput(n));
+      for (const n of [303, 301, 305, 302, 304]) await recordPod(n); // 306 is still creating its pod
       const seen: string[][] = [];
-      let after: string | undefined;
+      let after: { updatedAt: string; operationId: string } | undefined;
       for (;;) {
-        const page = await store.listReadinessWaits({ after, limit: 2 });
-        seen.push(page.map((w) => w.podUid));
-        if (page.length < 2) break;
-        after = page[page.length - 1]?.podUid;
-      }
-      expect(seen).toEqual([['uid-1', 'uid-2'], ['uid-3', 'uid-4'], ['uid-5']]);
-      expect(await store.listReadinessWaits()).toHaveLength(5);
-    });
-
-    it('pages through every create waiting without a recorded wait, newest first', async () => {
-      for (const n of [301, 302, 303, 304, 305]) {
-        await created(sandboxInput(n));
-        await store.advanceOperation(`op_0${n}`, { phase: 'waiting_for_ip' });
-      }
-      await store.recordReadinessWait(wait(303));
-      const updatedBefore = new Date(Date.parse('2030-01-01T00:00:00Z')).toISOString();
-      const seen: string[][] = [];
-      let before: { updatedAt: string; operationId: string } | undefined;
-      for (;;) {
-        const page = await store.listUnrecordedWaits({ updatedBefore, limit: 2, before });
+        const page = await store.listWaitingPods({ limit: 2, after });
         seen.push(page.map((w) => w.operationId));
         const last = page[page.length - 1];
         if (page.length < 2 || !last) break;
-        before = { updatedAt: last.updatedAt, operationId: last.operationId };
+        after = last;
       }
-      expect(seen).toEqual([['op_0305', 'op_0304'], ['op_0302', 'op_0301'], []]);
-      const one = { updatedBefore, limit: 1 };
-      expect(await store.listUnrecordedWaits({ ...one, operationId: 'op_0301' })).toHaveLength(1);
-      expect(await store.listUnrecordedWaits({ ...one, operationId: 'op_0303' })).toEqual([]);
+      expect(seen.flat()).toEqual(['op_0303', 'op_0301', 'op_0305', 'op_0302', 'op_0304']);
+      expect(seen.map((page) => page.length)).toEqual([2, 2, 1]);
+      expect((await store.listWaitingPods({ limit: 10 }))[0]).toMatchObject({
+        operationId: 'op_0303',
+        workflowId: 'op_0303',
+        sandboxId: 'sbx_0303',
+        podName: 'sbx-0303-g1',
+        podUid: 'uid-303',
+      });
     });
 
-    it("clears the operation's wait when it is marked running, decided or retired", async () => {
-      for (const n of [201, 202, 203]) {
+    it('a create leaves the list when it is marked running, decided or retired', async () => {
+      for (const n of [201, 202, 203, 204]) {
         await created(sandboxInput(n));
-        await store.recordReadinessWait(wait(n));
+        await recordPod(n);
       }
-      await store.recordPod({
-        ...firstExecution('sbx_0201'),
-        podName: 'sbx-201-g1',
-        podUid: 'uid-201',
-        operationId: 'op_0201',
-      });
       await store.markSandboxRunning({
         ...firstExecution('sbx_0201'),
         podIp: '10.0.0.1',
@@ -806,14 +769,14 @@ describe.each(storeBackends())('store on $name', (backend) => {
         status: 'cancelled',
         error: { code: 'cancelled', message: 'cancelled', details: {} },
       });
-      expect((await store.listReadinessWaits()).map((w) => w.podUid)).toEqual(['uid-203']);
       await store.retireExecution({
         ...firstExecution('sbx_0203'),
         operationId: 'op_0203',
         reason: 'pod_failed',
         failure: { code: 'pod_failed', message: 'gone' },
       });
-      expect(await store.listReadinessWaits()).toEqual([]);
+      const waiting = await store.listWaitingPods({ limit: 10 });
+      expect(waiting.map((w) => w.operationId)).toEqual(['op_0204']);
     });
   });
 

@@ -8,7 +8,10 @@ import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { createSandbox } from '../workflows/create-sandbox.js';
+import { DEFAULT_TEMPLATES } from '../config/index.js';
+import { createPod } from '../kubernetes/pods.js';
 import { startCreate, settle, waitingAsync } from './support/creates.js';
+import { harnessUnstartedWait } from './support/harness-workflows.js';
 import { startTestStack, type TestStack } from './support/stack.js';
 import { until } from './support/until.js';
 
@@ -86,7 +89,7 @@ describe('waiting costs nothing', () => {
     stack.cluster.node.makeReady(NAMESPACE, podName);
     const result = await handle.result();
     expect(result.pod.ip).toMatch(/^10\./);
-    expect(await stack.store.listReadinessWaits()).toEqual([]);
+    expect(await stack.store.listWaitingPods({ limit: 10 })).toEqual([]);
   }, 120_000);
 
   it('a wait started by a worker that stopped is decided by another: a refusal recorded while no worker ran fails it when the next one starts', async () => {
@@ -134,30 +137,40 @@ describe('waiting costs nothing', () => {
     expect(await stack.store.getSandboxById(ready.input.sandboxId)).toMatchObject({
       state: 'running',
     });
-    expect(await stack.store.listReadinessWaits()).toEqual([]);
+    expect(await stack.store.listWaitingPods({ limit: 10 })).toEqual([]);
   }, 240_000);
 
-  it('a wait whose worker died before recording it is failed as WaitNotRecorded, retried, and decided', async () => {
+  it('a wait whose attempt never started is decided by id: the pod names its workflow, no record is read', async () => {
     stack = await startTestStack({ cluster: { startupDelayMs: 100 } });
     stack.cluster.faults.neverReady(true);
-    const { handle, input } = await startCreate(stack, { diskMib: 2048 });
-    const podName = await waitingAsync(stack as TestStack, handle, input.sandboxId);
-    // As if its worker had died between taking the task and recording the wait: no row.
-    const [lost] = await stack.store.listReadinessWaits();
-    expect(await stack.store.clearReadinessWait(lost?.podUid ?? '', lost?.taskToken ?? '')).toBe(
-      true,
+    const workflowId = `op_unstarted_${Date.now()}`;
+    const pod = await createPod(stack.kubernetes, {
+      operationId: workflowId,
+      sandboxId: `sbx_unstarted_${Date.now()}`,
+      generation: 1,
+      template: 'base',
+      image: DEFAULT_TEMPLATES.base?.image ?? '',
+      resources: { cpu: 1, memoryMib: 512, diskMib: 2048 },
+    });
+    // No worker polls this queue: the attempt stays scheduled, never started.
+    const handle = await stack.temporal.client.workflow.start(harnessUnstartedWait, {
+      taskQueue: stack.taskQueue,
+      workflowId,
+      args: [{ podUid: pod.uid, taskQueue: `${stack.taskQueue}-nobody` }],
+    });
+    await until(async () => ((await handle.describe()).raw.pendingActivities ?? []).length > 0);
+    const [scheduled] = (await handle.describe()).raw.pendingActivities ?? [];
+    expect(scheduled?.state).toBe(
+      temporal.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STATE_SCHEDULED,
     );
-    // A new attempt records itself (another task token) within the check's bound.
-    await until(async () => {
-      const [again] = await stack!.store.listReadinessWaits();
-      return again !== undefined && again.taskToken !== lost?.taskToken;
-    }, 90_000);
-    const [pending] = (await handle.describe()).raw.pendingActivities ?? [];
-    expect(pending?.attempt).toBe(2);
-    expect(pending?.lastFailure?.applicationFailureInfo?.type).toBe('WaitNotRecorded');
-    stack.cluster.node.makeReady(NAMESPACE, podName);
-    expect((await handle.result()).pod.ip).toMatch(/^10\./);
-  }, 180_000);
+
+    stack.cluster.node.makeReady(NAMESPACE, pod.name);
+    expect((await handle.result()).podIp).toMatch(/^10\./);
+    const events = (await handle.fetchHistory()).events ?? [];
+    const started = events.filter((event) => event.activityTaskStartedEventAttributes);
+    expect(started.map((event) => event.activityTaskStartedEventAttributes?.attempt)).toEqual([1]);
+    expect(events.some((event) => event.activityTaskCompletedEventAttributes)).toBe(true);
+  }, 120_000);
 
   it('a cancel during the wait reaches compensation (the pod delete) within 2 s', async () => {
     stack = await startTestStack({ cluster: { startupDelayMs: 100 } });
@@ -176,7 +189,7 @@ describe('waiting costs nothing', () => {
       state: 'failed',
       failure: { code: 'cancelled' },
     });
-    expect(await stack.store.listReadinessWaits()).toEqual([]);
+    expect(await stack.store.listWaitingPods({ limit: 10 })).toEqual([]);
   }, 120_000);
 
   it('the deadline fires on time during the wait and compensation follows at once', async () => {

@@ -31,6 +31,7 @@ import {
   OPERATION_ERRORS,
   PLACEMENT_FAILURE_TYPES,
   errorCodeOfFailureType,
+  readinessWaitActivityId,
   type CreateFailureDetails,
   type NodeRefusalDetails,
   type PlacementPolicy,
@@ -70,16 +71,27 @@ const settledStep = proxyActivities<CreateActivities>({
 export const ASYNC_READINESS_WAIT_PATCH = 'async-readiness-wait';
 
 /**
- * The readiness wait. It completes asynchronously (activities/pods.ts): it holds no worker slot
- * and sends no heartbeat, and any worker's informers decide it, so a dead worker loses nothing
- * and there is no heartbeat timeout. A cancel (or the deadline timer) resolves it at once
+ * The patch of "One record: Temporal's" (docs/architecture.md, "Waiting costs nothing"): the
+ * asynchronous readiness wait is scheduled under the activity id of its pod
+ * (contract/readiness-wait.ts), so any worker completes it by workflow id and activity id and the
+ * store keeps no task token. Histories recorded before it keep the sequence id; their wait runs
+ * in the worker's process (activities/pods.ts).
+ * Exit plan: docs/testing.md, "Patch exit plan".
+ */
+export const READINESS_WAIT_BY_ID_PATCH = 'readiness-wait-by-id';
+
+/**
+ * The readiness wait of the pod `podUid`. It completes asynchronously (activities/pods.ts): it
+ * holds no worker slot and sends no heartbeat, and any worker's informers decide it by workflow id
+ * and the activity id made from the pod's uid (contract/readiness-wait.ts), so a dead worker
+ * loses nothing, nothing but Temporal records the wait, and there is no heartbeat timeout. A cancel (or the deadline timer) resolves it at once
  * (TRY_CANCEL): the wait holds nothing to stop, so compensation starts within the workflow task.
  * The start-to-close timeout (deadline + 60 s) is only a backstop for a wait nobody decides.
  *
  * Histories from before the patch keep its former options: heartbeat timeout 20 s, and a
  * cancel that waits until the activity has stopped its in-process watch.
  */
-function readinessWait(createDeadlineMs: number) {
+function readinessWait(createDeadlineMs: number, podUid: string) {
   const retry: RetryPolicy = {
     initialInterval: '1 second',
     maximumInterval: '10 seconds',
@@ -90,6 +102,9 @@ function readinessWait(createDeadlineMs: number) {
   };
   if (patched(ASYNC_READINESS_WAIT_PATCH)) {
     return proxyActivities<CreateActivities>({
+      ...(patched(READINESS_WAIT_BY_ID_PATCH)
+        ? { activityId: readinessWaitActivityId(podUid) }
+        : {}),
       startToCloseTimeout: createDeadlineMs + 60_000,
       cancellationType: ActivityCancellationType.TRY_CANCEL,
       retry,
@@ -342,7 +357,9 @@ async function runSteps(
         template: input.template,
         image: input.image,
         resources: input.resources,
-        ...(policy ? { placement, avoidNodes: nodesOf(refused) } : {}),
+        ...(policy
+          ? { placement, avoidNodes: nodesOf(refused), replaceOn: [...policy.replaceOn] }
+          : {}),
       })
       .catch((err: unknown) => {
         // The apiserver refused every attempt definitely: there is no pod to look for (and
@@ -358,7 +375,7 @@ async function runSteps(
 
     let podIp: string;
     try {
-      ({ podIp } = await readinessWait(input.deadlineMs).awaitPodReady({
+      ({ podIp } = await readinessWait(input.deadlineMs, pod.uid).awaitPodReady({
         operationId: input.operationId,
         sandboxId: input.sandboxId,
         pod,

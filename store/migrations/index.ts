@@ -19,6 +19,7 @@ import { sandboxesTenantState } from './0011-sandboxes-tenant-state.js';
 import { webhooks } from './0013-webhooks.js';
 import { sandboxLifetimes } from './0014-sandbox-lifetimes.js';
 import { warmPools } from './0015-warm-pools.js';
+import { dropReadinessWaits } from './0016-drop-readiness-waits.js';
 
 /** Every migration by name. */
 export const MIGRATIONS: Readonly<Record<string, Migration>> = {
@@ -36,6 +37,7 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0013-webhooks': webhooks,
   '0014-sandbox-lifetimes': sandboxLifetimes,
   '0015-warm-pools': warmPools,
+  '0016-drop-readiness-waits': dropReadinessWaits,
 };
 
 const provider: MigrationProvider = {

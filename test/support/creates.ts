@@ -6,11 +6,14 @@ import { randomUUID } from 'node:crypto';
 import type { Client, WorkflowHandle } from '@temporalio/client';
 import type { createSandbox } from '../../workflows/create-sandbox.js';
 import { CreatePhaseKey, operationSearchAttributes } from '../../workflows/search-attributes.js';
-import type { CreateSandboxInput } from '../../contract/index.js';
+import { readinessWaitActivityId, type CreateSandboxInput } from '../../contract/index.js';
 import type { Store } from '../../store/index.js';
 import { DEFAULT_TEMPLATES } from '../../config/index.js';
 import type { TestStack } from './stack.js';
 import { until } from './until.js';
+
+/** `PendingActivityState.PENDING_ACTIVITY_STATE_STARTED` (temporal.api.enums.v1). */
+const PENDING_STARTED = 2;
 
 /** Options of {@link startCreate}. */
 export interface StartCreateOptions {
@@ -119,7 +122,8 @@ export async function settle<T>(promise: Promise<T>): Promise<{ value?: T; error
 
 /**
  * Resolves once the create waits asynchronously: its phase is `waiting_for_ip` (search
- * attribute) and the store holds its readiness wait; returns the pod's name.
+ * attribute) and Temporal shows its readiness wait started under the activity id of its pod
+ * (contract/readiness-wait.ts); returns the pod's name.
  * @throws when either does not happen within 90 s / 60 s
  */
 export async function waitingAsync(
@@ -132,10 +136,14 @@ export async function waitingAsync(
       (await handle.describe()).typedSearchAttributes.get(CreatePhaseKey) === 'waiting_for_ip',
     90_000,
   );
-  const podName = (await stack.store.getSandboxById(sandboxId))?.pod.name ?? '';
+  const pod = (await stack.store.getSandboxById(sandboxId))?.pod;
+  const activityId = readinessWaitActivityId(pod?.uid ?? '');
   await until(async () => {
-    const waits = await stack.store.listReadinessWaits();
-    return waits.some((wait) => wait.podName === podName);
+    const pending = (await handle.describe()).raw.pendingActivities ?? [];
+    return pending.some(
+      (activity) => activity.activityId === activityId && activity.state === PENDING_STARTED,
+    );
   }, 60_000);
+  const podName = pod?.name ?? '';
   return podName;
 }

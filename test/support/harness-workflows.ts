@@ -1,5 +1,6 @@
-/** A minimal workflow used only to prove the test harness (test/harness.test.ts). */
+/** Minimal workflows of the test harness (test/harness.test.ts, test/waiting-costs-nothing.test.ts). */
 import { proxyActivities } from '@temporalio/workflow';
+import { readinessWaitActivityId } from '../../contract/index.js';
 
 /** The activity interface the harness workflow calls. */
 export interface HarnessActivities {
@@ -15,4 +16,22 @@ const { greet } = proxyActivities<HarnessActivities>({
 /** Calls `greet` once and returns its result. */
 export async function harnessGreeting(name: string): Promise<string> {
   return greet(name);
+}
+
+/**
+ * Schedules the readiness wait of the pod `podUid` the way the create workflow does (activity
+ * `awaitPodReady`, activity id from contract/readiness-wait.ts) on `taskQueue`, which a test
+ * leaves without a worker: the attempt is scheduled and never started, so only a completion by
+ * id (activities/readiness-decider.ts) can decide it. Returns the wait's result.
+ */
+export async function harnessUnstartedWait(input: {
+  podUid: string;
+  taskQueue: string;
+}): Promise<{ podIp: string }> {
+  const { awaitPodReady } = proxyActivities<{ awaitPodReady(): Promise<{ podIp: string }> }>({
+    taskQueue: input.taskQueue,
+    activityId: readinessWaitActivityId(input.podUid),
+    startToCloseTimeout: '5 minutes',
+  });
+  return awaitPodReady();
 }

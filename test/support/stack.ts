@@ -75,17 +75,10 @@ export interface TestStackOptions {
    */
   reconcileIntervalMs?: number;
   /**
-   * More options of the worker's decider (activities/readiness-decider.ts), e.g. small pages or
-   * a lost-wait check that never runs on its own (default: the decider's).
+   * More options of the worker's decider (activities/readiness-decider.ts), e.g. small pages
+   * (default: the decider's).
    */
-  decider?: Pick<
-    ReadinessDeciderOptions,
-    | 'reconcilePageSize'
-    | 'unrecordedPageSize'
-    | 'unrecordedCheckIntervalMs'
-    | 'unrecordedAfterMs'
-    | 'podReadDelayMs'
-  >;
+  decider?: Pick<ReadinessDeciderOptions, 'reconcilePageSize' | 'podReadDelayMs'>;
 }
 
 /** What a suite gets. */
