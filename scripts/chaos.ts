@@ -45,7 +45,7 @@ import {
 } from '../environments/fault-report.js';
 import { SimulatedCluster } from '../environments/simulated-cluster/index.js';
 import { openStore } from '../store/index.js';
-import { startDevServer, type DevServer } from './dev-server.js';
+import { startDevServer, type DevServer } from '../environments/dev-server/dev-server.js';
 
 const args = process.argv.slice(2);
 const QUICK = args.includes('--quick');

@@ -33,8 +33,8 @@ import { SimulatedCluster } from '../environments/simulated-cluster/index.js';
 import { openStore, type Store } from '../store/index.js';
 import { installRuntime } from '../worker/runtime.js';
 import { startSandboxWorker } from '../worker/sandbox-worker.js';
-import { startCreate } from '../test/support/creates.js';
-import { startDevServer } from './dev-server.js';
+import { startCreate } from './start-create.js';
+import { startDevServer } from '../environments/dev-server/dev-server.js';
 import { DEFAULT_TEMPLATES } from '../config/index.js';
 
 const options = new Command()

@@ -32,7 +32,7 @@ import { serveWorker, type ServeWorkerOptions } from '../worker/serve.js';
 import { freePort } from '../config/free-port.js';
 import { clusterResetReason, explainPodsOfBefore } from './cluster-reset.js';
 import { credentialHint } from './credential-hint.js';
-import { startDevServer } from './dev-server.js';
+import { startDevServer } from '../environments/dev-server/dev-server.js';
 import { SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { SpanStore } from '../tracing/span-store.js';
 import { tracingChoice, type Tracing } from '../tracing/spans.js';

@@ -2,7 +2,7 @@
  * The search attributes a create upserts as it moves (docs/architecture.md, "The create path").
  * All Keyword, so the
  * Temporal UI can filter exactly, e.g. `FailureCode="invalid_request"`.
- * The dev server launcher registers the same list (scripts/dev-server.ts).
+ * The dev server launcher registers the same list (environments/dev-server/dev-server.ts).
  */
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 

@@ -8,9 +8,9 @@
  * missing (progress and the time it took on stderr).
  */
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { locateBinary, type TierBinary } from '../../scripts/go-build.js';
+import { locateBinary, type TierBinary } from '../binaries/go-build.js';
 
-export { findBinary, locateBinary, type TierBinary } from '../../scripts/go-build.js';
+export { findBinary, locateBinary, type TierBinary } from '../binaries/go-build.js';
 
 /** etcd v3.6.16: the `go.etcd.io/etcd/server/v3` main package. */
 export const ETCD: TierBinary = {

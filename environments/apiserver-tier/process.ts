@@ -1,11 +1,11 @@
 /**
  * Runs one server process of the apiserver tier (etcd, kube-apiserver) under the dev server's
- * stdin-pipe guard (scripts/dev-server.ts `GUARD_SCRIPT`): the process is killed when the
+ * stdin-pipe guard (environments/dev-server/dev-server.ts `GUARD_SCRIPT`): the process is killed when the
  * parent calls `stop()` and also when the parent dies, even by SIGKILL, so no etcd or
  * kube-apiserver outlives the tests or `npm start`.
  */
 import { spawn } from 'node:child_process';
-import { GUARD_SCRIPT } from '../../scripts/dev-server.js';
+import { GUARD_SCRIPT } from '../dev-server/dev-server.js';
 
 /** A running guarded process. */
 export interface GuardedProcess {

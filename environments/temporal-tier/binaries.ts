@@ -10,7 +10,7 @@
  * missing (progress and the time it took on stderr).
  */
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { locateBinary, type TierBinary } from '../../scripts/go-build.js';
+import { locateBinary, type TierBinary } from '../binaries/go-build.js';
 
 const MODULE_DIR = fileURLToPath(new URL('./go/', import.meta.url));
 

@@ -33,8 +33,8 @@ import { promisify } from 'node:util';
 import { Connection, type ConnectionOptions } from '@temporalio/client';
 import { parse, stringify } from 'yaml';
 import { startGuarded, type GuardedProcess } from '../apiserver-tier/process.js';
-import { findGo } from '../../scripts/binary-lookup.js';
-import { locateTemporalCli } from '../../scripts/temporal-cli.js';
+import { findGo } from '../binaries/binary-lookup.js';
+import { locateTemporalCli } from '../binaries/temporal-cli.js';
 import { SEARCH_ATTRIBUTE_KEYS } from '../../workflows/search-attributes.js';
 import {
   clientConnectionOptions,

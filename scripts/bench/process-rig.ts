@@ -12,7 +12,7 @@ import {
   SimulatedCluster,
   type SimulatedClusterOptions,
 } from '../../environments/simulated-cluster/index.js';
-import { startDevServer, type DevServer } from '../dev-server.js';
+import { startDevServer, type DevServer } from '../../environments/dev-server/dev-server.js';
 import { runKept, stopChild, type Checkout, type KeptProcess } from './checkouts.js';
 import { scrape } from './prometheus.js';
 import { BENCH_SERVICE_ENV, until } from './support.js';

@@ -28,7 +28,7 @@ import pg from 'pg';
 import { freePort } from '../../config/free-port.js';
 import { podNameFor } from '../../kubernetes/pod-spec.js';
 import { SimulatedCluster } from '../../environments/simulated-cluster/index.js';
-import { startDevServer, type DevServer } from '../dev-server.js';
+import { startDevServer, type DevServer } from '../../environments/dev-server/dev-server.js';
 import { checkoutsOfRun, runInCheckout, stopChild, type Checkout } from './checkouts.js';
 import type { GoalFigures, GoalRowId, GoalSizes } from './goals.js';
 import { scrape, sumBy, sumOf } from './prometheus.js';

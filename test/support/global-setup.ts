@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { bundleSandboxWorkflows } from '../../worker/workflow-bundle.js';
 import type { TestProject } from 'vitest/node';
-import { startDevServer, type DevServer } from '../../scripts/dev-server.js';
+import { startDevServer, type DevServer } from '../../environments/dev-server/dev-server.js';
 import { freePort } from '../../config/free-port.js';
 
 declare module 'vitest' {

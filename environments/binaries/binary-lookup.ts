@@ -1,5 +1,5 @@
 /**
- * The pieces every binary locator of the project shares (scripts/temporal-cli.ts for the
+ * The pieces every binary locator of the project shares (environments/binaries/temporal-cli.ts for the
  * Temporal CLI, apiserver-tier/binaries.ts for etcd and kube-apiserver): the user cache they
  * build into, the executable check, the PATH search, and the Go toolchain they build with.
  */

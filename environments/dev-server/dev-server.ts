@@ -9,9 +9,9 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { Connection } from '@temporalio/client';
-import { SEARCH_ATTRIBUTE_KEYS } from '../workflows/search-attributes.js';
-import { freePort } from '../config/free-port.js';
-import { locateTemporalCli } from './temporal-cli.js';
+import { SEARCH_ATTRIBUTE_KEYS } from '../../workflows/search-attributes.js';
+import { freePort } from '../../config/free-port.js';
+import { locateTemporalCli } from '../binaries/temporal-cli.js';
 
 /** Options for {@link startDevServer}. */
 export interface DevServerOptions {

@@ -1,0 +1,78 @@
+/**
+ * Starts `createSandbox` workflows the way the API does: the sandbox row first, then the
+ * workflow with the typed search attributes. For tooling that drives the worker without the API
+ * (scripts/measure-workflow-cache.ts) and for the test suites (test/support/creates.ts).
+ */
+import { randomUUID } from 'node:crypto';
+import type { Client, WorkflowHandle } from '@temporalio/client';
+import type { createSandbox } from '../workflows/create-sandbox.js';
+import { operationSearchAttributes } from '../workflows/search-attributes.js';
+import type { CreateSandboxInput } from '../contract/index.js';
+import type { Store } from '../store/index.js';
+import { DEFAULT_TEMPLATES } from '../config/index.js';
+
+/** Options of {@link startCreate}. */
+export interface StartCreateOptions {
+  diskMib: number;
+  /** Create deadline in ms (default 60000). */
+  deadlineMs?: number;
+  template?: string;
+}
+
+/**
+ * A create workflow input with fresh ids (tenant `tenant-a`, template `base` with the default
+ * catalog's image, 2048 MiB disk).
+ */
+export function createInput(overrides: Partial<CreateSandboxInput> = {}): CreateSandboxInput {
+  const suffix = randomUUID().replace(/-/g, '').slice(0, 20);
+  return {
+    operationId: `op_${suffix}`,
+    sandboxId: `sbx_${suffix}`,
+    tenantId: 'tenant-a',
+    template: 'base',
+    image: (DEFAULT_TEMPLATES.base as { image: string }).image,
+    resources: { cpu: 1, memoryMib: 256, diskMib: 2048 },
+    generation: 1,
+    attempt: 1,
+    deadlineMs: 60_000,
+    ...overrides,
+  };
+}
+
+/**
+ * Where {@link startCreate} starts a create: a store, a Temporal client and the worker's task
+ * queue (a test stack is one; scripts/measure-workflow-cache.ts builds its own).
+ */
+export interface CreateTarget {
+  store: Pick<Store, 'createSandbox'>;
+  temporal: { client: Pick<Client, 'workflow'> };
+  taskQueue: string;
+}
+
+/** Stores a sandbox and starts its create workflow; returns the handle and input. */
+export async function startCreate(
+  stack: CreateTarget,
+  options: StartCreateOptions,
+): Promise<{ handle: WorkflowHandle<typeof createSandbox>; input: CreateSandboxInput }> {
+  const input = createInput({
+    template: options.template ?? 'base',
+    resources: { cpu: 1, memoryMib: 256, diskMib: options.diskMib },
+    deadlineMs: options.deadlineMs ?? 60_000,
+  });
+  const stored = await stack.store.createSandbox({
+    id: input.sandboxId,
+    tenant: input.tenantId,
+    template: input.template,
+    resources: input.resources,
+    operationId: input.operationId,
+    deadlineMs: input.deadlineMs,
+  });
+  if (stored.kind !== 'created') throw new Error(`sandbox not stored: ${stored.kind}`);
+  const handle = await stack.temporal.client.workflow.start<typeof createSandbox>('createSandbox', {
+    workflowId: input.operationId,
+    taskQueue: stack.taskQueue,
+    args: [input],
+    typedSearchAttributes: operationSearchAttributes(input, 'create'),
+  });
+  return { handle, input };
+}
