@@ -76,9 +76,11 @@ const RECONCILE_CONCURRENCY = 32;
 export const RECONCILE_PAGE_SIZE = 500;
 
 /**
- * Pods whose last decided outcome a decider remembers, so a pod's later changes with the same
- * outcome (status updates of a running sandbox) cost no Temporal call; past it the memory starts
- * afresh (a forgotten pod costs one NotFound answer).
+ * Pods a decider remembers having decided (Temporal answered: completed, or NotFound), so a pod's
+ * later changes (status updates of a running sandbox, the delete of a refused create's pod by its
+ * compensation) cost no Temporal call; past it the memory starts afresh (a forgotten pod costs
+ * one NotFound answer). Safe because a wait not open when this decider answered is decided by
+ * its own attempt's cache read or by the worker that runs it, and the reconcile decides again.
  */
 const REMEMBERED_PODS = 20_000;
 
@@ -97,8 +99,8 @@ export class ReadinessDecider {
   private retryDelayMs = RETRY_FIRST_DELAY_MS;
   /** Decisions in flight, by pod uid: one per wait at a time. */
   private readonly deciding = new Map<string, Promise<void>>();
-  /** The outcome last decided per pod uid (completed, or answered NotFound). */
-  private readonly decided = new Map<string, ReadinessOutcome['outcome']>();
+  /** The pods whose wait this decider decided (completed, or answered NotFound), by uid. */
+  private readonly decided = new Set<string>();
   /** The pending reads by name of {@link track}, by pod uid: cancelled once the wait is decided. */
   private readonly readTimers = new Map<string, NodeJS.Timeout>();
 
@@ -292,7 +294,7 @@ export class ReadinessDecider {
 
   /**
    * Completes (or fails) the wait's activity by id; one decision per pod at a time, and none
-   * for an outcome already decided for the pod unless `again`.
+   * for a pod already decided unless `again`.
    */
   private decide(
     wait: PodWait,
@@ -302,7 +304,7 @@ export class ReadinessDecider {
     const { uid } = wait.pod;
     const running = this.deciding.get(uid);
     if (running) return running;
-    if (!options.again && this.decided.get(uid) === outcome.outcome) return Promise.resolve();
+    if (!options.again && this.decided.has(uid)) return Promise.resolve();
     const decision = this.complete(wait, outcome).finally(() => this.deciding.delete(uid));
     this.deciding.set(uid, decision);
     return decision;
@@ -349,7 +351,7 @@ export class ReadinessDecider {
     // Decided: the read by name the wait activity asked for (track) has nothing left to decide.
     this.cancelRead(uid);
     if (this.decided.size >= REMEMBERED_PODS) this.decided.clear();
-    this.decided.set(uid, outcome.outcome);
+    this.decided.add(uid);
   }
 }
 
