@@ -233,7 +233,10 @@ export function podActivities(deps: PodActivityDeps) {
         input.placement,
         deps.decider.bounds,
       );
-      if (outcome) return settleOutcome(outcome, input.pod);
+      if (outcome) {
+        deps.decider.settled(input.pod.uid);
+        return settleOutcome(outcome, input.pod);
+      }
       // A change after the read above reaches this worker's decider, which completes by id.
       deps.decider.track({
         workflowId: info.workflowExecution?.workflowId ?? input.operationId,

@@ -46,6 +46,13 @@ export interface ReadinessDeciderOptions {
    * by a worker whose wait then died).
    */
   reconcileIntervalMs?: number;
+  /**
+   * How long a decisive change of a pod whose wait this worker does not hold waits before it is
+   * decided here, in ms (default 2 000): the wait of another worker, whose own decider decides it
+   * at the change, or one not scheduled yet, which its attempt decides from its cache when it
+   * starts. Only a wait whose worker died is left to this delay (or to the reconcile).
+   */
+  otherWaitDelayMs?: number;
   /** How long the pods cache may lack a wait's pod before it is read once by name, in ms (default 5 000). */
   podReadDelayMs?: number;
   /**
@@ -101,6 +108,10 @@ export class ReadinessDecider {
   private readonly deciding = new Map<string, Promise<void>>();
   /** The pods whose wait this decider decided (completed, or answered NotFound), by uid. */
   private readonly decided = new Set<string>();
+  /** The pods whose wait this worker's activity left asynchronous ({@link track}), by uid. */
+  private readonly held = new Set<string>();
+  /** The deferred decisions of changes of pods whose wait this worker does not hold, by uid. */
+  private readonly deferred = new Map<string, NodeJS.Timeout>();
   /** The pending reads by name of {@link track}, by pod uid: cancelled once the wait is decided. */
   private readonly readTimers = new Map<string, NodeJS.Timeout>();
 
@@ -121,14 +132,22 @@ export class ReadinessDecider {
         const wait = podWaitOf(pod);
         if (!wait) return;
         const { uid } = wait.pod;
+        // A pod first seen by a list (a start, a re-list) is decided by the reconcile that
+        // follows it, from the store's waiting creates: no call for every running sandbox.
+        if (type === 'ADDED' && !this.held.has(uid)) return;
         const outcome =
           podOutcome(type, pod, uid, wait.placement) ??
           // Bound to its node now: a refusal cached before the binding was seen may count.
           (pod.spec?.nodeName && informers.cachedEvents(uid).length > 0
             ? cachedOutcome(informers, wait.pod, wait.placement, this.bounds)
             : undefined);
-        const decision = outcome ? this.decide(wait, outcome) : Promise.resolve();
-        if (type === 'DELETED') void decision.finally(() => this.decided.delete(uid));
+        const decision = outcome ? this.decideChange(wait, outcome) : Promise.resolve();
+        // A deleted pod is forgotten once decided (a deferred decision forgets it itself).
+        if (type === 'DELETED') {
+          void decision.finally(() => {
+            if (!this.deferred.has(uid)) this.forget(uid);
+          });
+        }
       },
       onEvent: (event) => {
         const uid = event.involvedObject?.uid;
@@ -139,7 +158,7 @@ export class ReadinessDecider {
         if (pod?.metadata?.uid !== uid || !parseRefusal(event.message)) return;
         const wait = podWaitOf(pod);
         const outcome = wait && refusalOutcome(event, pod, wait.placement, this.bounds);
-        if (wait && outcome) void this.decide(wait, outcome);
+        if (wait && outcome) void this.decideChange(wait, outcome);
       },
       onPodsRefused: () => void this.reconcile(),
       onListed: () => void this.reconcile(),
@@ -160,8 +179,11 @@ export class ReadinessDecider {
     if (this.reconcileTimer) clearInterval(this.reconcileTimer);
     if (this.retryTimer) clearTimeout(this.retryTimer);
     this.retryTimer = undefined;
-    for (const timer of this.readTimers.values()) clearTimeout(timer);
+    for (const timer of [...this.readTimers.values(), ...this.deferred.values()]) {
+      clearTimeout(timer);
+    }
     this.readTimers.clear();
+    this.deferred.clear();
     await Promise.allSettled([this.reconciling, ...this.deciding.values()]);
   }
 
@@ -174,6 +196,7 @@ export class ReadinessDecider {
   track(wait: PodWait): void {
     if (this.stopped) return;
     const { uid } = wait.pod;
+    this.held.add(uid);
     this.cancelRead(uid);
     const timer = setTimeout(() => {
       this.readTimers.delete(uid);
@@ -182,6 +205,59 @@ export class ReadinessDecider {
     }, this.options.podReadDelayMs ?? 5_000);
     timer.unref();
     this.readTimers.set(uid, timer);
+  }
+
+  /**
+   * Called by the wait activity when it decided its wait itself from the caches: a change of the
+   * pod this decider deferred, or sees later, costs no Temporal call.
+   */
+  settled(uid: string): void {
+    this.remember(uid);
+  }
+
+  /**
+   * A decisive change of a pod: decided at once when this worker holds its wait; otherwise
+   * deferred by `otherWaitDelayMs` and decided then from the caches, unless decided meanwhile.
+   * In a burst this keeps the completion calls of waits not scheduled yet (answered NotFound,
+   * each taking the workflow's lock in the history service) off the moment that counts.
+   */
+  private decideChange(wait: PodWait, outcome: ReadinessOutcome): Promise<void> {
+    const { uid } = wait.pod;
+    if (this.held.has(uid)) return this.decide(wait, outcome);
+    if (this.stopped || this.decided.has(uid) || this.deferred.has(uid)) return Promise.resolve();
+    const timer = setTimeout(() => {
+      this.deferred.delete(uid);
+      if (this.stopped || this.decided.has(uid)) return;
+      const { informers } = this.options;
+      const gone = !informers.cachedPod(wait.pod.name);
+      // A pod gone from the cache: the change's own outcome (deleted) stands, no read needed.
+      const now = gone ? outcome : cachedOutcome(informers, wait.pod, wait.placement, this.bounds);
+      const decision = now ? this.decide(wait, now) : undefined;
+      if (gone) void (decision ?? Promise.resolve()).finally(() => this.forget(uid));
+    }, this.options.otherWaitDelayMs ?? 2_000);
+    timer.unref();
+    this.deferred.set(uid, timer);
+    return Promise.resolve();
+  }
+
+  /** Remembers the pod as decided: no later change of it costs a Temporal call. */
+  private remember(uid: string): void {
+    const timer = this.deferred.get(uid);
+    if (timer) clearTimeout(timer);
+    this.deferred.delete(uid);
+    this.held.delete(uid);
+    this.cancelRead(uid);
+    if (this.decided.size >= REMEMBERED_PODS) this.decided.clear();
+    this.decided.add(uid);
+  }
+
+  /** Forgets a deleted pod (its uid never comes back). */
+  private forget(uid: string): void {
+    const timer = this.deferred.get(uid);
+    if (timer) clearTimeout(timer);
+    this.deferred.delete(uid);
+    this.held.delete(uid);
+    this.decided.delete(uid);
   }
 
   /** Cancels the pending read by name of a wait ({@link track}), if any. */
@@ -349,9 +425,7 @@ export class ReadinessDecider {
       }
     }
     // Decided: the read by name the wait activity asked for (track) has nothing left to decide.
-    this.cancelRead(uid);
-    if (this.decided.size >= REMEMBERED_PODS) this.decided.clear();
-    this.decided.add(uid);
+    this.remember(uid);
   }
 }
 
