@@ -66,6 +66,14 @@ export interface GoalFigures {
    * `atOnce` burst, compensation included, idle use subtracted, in ms (issue 34).
    */
   cpuMsPerCreate?: number;
+  /**
+   * The CPU floor of that figure: the bench process's CPU (the floors' worker and client) per
+   * workflow of a refusal's Temporal shape with no-op steps (scripts/bench/floor-workflows.ts
+   * `floorRefusalShape`), `atOnce` at once on the same dev server, idle use subtracted, in ms;
+   * and the same for the one-failing-activity floor.
+   */
+  cpuFloorMsPerRefusalShape?: number;
+  cpuFloorMsPerOneActivity?: number;
   /** One refusal (event -> GET shows failed) with 1 waiting, and with `many` waiting. */
   oneRefusalWith1?: Summary;
   oneRefusalWithMany?: Summary;
@@ -173,7 +181,10 @@ export const GOAL_ROWS: GoalRow[] = [
     goal: "<= 0.5x the baseline's in the same run",
     cell: (f, _z, baseline) => {
       if (!finite(f.cpuMsPerCreate)) return undefined;
-      const text = `${f.cpuMsPerCreate.toFixed(1)} ms`;
+      const floor = finite(f.cpuFloorMsPerRefusalShape)
+        ? `; floor: the refusal's Temporal shape, no-op steps ${f.cpuFloorMsPerRefusalShape.toFixed(1)} ms${finite(f.cpuFloorMsPerOneActivity) ? `, one failing activity ${f.cpuFloorMsPerOneActivity.toFixed(1)} ms` : ''}`
+        : '';
+      const text = `${f.cpuMsPerCreate.toFixed(1)} ms${floor}`;
       if (!baseline) return { text, met: undefined };
       if (!finite(baseline.cpuMsPerCreate)) return undefined;
       return {

@@ -234,6 +234,28 @@ function stepRunner(who: LadderStep['who'], create: (i: number) => Promise<numbe
 }
 
 /**
+ * The CPU the bench's own process (user + system) spends per workflow on `n` runs of `run` at
+ * once, less its idle rate over 3 s before them, in ms (0.1 ms steps). Only the floors' worker
+ * and client work in the bench's process meanwhile, so this is a floor's CPU per workflow.
+ */
+async function floorCpuMsPerWorkflow(n: number, run: () => Promise<unknown>): Promise<number> {
+  const usedMs = () => {
+    const { user, system } = process.cpuUsage();
+    return (user + system) / 1000;
+  };
+  await run();
+  const idleFromMs = performance.now();
+  const idleFrom = usedMs();
+  await sleep(3_000);
+  const idlePerMs = (usedMs() - idleFrom) / (performance.now() - idleFromMs);
+  const fromMs = performance.now();
+  const from = usedMs();
+  await atOnce(n, run);
+  const burstMs = usedMs() - from - idlePerMs * (performance.now() - fromMs);
+  return Math.round((burstMs / n) * 10) / 10;
+}
+
+/**
  * The stack figures of one checkout.
  * @returns the goal figures (row 1 and the open loop) and the ladder steps; wrong outcomes go
  *   to `problems`
@@ -345,6 +367,17 @@ export async function measureStackFigures(
     figures.cpuMsPerCreate = Math.round((burstCpuMs / counts.atOnce) * 10) / 10;
     console.log(
       `  stack process CPU per refused create: ${figures.cpuMsPerCreate} ms (idle ${(idleCpuPerMs * 1000).toFixed(0)} ms/s subtracted)`,
+    );
+    // Its CPU floor: what the same number of workflows of the refusal's Temporal shape, and of
+    // the one-failing-activity floor, cost the bench's process (their worker and client).
+    figures.cpuFloorMsPerRefusalShape = await floorCpuMsPerWorkflow(counts.atOnce, () =>
+      floors.run('floorRefusalShape'),
+    );
+    figures.cpuFloorMsPerOneActivity = await floorCpuMsPerWorkflow(counts.atOnce, () =>
+      floors.run('floorOneFailingActivity'),
+    );
+    console.log(
+      `  its CPU floor, per workflow in the bench process: the refusal's Temporal shape with no-op steps ${figures.cpuFloorMsPerRefusalShape} ms, one failing activity ${figures.cpuFloorMsPerOneActivity} ms`,
     );
     const floor = await highestHeldRate(
       counts.floorRates,
