@@ -63,32 +63,73 @@ export async function floorCreateShape(): Promise<void> {
   }
 }
 
+/** Which elements of a refusal's Temporal shape a floor keeps (all, in `floorRefusalShape`). */
+interface ShapeElements {
+  /** The three local activities (admission, the outcome, the retirement). */
+  localActivities: boolean;
+  /** The three search-attribute upserts (phase, outcome, finished). */
+  upserts: boolean;
+  /** The create's deadline timer (30 min, cancelled at the refusal). */
+  deadlineTimer: boolean;
+}
+
 /**
- * A refused create's Temporal shape today (docs/architecture.md, "Round trips per create"), every
- * step a no-op: the admission local activity, the deadline timer (30 min, cancelled), createPod,
- * the phase upsert, the readiness wait (refused), the outcome upsert and local activity, the
- * pod delete, the retirement local activity and the last upsert: 4 workflow tasks, 3 activity
- * tasks, 3 local activities. What Temporal and the SDK cost a refused create whatever its steps
- * do: the CPU floor of a refusal (scripts/bench/open-loop.ts).
+ * A refused create's Temporal shape (docs/architecture.md, "Round trips per create"), every step
+ * a no-op, with the elements `keep` names: the admission local activity, the deadline timer,
+ * createPod, the phase upsert, the readiness wait (refused), the outcome upsert and local
+ * activity, the pod delete, the retirement local activity and the last upsert. With all of
+ * them: 4 workflow tasks, 3 activity tasks, 3 local activities.
+ * @throws ApplicationFailure `InvalidRequest` (non-retryable), always
  */
-export async function floorRefusalShape(): Promise<void> {
-  await local.step();
+async function refusalShape(keep: ShapeElements): Promise<void> {
+  if (keep.localActivities) await local.step();
   const deadline = new CancellationScope();
-  void deadline.run(() => sleep('30 minutes')).catch(() => undefined);
+  if (keep.deadlineTimer) void deadline.run(() => sleep('30 minutes')).catch(() => undefined);
   await step();
-  upsertSearchAttributes([{ key: CreatePhaseKey, value: 'waiting_for_ip' }]);
+  if (keep.upserts) upsertSearchAttributes([{ key: CreatePhaseKey, value: 'waiting_for_ip' }]);
   try {
     await refuse();
   } catch {
     deadline.cancel();
-    upsertSearchAttributes([
-      { key: CreatePhaseKey, value: 'compensating' },
-      { key: FailureCodeKey, value: 'invalid_request' },
-    ]);
-    await local.step();
+    if (keep.upserts)
+      upsertSearchAttributes([
+        { key: CreatePhaseKey, value: 'compensating' },
+        { key: FailureCodeKey, value: 'invalid_request' },
+      ]);
+    if (keep.localActivities) await local.step();
     await step();
-    await local.step();
-    upsertSearchAttributes([{ key: CreatePhaseKey, value: 'finished' }]);
-    throw ApplicationFailure.nonRetryable('refused', 'InvalidRequest');
+    if (keep.localActivities) await local.step();
+    if (keep.upserts) upsertSearchAttributes([{ key: CreatePhaseKey, value: 'finished' }]);
   }
+  throw ApplicationFailure.nonRetryable('refused', 'InvalidRequest');
+}
+
+const ALL: ShapeElements = { localActivities: true, upserts: true, deadlineTimer: true };
+
+/**
+ * A refused create's Temporal shape today, every step a no-op: what Temporal and the SDK cost a
+ * refused create whatever its steps do, the CPU floor of a refusal (scripts/bench/open-loop.ts).
+ */
+export async function floorRefusalShape(): Promise<void> {
+  await refusalShape(ALL);
+}
+
+/** {@link floorRefusalShape} without its three local activities (scripts/bench/shapes.ts). */
+export async function floorRefusalShapeNoLocalActivities(): Promise<void> {
+  await refusalShape({ ...ALL, localActivities: false });
+}
+
+/** {@link floorRefusalShape} without its search-attribute upserts (scripts/bench/shapes.ts). */
+export async function floorRefusalShapeNoUpserts(): Promise<void> {
+  await refusalShape({ ...ALL, upserts: false });
+}
+
+/** {@link floorRefusalShape} without its deadline timer (scripts/bench/shapes.ts). */
+export async function floorRefusalShapeNoTimer(): Promise<void> {
+  await refusalShape({ ...ALL, deadlineTimer: false });
+}
+
+/** Three activities and nothing else: createPod, the refused wait, the delete. */
+export async function floorRefusalShapeActivitiesOnly(): Promise<void> {
+  await refusalShape({ localActivities: false, upserts: false, deadlineTimer: false });
 }

@@ -24,6 +24,8 @@
  *     beside candidate (scripts/bench/noisy.ts) -> bench-results/bench-noisy-<time>.json;
  *   - `split`: the burst of refusals with the API and the worker as separate processes, CPU per
  *     create of each (scripts/bench/split.ts) -> bench-results/bench-split-<time>.json;
+ *   - `shapes`: what each element of a refused create's Temporal shape costs in CPU, every step
+ *     a no-op (scripts/bench/shapes.ts) -> bench-results/bench-shapes-<time>.json;
  *   - `expiry`: lateness of expiring sandboxes (scripts/bench/expiry.ts);
  *   - `pool`: a warm pool's claim beside a cold create and the one-activity floor, one at a time
  *     and at 50/s (scripts/bench/pool.ts) -> bench-results/bench-pool-<time>.json.
@@ -50,6 +52,7 @@ import { ladderCountsOf, measureStackFigures } from './open-loop.js';
 import { measureOutcomes } from './outcomes.js';
 import { compareRefusalLatency } from './real.js';
 import { measureReplacement } from './replace.js';
+import { measureShapes } from './shapes.js';
 import { measureSplitProcesses } from './split.js';
 import { measureExpiry } from './expiry.js';
 import { measurePool } from './pool.js';
@@ -162,6 +165,7 @@ const MODES: Record<string, (quick: boolean) => Promise<Record<string, unknown>>
   topology: (quick) => measureTopologyThroughput(quick),
   noisy: (quick) => measureNoisyNeighbour(quick),
   split: (quick) => measureSplitProcesses(quick),
+  shapes: (quick) => measureShapes(quick),
   expiry: (quick) => measureExpiry(quick),
   pool: (quick) => measurePool(quick),
 };
@@ -173,7 +177,7 @@ function modeOf(args: string[]): string {
   const unknown = args.filter((arg) => !(arg.replace(/^--/, '') in MODES) && arg !== '--quick');
   if (unknown.length > 0)
     throw new Error(
-      `unknown argument ${unknown.join(' ')}; modes: real, floors, waits, goals, notify, replace, topology, noisy, split, expiry, pool`,
+      `unknown argument ${unknown.join(' ')}; modes: real, floors, waits, goals, notify, replace, topology, noisy, split, shapes, expiry, pool`,
     );
   return named[0] ?? 'default';
 }

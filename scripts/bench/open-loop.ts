@@ -14,6 +14,7 @@
 import { podNameFor } from '../../kubernetes/pod-spec.js';
 import type { Checkout } from './checkouts.js';
 import type { GoalFigures } from './goals.js';
+import { floorCpuMsPerWorkflow } from './floor-cpu.js';
 import { floorSummaries, startFloors } from './outcomes.js';
 import {
   errorText,
@@ -231,28 +232,6 @@ function stepRunner(who: LadderStep['who'], create: (i: number) => Promise<numbe
     await sleep(3_000);
     return step;
   };
-}
-
-/**
- * The CPU the bench's own process (user + system) spends per workflow on `n` runs of `run` at
- * once, less its idle rate over 3 s before them, in ms (0.1 ms steps). Only the floors' worker
- * and client work in the bench's process meanwhile, so this is a floor's CPU per workflow.
- */
-async function floorCpuMsPerWorkflow(n: number, run: () => Promise<unknown>): Promise<number> {
-  const usedMs = () => {
-    const { user, system } = process.cpuUsage();
-    return (user + system) / 1000;
-  };
-  await run();
-  const idleFromMs = performance.now();
-  const idleFrom = usedMs();
-  await sleep(3_000);
-  const idlePerMs = (usedMs() - idleFrom) / (performance.now() - idleFromMs);
-  const fromMs = performance.now();
-  const from = usedMs();
-  await atOnce(n, run);
-  const burstMs = usedMs() - from - idlePerMs * (performance.now() - fromMs);
-  return Math.round((burstMs / n) * 10) / 10;
 }
 
 /**
