@@ -12,11 +12,11 @@ import {
   EXPIRE_TIME_SIGNAL,
   LIFETIME_WORKFLOW,
   lifetimeWorkflowId,
+  operationIdOf,
   type ExpiryOutcome,
   type SandboxLifetimeInput,
 } from '../contract/index.js';
 import { deleteOperationOf, deleteWorkflowOptions } from '../api/delete-flow.js';
-import { operationIdOf } from '../api/ids.js';
 import type { SandboxRecord, Store } from '../store/index.js';
 import type { CreateMetrics } from './metrics.js';
 

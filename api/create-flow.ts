@@ -12,13 +12,18 @@ import type { SandboxRecord } from '../store/index.js';
 import { markOperationSpan } from '../tracing/spans.js';
 import type { createSandbox } from '../workflows/create-sandbox.js';
 import { operationSearchAttributes } from '../workflows/search-attributes.js';
-import { formatDuration, matchesWarmPool, type CreateSandboxInput } from '../contract/index.js';
+import {
+  formatDuration,
+  matchesWarmPool,
+  newOperationId,
+  newSandboxId,
+  type CreateSandboxInput,
+} from '../contract/index.js';
 import { limitsOf, placementPolicyOf, warmPoolOf } from '../config/index.js';
 import type { AppDeps } from './deps.js';
 import { createsStarted } from './metrics.js';
 import { ApiError } from './errors.js';
 import { heldLimitRefusal } from './tenant-admission.js';
-import { newOperationId, newSandboxId } from './ids.js';
 import { idempotencyKeyOf, requestHash } from './idempotency.js';
 import type { OperationMemo } from './operations.js';
 import { refuseBelowRootfsFloor } from './rootfs-floors.js';

@@ -3,13 +3,12 @@
  * (workflows/delete-sandbox.ts) under a fresh operation id.
  */
 import type { WorkflowStartOptions } from '@temporalio/client';
-import type { DeleteCause } from '../contract/index.js';
+import { newOperationId, type DeleteCause } from '../contract/index.js';
 import type { SandboxRecord } from '../store/index.js';
 import type { deleteSandbox, DeleteSandboxInput } from '../workflows/delete-sandbox.js';
 import { operationSearchAttributes } from '../workflows/search-attributes.js';
 import type { AppDeps } from './deps.js';
 import { ApiError } from './errors.js';
-import { newOperationId } from './ids.js';
 import type { OperationMemo } from './operations.js';
 import { deleteSummary } from './workflow-summaries.js';
 

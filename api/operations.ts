@@ -23,6 +23,7 @@
 import { WorkflowNotFoundError, type WorkflowExecutionDescription } from '@temporalio/client';
 import {
   isCreatePhase,
+  OPERATION_ID,
   type DeleteCause,
   type OperationErrorCode,
   type OperationPhase,
@@ -35,7 +36,6 @@ import { sandboxAsCreated, type OperationRecord, type SandboxRecord } from '../s
 import { CreatePhaseKey, TenantIdKey } from '../workflows/search-attributes.js';
 import type { AppDeps } from './deps.js';
 import { operationErrorOf, type OperationError } from './failures.js';
-import { OPERATION_ID } from './ids.js';
 
 /** The operation types and the workflow type that carries each. */
 export const WORKFLOW_TYPE_OF = {

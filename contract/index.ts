@@ -14,3 +14,4 @@ export * from './tenant-limits.js';
 export * from './webhook.js';
 export * from './lifetime.js';
 export * from './warm-pool.js';
+export * from './ids.js';

@@ -9,7 +9,7 @@ import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newOperationId, newSandboxId } from '../api/ids.js';
+import { newOperationId, newSandboxId } from '../contract/ids.js';
 import type { OperationMemo } from '../api/operations.js';
 import type { CreateSandboxInput } from '../contract/index.js';
 import type { createSandbox } from '../workflows/create-sandbox.js';
