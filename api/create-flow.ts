@@ -11,7 +11,7 @@ import {
 import type { SandboxRecord } from '../store/index.js';
 import { markOperationSpan } from '../tracing/spans.js';
 import type { createSandbox } from '../workflows/create-sandbox.js';
-import { operationSearchAttributes } from '../workflows/search-attributes.js';
+import { operationSearchAttributes } from '../temporal/search-attribute-keys.js';
 import {
   formatDuration,
   matchesWarmPool,

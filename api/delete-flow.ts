@@ -6,7 +6,7 @@ import type { WorkflowStartOptions } from '@temporalio/client';
 import { newOperationId, type DeleteCause } from '../contract/index.js';
 import type { SandboxRecord } from '../store/index.js';
 import type { deleteSandbox, DeleteSandboxInput } from '../workflows/delete-sandbox.js';
-import { operationSearchAttributes } from '../workflows/search-attributes.js';
+import { operationSearchAttributes } from '../temporal/search-attribute-keys.js';
 import type { AppDeps } from './deps.js';
 import { ApiError } from './errors.js';
 import type { OperationMemo } from './operations.js';

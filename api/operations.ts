@@ -33,7 +33,7 @@ import {
   type PlacementRecord,
 } from '../contract/index.js';
 import { sandboxAsCreated, type OperationRecord, type SandboxRecord } from '../store/index.js';
-import { CreatePhaseKey, TenantIdKey } from '../workflows/search-attributes.js';
+import { CreatePhaseKey, TenantIdKey } from '../temporal/search-attribute-keys.js';
 import type { AppDeps } from './deps.js';
 import { operationErrorOf, type OperationError } from './failures.js';
 

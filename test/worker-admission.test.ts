@@ -14,7 +14,7 @@ import type { OperationMemo } from '../api/operations.js';
 import type { CreateSandboxInput } from '../contract/index.js';
 import type { createSandbox } from '../workflows/create-sandbox.js';
 import type { deleteSandbox, DeleteSandboxInput } from '../workflows/delete-sandbox.js';
-import { operationSearchAttributes } from '../workflows/search-attributes.js';
+import { operationSearchAttributes } from '../temporal/search-attribute-keys.js';
 import {
   awaitOperation,
   bearer,
