@@ -10,8 +10,8 @@ import { createHash } from 'node:crypto';
 import { Context, log } from '@temporalio/activity';
 import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
 import { lifetimeWorkflowId, operationIdOf, type ExpiryOutcome } from '../contract/index.js';
-import { deleteOperationOf, deleteWorkflowOptions } from '../api/delete-flow.js';
 import type { SandboxRecord, Store } from '../store/index.js';
+import { deleteOperationOf, deleteWorkflowOptions } from '../temporal/delete-workflow.js';
 import type { CreateMetrics } from './metrics.js';
 
 /**
@@ -52,7 +52,7 @@ export function lifetimeActivities(deps: LifetimeActivityDeps) {
      * What a lifetime does when its timer fires: reads the sandbox; when it still runs and its
      * `expire_time` has passed, stores a `sandbox.delete` operation with cause `expired` (once:
      * its id is {@link expiryOperationId}) and starts its `deleteSandbox` workflow, as `DELETE`
-     * does (api/delete-flow.ts), counting `durable_sandbox_sandboxes_expired_total`.
+     * does (temporal/delete-workflow.ts), counting `durable_sandbox_sandboxes_expired_total`.
      * @returns `deleting` with the operation, `extended` with the later time the store holds,
      *   or `ended` when the sandbox no longer runs
      * @throws the store's or Temporal's error (retried)

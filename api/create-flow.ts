@@ -11,7 +11,9 @@ import {
 import type { SandboxRecord } from '../store/index.js';
 import { markOperationSpan } from '../tracing/spans.js';
 import type { createSandbox } from '../workflows/create-sandbox.js';
+import type { OperationMemo } from '../temporal/operation-memo.js';
 import { operationSearchAttributes } from '../temporal/search-attribute-keys.js';
+import { createSummary } from '../temporal/workflow-summaries.js';
 import {
   formatDuration,
   matchesWarmPool,
@@ -25,11 +27,9 @@ import { createsStarted } from './metrics.js';
 import { ApiError } from './errors.js';
 import { heldLimitRefusal } from './tenant-admission.js';
 import { idempotencyKeyOf, requestHash } from './idempotency.js';
-import type { OperationMemo } from './operations.js';
 import { refuseBelowRootfsFloor } from './rootfs-floors.js';
 import { parseCreateRequest, type CreateRequest } from './validation.js';
 import { resourcesToWire } from './wire.js';
-import { createSummary } from './workflow-summaries.js';
 
 /** How much longer than the create's own deadline the workflow execution timeout is (1 h). */
 export const EXECUTION_TIMEOUT_MARGIN_MS = 3_600_000;

@@ -33,6 +33,7 @@ import {
   type PlacementRecord,
 } from '../contract/index.js';
 import { sandboxAsCreated, type OperationRecord, type SandboxRecord } from '../store/index.js';
+import type { OperationMemo } from '../temporal/operation-memo.js';
 import { CreatePhaseKey, TenantIdKey } from '../temporal/search-attribute-keys.js';
 import type { AppDeps } from './deps.js';
 import { operationErrorOf, type OperationError } from './failures.js';
@@ -90,17 +91,6 @@ function resyncAllowed(id: string, nowMs: number): boolean {
     lastResyncAtMs.delete(lastResyncAtMs.keys().next().value as string);
   }
   return true;
-}
-
-/** What the API writes into a workflow's memo when it starts it. */
-export interface OperationMemo {
-  type: OperationType;
-  sandboxId: string;
-  tenantId: string;
-  /** The create's deadline in ms from the start; absent for deletes. */
-  deadlineMs?: number;
-  /** A delete's cause; absent for a create, and for deletes started before causes existed. */
-  cause?: DeleteCause;
 }
 
 /**

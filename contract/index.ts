@@ -7,6 +7,7 @@ export * from './sandbox.js';
 export * from './cpu.js';
 export * from './operation.js';
 export * from './create-workflow.js';
+export * from './delete-workflow.js';
 export * from './template.js';
 export * from './placement.js';
 export * from './readiness-wait.js';

@@ -10,10 +10,11 @@ import { ApplicationFailure } from '@temporalio/common';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newOperationId, newSandboxId } from '../contract/ids.js';
-import type { OperationMemo } from '../api/operations.js';
+import type { OperationMemo } from '../temporal/operation-memo.js';
 import type { CreateSandboxInput } from '../contract/index.js';
 import type { createSandbox } from '../workflows/create-sandbox.js';
-import type { deleteSandbox, DeleteSandboxInput } from '../workflows/delete-sandbox.js';
+import type { deleteSandbox } from '../workflows/delete-sandbox.js';
+import type { DeleteSandboxInput } from '../contract/delete-workflow.js';
 import { operationSearchAttributes } from '../temporal/search-attribute-keys.js';
 import {
   awaitOperation,
