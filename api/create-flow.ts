@@ -19,6 +19,7 @@ import {
   matchesWarmPool,
   newOperationId,
   newSandboxId,
+  resourcesToWire,
   type CreateSandboxInput,
 } from '../contract/index.js';
 import { limitsOf, placementPolicyOf, warmPoolOf } from '../config/index.js';
@@ -29,7 +30,6 @@ import { heldLimitRefusal } from './tenant-admission.js';
 import { idempotencyKeyOf, requestHash } from './idempotency.js';
 import { refuseBelowRootfsFloor } from './rootfs-floors.js';
 import { parseCreateRequest, type CreateRequest } from './validation.js';
-import { resourcesToWire } from './wire.js';
 
 /** How much longer than the create's own deadline the workflow execution timeout is (1 h). */
 export const EXECUTION_TIMEOUT_MARGIN_MS = 3_600_000;

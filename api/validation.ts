@@ -15,10 +15,10 @@ import {
   formatDuration,
   parseDurationMs,
   parseCpuQuantity,
+  resourcesFromWire,
   type SandboxResources,
 } from '../contract/index.js';
 import { ApiError } from './errors.js';
-import { resourcesFromWire } from './wire.js';
 
 /** A validated create request, in the contract's spelling. */
 export interface CreateRequest {

@@ -4,6 +4,7 @@
  * imports, so the deterministic workflow bundle may import it.
  */
 export * from './sandbox.js';
+export * from './sandbox-json.js';
 export * from './cpu.js';
 export * from './operation.js';
 export * from './create-workflow.js';
