@@ -1,23 +1,17 @@
 /**
- * A sandbox's lifetime (docs/api.md, "Lifetimes"; docs/architecture.md, "Lifetimes"): start or
- * wake its `sandboxLifetime` workflow when it runs, end it when the sandbox is deleted, and, when
- * its timer fires, delete the sandbox through the same `deleteSandbox` workflow as `DELETE`.
+ * A sandbox's lifetime (docs/api.md, "Lifetimes"; docs/architecture.md, "Lifetimes"): end its
+ * `sandboxLifetime` workflow when the sandbox is deleted, and, when its timer fires, delete the
+ * sandbox through the same `deleteSandbox` workflow as `DELETE`. Starting or waking it is
+ * temporal/lifetime-workflow.ts (the API's extend starts it too).
  * The store's `expire_time` is the truth: the workflow's timer and signals only say when to look,
  * so a lifetime started by anyone but this service deletes nothing early.
  */
 import { createHash } from 'node:crypto';
 import { Context, log } from '@temporalio/activity';
 import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
-import {
-  EXPIRE_TIME_SIGNAL,
-  LIFETIME_WORKFLOW,
-  lifetimeWorkflowId,
-  type ExpiryOutcome,
-  type SandboxLifetimeInput,
-} from '../contract/index.js';
-import { deleteOperationOf, deleteWorkflowOptions } from '../api/delete-flow.js';
-import { operationIdOf } from '../api/ids.js';
+import { lifetimeWorkflowId, operationIdOf, type ExpiryOutcome } from '../contract/index.js';
 import type { SandboxRecord, Store } from '../store/index.js';
+import { deleteOperationOf, deleteWorkflowOptions } from '../temporal/delete-workflow.js';
 import type { CreateMetrics } from './metrics.js';
 
 /**
@@ -29,38 +23,6 @@ export function expiryOperationId(sandbox: Pick<SandboxRecord, 'id' | 'generatio
   return operationIdOf(
     createHash('sha256').update(`expire/${sandbox.id}/${sandbox.generation}`).digest(),
   );
-}
-
-/**
- * Starts the sandbox's lifetime workflow, or tells the running one its `expire_time` (signal
- * {@link EXPIRE_TIME_SIGNAL}), when the sandbox runs with an expiry. Called after each store
- * transition to `running` and after an extend; a repeat only signals again.
- * @returns whether a lifetime was started or signalled (false: not running, or no expiry)
- * @throws Temporal's error (the calling step is retried)
- */
-export async function startLifetime(
-  client: Context['client'],
-  taskQueue: string,
-  sandbox: SandboxRecord | undefined,
-): Promise<boolean> {
-  if (!sandbox || sandbox.state !== 'running' || !sandbox.expireTime) return false;
-  const input: SandboxLifetimeInput = {
-    sandboxId: sandbox.id,
-    tenantId: sandbox.tenant,
-    expireTime: sandbox.expireTime,
-  };
-  await client.workflow.signalWithStart(LIFETIME_WORKFLOW, {
-    workflowId: lifetimeWorkflowId(sandbox.id),
-    taskQueue,
-    args: [input],
-    signal: EXPIRE_TIME_SIGNAL,
-    signalArgs: [sandbox.expireTime],
-    staticSummary: `lifetime of ${sandbox.id} (template ${sandbox.template})`,
-    staticDetails:
-      `**Sandbox** ${sandbox.id} (tenant ${sandbox.tenant}), expiring at ${sandbox.expireTime} ` +
-      'when it started; a timer until its expire_time, then the delete (cause expired)',
-  });
-  return true;
 }
 
 /**
@@ -90,7 +52,7 @@ export function lifetimeActivities(deps: LifetimeActivityDeps) {
      * What a lifetime does when its timer fires: reads the sandbox; when it still runs and its
      * `expire_time` has passed, stores a `sandbox.delete` operation with cause `expired` (once:
      * its id is {@link expiryOperationId}) and starts its `deleteSandbox` workflow, as `DELETE`
-     * does (api/delete-flow.ts), counting `durable_sandbox_sandboxes_expired_total`.
+     * does (temporal/delete-workflow.ts), counting `durable_sandbox_sandboxes_expired_total`.
      * @returns `deleting` with the operation, `extended` with the later time the store holds,
      *   or `ended` when the sandbox no longer runs
      * @throws the store's or Temporal's error (retried)

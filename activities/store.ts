@@ -16,7 +16,8 @@ import {
 import type { CreateMetrics } from './metrics.js';
 import { CLOCK_SKEW_ALLOWANCE_MS } from '../kubernetes/refusal-bounds.js';
 import { emitSandboxEvent } from './webhooks.js';
-import { endLifetime, startLifetime } from './lifetime.js';
+import { startLifetime } from '../temporal/lifetime-workflow.js';
+import { endLifetime } from './lifetime.js';
 
 /** Dependencies of the store activities. */
 export interface StoreActivityDeps {

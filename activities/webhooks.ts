@@ -16,9 +16,9 @@ import {
   NOT_ADMITTED_FAILURE_TYPE,
   WEBHOOK_DELIVERY_WORKFLOW,
   WEBHOOK_TARGET_REFUSED,
+  sandboxToWire,
 } from '../contract/index.js';
 import type { SandboxRecord, Store } from '../store/index.js';
-import { sandboxToWire } from '../api/wire.js';
 import { postWebhook, WebhookTargetRefusedError } from '../webhooks/http-delivery.js';
 import { newWebhookDeliveryId } from '../webhooks/secrets.js';
 import { signWebhook } from '../webhooks/signing.js';

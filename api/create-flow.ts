@@ -11,20 +11,25 @@ import {
 import type { SandboxRecord } from '../store/index.js';
 import { markOperationSpan } from '../tracing/spans.js';
 import type { createSandbox } from '../workflows/create-sandbox.js';
-import { operationSearchAttributes } from '../workflows/search-attributes.js';
-import { formatDuration, matchesWarmPool, type CreateSandboxInput } from '../contract/index.js';
+import type { OperationMemo } from '../temporal/operation-memo.js';
+import { operationSearchAttributes } from '../temporal/search-attribute-keys.js';
+import { createSummary } from '../temporal/workflow-summaries.js';
+import {
+  formatDuration,
+  matchesWarmPool,
+  newOperationId,
+  newSandboxId,
+  resourcesToWire,
+  type CreateSandboxInput,
+} from '../contract/index.js';
 import { limitsOf, placementPolicyOf, warmPoolOf } from '../config/index.js';
 import type { AppDeps } from './deps.js';
 import { createsStarted } from './metrics.js';
 import { ApiError } from './errors.js';
 import { heldLimitRefusal } from './tenant-admission.js';
-import { newOperationId, newSandboxId } from './ids.js';
 import { idempotencyKeyOf, requestHash } from './idempotency.js';
-import type { OperationMemo } from './operations.js';
 import { refuseBelowRootfsFloor } from './rootfs-floors.js';
 import { parseCreateRequest, type CreateRequest } from './validation.js';
-import { resourcesToWire } from './wire.js';
-import { createSummary } from './workflow-summaries.js';
 
 /** How much longer than the create's own deadline the workflow execution timeout is (1 h). */
 export const EXECUTION_TIMEOUT_MARGIN_MS = 3_600_000;

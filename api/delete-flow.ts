@@ -3,18 +3,12 @@
  * (workflows/delete-sandbox.ts) under a fresh operation id.
  */
 import type { WorkflowStartOptions } from '@temporalio/client';
-import type { DeleteCause } from '../contract/index.js';
+import { newOperationId } from '../contract/index.js';
 import type { SandboxRecord } from '../store/index.js';
-import type { deleteSandbox, DeleteSandboxInput } from '../workflows/delete-sandbox.js';
-import { operationSearchAttributes } from '../workflows/search-attributes.js';
+import { deleteOperationOf, deleteWorkflowOptions } from '../temporal/delete-workflow.js';
+import type { deleteSandbox } from '../workflows/delete-sandbox.js';
 import type { AppDeps } from './deps.js';
 import { ApiError } from './errors.js';
-import { newOperationId } from './ids.js';
-import type { OperationMemo } from './operations.js';
-import { deleteSummary } from './workflow-summaries.js';
-
-/** A delete's execution timeout: a backstop for a step retried forever (1 h). */
-export const DELETE_EXECUTION_TIMEOUT_MS = 3_600_000;
 
 /**
  * Starts the `deleteSandbox` workflow with the options the delete flow built (default:
@@ -25,58 +19,6 @@ export const DELETE_EXECUTION_TIMEOUT_MS = 3_600_000;
 export type DeleteWorkflowStarter = (
   options: WorkflowStartOptions<typeof deleteSandbox>,
 ) => Promise<{ firstExecutionRunId: string }>;
-
-/** The operation row of a delete of `sandbox` (phase `deleting`), as either cause stores it. */
-export function deleteOperationOf(sandbox: SandboxRecord, operationId: string, cause: DeleteCause) {
-  return {
-    id: operationId,
-    type: 'sandbox.delete' as const,
-    tenant: sandbox.tenant,
-    sandboxId: sandbox.id,
-    phase: 'deleting' as const,
-    cause,
-  };
-}
-
-/**
- * The start options of the `deleteSandbox` workflow of `sandbox` under `operationId` (its
- * workflow id): the one shape of a delete, whether a caller asked for it (`requested`) or the
- * sandbox's lifetime ended (`expired`, activities/lifetime.ts).
- */
-export function deleteWorkflowOptions(
-  sandbox: SandboxRecord,
-  operationId: string,
-  taskQueue: string,
-  cause: DeleteCause,
-): WorkflowStartOptions<typeof deleteSandbox> {
-  const input: DeleteSandboxInput = {
-    operationId,
-    sandboxId: sandbox.id,
-    tenantId: sandbox.tenant,
-    generation: sandbox.generation,
-    attempt: 1,
-    createOperationId: sandbox.operationId,
-    cancelCreate: sandbox.state === 'creating',
-  };
-  const memo: OperationMemo = {
-    type: 'sandbox.delete',
-    sandboxId: sandbox.id,
-    tenantId: sandbox.tenant,
-    cause,
-  };
-  return {
-    workflowId: operationId,
-    taskQueue,
-    args: [input],
-    typedSearchAttributes: operationSearchAttributes(
-      { sandboxId: sandbox.id, tenantId: sandbox.tenant, template: sandbox.template },
-      'delete',
-    ),
-    memo: { ...memo },
-    ...deleteSummary(sandbox, cause),
-    workflowExecutionTimeout: DELETE_EXECUTION_TIMEOUT_MS,
-  };
-}
 
 /**
  * Starts the delete of a sandbox the tenant owns.

@@ -7,7 +7,7 @@
 import { lifetimeOf } from '../config/index.js';
 import { MAX_TTL_LIMIT_MS, formatDuration } from '../contract/index.js';
 import type { SandboxRecord } from '../store/index.js';
-import { startLifetime } from '../activities/lifetime.js';
+import { startLifetime } from '../temporal/lifetime-workflow.js';
 import type { AppDeps } from './deps.js';
 import { ApiError } from './errors.js';
 import type { ExtendRequest } from './validation.js';

@@ -23,6 +23,7 @@
 import { WorkflowNotFoundError, type WorkflowExecutionDescription } from '@temporalio/client';
 import {
   isCreatePhase,
+  OPERATION_ID,
   type DeleteCause,
   type OperationErrorCode,
   type OperationPhase,
@@ -32,10 +33,10 @@ import {
   type PlacementRecord,
 } from '../contract/index.js';
 import { sandboxAsCreated, type OperationRecord, type SandboxRecord } from '../store/index.js';
-import { CreatePhaseKey, TenantIdKey } from '../workflows/search-attributes.js';
+import type { OperationMemo } from '../temporal/operation-memo.js';
+import { CreatePhaseKey, TenantIdKey } from '../temporal/search-attribute-keys.js';
 import type { AppDeps } from './deps.js';
 import { operationErrorOf, type OperationError } from './failures.js';
-import { OPERATION_ID } from './ids.js';
 
 /** The operation types and the workflow type that carries each. */
 export const WORKFLOW_TYPE_OF = {
@@ -90,17 +91,6 @@ function resyncAllowed(id: string, nowMs: number): boolean {
     lastResyncAtMs.delete(lastResyncAtMs.keys().next().value as string);
   }
   return true;
-}
-
-/** What the API writes into a workflow's memo when it starts it. */
-export interface OperationMemo {
-  type: OperationType;
-  sandboxId: string;
-  tenantId: string;
-  /** The create's deadline in ms from the start; absent for deletes. */
-  deadlineMs?: number;
-  /** A delete's cause; absent for a create, and for deletes started before causes existed. */
-  cause?: DeleteCause;
 }
 
 /**

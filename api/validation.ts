@@ -15,10 +15,10 @@ import {
   formatDuration,
   parseDurationMs,
   parseCpuQuantity,
+  resourcesFromWire,
   type SandboxResources,
 } from '../contract/index.js';
 import { ApiError } from './errors.js';
-import { resourcesFromWire } from './wire.js';
 
 /** A validated create request, in the contract's spelling. */
 export interface CreateRequest {
@@ -187,7 +187,7 @@ function invalid(found: FieldProblem[], root: string): ApiError {
 
 /**
  * Checks a create body against the template catalog and the resource limits.
- * @returns the body, typed, resources converted from the wire (api/wire.ts)
+ * @returns the body, typed, resources converted from the wire (contract/sandbox-json.ts)
  * @throws ApiError `invalid_request` naming the first bad field; `details.problems` lists all
  */
 export function parseCreateRequest(

@@ -1,48 +1,27 @@
 /**
  * The HTTP boundary's spelling: the API's JSON is snake_case (`memory_mib`, `pod_ip` style,
- * `operation_id`), everything behind it camelCase (contract/). This file is the one place that
- * converts between the two: request bodies in, Sandbox and Operation JSON and error details
- * out. The JSON shapes are documented in api/openapi.json.
+ * `operation_id`), everything behind it camelCase (contract/). This file and
+ * contract/sandbox-json.ts (the Sandbox JSON and its resources, which webhook events carry too)
+ * are the places that convert between the two: request bodies in, Sandbox and Operation JSON and
+ * error details out. The JSON shapes are documented in api/openapi.json.
  */
-import type {
-  DeleteCause,
-  LearnedRootfsFloor,
-  RootfsFloor,
-  RootfsFloorSource,
-  OperationErrorCode,
-  OperationPhase,
-  OperationStatus,
-  PlacementRecord,
-  SandboxFailure,
-  SandboxPodState,
-  SandboxResources,
-  SandboxState,
+import {
+  resourcesToWire,
+  sandboxToWire,
+  type DeleteCause,
+  type LearnedRootfsFloor,
+  type RootfsFloor,
+  type RootfsFloorSource,
+  type OperationErrorCode,
+  type OperationPhase,
+  type OperationStatus,
+  type PlacementRecord,
+  type SandboxJson,
+  type WireResources,
 } from '../contract/index.js';
 import { warmPoolOf, type TemplateConfig } from '../config/index.js';
-import type { SandboxRecord } from '../store/index.js';
 import type { OperationPage } from './operation-list.js';
 import type { Operation, OperationType } from './operations.js';
-
-/**
- * Resources as the API answers them: `cpu` in cores (a number, at most three decimals: `0.5`
- * for a request of `"500m"`), `memory_mib` and `disk_mib` in MiB. A request may spell `cpu` as
- * a Kubernetes quantity string; api/validation.ts reads it into cores.
- */
-export interface WireResources {
-  cpu: number;
-  memory_mib: number;
-  disk_mib: number;
-}
-
-/** Request resources -> the contract's. */
-export function resourcesFromWire(wire: WireResources): SandboxResources {
-  return { cpu: wire.cpu, memoryMib: wire.memory_mib, diskMib: wire.disk_mib };
-}
-
-/** The contract's resources -> the API's spelling. */
-export function resourcesToWire(resources: SandboxResources): WireResources {
-  return { cpu: resources.cpu, memory_mib: resources.memoryMib, disk_mib: resources.diskMib };
-}
 
 /** `camelCase` -> `snake_case`. */
 export function snakeCase(key: string): string {
@@ -67,41 +46,6 @@ function valueToWire(value: unknown): unknown {
     return detailsToWire(value as Record<string, unknown>);
   }
   return value;
-}
-
-/** A sandbox as the API shows it. Timestamps are ISO-8601 UTC. */
-export interface SandboxJson {
-  id: string;
-  template: string;
-  resources: WireResources;
-  state: SandboxState;
-  pod: SandboxPodState;
-  failure: SandboxFailure | null;
-  /** The operation that created the sandbox. */
-  operation_id: string;
-  created_at: string;
-  updated_at: string;
-  /**
-   * When the sandbox is deleted for its lifetime (AIP-214; docs/api.md, "Lifetimes"), ISO-8601
-   * UTC; null when it never expires or does not run yet.
-   */
-  expire_time: string | null;
-}
-
-/** Maps a stored sandbox to its API JSON (no tenant, no fencing fields). */
-export function sandboxToWire(record: SandboxRecord): SandboxJson {
-  return {
-    id: record.id,
-    template: record.template,
-    resources: resourcesToWire(record.resources),
-    state: record.state,
-    pod: { ...record.pod },
-    failure: record.failure ? { ...record.failure } : null,
-    operation_id: record.operationId,
-    created_at: record.createdAt,
-    updated_at: record.updatedAt,
-    expire_time: record.expireTime,
-  };
 }
 
 /** An operation as the API shows it. Timestamps are ISO-8601 UTC. */

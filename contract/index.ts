@@ -4,9 +4,11 @@
  * imports, so the deterministic workflow bundle may import it.
  */
 export * from './sandbox.js';
+export * from './sandbox-json.js';
 export * from './cpu.js';
 export * from './operation.js';
 export * from './create-workflow.js';
+export * from './delete-workflow.js';
 export * from './template.js';
 export * from './placement.js';
 export * from './readiness-wait.js';
@@ -14,3 +16,4 @@ export * from './tenant-limits.js';
 export * from './webhook.js';
 export * from './lifetime.js';
 export * from './warm-pool.js';
+export * from './ids.js';

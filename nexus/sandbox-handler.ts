@@ -22,7 +22,7 @@ import { acceptDelete } from '../api/delete-flow.js';
 import type { AppDeps } from '../api/deps.js';
 import { ApiError } from '../api/errors.js';
 import { createTenantAdmission, type TenantAdmission } from '../api/tenant-admission.js';
-import type { OperationMemo } from '../api/operations.js';
+import type { OperationMemo } from '../temporal/operation-memo.js';
 import { parseCreateRequest } from '../api/validation.js';
 import type { Config } from '../config/index.js';
 import { OPERATION_ERRORS, type OperationErrorCode } from '../contract/index.js';

@@ -6,7 +6,7 @@
 import { ApplicationFailure, NexusOperationFailure } from '@temporalio/common';
 import * as nexus from 'nexus-rpc';
 import { OPERATION_ERRORS, type CreateSandboxResult } from '../contract/index.js';
-import type { DeleteSandboxResult } from '../workflows/delete-sandbox.js';
+import type { DeleteSandboxResult } from '../contract/index.js';
 
 /**
  * Input of `sandbox.create`: the body of `POST /v1/sandboxes` (docs/api.md), validated the same

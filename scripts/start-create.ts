@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Client, WorkflowHandle } from '@temporalio/client';
 import type { createSandbox } from '../workflows/create-sandbox.js';
-import { operationSearchAttributes } from '../workflows/search-attributes.js';
+import { operationSearchAttributes } from '../temporal/search-attribute-keys.js';
 import type { CreateSandboxInput } from '../contract/index.js';
 import type { Store } from '../store/index.js';
 import { DEFAULT_TEMPLATES } from '../config/index.js';

@@ -1,10 +1,10 @@
 /**
  * Checks that the Temporal namespace has the custom search attributes the workflows use
- * (workflows/search-attributes.ts, names and types). Without them Temporal refuses a workflow
+ * (temporal/search-attribute-keys.ts, names and types). Without them Temporal refuses a workflow
  * start that sets them, and an upsert of a missing one fails every workflow task (docs/api.md,
  * "Readiness"). Both processes run this check at start and in their readiness checks.
  */
-import { SEARCH_ATTRIBUTE_KEYS } from '../workflows/search-attributes.js';
+import { SEARCH_ATTRIBUTE_KEYS } from './search-attribute-keys.js';
 
 /** What the check needs: the operator service of a Client's or a Worker's connection. */
 export interface OperatorServiceLike {

@@ -5,8 +5,8 @@
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { requestHash } from '../api/idempotency.js';
-import { newOperationId, newSandboxId } from '../api/ids.js';
-import { resourcesFromWire } from '../api/wire.js';
+import { newOperationId, newSandboxId } from '../contract/ids.js';
+import { resourcesFromWire } from '../contract/sandbox-json.js';
 import { openDatabase } from '../store/database.js';
 import {
   awaitOperation,

@@ -10,7 +10,7 @@ import { SearchAttributeType } from '@temporalio/common';
 import { describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments } from 'yaml';
 import { CONFIG_VARIABLES, loadConfig } from '../config/index.js';
-import { SEARCH_ATTRIBUTE_KEYS } from '../workflows/search-attributes.js';
+import { SEARCH_ATTRIBUTE_KEYS } from '../temporal/search-attribute-keys.js';
 import {
   DYNAMIC_CONFIG,
   SETUP_SCRIPT,

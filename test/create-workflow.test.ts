@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { afterEach, describe, expect, it } from 'vitest';
-import { FailureCodeKey, CreatePhaseKey } from '../workflows/search-attributes.js';
+import { FailureCodeKey, CreatePhaseKey } from '../temporal/search-attribute-keys.js';
 import { freePort } from '../config/free-port.js';
 import { startCreate, settle } from './support/creates.js';
 import { startTestStack, type TestStack } from './support/stack.js';

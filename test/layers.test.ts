@@ -3,7 +3,9 @@
  * "Layout"): the service at the ground; its clients and the environments it runs in above it,
  * side by side; the tooling (scripts/, then test/) on top. A file may import its own group and any
  * group on a lower floor, never one on its floor or above: no folder imports one above it.
- * Read from every tracked source file's relative imports.
+ * Inside a group the folders form an order too (the service's, bottom first, in
+ * docs/architecture.md "Layout"): their imports make no cycle.
+ * Read from every tracked source file's relative imports (`import type` included).
  */
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -79,6 +81,51 @@ function crossFolderImports() {
   return edges;
 }
 
+type Edge = ReturnType<typeof crossFolderImports>[number];
+
+/**
+ * A cycle of folder imports inside one group, as `a → b → … → a` with one file and specifier
+ * per edge; undefined when the group's folders form an order (depth-first search).
+ */
+function folderCycle(edges: Edge[]): string | undefined {
+  const out = new Map<string, Map<string, Edge>>();
+  for (const edge of edges) {
+    const targets = out.get(edge.from) ?? new Map<string, Edge>();
+    if (!targets.has(edge.to)) targets.set(edge.to, edge);
+    out.set(edge.from, targets);
+  }
+  const done = new Set<string>();
+  const path: Edge[] = [];
+  const onPath = new Set<string>();
+  const visit = (folder: string): Edge[] | undefined => {
+    onPath.add(folder);
+    const targets = [...(out.get(folder) ?? new Map<string, Edge>())];
+    for (const [to, edge] of targets.sort(([a], [b]) => a.localeCompare(b))) {
+      path.push(edge);
+      if (onPath.has(to)) return path.slice(path.findIndex((step) => step.from === to));
+      if (!done.has(to)) {
+        const cycle = visit(to);
+        if (cycle) return cycle;
+      }
+      path.pop();
+    }
+    onPath.delete(folder);
+    done.add(folder);
+    return undefined;
+  };
+  for (const folder of [...out.keys()].sort()) {
+    const cycle = done.has(folder) ? undefined : visit(folder);
+    if (cycle) {
+      const folders = [...cycle.map(({ from }) => from), cycle[0]?.from].join(' → ');
+      const steps = cycle.map(
+        ({ from, to, file, specifier }) => `  ${from} → ${to}: ${file} imports ${specifier}`,
+      );
+      return [folders, ...steps].join('\n');
+    }
+  }
+  return undefined;
+}
+
 describe('the layers of the tree', () => {
   it('every top-level folder with code belongs to one group', () => {
     const folders = new Set(sourceFiles().map((file) => file.split('/')[0] as string));
@@ -98,5 +145,21 @@ describe('the layers of the tree', () => {
       })
       .map(({ file, specifier }) => `${file} imports ${specifier}`);
     expect(uphill).toEqual([]);
+  });
+
+  it('inside each group the folders form an order: their imports make no cycle', () => {
+    const edges = crossFolderImports();
+    const inService = edges.filter(
+      ({ from, to }) => groupOf(from) === 'service' && groupOf(to) === 'service',
+    );
+    expect(inService.length).toBeGreaterThan(100); // the scan reads the service's folder imports
+    const cycles = (Object.keys(GROUPS) as Group[]).flatMap((group) => {
+      const inside = edges.filter(
+        ({ from, to }) => groupOf(from) === group && groupOf(to) === group,
+      );
+      const cycle = folderCycle(inside);
+      return cycle ? [`${group}: ${cycle}`] : [];
+    });
+    expect(cycles, `a folder imports one above it:\n${cycles.join('\n')}`).toEqual([]);
   });
 });

@@ -12,7 +12,7 @@ import { DEFAULT_TEMPLATES, type TemplateConfig } from '../config/index.js';
 import type { CreateSandboxInput } from '../contract/index.js';
 import { SandboxInformers } from '../kubernetes/sandbox-informers.js';
 import type { createSandbox } from '../workflows/create-sandbox.js';
-import { operationSearchAttributes } from '../workflows/search-attributes.js';
+import { operationSearchAttributes } from '../temporal/search-attribute-keys.js';
 import { createInput, settle } from './support/creates.js';
 import { startTestStack, type TestStack } from './support/stack.js';
 import { until } from './support/until.js';

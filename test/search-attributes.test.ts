@@ -13,7 +13,7 @@ import { createApp } from '../api/app.js';
 import { operationErrorOf } from '../api/failures.js';
 import { checkSearchAttributes } from '../temporal/search-attributes.js';
 import type { createSandbox } from '../workflows/create-sandbox.js';
-import { operationSearchAttributes } from '../workflows/search-attributes.js';
+import { operationSearchAttributes } from '../temporal/search-attribute-keys.js';
 import { bearer, createBody, eventually, startApiStack, type ApiStack } from './support/api.js';
 import { createInput, settle } from './support/creates.js';
 import { withSandboxWorker } from './support/worker.js';

@@ -9,12 +9,13 @@ import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newOperationId, newSandboxId } from '../api/ids.js';
-import type { OperationMemo } from '../api/operations.js';
+import { newOperationId, newSandboxId } from '../contract/ids.js';
+import type { OperationMemo } from '../temporal/operation-memo.js';
 import type { CreateSandboxInput } from '../contract/index.js';
 import type { createSandbox } from '../workflows/create-sandbox.js';
-import type { deleteSandbox, DeleteSandboxInput } from '../workflows/delete-sandbox.js';
-import { operationSearchAttributes } from '../workflows/search-attributes.js';
+import type { deleteSandbox } from '../workflows/delete-sandbox.js';
+import type { DeleteSandboxInput } from '../contract/delete-workflow.js';
+import { operationSearchAttributes } from '../temporal/search-attribute-keys.js';
 import {
   awaitOperation,
   bearer,

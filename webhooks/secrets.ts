@@ -15,7 +15,7 @@ export function newWebhookSecret(): string {
 
 const ALPHABET = 'abcdefghijklmnopqrstuvwxyz234567';
 
-/** Matches an endpoint id, `whe_` + 26 base32 characters (as api/ids.ts builds the others). */
+/** Matches an endpoint id, `whe_` + 26 base32 characters (as contract/ids.ts builds the others). */
 export const WEBHOOK_ENDPOINT_ID = /^whe_[a-z2-7]{26}$/;
 
 /** A fresh endpoint id (`whe_` + 26 random base32 characters, 130 bits). */

@@ -25,7 +25,7 @@ import {
 import type { CreateActivities } from '../activities/index.js';
 import type { RootfsFloorEvidence } from '../activities/store.js';
 import type { PodRef } from '../kubernetes/pods.js';
-import { CreatePhaseKey, FailureCodeKey } from './search-attributes.js';
+import { CreatePhaseKey, FailureCodeKey } from '../temporal/search-attribute-keys.js';
 import {
   NOT_ADMITTED_FAILURE_TYPE,
   OPERATION_ERRORS,
@@ -712,7 +712,7 @@ function setPhase(input: CreateSandboxInput, phase: CreatePhase): void {
  */
 function upsert(
   input: CreateSandboxInput,
-  // every key of workflows/search-attributes.ts is a Keyword
+  // every key of temporal/search-attribute-keys.ts is a Keyword
   pairs: Array<[key: typeof CreatePhaseKey, value: string]>,
 ): void {
   const registered = pairs.filter(

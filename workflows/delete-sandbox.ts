@@ -17,30 +17,11 @@ import {
   proxyActivities,
 } from '@temporalio/workflow';
 import type { CreateActivities } from '../activities/index.js';
-import { NOT_ADMITTED_FAILURE_TYPE } from '../contract/index.js';
-
-/** Input of the `deleteSandbox` workflow. The workflow id is `operationId`. */
-export interface DeleteSandboxInput {
-  operationId: string;
-  sandboxId: string;
-  tenantId: string;
-  /** The execution to retire: the sandbox's generation and activation attempt. */
-  generation: number;
-  attempt: number;
-  /** The operation (workflow id) of the sandbox's create. */
-  createOperationId: string;
-  /** True when the create may still be running and must be cancelled. */
-  cancelCreate: boolean;
-}
-
-/** Result of the `deleteSandbox` workflow. */
-export interface DeleteSandboxResult {
-  sandboxId: string;
-  /** Whether this delete changed the sandbox to `deleted` (false: another delete did). */
-  retired: boolean;
-  /** What happened to the recorded pod: `deleted`, `absent`, `replaced`, or `none` recorded. */
-  pod: string;
-}
+import {
+  NOT_ADMITTED_FAILURE_TYPE,
+  type DeleteSandboxInput,
+  type DeleteSandboxResult,
+} from '../contract/index.js';
 
 /**
  * Waiting for a cancelled create to close: its compensation is retried until it succeeds, so

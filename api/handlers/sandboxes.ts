@@ -9,9 +9,9 @@ import { acceptCreateRequest } from '../create-flow.js';
 import { acceptDelete } from '../delete-flow.js';
 import type { AppDeps } from '../deps.js';
 import { ApiError } from '../errors.js';
-import { SANDBOX_ID } from '../ids.js';
+import { SANDBOX_ID, sandboxToWire } from '../../contract/index.js';
 import { readOperation, type Operation } from '../operations.js';
-import { operationToWire, sandboxToWire } from '../wire.js';
+import { operationToWire } from '../wire.js';
 import { parseExtendRequest, parseSandboxListQuery } from '../validation.js';
 import { extendLifetime } from '../extend-flow.js';
 

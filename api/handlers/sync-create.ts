@@ -15,13 +15,14 @@
  */
 import { WorkflowFailedError } from '@temporalio/client';
 import type { Request, RequestHandler, Response } from 'express';
+import { sandboxToWire } from '../../contract/index.js';
 import { tenantOf } from '../auth.js';
 import { acceptCreateRequest } from '../create-flow.js';
 import type { AppDeps } from '../deps.js';
 import { ApiError } from '../errors.js';
 import { readOperationWhenChanged } from '../long-poll.js';
 import { operationErrorOf, type OperationError } from '../failures.js';
-import { detailsToWire, sandboxToWire } from '../wire.js';
+import { detailsToWire } from '../wire.js';
 
 /** Seconds a caller should wait before retrying a create a resource quota refused. */
 export const QUOTA_RETRY_AFTER_S = 30;

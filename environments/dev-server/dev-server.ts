@@ -1,6 +1,6 @@
 /**
  * Starts and stops `temporal server start-dev` (README, "Quick start"): no version check (no
- * network here), the search attributes of workflows/search-attributes.ts registered, a free or chosen
+ * network here), the search attributes of temporal/search-attribute-keys.ts registered, a free or chosen
  * port, the UI on or off, state in a DB file or in memory.
  *
  * The server never outlives its parent: it runs under a small `sh` guard that holds a pipe
@@ -9,7 +9,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { Connection } from '@temporalio/client';
-import { SEARCH_ATTRIBUTE_KEYS } from '../../workflows/search-attributes.js';
+import { SEARCH_ATTRIBUTE_KEYS } from '../../temporal/search-attribute-keys.js';
 import { freePort } from '../../config/free-port.js';
 import { locateTemporalCli } from '../binaries/temporal-cli.js';
 

@@ -10,7 +10,7 @@
  *    loopback port, archival and pprof are off, dynamic config is this folder's
  *    dynamicconfig.yaml (the compose file mounts the same file) written into the server's;
  * 3. `setup.sh namespace` once the frontend answers: the namespace with its retention and the
- *    search attributes of workflows/search-attributes.ts, through the operator API (the
+ *    search attributes of temporal/search-attribute-keys.ts, through the operator API (the
  *    Temporal CLI);
  * 4. the Temporal UI server, pointed at the frontend.
  *
@@ -35,7 +35,7 @@ import { parse, stringify } from 'yaml';
 import { startGuarded, type GuardedProcess } from '../apiserver-tier/process.js';
 import { findGo } from '../binaries/binary-lookup.js';
 import { locateTemporalCli } from '../binaries/temporal-cli.js';
-import { SEARCH_ATTRIBUTE_KEYS } from '../../workflows/search-attributes.js';
+import { SEARCH_ATTRIBUTE_KEYS } from '../../temporal/search-attribute-keys.js';
 import {
   clientConnectionOptions,
   parseTemporalCredentials,

@@ -5,7 +5,7 @@
  */
 import * as workflow from '@temporalio/workflow';
 import type { CreateSandboxResult } from '../../contract/index.js';
-import type { DeleteSandboxResult } from '../../workflows/delete-sandbox.js';
+import type { DeleteSandboxResult } from '../../contract/index.js';
 import {
   nexusFailureCode,
   sandboxFailureOf,

@@ -4,7 +4,7 @@
  */
 import type { WorkflowHandle } from '@temporalio/client';
 import type { createSandbox } from '../../workflows/create-sandbox.js';
-import { CreatePhaseKey } from '../../workflows/search-attributes.js';
+import { CreatePhaseKey } from '../../temporal/search-attribute-keys.js';
 import { readinessWaitActivityId, type CreateSandboxInput } from '../../contract/index.js';
 import type { Store } from '../../store/index.js';
 import type { TestStack } from './stack.js';

@@ -3,6 +3,8 @@
  * All Keyword, so the
  * Temporal UI can filter exactly, e.g. `FailureCode="invalid_request"`.
  * The dev server launcher registers the same list (environments/dev-server/dev-server.ts).
+ * Workflow-safe (@temporalio/common only): the workflows upsert them, the API and the delete
+ * starts set them, temporal/search-attributes.ts checks the namespace has them.
  */
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 

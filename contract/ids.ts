@@ -1,8 +1,9 @@
 /**
  * Resource ids: a type prefix (`op_`, `sbx_`) and 26 random lowercase base32 characters
- * (RFC 4648 alphabet, lowercased: 130 random bits).
+ * (RFC 4648 alphabet, lowercased: 130 random bits). Part of the contract: the API makes them and
+ * checks their shape, the lifetime activity derives an expiry's. The random bytes come from the
+ * Web Crypto global (no Node import: contract/ stays pure).
  */
-import { randomBytes } from 'node:crypto';
 
 const ALPHABET = 'abcdefghijklmnopqrstuvwxyz234567';
 const RANDOM_LENGTH = 26;
@@ -18,7 +19,7 @@ function base32Of(bytes: Uint8Array): string {
 }
 
 function randomBase32(length: number): string {
-  return base32Of(randomBytes(length));
+  return base32Of(crypto.getRandomValues(new Uint8Array(length)));
 }
 
 /**

@@ -1,7 +1,8 @@
 /**
  * What the Temporal UI shows for an operation's workflow before it has run a step: a one-line
  * static summary (the workflow list's "Summary" column) and static details (the workflow page),
- * set when the API starts the workflow. Temporal renders both as its markdown subset.
+ * set when the API (or, for a delete, a sandbox's lifetime) starts the workflow. Temporal renders
+ * both as its markdown subset.
  */
 import type { DeleteCause } from '../contract/index.js';
 import type { SandboxRecord } from '../store/index.js';
