@@ -18,7 +18,7 @@ import type { PodRef } from '../kubernetes/pods.js';
 import { bundleSandboxWorkflows } from '../worker/workflow-bundle.js';
 import type { createSandbox } from '../workflows/create-sandbox.js';
 import { createInput } from './support/creates.js';
-import { until } from './support/until.js';
+import { waitUntil } from '../scripts/wait-until.js';
 
 type Activities = Pick<
   CreateActivities,
@@ -290,7 +290,7 @@ describe('createSandbox branches (stub activities)', () => {
 
   it('publishes a cancel as cancelled before compensation starts', async () => {
     const { handle, script } = await start({ awaitPodReady: waitAsynchronously });
-    await until(() => names(script).includes('awaitPodReady'));
+    await waitUntil(() => names(script).includes('awaitPodReady'));
     await handle.cancel();
     await failureOf(handle);
     const outcome = script.calls.find((call) => call.name === 'recordOperationOutcome');
@@ -382,7 +382,7 @@ describe('createSandbox branches (stub activities)', () => {
   it('when cancelled during createPod, waits for the pod, then deletes it and ends cancelled', async () => {
     const created = gate<PodRef>();
     const { handle, script } = await start({ createPod: () => created.promise });
-    await until(() => names(script).includes('createPod'));
+    await waitUntil(() => names(script).includes('createPod'));
     await handle.cancel();
     // The settled step is not abandoned: compensation waits until the pod is known.
     await new Promise((resolve) => setTimeout(resolve, 300));
@@ -396,7 +396,7 @@ describe('createSandbox branches (stub activities)', () => {
 
   it('when cancelled during the wait, cancels the wait, compensates and ends cancelled', async () => {
     const { handle, script } = await start({ awaitPodReady: waitAsynchronously });
-    await until(() => names(script).includes('awaitPodReady'));
+    await waitUntil(() => names(script).includes('awaitPodReady'));
     await handle.cancel();
     expect(await failureOf(handle)).toBeInstanceOf(CancelledFailure);
     // TRY_CANCEL: the workflow did not wait for the wait to answer the cancel.
@@ -408,7 +408,7 @@ describe('createSandbox branches (stub activities)', () => {
   it('when cancelled during markSandboxRunning, lets the step finish and keeps the running sandbox', async () => {
     const marked = gate<boolean>();
     const { handle, script } = await start({ markSandboxRunning: () => marked.promise });
-    await until(() => names(script).includes('markSandboxRunning'));
+    await waitUntil(() => names(script).includes('markSandboxRunning'));
     await handle.cancel();
     await new Promise((resolve) => setTimeout(resolve, 300));
     marked.open(true);

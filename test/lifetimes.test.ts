@@ -16,7 +16,7 @@ import {
   type ApiStack,
   type OperationBody,
 } from './support/api.js';
-import { until } from './support/until.js';
+import { waitUntil } from '../scripts/wait-until.js';
 
 const TEMPLATES = {
   base: { image: 'ghcr.io/durable-sandbox/base:1' },
@@ -128,7 +128,9 @@ describe('expiry', () => {
     const sandbox = await running({ template: 'leased' });
     expect(sandbox.expire_time).not.toBeNull();
     const expireAtMs = Date.parse(sandbox.expire_time ?? '');
-    await until(async () => (await getSandbox(sandbox.id)).state === 'deleted', 30_000);
+    await waitUntil(async () => (await getSandbox(sandbox.id)).state === 'deleted', {
+      timeoutMs: 30_000,
+    });
     const [expiry] = await deletesOf(sandbox.id);
     expect(expiry).toMatchObject({ type: 'sandbox.delete', cause: 'expired' });
     const done = await awaitOperation(api.app, api.tenantA, expiry?.id ?? '');
@@ -151,7 +153,9 @@ describe('expiry', () => {
     // No worker: the timer fired in Temporal, but nothing could delete yet.
     expect((await getSandbox(sandbox.id)).state).toBe('running');
     await api.stack.startWorker();
-    await until(async () => (await getSandbox(sandbox.id)).state === 'deleted', 30_000);
+    await waitUntil(async () => (await getSandbox(sandbox.id)).state === 'deleted', {
+      timeoutMs: 30_000,
+    });
     expect((await deletesOf(sandbox.id)).map((op) => (op as { cause?: string }).cause)).toEqual([
       'expired',
     ]);
@@ -194,7 +198,9 @@ describe('extend', () => {
     const sandbox = await running({});
     const response = await extend(sandbox.id, { ttl: '1s' });
     expect(response.status, response.text).toBe(200);
-    await until(async () => (await getSandbox(sandbox.id)).state === 'deleted', 30_000);
+    await waitUntil(async () => (await getSandbox(sandbox.id)).state === 'deleted', {
+      timeoutMs: 30_000,
+    });
   });
 });
 
@@ -208,7 +214,9 @@ describe('a sandbox deleted before its expiry', () => {
     const done = await awaitOperation(api.app, api.tenantA, deleted.body.id as string);
     expect(done.status).toBe('succeeded');
     expect((done as OperationBody & { cause?: string }).cause).toBe('requested');
-    await until(async () => (await lifetimeStatus(sandbox.id)) === 'CANCELLED', 30_000);
+    await waitUntil(async () => (await lifetimeStatus(sandbox.id)) === 'CANCELLED', {
+      timeoutMs: 30_000,
+    });
     expect((await deletesOf(sandbox.id)).length).toBe(1);
   });
 });

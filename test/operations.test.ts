@@ -13,11 +13,11 @@ import {
   awaitOperation,
   bearer,
   createBody,
-  eventually,
   startApiStack,
   type ApiStack,
   type OperationBody,
 } from './support/api.js';
+import { waitUntil } from '../scripts/wait-until.js';
 
 let api: ApiStack;
 beforeAll(async () => {
@@ -60,7 +60,7 @@ async function deleteExecution(client: Client, workflowId: string): Promise<void
     namespace: client.options.namespace,
     workflowExecution: { workflowId },
   });
-  await eventually(
+  await waitUntil(
     async () => {
       try {
         await client.workflow.getHandle(workflowId).describe();

@@ -35,7 +35,7 @@ import {
   type IssuedCertificate,
 } from '../environments/tls/certificate-authority.js';
 import { startGrpcCounter, type GrpcCounter } from './support/grpc-counter.js';
-import { until } from './support/until.js';
+import { waitUntil } from '../scripts/wait-until.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'durable-sandbox-temporal-connection-'));
 let ca: CertificateAuthority;
@@ -147,10 +147,13 @@ describe('client certificate files', () => {
       rotate();
       await new Promise((resolve) => setTimeout(resolve, 400));
       proxy.dropConnections();
-      await until(async () => {
-        await connection.workflowService.getSystemInfo({});
-        return proxy.lastClientCertificate('GetSystemInfo') === 'client-b';
-      }, 10_000).catch(() => undefined);
+      await waitUntil(
+        async () => {
+          await connection.workflowService.getSystemInfo({});
+          return proxy.lastClientCertificate('GetSystemInfo') === 'client-b';
+        },
+        { timeoutMs: 10_000 },
+      ).catch(() => undefined);
       expect(proxy.lastClientCertificate('GetSystemInfo')).toBe('client-b');
     } finally {
       await connection.close();
@@ -165,7 +168,7 @@ describe('client certificate files', () => {
       await new Promise((resolve) => setTimeout(resolve, 350));
       expect(changes).toEqual([]); // unchanged files are no rotation
       rotate();
-      await until(async () => changes.length > 0, 5_000).catch(() => undefined);
+      await waitUntil(async () => changes.length > 0, { timeoutMs: 5_000 }).catch(() => undefined);
       expect(changes).toEqual([['TEMPORAL_TLS_CLIENT_CERT_PATH', 'TEMPORAL_TLS_CLIENT_KEY_PATH']]);
     } finally {
       stop();
@@ -204,10 +207,9 @@ describe('plaintext to an address off this machine', () => {
     child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
     try {
-      await until(
-        async () => output.includes('is plaintext') || child.exitCode !== null,
-        30_000,
-      ).catch(() => undefined);
+      await waitUntil(async () => output.includes('is plaintext') || child.exitCode !== null, {
+        timeoutMs: 30_000,
+      }).catch(() => undefined);
       const line = output.split('\n').find((l) => l.includes('is plaintext'));
       expect(line, output).toBeDefined();
       expect(JSON.parse(line!)).toMatchObject({ level: 40, temporal: '192.0.2.1:7233' });

@@ -30,7 +30,7 @@ import {
   uniqueTaskQueue,
   type TemporalTestContext,
 } from './support/temporal.js';
-import { until } from './support/until.js';
+import { waitUntil } from '../scripts/wait-until.js';
 
 const NAMESPACE = 'sandboxes';
 const TOKEN = 'upgrade-token';
@@ -120,12 +120,12 @@ describe('upgrade with creates in flight', () => {
     const waiting = await postCreate(app, 2048);
     const refused = await postCreate(app, 300);
     const compensating = await postCreate(app, 2048);
-    await until(
+    await waitUntil(
       async () =>
         (await Promise.all([waiting, refused, compensating].map((op) => getOperation(app, op.id))))
           .map((operation) => operation.phase)
           .every((phase) => phase === 'waiting_for_ip'),
-      120_000,
+      { timeoutMs: 120_000 },
     );
     const podOf = async (operation: OperationJson) =>
       (await store!.getSandboxById(operation.sandbox_id))?.pod.name ?? '';
@@ -141,7 +141,7 @@ describe('upgrade with creates in flight', () => {
     expect(
       (await request(app).post(`/v1/operations/${compensating.id}/cancel`).set(AUTH)).status,
     ).toBe(202);
-    await until(() => deletesOf(pods.compensating).length > 0, 60_000);
+    await waitUntil(() => deletesOf(pods.compensating).length > 0, { timeoutMs: 60_000 });
     const beforeKill = await getOperation(app, compensating.id);
     expect(beforeKill).toMatchObject({ status: 'cancelled', phase: 'compensating', done: false });
 
@@ -153,18 +153,21 @@ describe('upgrade with creates in flight', () => {
 
     const newWorker = await startWorkerProcess({ cwd: REPO_ROOT, ...workerOptions });
     workers.push(newWorker);
-    await until(() => cluster.openWatches() === 2, 120_000);
+    await waitUntil(() => cluster.openWatches() === 2, { timeoutMs: 120_000 });
     // (a) the pod gets its IP once this release's worker watches.
     cluster.node.makeReady(NAMESPACE, pods.waiting);
 
     const done = async (id: string) => {
       let operation = await getOperation(app, id);
-      await until(async () => {
-        // A workflow change the old histories do not replay fails every workflow task.
-        const violation = /[^\n]*Nondeterminism error[^\n]*/.exec(newWorker.output());
-        if (violation) throw new Error(`this release's worker cannot replay: ${violation[0]}`);
-        return (operation = await getOperation(app, id)).done;
-      }, 180_000);
+      await waitUntil(
+        async () => {
+          // A workflow change the old histories do not replay fails every workflow task.
+          const violation = /[^\n]*Nondeterminism error[^\n]*/.exec(newWorker.output());
+          if (violation) throw new Error(`this release's worker cannot replay: ${violation[0]}`);
+          return (operation = await getOperation(app, id)).done;
+        },
+        { timeoutMs: 180_000 },
+      );
       return operation;
     };
     const ran = await done(waiting.id);
