@@ -588,7 +588,7 @@ describe('cli', () => {
         },
       });
       const waited = client.waitForOperation(operation.id);
-      // Four quiet seconds (a 1 s poll would ask four times), then a change: the cancel.
+      // A sleep: four quiet seconds (a 1 s poll would ask four times), then a change: the cancel.
       await new Promise((resolve) => setTimeout(resolve, 4_000));
       expect(await cli('cancel', operation.id)).toMatchObject({ code: 0 });
       const done = await waited;

@@ -111,6 +111,24 @@ async function cancelledWithoutWaiting(handle: WorkflowHandle): Promise<boolean>
   return scheduled !== undefined && requested && !answered;
 }
 
+/**
+ * Whether the workflow has handled its cancel request: a workflow task completed after the
+ * request, so what the workflow does about the cancel is in the history (commands and all).
+ */
+async function cancelHandled(handle: WorkflowHandle): Promise<boolean> {
+  const events = (await handle.fetchHistory()).events ?? [];
+  const requested = events.findIndex((e) => e.workflowExecutionCancelRequestedEventAttributes);
+  return (
+    requested >= 0 && events.slice(requested).some((e) => e.workflowTaskCompletedEventAttributes)
+  );
+}
+
+/** The activity types the workflow scheduled so far, as the history holds them. */
+async function scheduledActivities(handle: WorkflowHandle): Promise<string[]> {
+  const events = (await handle.fetchHistory()).events ?? [];
+  return events.flatMap((e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? []);
+}
+
 /** A promise a test resolves by hand. */
 function gate<T>(): { promise: Promise<T>; open(value: T): void } {
   let open!: (value: T) => void;
@@ -385,7 +403,8 @@ describe('createSandbox branches (stub activities)', () => {
     await waitUntil(() => names(script).includes('createPod'));
     await handle.cancel();
     // The settled step is not abandoned: compensation waits until the pod is known.
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await waitUntil(() => cancelHandled(handle), { what: 'the cancel handled by the workflow' });
+    expect(await scheduledActivities(handle)).not.toContain('deletePod');
     expect(names(script)).toEqual(['createPod']);
     created.open(POD);
     expect(await failureOf(handle)).toBeInstanceOf(CancelledFailure);
@@ -410,7 +429,7 @@ describe('createSandbox branches (stub activities)', () => {
     const { handle, script } = await start({ markSandboxRunning: () => marked.promise });
     await waitUntil(() => names(script).includes('markSandboxRunning'));
     await handle.cancel();
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await waitUntil(() => cancelHandled(handle), { what: 'the cancel handled by the workflow' });
     marked.open(true);
     expect(await handle.result()).toMatchObject({ pod: { ip: '10.0.0.9' } });
     expect(names(script)).toEqual(['createPod', 'awaitPodReady', 'markSandboxRunning']);

@@ -85,6 +85,13 @@ async function lifetimeStatus(sandboxId: string): Promise<string | undefined> {
   }
 }
 
+/** Whether the sandbox's lifetime workflow's history holds a fired timer (its expiry). */
+async function lifetimeTimerFired(sandboxId: string): Promise<boolean> {
+  const handle = api.stack.temporal.client.workflow.getHandle(lifetimeWorkflowId(sandboxId));
+  const events = (await handle.fetchHistory()).events ?? [];
+  return events.some((event) => event.timerFiredEventAttributes);
+}
+
 describe('a create with a lifetime', () => {
   it('answers 400 naming max_ttl for a ttl above the template maximum, before anything starts', async () => {
     const response = await request(api.app)
@@ -149,7 +156,9 @@ describe('expiry', () => {
   it('still fires after the worker was stopped past expire_time and started again', async () => {
     const sandbox = await running({ ttl: '2s' });
     await api.stack.worker?.shutdown();
-    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    await waitUntil(() => lifetimeTimerFired(sandbox.id), {
+      what: `the lifetime timer of ${sandbox.id} fired in Temporal`,
+    });
     // No worker: the timer fired in Temporal, but nothing could delete yet.
     expect((await getSandbox(sandbox.id)).state).toBe('running');
     await api.stack.startWorker();
@@ -173,6 +182,7 @@ describe('extend', () => {
     expect(again.status).toBe(200);
     expect(again.body.expire_time).toBe(target);
     // Past the old expiry (3 s), it still runs.
+    // A sleep: nothing happening is what is proved, so time must pass past the old expiry.
     await new Promise((resolve) => setTimeout(resolve, 4_000));
     expect((await getSandbox(sandbox.id)).state).toBe('running');
     expect(await deletesOf(sandbox.id)).toEqual([]);

@@ -119,7 +119,7 @@ describe('readiness wait over the informers', () => {
     cluster.faults.neverReady(true);
     const pod = await newPod(300);
     const outcome = wait(pod);
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await waitUntil(() => (informers as SandboxInformers).cachedPod(pod.name) !== undefined);
     cluster.node.recordSandboxFailure(NAMESPACE, pod.name, INVALID_ARGUMENT_MESSAGE);
     expect(await outcome).toMatchObject({
       outcome: 'refused',
@@ -181,7 +181,9 @@ describe('readiness wait over the informers', () => {
       'code = Unknown desc = [space-err=Unavailable] busy',
     );
     await waitUntil(() => settled.size === refused.length);
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // The informers hold the non-decisive refusal (and told its wait): still nothing more ended.
+    const other = pods[1] as PodRef;
+    await waitUntil(() => (informers as SandboxInformers).cachedEvents(other.uid).length === 1);
     expect(settled.size).toBe(refused.length);
     for (const pod of refused) {
       expect(settled.get(pod.uid)).toMatchObject({
@@ -427,7 +429,11 @@ describe('informers: cost', () => {
         });
         await client.core.deleteNamespacedPod({ name, namespace: NAMESPACE });
       }
-      await new Promise((resolve) => setTimeout(resolve, 1_100));
+      // The pods watch times out (1 s) and re-opens from its bookmark's version.
+      const watches = reads('pods').filter((r) => r.watch).length;
+      await waitUntil(() => reads('pods').filter((r) => r.watch).length > watches, {
+        what: `the pods watch re-opened after churn round ${round}`,
+      });
     }
     controller.abort();
     expect(await outcome).toBe('aborted');

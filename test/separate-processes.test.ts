@@ -232,14 +232,16 @@ describe('starting and stopping the separate processes', () => {
     const socket = connect(Number(new URL(apiUrl).port), '127.0.0.1');
     await new Promise((resolve) => socket.once('connect', resolve));
     socket.write('POST /v1/sandboxes HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{');
+    // A sleep: the API child shows no sign of a request half received; 500 ms to read it.
     await new Promise((resolve) => setTimeout(resolve, 500));
     // One Ctrl-C under npm: the terminal's SIGINT and npm's forwarded one, milliseconds apart.
     api.child.kill('SIGINT');
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await new Promise((resolve) => setTimeout(resolve, 50)); // a sleep: the gap between the two
     api.child.kill('SIGINT');
     await waitUntil(() => logLines(api).some((line) => line.msg.startsWith('api stopping')), {
       timeoutMs: 30_000,
     });
+    // A sleep: that the api does not exit yet (the request holds it) is what is proved.
     await new Promise((resolve) => setTimeout(resolve, 1_500));
     expect(api.child.exitCode, api.output()).toBeNull();
     expect(api.child.signalCode, api.output()).toBeNull();

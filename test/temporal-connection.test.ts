@@ -145,14 +145,14 @@ describe('client certificate files', () => {
       expect(proxy.lastClientCertificate('GetSystemInfo')).toBe('client-a');
       // A rotation as cert-manager or a kubelet's Secret volume does it: both files replaced.
       rotate();
-      await new Promise((resolve) => setTimeout(resolve, 400));
-      proxy.dropConnections();
+      // The files are read again every 100 ms: connect anew until the proxy sees the new one.
       await waitUntil(
         async () => {
+          proxy.dropConnections();
           await connection.workflowService.getSystemInfo({});
           return proxy.lastClientCertificate('GetSystemInfo') === 'client-b';
         },
-        { timeoutMs: 10_000 },
+        { timeoutMs: 10_000, what: 'a connection with the rotated certificate' },
       ).catch(() => undefined);
       expect(proxy.lastClientCertificate('GetSystemInfo')).toBe('client-b');
     } finally {
@@ -165,6 +165,7 @@ describe('client certificate files', () => {
     const changes: string[][] = [];
     const stop = watchCertificateFiles(credentials, (variables) => changes.push(variables), 100);
     try {
+      // A sleep: that unchanged files report nothing is what is proved (three reads at 100 ms).
       await new Promise((resolve) => setTimeout(resolve, 350));
       expect(changes).toEqual([]); // unchanged files are no rotation
       rotate();

@@ -236,19 +236,19 @@ describe('upgrade with creates in flight', () => {
  * is retried for up to 60 s, as a client would after its Retry-After.
  */
 async function postCreate(app: Express, diskMib: number): Promise<OperationJson> {
-  const deadlineAtMs = Date.now() + 60_000;
-  for (;;) {
-    const response = await request(app)
-      .post('/v1/sandboxes')
-      .set(AUTH)
-      .send({ template: 'base', resources: { cpu: 1, memory_mib: 256, disk_mib: diskMib } });
-    const unavailable = response.status === 503 && response.body?.error?.code === 'unavailable';
-    if (!unavailable || Date.now() > deadlineAtMs) {
-      expect(response.status, JSON.stringify(response.body)).toBe(202);
-      return response.body as OperationJson;
-    }
-    await new Promise((resolve) => setTimeout(resolve, 1_000));
-  }
+  const response = await waitUntil(
+    async () => {
+      const answer = await request(app)
+        .post('/v1/sandboxes')
+        .set(AUTH)
+        .send({ template: 'base', resources: { cpu: 1, memory_mib: 256, disk_mib: diskMib } });
+      const unavailable = answer.status === 503 && answer.body?.error?.code === 'unavailable';
+      return unavailable ? undefined : answer;
+    },
+    { timeoutMs: 60_000, intervalMs: 1_000, what: 'POST /v1/sandboxes answering other than 503' },
+  );
+  expect(response.status, JSON.stringify(response.body)).toBe(202);
+  return response.body as OperationJson;
 }
 
 async function getOperation(app: Express, id: string): Promise<OperationJson> {

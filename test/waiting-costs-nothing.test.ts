@@ -68,7 +68,8 @@ describe('waiting costs nothing', () => {
     stack.cluster.faults.neverReady(true);
     const { handle, input } = await startCreate(stack, { diskMib: 2048 });
     const podName = await waitingAsync(stack as TestStack, handle, input.sandboxId);
-    // Longer than three heartbeats of the former design (one every 2 s).
+    // A sleep: that no heartbeat came is what is proved; longer than three heartbeats of the
+    // former design (one every 2 s).
     await new Promise((resolve) => setTimeout(resolve, 7_000));
     const pending = (await handle.describe()).raw.pendingActivities ?? [];
     expect(pending.map((activity) => activity.activityType?.name)).toEqual(['awaitPodReady']);
@@ -112,6 +113,7 @@ describe('waiting costs nothing', () => {
       timeoutMs: 60_000,
     });
     cluster.node.recordSandboxFailure(NAMESPACE, refusedPod, INVALID_ARGUMENT_MESSAGE);
+    // A sleep: that nothing decides the wait while no worker runs is what is proved.
     await new Promise((resolve) => setTimeout(resolve, 2_000));
     expect((await refused.handle.describe()).status.name).toBe('RUNNING');
 

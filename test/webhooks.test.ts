@@ -243,7 +243,7 @@ describe('webhook delivery', () => {
       ['sandbox.deleted', 'succeeded', 204],
       ['sandbox.running', 'succeeded', 204],
     ]);
-    // Nothing more arrives: each event once.
+    // Nothing more arrives: each event once. A sleep: an absence is what is proved.
     await new Promise((resolve) => setTimeout(resolve, 1_500));
     expect(target.forSandbox(created.sandbox_id)).toHaveLength(2);
   });
@@ -332,6 +332,7 @@ describe('webhook delivery', () => {
     );
     expect(counted).toContain('durable_sandbox_webhook_deliveries_total{status="refused"} 1');
     expect(String(refused!.error)).toContain('127.0.0.2 (loopback)');
+    // A sleep: that no retry comes is what is proved.
     await new Promise((resolve) => setTimeout(resolve, 2_500));
     expect(await deliveries(endpoint.id)).toHaveLength(1);
     expect(target.forSandbox(created.sandbox_id)).toEqual([]);
@@ -407,6 +408,7 @@ describe('what the delivery trusts', () => {
       });
     }
     await receivedFor(target, created.sandbox_id, 2);
+    // A sleep: that the repeated signals deliver nothing more is what is proved.
     await new Promise((resolve) => setTimeout(resolve, 1_500));
     expect(target.forSandbox(created.sandbox_id)).toHaveLength(2);
   });
