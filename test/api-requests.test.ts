@@ -117,10 +117,10 @@ describe('the cluster check is off the create path', () => {
     api.stack.cluster.faults.rejectCredentials(true);
     clock.nowMs += READINESS_CACHE_MS + 1;
     // The first read after the cache sets off the check; its answer replaces the report.
-    await waitUntil(
-      async () => ((await request(app).get('/readyz')).status === 503 ? true : undefined),
-      { timeoutMs: 30_000, what: '/readyz 503' },
-    );
+    await waitUntil(async () => (await request(app).get('/readyz')).status === 503, {
+      timeoutMs: 30_000,
+      what: '/readyz 503',
+    });
     const before = await sandboxCount();
     const refused = await request(app)
       .post('/v1/sandboxes')
@@ -176,7 +176,7 @@ describe('operation reads come from the store', () => {
     await waitUntil(
       async () => {
         const read = await request(app).get(`/v1/operations/${id}`).set(bearer(api.tenantA));
-        return read.body.phase === 'waiting_for_ip' ? true : undefined;
+        return read.body.phase === 'waiting_for_ip';
       },
       { timeoutMs: 60_000, what: 'phase waiting_for_ip' },
     );

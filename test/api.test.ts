@@ -443,9 +443,7 @@ describe('delete', () => {
     expect(create.status).toBe('cancelled');
     const sandbox = (await api.stack.store.getSandbox(api.tenantA.id, op.sandbox_id))!;
     expect(sandbox.state).toBe('deleted');
-    await waitUntil(async () =>
-      podDeletes(sandbox.pod.name as string).length > 0 ? true : undefined,
-    );
+    await waitUntil(async () => podDeletes(sandbox.pod.name as string).length > 0);
   });
 });
 

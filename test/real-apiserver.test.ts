@@ -192,9 +192,7 @@ describe('the uid precondition of pod deletes', () => {
     await waitUntil(
       async () =>
         httpStatusOf(await client.core.readNamespacedPod({ name, namespace }).catch((e) => e)) ===
-        404
-          ? true
-          : undefined,
+        404,
       { what: `pod ${name} to be gone` },
     );
   });

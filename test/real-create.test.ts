@@ -52,7 +52,7 @@ async function podsOf(sandboxId: string, ns = namespace): Promise<string[]> {
 }
 
 async function awaitNoPods(sandboxId: string, ns = namespace): Promise<void> {
-  await waitUntil(async () => ((await podsOf(sandboxId, ns)).length === 0 ? true : undefined), {
+  await waitUntil(async () => (await podsOf(sandboxId, ns)).length === 0, {
     timeoutMs: 30_000,
     what: `the pods of ${sandboxId} to be gone`,
   });
@@ -122,9 +122,7 @@ describe('creates on a real kube-apiserver', () => {
             namespace,
             fieldSelector: 'reason=FailedCreatePodSandBox',
           });
-          return events.items.some((event) => event.message?.includes('[space-err=Unavailable]'))
-            ? true
-            : undefined;
+          return events.items.some((event) => event.message?.includes('[space-err=Unavailable]'));
         },
         { what: 'an Unavailable refusal event' },
       );

@@ -94,7 +94,7 @@ describe('re-placement on a real kube-apiserver', () => {
     for (const node of NODES) {
       expect(done.error?.message).toContain(`${node} refused it (ResourceExhausted: ${FULL})`);
     }
-    await waitUntil(async () => ((await podsOf(op.sandbox_id)).length === 0 ? true : undefined));
+    await waitUntil(async () => (await podsOf(op.sandbox_id)).length === 0);
   });
 
   it('a cancel during the second placement leaves no pod', async () => {
@@ -104,7 +104,7 @@ describe('re-placement on a real kube-apiserver', () => {
     await waitUntil(
       async () => {
         const pods = await podsOf(op.sandbox_id);
-        return pods.some((p) => p.spec?.nodeName === 'agent-node-2') ? true : undefined;
+        return pods.some((p) => p.spec?.nodeName === 'agent-node-2');
       },
       { what: 'the second placement on agent-node-2' },
     );
@@ -114,7 +114,7 @@ describe('re-placement on a real kube-apiserver', () => {
     expect(cancel.status, cancel.text).toBe(202);
     const done = await awaitOperation(api.app, api.tenantA, op.id);
     expect(done).toMatchObject({ status: 'cancelled', done: true });
-    await waitUntil(async () => ((await podsOf(op.sandbox_id)).length === 0 ? true : undefined), {
+    await waitUntil(async () => (await podsOf(op.sandbox_id)).length === 0, {
       what: 'no pod left',
     });
   });

@@ -304,7 +304,7 @@ describe('per-replica limits: creates_per_second, waits', () => {
       await waitUntil(
         async () => {
           const quota = await request(app).get('/v1/quota').set(bearer(who));
-          return quota.body.usage.waits === 1 ? true : undefined;
+          return quota.body.usage.waits === 1;
         },
         { what: 'the long-poll holding a wait' },
       );
@@ -338,7 +338,7 @@ describe('per-replica limits: creates_per_second, waits', () => {
       await polling;
       await waitUntil(async () => {
         const quota = await request(app).get('/v1/quota').set(bearer(who));
-        return quota.body.usage.waits === 0 ? true : undefined;
+        return quota.body.usage.waits === 0;
       });
       const cancel = await request(app)
         .post(`/v1/operations/${accepted.body.id}/cancel`)

@@ -221,10 +221,10 @@ describe('the debug trace route (npm start)', () => {
     const operation = await create(2048);
     const traceId = operation.trace_id!;
     await traceOf(traceId);
-    await waitUntil(
-      async () => ((await readTrace(traceId, api.tenantA)).status === 200 ? true : undefined),
-      { timeoutMs: 30_000, what: 'the trace served to its tenant' },
-    );
+    await waitUntil(async () => (await readTrace(traceId, api.tenantA)).status === 200, {
+      timeoutMs: 30_000,
+      what: 'the trace served to its tenant',
+    });
     const joined = await request(app)
       .get('/v1/sandboxes')
       .set(bearer(api.tenantB))
@@ -238,9 +238,7 @@ describe('the debug trace route (npm start)', () => {
             (s) =>
               s.spanContext().traceId === traceId &&
               s.attributes[TENANT_ID_ATTRIBUTE] === api.tenantB.id,
-          )
-          ? true
-          : undefined,
+          ),
       { timeoutMs: 30_000, what: "tenant B's span in tenant A's trace" },
     );
     expect((await readTrace(traceId, api.tenantB)).status).toBe(404);
