@@ -76,7 +76,7 @@ function startInTerminal(args: string[], size = { columns: 120, rows: 40 }) {
       if (child.exitCode === null) child.kill('SIGKILL');
     },
     waitFor: (pattern: RegExp) =>
-      waitUntil(async () => (pattern.test(text) ? true : undefined), {
+      waitUntil(async () => pattern.test(text), {
         timeoutMs: 30_000,
         what: `${pattern} in the terminal (got ${JSON.stringify(text.slice(-300))})`,
       }),

@@ -432,10 +432,7 @@ describe('what the delivery trusts', () => {
       ],
     });
     await waitUntil(
-      async () =>
-        api.stack.logs.some((line) => line.msg === 'webhook delivery not admitted')
-          ? true
-          : undefined,
+      async () => api.stack.logs.some((line) => line.msg === 'webhook delivery not admitted'),
       { what: "the worker's refusal of the forged delivery (log `webhook delivery not admitted`)" },
     );
     await handle.terminate('test over').catch(() => undefined);
