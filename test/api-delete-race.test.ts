@@ -15,7 +15,7 @@ import {
   type ApiStack,
   type OperationBody,
 } from './support/api.js';
-import { until } from './support/until.js';
+import { waitUntil } from '../scripts/wait-until.js';
 
 let api: ApiStack;
 let markCalls = 0;
@@ -49,7 +49,7 @@ it('lets the create succeed and then deletes the sandbox when a delete lands whi
   expect(created.status, created.text).toBe(202);
   const op = created.body as OperationBody;
   const finishedBefore = await finishedCreates();
-  await until(() => markCalls === 1);
+  await waitUntil(() => markCalls === 1);
 
   const accepted = await request(api.app)
     .delete(`/v1/sandboxes/${op.sandbox_id}`)

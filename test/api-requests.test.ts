@@ -14,8 +14,9 @@ import request from 'supertest';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createApp } from '../api/app.js';
 import { createReadiness, READINESS_CACHE_MS, READINESS_MAX_AGE_MS } from '../api/readiness.js';
-import { bearer, createBody, eventually, startApiStack, type ApiStack } from './support/api.js';
+import { bearer, createBody, startApiStack, type ApiStack } from './support/api.js';
 import { startGrpcCounter, type GrpcCounter } from './support/grpc-counter.js';
+import { waitUntil } from '../scripts/wait-until.js';
 
 let api: ApiStack;
 let counter: GrpcCounter;
@@ -83,7 +84,7 @@ describe('the cluster check is off the create path', () => {
   it('a probe that only times out keeps a pass of less than 30 s ago: creates go on, /readyz warns', async () => {
     const { app, clock } = appOnClock(1_000);
     // A first pass (on a loaded machine a 1 s probe may time out: measure again until one passes).
-    await eventually(
+    await waitUntil(
       async () => {
         if ((await request(app).get('/readyz')).status === 200) return true;
         clock.nowMs += READINESS_MAX_AGE_MS;
@@ -94,7 +95,7 @@ describe('the cluster check is off the create path', () => {
     api.stack.cluster.faults.delayResponses(5_000);
     clock.nowMs += READINESS_CACHE_MS + 1;
     // The next read sets off a check that times out; its report replaces the one before.
-    const ready = await eventually(
+    const ready = await waitUntil(
       async () => {
         const read = await request(app).get('/readyz').set(bearer(api.tenantA));
         const warnings = (read.body.warnings as string[] | undefined) ?? [];
@@ -116,10 +117,10 @@ describe('the cluster check is off the create path', () => {
     api.stack.cluster.faults.rejectCredentials(true);
     clock.nowMs += READINESS_CACHE_MS + 1;
     // The first read after the cache sets off the check; its answer replaces the report.
-    await eventually(
-      async () => ((await request(app).get('/readyz')).status === 503 ? true : undefined),
-      { timeoutMs: 30_000, what: '/readyz 503' },
-    );
+    await waitUntil(async () => (await request(app).get('/readyz')).status === 503, {
+      timeoutMs: 30_000,
+      what: '/readyz 503',
+    });
     const before = await sandboxCount();
     const refused = await request(app)
       .post('/v1/sandboxes')
@@ -172,10 +173,10 @@ describe('operation reads come from the store', () => {
       .send(createBody(2048));
     expect(created.status, created.text).toBe(202);
     const id = created.body.id as string;
-    await eventually(
+    await waitUntil(
       async () => {
         const read = await request(app).get(`/v1/operations/${id}`).set(bearer(api.tenantA));
-        return read.body.phase === 'waiting_for_ip' ? true : undefined;
+        return read.body.phase === 'waiting_for_ip';
       },
       { timeoutMs: 60_000, what: 'phase waiting_for_ip' },
     );

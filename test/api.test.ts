@@ -12,11 +12,11 @@ import {
   awaitOperation,
   bearer,
   createBody,
-  eventually,
   startApiStack,
   type ApiStack,
   type OperationBody,
 } from './support/api.js';
+import { waitUntil } from '../scripts/wait-until.js';
 
 let api: ApiStack;
 beforeAll(async () => {
@@ -244,7 +244,7 @@ describe('idempotency', () => {
     expect(second.body.sandbox_id).toBe(first.body.sandbox_id);
     const sandboxes = await api.stack.store.listSandboxes(api.tenantB.id, { limit: 200 });
     expect(sandboxes.sandboxes.filter((s) => s.operationId === first.body.id)).toHaveLength(1);
-    const runs = await eventually(
+    const runs = await waitUntil(
       async () => {
         const found: string[] = [];
         for await (const execution of api.stack.temporal.client.workflow.list({
@@ -443,9 +443,7 @@ describe('delete', () => {
     expect(create.status).toBe('cancelled');
     const sandbox = (await api.stack.store.getSandbox(api.tenantA.id, op.sandbox_id))!;
     expect(sandbox.state).toBe('deleted');
-    await eventually(async () =>
-      podDeletes(sandbox.pod.name as string).length > 0 ? true : undefined,
-    );
+    await waitUntil(async () => podDeletes(sandbox.pod.name as string).length > 0);
   });
 });
 
@@ -457,7 +455,7 @@ describe('lists', () => {
       ops.push((await createAsync(disk, api.app, api.tenantB)).body as OperationBody);
     }
     for (const op of ops) await awaitOperation(api.app, api.tenantB, op.id);
-    const listed = await eventually(
+    const listed = await waitUntil(
       async () => {
         const response = await request(api.app)
           .get('/v1/operations?status=failed&limit=50')

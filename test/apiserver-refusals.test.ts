@@ -20,7 +20,7 @@ import {
   type ApiStack,
   type OperationBody,
 } from './support/api.js';
-import { until } from './support/until.js';
+import { waitUntil } from '../scripts/wait-until.js';
 
 let api: ApiStack;
 const PERMISSION_BOUND_MS = 5_000;
@@ -42,7 +42,9 @@ afterEach(async () => {
   faults.quotaPods(null);
   for (const verb of ['create', 'get', 'delete']) faults.deny(verb, 'pods', false);
   // A readiness report measured while RBAC denied something must not refuse the next test's create.
-  await until(async () => (await request(api.app).get('/readyz')).status === 200, 20_000);
+  await waitUntil(async () => (await request(api.app).get('/readyz')).status === 200, {
+    timeoutMs: 20_000,
+  });
 });
 
 /**

@@ -227,12 +227,13 @@ describe('key rotation', () => {
       expect(provider.fetches, 'one fetch serves both tokens').toBe(1);
 
       provider.published = [k1!, k2!];
+      // A sleep: the cooldown is wall-clock time the cache must see pass; nothing to poll.
       await sleep(400); // past the cooldown since the last fetch
       expect((await list(app, await provider.sign({}, { key: k2 }))).status).toBe(200);
       expect(provider.fetches, 'the unknown kid fetched the set again').toBe(2);
 
       provider.published = [k2!, k3!];
-      await sleep(400);
+      await sleep(400); // a sleep: past the cooldown again (wall-clock time, nothing to poll)
       expect((await list(app, await provider.sign({}, { key: k3 }))).status).toBe(200);
       expect(provider.fetches).toBe(3);
       expectRefused(await list(app, await provider.sign({}, { key: k1 })), 'unknown_key');
@@ -265,7 +266,7 @@ describe('key rotation', () => {
       expect((await list(app, token)).status).toBe(200);
       expect((await list(app, token)).status).toBe(200);
       expect(provider.fetches).toBe(1);
-      await sleep(1_100);
+      await sleep(1_100); // a sleep: the set must age past its max age (wall-clock time)
       expect((await list(app, token)).status).toBe(200);
       expect(provider.fetches).toBe(2);
     } finally {
@@ -325,7 +326,7 @@ describe('a JWKS that cannot be fetched', () => {
       const token = await provider.sign();
       expect((await list(app, token)).status).toBe(200);
       provider.mode = 'error-503';
-      await sleep(1_100);
+      await sleep(1_100); // a sleep: the set must age past its max age (wall-clock time)
       expectUnavailable(await list(app, token), 'stale set');
     } finally {
       await provider.stop();

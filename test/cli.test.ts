@@ -15,8 +15,8 @@ import {
   progressText,
 } from '../cli/format.js';
 import { DurableSandboxClient, pollDelayMs } from '../client/src/index.js';
-import { eventually, startApiStack, type ApiStack } from './support/api.js';
-import { until } from './support/until.js';
+import { startApiStack, type ApiStack } from './support/api.js';
+import { waitUntil } from '../scripts/wait-until.js';
 
 let api: ApiStack;
 let url: string;
@@ -76,7 +76,7 @@ function startInTerminal(args: string[], size = { columns: 120, rows: 40 }) {
       if (child.exitCode === null) child.kill('SIGKILL');
     },
     waitFor: (pattern: RegExp) =>
-      eventually(async () => (pattern.test(text) ? true : undefined), {
+      waitUntil(async () => pattern.test(text), {
         timeoutMs: 30_000,
         what: `${pattern} in the terminal (got ${JSON.stringify(text.slice(-300))})`,
       }),
@@ -141,13 +141,16 @@ describe('cli', () => {
     try {
       const created = await cli('--json', 'create', '--disk-mib', '2048');
       const operationId = (JSON.parse(created.stdout) as { id: string }).id;
-      await until(async () => {
-        const got = JSON.parse((await cli('--json', 'get', operationId)).stdout) as {
-          phase: string;
-          updated_at: string;
-        };
-        return got.phase === 'waiting_for_ip' && Date.now() - Date.parse(got.updated_at) > 3_000;
-      }, 30_000);
+      await waitUntil(
+        async () => {
+          const got = JSON.parse((await cli('--json', 'get', operationId)).stdout) as {
+            phase: string;
+            updated_at: string;
+          };
+          return got.phase === 'waiting_for_ip' && Date.now() - Date.parse(got.updated_at) > 3_000;
+        },
+        { timeoutMs: 30_000 },
+      );
       const stderr = new Capture();
       const waiting = run(['wait', operationId], {
         stdout: new Capture(),
@@ -155,7 +158,7 @@ describe('cli', () => {
         env: { DURABLE_SANDBOX_URL: url, DURABLE_SANDBOX_TOKEN: api.tenantA.token },
         signal: interrupt.signal,
       });
-      await until(() => /waiting for the pod's IP/.test(stderr.text), 15_000);
+      await waitUntil(() => /waiting for the pod's IP/.test(stderr.text), { timeoutMs: 15_000 });
       interrupt.abort('SIGINT');
       expect(await waiting).toBe(130);
       expect(stderr.text).toMatch(
@@ -274,7 +277,7 @@ describe('cli', () => {
     expect(sandboxes.stdout).toMatch(
       new RegExp(`^${operation.sandbox_id}\\s+failed\\s+base\\s+\\d+s\\s+invalid_request: `, 'm'),
     );
-    const failed = await eventually(
+    const failed = await waitUntil(
       async () => {
         const listed = await cli('--json', 'list', '--failed');
         const ids = (JSON.parse(listed.stdout).operations as Array<{ id: string }>).map(
@@ -585,7 +588,7 @@ describe('cli', () => {
         },
       });
       const waited = client.waitForOperation(operation.id);
-      // Four quiet seconds (a 1 s poll would ask four times), then a change: the cancel.
+      // A sleep: four quiet seconds (a 1 s poll would ask four times), then a change: the cancel.
       await new Promise((resolve) => setTimeout(resolve, 4_000));
       expect(await cli('cancel', operation.id)).toMatchObject({ code: 0 });
       const done = await waited;

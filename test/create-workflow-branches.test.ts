@@ -18,7 +18,7 @@ import type { PodRef } from '../kubernetes/pods.js';
 import { bundleSandboxWorkflows } from '../worker/workflow-bundle.js';
 import type { createSandbox } from '../workflows/create-sandbox.js';
 import { createInput } from './support/creates.js';
-import { until } from './support/until.js';
+import { waitUntil } from '../scripts/wait-until.js';
 
 type Activities = Pick<
   CreateActivities,
@@ -109,6 +109,24 @@ async function cancelledWithoutWaiting(handle: WorkflowHandle): Promise<boolean>
       ofWait(e.activityTaskFailedEventAttributes),
   );
   return scheduled !== undefined && requested && !answered;
+}
+
+/**
+ * Whether the workflow has handled its cancel request: a workflow task completed after the
+ * request, so what the workflow does about the cancel is in the history (commands and all).
+ */
+async function cancelHandled(handle: WorkflowHandle): Promise<boolean> {
+  const events = (await handle.fetchHistory()).events ?? [];
+  const requested = events.findIndex((e) => e.workflowExecutionCancelRequestedEventAttributes);
+  return (
+    requested >= 0 && events.slice(requested).some((e) => e.workflowTaskCompletedEventAttributes)
+  );
+}
+
+/** The activity types the workflow scheduled so far, as the history holds them. */
+async function scheduledActivities(handle: WorkflowHandle): Promise<string[]> {
+  const events = (await handle.fetchHistory()).events ?? [];
+  return events.flatMap((e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? []);
 }
 
 /** A promise a test resolves by hand. */
@@ -290,7 +308,7 @@ describe('createSandbox branches (stub activities)', () => {
 
   it('publishes a cancel as cancelled before compensation starts', async () => {
     const { handle, script } = await start({ awaitPodReady: waitAsynchronously });
-    await until(() => names(script).includes('awaitPodReady'));
+    await waitUntil(() => names(script).includes('awaitPodReady'));
     await handle.cancel();
     await failureOf(handle);
     const outcome = script.calls.find((call) => call.name === 'recordOperationOutcome');
@@ -382,10 +400,11 @@ describe('createSandbox branches (stub activities)', () => {
   it('when cancelled during createPod, waits for the pod, then deletes it and ends cancelled', async () => {
     const created = gate<PodRef>();
     const { handle, script } = await start({ createPod: () => created.promise });
-    await until(() => names(script).includes('createPod'));
+    await waitUntil(() => names(script).includes('createPod'));
     await handle.cancel();
     // The settled step is not abandoned: compensation waits until the pod is known.
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await waitUntil(() => cancelHandled(handle), { what: 'the cancel handled by the workflow' });
+    expect(await scheduledActivities(handle)).not.toContain('deletePod');
     expect(names(script)).toEqual(['createPod']);
     created.open(POD);
     expect(await failureOf(handle)).toBeInstanceOf(CancelledFailure);
@@ -396,7 +415,7 @@ describe('createSandbox branches (stub activities)', () => {
 
   it('when cancelled during the wait, cancels the wait, compensates and ends cancelled', async () => {
     const { handle, script } = await start({ awaitPodReady: waitAsynchronously });
-    await until(() => names(script).includes('awaitPodReady'));
+    await waitUntil(() => names(script).includes('awaitPodReady'));
     await handle.cancel();
     expect(await failureOf(handle)).toBeInstanceOf(CancelledFailure);
     // TRY_CANCEL: the workflow did not wait for the wait to answer the cancel.
@@ -408,9 +427,9 @@ describe('createSandbox branches (stub activities)', () => {
   it('when cancelled during markSandboxRunning, lets the step finish and keeps the running sandbox', async () => {
     const marked = gate<boolean>();
     const { handle, script } = await start({ markSandboxRunning: () => marked.promise });
-    await until(() => names(script).includes('markSandboxRunning'));
+    await waitUntil(() => names(script).includes('markSandboxRunning'));
     await handle.cancel();
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await waitUntil(() => cancelHandled(handle), { what: 'the cancel handled by the workflow' });
     marked.open(true);
     expect(await handle.result()).toMatchObject({ pod: { ip: '10.0.0.9' } });
     expect(names(script)).toEqual(['createPod', 'awaitPodReady', 'markSandboxRunning']);

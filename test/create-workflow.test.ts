@@ -11,7 +11,7 @@ import { FailureCodeKey, CreatePhaseKey } from '../temporal/search-attribute-key
 import { freePort } from '../config/free-port.js';
 import { startCreate, settle } from './support/creates.js';
 import { startTestStack, type TestStack } from './support/stack.js';
-import { until } from './support/until.js';
+import { waitUntil } from '../scripts/wait-until.js';
 
 const NAMESPACE = 'sandboxes';
 const INVALID_ARGUMENT_MESSAGE =
@@ -37,10 +37,10 @@ const podLists = () => requests('GET', /\/pods$/).filter((request) => !request.w
 async function waitingForIp(handle: {
   describe(): Promise<{ typedSearchAttributes: { get(key: typeof CreatePhaseKey): unknown } }>;
 }): Promise<void> {
-  await until(
+  await waitUntil(
     async () =>
       (await handle.describe()).typedSearchAttributes.get(CreatePhaseKey) === 'waiting_for_ip',
-    90_000,
+    { timeoutMs: 90_000 },
   );
 }
 
@@ -132,7 +132,7 @@ describe('createSandbox workflow', () => {
   it('still fails as InvalidRequest when the events watch re-opens into a 429, after its Retry-After', async () => {
     stack = await startTestStack({ cluster: { startupDelayMs: 100 } });
     const cluster = stack.cluster;
-    await until(() => cluster.openWatches('events') === 1);
+    await waitUntil(() => cluster.openWatches('events') === 1);
     cluster.faults.failNextWatches('events', 1, 429); // with Retry-After: 1
     cluster.faults.dropWatches('events');
     const { handle } = await startCreate(stack, { diskMib: 300 });
@@ -184,7 +184,7 @@ describe('createSandbox workflow', () => {
     cluster.faults.neverReady(true);
     cluster.faults.delayResponses(3_000); // the apiserver is slow: createPod is in flight
     const { handle } = await startCreate(stack, { diskMib: 2048 });
-    await until(() => podCreates().length === 1);
+    await waitUntil(() => podCreates().length === 1);
     await handle.cancel();
     cluster.faults.delayResponses(0);
     const { error } = await settle(handle.result());
@@ -225,7 +225,7 @@ describe('createSandbox workflow', () => {
     await waitingForIp(handle);
     const first = stack.worker as NonNullable<TestStack['worker']>;
     first.shutdown();
-    await until(() => first.getState() === 'STOPPED');
+    await waitUntil(() => first.getState() === 'STOPPED');
     await stack.kubernetes.core.deleteNamespacedPod({
       name: (await podName(input.sandboxId)) ?? '',
       namespace: NAMESPACE,
@@ -282,7 +282,7 @@ describe('createSandbox workflow', () => {
     const { child, exited } = await workerProcess();
     try {
       const { handle, input } = await startCreate(stack, { diskMib: 300 });
-      await until(() => cluster.openWatches('events') === 1, 90_000);
+      await waitUntil(() => cluster.openWatches('events') === 1, { timeoutMs: 90_000 });
       await waitingForIp(handle);
       child.kill('SIGKILL');
       await exited;
@@ -316,13 +316,13 @@ describe('createSandbox workflow', () => {
     const { child, exited } = await workerProcess();
     try {
       const { handle, input } = await startCreate(stack, { diskMib: 2048 });
-      await until(() => cluster.openWatches() === 2, 90_000);
+      await waitUntil(() => cluster.openWatches() === 2, { timeoutMs: 90_000 });
       await waitingForIp(handle);
       child.kill('SIGTERM');
       expect(await exited).toBe(0);
       expect(cluster.openWatches()).toBe(0);
       await stack.startWorker();
-      await until(() => cluster.openWatches() === 2, 60_000);
+      await waitUntil(() => cluster.openWatches() === 2, { timeoutMs: 60_000 });
       cluster.node.makeReady(NAMESPACE, (await podName(input.sandboxId)) ?? '');
       const result = await handle.result();
       expect(result.pod.ip).toMatch(/^10\./);

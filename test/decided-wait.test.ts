@@ -46,6 +46,7 @@ describe('a decided readiness wait', () => {
     const decided = lines.find((line) => /wait failed$/.test(String(line.msg)));
     expect(decided, 'the decider failed the wait').toBeDefined();
     const decidedAt = decided?.time as number;
+    // A sleep: that no read comes after the decision is what is proved, past the read delay.
     await new Promise((resolve) => setTimeout(resolve, POD_READ_DELAY_MS + 1_500));
     const readsAfter = stack.cluster.requests.filter(
       (request) =>

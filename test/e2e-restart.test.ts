@@ -11,7 +11,7 @@ import { afterAll, expect, it } from 'vitest';
 import { clusterResetReason, explainPodsOfBefore } from '../scripts/cluster-reset.js';
 import { openStore } from '../store/index.js';
 import { startStackProcess, type StackProcess } from './support/stack-process.js';
-import { until } from './support/until.js';
+import { waitUntil } from '../scripts/wait-until.js';
 
 const dataDir = mkdtempSync(join(tmpdir(), 'durable-sandbox-restart-'));
 const started: StackProcess[] = [];
@@ -49,7 +49,7 @@ it('ends a create that was waiting when the stack stopped as pod_failed after a 
   });
   expect(created.status).toBe(202);
   const { id } = (await created.json()) as Operation;
-  await until(async () => (await operation(first.apiUrl, id)).phase === 'waiting_for_ip');
+  await waitUntil(async () => (await operation(first.apiUrl, id)).phase === 'waiting_for_ip');
 
   // A second stack on the same DATA_DIR is refused while the first runs.
   const second = await startStackProcess({ DATA_DIR: dataDir }, false);
@@ -72,7 +72,9 @@ it('ends a create that was waiting when the stack stopped as pod_failed after a 
   const third = await startStackProcess({ DATA_DIR: dataDir });
   started.push(third);
   let current: Operation | undefined;
-  await until(async () => (current = await operation(third.apiUrl, id)).done, 90_000);
+  await waitUntil(async () => (current = await operation(third.apiUrl, id)).done, {
+    timeoutMs: 90_000,
+  });
   expect(current).toMatchObject({
     status: 'failed',
     error: { code: 'pod_failed', message: expect.stringContaining('no longer exists') },
@@ -92,7 +94,9 @@ it('ends a create that was waiting when the stack stopped as pod_failed after a 
     }),
   });
   const runningOp = (await running.json()) as Operation & { sandbox_id: string };
-  await until(async () => (current = await operation(third.apiUrl, runningOp.id)).done, 60_000);
+  await waitUntil(async () => (current = await operation(third.apiUrl, runningOp.id)).done, {
+    timeoutMs: 60_000,
+  });
   expect(current?.status).toBe('succeeded');
   expect(await third.interrupt()).toBe(0);
   const fourth = await startStackProcess({ DATA_DIR: dataDir });

@@ -12,7 +12,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startStackProcess, type StackProcess } from './support/stack-process.js';
-import { until } from './support/until.js';
+import { waitUntil } from '../scripts/wait-until.js';
 
 let stack: StackProcess;
 let output = '';
@@ -171,9 +171,9 @@ describe('npm start, driven through the CLI', () => {
     const interrupted = Date.now();
     // npm itself ends on the SIGINT as in a terminal (exit 130); the stack goes on stopping.
     void stack.interrupt();
-    await until(() => /"msg":"stopping: /.test(stack.output()), 10_000);
+    await waitUntil(() => /"msg":"stopping: /.test(stack.output()), { timeoutMs: 10_000 });
     const said = Date.now() - interrupted;
-    await until(() => !running(), 60_000);
+    await waitUntil(() => !running(), { timeoutMs: 60_000 });
     expect(said, 'ms from the Ctrl-C to the stopping line').toBeLessThan(10_000);
     // One stop (the terminal's SIGINT and npm's forwarded one are one Ctrl-C), a clean one.
     expect(stack.output().match(/"msg":"stopping: /g)).toHaveLength(1);

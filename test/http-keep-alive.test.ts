@@ -5,11 +5,12 @@
  * client's one socket: kept it (the next request reuses it) or closed it.
  */
 import { Agent, request, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import express from 'express';
 import { afterEach, describe, expect, it } from 'vitest';
 import { listenApi } from '../api/http-server.js';
 import { DEFAULT_HTTP_KEEP_ALIVE_TIMEOUT_MS, loadConfig } from '../config/index.js';
+import { waitUntil } from '../scripts/wait-until.js';
 
 const servers: Server[] = [];
 afterEach(async () => {
@@ -19,7 +20,9 @@ afterEach(async () => {
   }
 });
 
-async function serve(keepAliveTimeoutMs: number): Promise<{ port: number; sockets: () => number }> {
+async function serve(
+  keepAliveTimeoutMs: number,
+): Promise<{ port: number; sockets: () => number; closed: () => number }> {
   const app = express();
   app.get('/', (_req, res) => {
     res.json({ ok: true });
@@ -27,8 +30,16 @@ async function serve(keepAliveTimeoutMs: number): Promise<{ port: number; socket
   const server = await listenApi(app, { port: 0, host: '127.0.0.1', keepAliveTimeoutMs });
   servers.push(server);
   let accepted = 0;
-  server.on('connection', () => (accepted += 1));
-  return { port: (server.address() as AddressInfo).port, sockets: () => accepted };
+  let closed = 0;
+  server.on('connection', (socket: Socket) => {
+    accepted += 1;
+    socket.on('close', () => (closed += 1));
+  });
+  return {
+    port: (server.address() as AddressInfo).port,
+    sockets: () => accepted,
+    closed: () => closed,
+  };
 }
 
 /** One GET over `agent`: its status, whether it reused a socket, and the Keep-Alive header. */
@@ -70,7 +81,7 @@ describe('the API server’s keep-alive', () => {
     try {
       const first = await get(port, agent);
       expect(first).toMatchObject({ status: 200, reused: false, keepAlive: 'timeout=65' });
-      await sleep(6_500);
+      await sleep(6_500); // a sleep: idle past Node's 5 s default is the case under test
       const second = await get(port, agent);
       expect(second).toMatchObject({ status: 200, reused: true });
       expect(sockets()).toBe(1);
@@ -80,11 +91,16 @@ describe('the API server’s keep-alive', () => {
   }, 30_000);
 
   it('closes an idle connection after the configured timeout', async () => {
-    const { port, sockets } = await serve(1_000);
+    const { port, sockets, closed } = await serve(1_000);
     const agent = new Agent({ keepAlive: true, maxSockets: 1 });
     try {
       expect(await get(port, agent)).toMatchObject({ status: 200, keepAlive: 'timeout=1' });
-      await sleep(2_500);
+      // The server closed the idle socket, and the client's agent saw it go: within 4 s, under
+      // Node's 5 s default, so the configured 1 s is what closed it.
+      await waitUntil(() => closed() === 1 && Object.keys(agent.freeSockets).length === 0, {
+        timeoutMs: 4_000,
+        what: 'the idle connection closed by the server',
+      });
       expect(await get(port, agent)).toMatchObject({ status: 200, reused: false });
       expect(sockets()).toBe(2);
     } finally {

@@ -16,7 +16,7 @@ import {
   type ApiStack,
   type OperationBody,
 } from './support/api.js';
-import { until } from './support/until.js';
+import { waitUntil } from '../scripts/wait-until.js';
 
 const TEMPLATES = {
   base: { image: 'ghcr.io/durable-sandbox/base:1' },
@@ -85,6 +85,13 @@ async function lifetimeStatus(sandboxId: string): Promise<string | undefined> {
   }
 }
 
+/** Whether the sandbox's lifetime workflow's history holds a fired timer (its expiry). */
+async function lifetimeTimerFired(sandboxId: string): Promise<boolean> {
+  const handle = api.stack.temporal.client.workflow.getHandle(lifetimeWorkflowId(sandboxId));
+  const events = (await handle.fetchHistory()).events ?? [];
+  return events.some((event) => event.timerFiredEventAttributes);
+}
+
 describe('a create with a lifetime', () => {
   it('answers 400 naming max_ttl for a ttl above the template maximum, before anything starts', async () => {
     const response = await request(api.app)
@@ -128,7 +135,9 @@ describe('expiry', () => {
     const sandbox = await running({ template: 'leased' });
     expect(sandbox.expire_time).not.toBeNull();
     const expireAtMs = Date.parse(sandbox.expire_time ?? '');
-    await until(async () => (await getSandbox(sandbox.id)).state === 'deleted', 30_000);
+    await waitUntil(async () => (await getSandbox(sandbox.id)).state === 'deleted', {
+      timeoutMs: 30_000,
+    });
     const [expiry] = await deletesOf(sandbox.id);
     expect(expiry).toMatchObject({ type: 'sandbox.delete', cause: 'expired' });
     const done = await awaitOperation(api.app, api.tenantA, expiry?.id ?? '');
@@ -147,11 +156,15 @@ describe('expiry', () => {
   it('still fires after the worker was stopped past expire_time and started again', async () => {
     const sandbox = await running({ ttl: '2s' });
     await api.stack.worker?.shutdown();
-    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    await waitUntil(() => lifetimeTimerFired(sandbox.id), {
+      what: `the lifetime timer of ${sandbox.id} fired in Temporal`,
+    });
     // No worker: the timer fired in Temporal, but nothing could delete yet.
     expect((await getSandbox(sandbox.id)).state).toBe('running');
     await api.stack.startWorker();
-    await until(async () => (await getSandbox(sandbox.id)).state === 'deleted', 30_000);
+    await waitUntil(async () => (await getSandbox(sandbox.id)).state === 'deleted', {
+      timeoutMs: 30_000,
+    });
     expect((await deletesOf(sandbox.id)).map((op) => (op as { cause?: string }).cause)).toEqual([
       'expired',
     ]);
@@ -169,6 +182,7 @@ describe('extend', () => {
     expect(again.status).toBe(200);
     expect(again.body.expire_time).toBe(target);
     // Past the old expiry (3 s), it still runs.
+    // A sleep: nothing happening is what is proved, so time must pass past the old expiry.
     await new Promise((resolve) => setTimeout(resolve, 4_000));
     expect((await getSandbox(sandbox.id)).state).toBe('running');
     expect(await deletesOf(sandbox.id)).toEqual([]);
@@ -194,7 +208,9 @@ describe('extend', () => {
     const sandbox = await running({});
     const response = await extend(sandbox.id, { ttl: '1s' });
     expect(response.status, response.text).toBe(200);
-    await until(async () => (await getSandbox(sandbox.id)).state === 'deleted', 30_000);
+    await waitUntil(async () => (await getSandbox(sandbox.id)).state === 'deleted', {
+      timeoutMs: 30_000,
+    });
   });
 });
 
@@ -208,7 +224,9 @@ describe('a sandbox deleted before its expiry', () => {
     const done = await awaitOperation(api.app, api.tenantA, deleted.body.id as string);
     expect(done.status).toBe('succeeded');
     expect((done as OperationBody & { cause?: string }).cause).toBe('requested');
-    await until(async () => (await lifetimeStatus(sandbox.id)) === 'CANCELLED', 30_000);
+    await waitUntil(async () => (await lifetimeStatus(sandbox.id)) === 'CANCELLED', {
+      timeoutMs: 30_000,
+    });
     expect((await deletesOf(sandbox.id)).length).toBe(1);
   });
 });

@@ -12,7 +12,7 @@ import { freePort } from '../config/free-port.js';
 import { startMetricsServer } from '../worker/metrics-server.js';
 import { installRuntime } from '../worker/runtime.js';
 import { startApiStack, type ApiStack } from './support/api.js';
-import { until } from './support/until.js';
+import { waitUntil } from '../scripts/wait-until.js';
 
 /** The value of one sample line `name{labels} value` in a Prometheus text scrape, 0 when absent. */
 function sample(text: string, name: string, labels = ''): number {
@@ -75,7 +75,7 @@ describe('metrics', () => {
       .set('Authorization', auth)
       .send({ template: 'base', resources: { cpu: 1, memory_mib: 256, disk_mib: 300 } });
     expect(created.status).toBe(202);
-    await until(async () => {
+    await waitUntil(async () => {
       const op = await request(api.app)
         .get(`/v1/operations/${created.body.id}`)
         .set('Authorization', auth);
@@ -127,7 +127,9 @@ describe('metrics', () => {
   });
 
   it("serves the Temporal SDK's worker metrics with units in their names, durations in seconds", async () => {
-    await until(async () => /_seconds_bucket/.test(sdkPart(await scrapeWorker())), 30_000);
+    await waitUntil(async () => /_seconds_bucket/.test(sdkPart(await scrapeWorker())), {
+      timeoutMs: 30_000,
+    });
     const sdk = sdkPart(await scrapeWorker());
     expect(sdk).toMatch(/^temporal_\w+/m);
     expect(sdk).toMatch(/^temporal_\w+_seconds_bucket\{/m);

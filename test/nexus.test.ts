@@ -21,7 +21,7 @@ import { startSandboxWorker, type StartedSandboxWorker } from '../worker/sandbox
 import type { Store } from '../store/index.js';
 import { bundleSandboxWorkflows } from '../worker/workflow-bundle.js';
 import { startTestStack, type TestStack } from './support/stack.js';
-import { until } from './support/until.js';
+import { waitUntil } from '../scripts/wait-until.js';
 
 const suffix = randomUUID().replace(/-/g, '').slice(0, 12);
 const callerNamespace = `nexus-caller-${suffix}`;
@@ -61,19 +61,22 @@ async function startCallerWorker(
 ): Promise<void> {
   let worker: Worker | undefined;
   // A new namespace reaches every service of the dev server within a few seconds.
-  await until(async () => {
-    try {
-      worker = await Worker.create({
-        connection: stack.temporal.nativeConnection,
-        namespace,
-        taskQueue: callerQueue,
-        workflowBundle,
-      });
-      return true;
-    } catch {
-      return false;
-    }
-  }, 60_000);
+  await waitUntil(
+    async () => {
+      try {
+        worker = await Worker.create({
+          connection: stack.temporal.nativeConnection,
+          namespace,
+          taskQueue: callerQueue,
+          workflowBundle,
+        });
+        return true;
+      } catch {
+        return false;
+      }
+    },
+    { timeoutMs: 60_000 },
+  );
   callerWorkers.push({ worker: worker!, run: worker!.run() });
 }
 
@@ -212,7 +215,7 @@ describe('the sandbox Nexus service', () => {
     let podName: string | undefined;
     try {
       handle = await startCaller(2048);
-      await until(async () => {
+      await waitUntil(async () => {
         const { sandboxes } = await stack.store.listSandboxes(tenant, {
           state: 'creating',
           limit: 10,
@@ -229,7 +232,9 @@ describe('the sandbox Nexus service', () => {
     } finally {
       stack.cluster.faults.neverReady(false);
     }
-    await until(async () => (await stack.store.getSandbox(tenant, sandboxId!))?.state === 'failed');
+    await waitUntil(
+      async () => (await stack.store.getSandbox(tenant, sandboxId!))?.state === 'failed',
+    );
     const deletes = stack.cluster.requests.filter(
       (r) => r.method === 'DELETE' && r.path.endsWith(`/pods/${podName}`),
     );

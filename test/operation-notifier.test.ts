@@ -11,7 +11,7 @@ import {
   MAX_PAYLOAD_BYTES,
   OPERATION_CHANNEL,
 } from '../store/operation-notifier.js';
-import { until } from './support/until.js';
+import { waitUntil } from '../scripts/wait-until.js';
 
 const opId = (n: number) => `op_${String(n).padStart(20, '0')}`;
 
@@ -40,7 +40,7 @@ describe('operation notifier publisher', () => {
     for (let n = 0; n < 100; n++) notifier.notify(opId(n));
     expect(fake.sent.map((s) => s.payload)).toEqual([opId(0)]);
     fake.release();
-    await until(() => fake.sent.length === 2);
+    await waitUntil(() => fake.sent.length === 2);
     expect(fake.sent[1]).toEqual({
       channel: OPERATION_CHANNEL,
       payload: Array.from({ length: 99 }, (_, n) => opId(n + 1)).join(','),
@@ -69,7 +69,7 @@ describe('operation notifier publisher', () => {
       },
     });
     notifier.notify(opId(1));
-    await until(() => sent.length === 2, LISTEN_RETRY_DELAY_MS * 5);
+    await waitUntil(() => sent.length === 2, { timeoutMs: LISTEN_RETRY_DELAY_MS * 5 });
     expect(sent).toEqual([opId(1), opId(1)]);
     await notifier.close();
   });

@@ -8,16 +8,16 @@ import type { Client } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MAX_WAIT_MS, parseWait } from '../api/long-poll.js';
+import { longPollsHeld, MAX_WAIT_MS, parseWait } from '../api/long-poll.js';
 import {
   awaitOperation,
   bearer,
   createBody,
-  eventually,
   startApiStack,
   type ApiStack,
   type OperationBody,
 } from './support/api.js';
+import { waitUntil } from '../scripts/wait-until.js';
 
 let api: ApiStack;
 beforeAll(async () => {
@@ -60,7 +60,7 @@ async function deleteExecution(client: Client, workflowId: string): Promise<void
     namespace: client.options.namespace,
     workflowExecution: { workflowId },
   });
-  await eventually(
+  await waitUntil(
     async () => {
       try {
         await client.workflow.getHandle(workflowId).describe();
@@ -210,8 +210,8 @@ describe('long-poll', () => {
       expect(waiting.done).toBe(false);
       const started = Date.now();
       const poll = getOperation(op.id, '?wait=30s');
-      // The change: a cancel, 500 ms into the wait.
-      await new Promise((resolve) => setTimeout(resolve, 500));
+      // The change: a cancel, once the API holds the long-poll (it listens, then reads).
+      await waitUntil(() => longPollsHeld() === 1, { what: 'the long-poll held by the API' });
       const cancel = await request(api.app)
         .post(`/v1/operations/${op.id}/cancel`)
         .set(bearer(api.tenantA));
@@ -251,8 +251,12 @@ describe('long-poll', () => {
         },
       };
       const app = api.appWith({}, { store: counting });
-      const poll = request(app).get(`/v1/operations/${op.id}?wait=30s`).set(bearer(api.tenantA));
-      await new Promise((resolve) => setTimeout(resolve, 500));
+      // Sent now (`then` sends a supertest request), so the cancel below lands while it waits.
+      const poll = request(app)
+        .get(`/v1/operations/${op.id}?wait=30s`)
+        .set(bearer(api.tenantA))
+        .then((response) => response);
+      await waitUntil(() => longPollsHeld() === 1, { what: 'the long-poll held by the API' });
       const cancel = await request(api.app)
         .post(`/v1/operations/${op.id}/cancel`)
         .set(bearer(api.tenantA));

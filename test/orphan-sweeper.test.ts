@@ -3,7 +3,6 @@
  * of failed, deleted or superseded sandboxes, and nothing else.
  */
 import { randomUUID } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPod } from '../kubernetes/pods.js';
@@ -15,6 +14,7 @@ import {
 import { sweepOrphanPods } from '../worker/orphan-sweeper.js';
 import { startGrpcCounter, type GrpcCounter } from './support/grpc-counter.js';
 import { startTestStack, type TestStack } from './support/stack.js';
+import { waitUntil } from '../scripts/wait-until.js';
 
 let stack: TestStack;
 let counter: GrpcCounter;
@@ -284,12 +284,13 @@ describe('orphan pod sweeper', () => {
 
     /** Until visibility (eventually consistent) agrees that exactly `open` are running. */
     async function visibilitySettled(open: string[], closed: string[] = []) {
-      for (let tries = 0; ; tries++) {
-        const running = await listRunningWorkflowIds(stack.temporal.client, 'createSandbox');
-        if (open.every((id) => running.has(id)) && !closed.some((id) => running.has(id))) return;
-        if (tries > 300) throw new Error('visibility did not settle in 30 s');
-        await sleep(100);
-      }
+      await waitUntil(
+        async () => {
+          const running = await listRunningWorkflowIds(stack.temporal.client, 'createSandbox');
+          return open.every((id) => running.has(id)) && !closed.some((id) => running.has(id));
+        },
+        { what: `visibility listing ${open.length} creates running, ${closed.length} closed` },
+      );
     }
 
     /** One sweep; the requests it sent, by method. */

@@ -16,7 +16,7 @@ import type { createSandbox } from '../workflows/create-sandbox.js';
 import { settle, startCreate, waitingAsync } from './support/creates.js';
 import { failingStore } from './support/failing-store.js';
 import { startTestStack, type TestStack } from './support/stack.js';
-import { until } from './support/until.js';
+import { waitUntil } from '../scripts/wait-until.js';
 
 const NAMESPACE = 'sandboxes';
 const INVALID_ARGUMENT_MESSAGE =
@@ -82,7 +82,9 @@ describe('the asynchronous readiness wait under attack', () => {
     down.on = true;
     stack.cluster.node.recordSandboxFailure(NAMESPACE, podName, INVALID_ARGUMENT_MESSAGE);
     // The wait is failed while every store call still fails (compensation then waits for it).
-    await until(async () => (await waitCloseEvents(handle)).closes.length > 0, 30_000).catch(() => {
+    await waitUntil(async () => (await waitCloseEvents(handle)).closes.length > 0, {
+      timeoutMs: 30_000,
+    }).catch(() => {
       throw new Error('the refusal was not decided within 30 s while the store was unreachable');
     });
     expect((await waitCloseEvents(handle)).closes.map((event) => event.eventType)).toEqual([
@@ -116,7 +118,7 @@ describe('the asynchronous readiness wait under attack', () => {
       stack.cluster.faults.neverReady(true);
       const { handle, input } = await startCreate(stack, { diskMib: 2048 });
       const podName = await waitingAsync(stack as TestStack, handle, input.sandboxId);
-      await until(() => informers.synced, 60_000);
+      await waitUntil(() => informers.synced, { timeoutMs: 60_000 });
       stack.cluster.node.makeReady(NAMESPACE, podName);
       expect((await handle.result()).pod.ip).toMatch(/^10\./);
       const { closes } = await waitCloseEvents(handle);

@@ -12,7 +12,7 @@ import { ReadinessDecider } from '../activities/readiness-decider.js';
 import { SandboxInformers } from '../kubernetes/sandbox-informers.js';
 import { settle, startCreate, storeGoneCreate, waitingAsync } from './support/creates.js';
 import { startTestStack, type TestStack } from './support/stack.js';
-import { until } from './support/until.js';
+import { waitUntil } from '../scripts/wait-until.js';
 
 const NAMESPACE = 'sandboxes';
 const INVALID_ARGUMENT_MESSAGE =
@@ -30,7 +30,9 @@ afterEach(async () => {
 async function stopWorker(stack: TestStack): Promise<void> {
   const worker = stack.worker as NonNullable<TestStack['worker']>;
   worker.shutdown();
-  await until(() => worker.getState() === 'STOPPED' && stack.cluster.openWatches() === 0, 60_000);
+  await waitUntil(() => worker.getState() === 'STOPPED' && stack.cluster.openWatches() === 0, {
+    timeoutMs: 60_000,
+  });
 }
 
 /** A decider over informers of its own, as a worker starting now has, reading `pageSize` a page. */
@@ -48,7 +50,7 @@ async function startDecider(stack: TestStack, pageSize: number) {
     reconcileIntervalMs: NEVER,
   });
   informers.start();
-  await until(() => informers.synced, 60_000);
+  await waitUntil(() => informers.synced, { timeoutMs: 60_000 });
   return {
     decider,
     async stop() {

@@ -13,7 +13,7 @@ import {
   SimulatedCluster,
   type SimulatedClusterOptions,
 } from '../environments/simulated-cluster/index.js';
-import { until } from './support/until.js';
+import { waitUntil } from '../scripts/wait-until.js';
 
 const NAMESPACE = 'sandboxes';
 const INVALID_ARGUMENT_MESSAGE =
@@ -108,7 +108,7 @@ function expectInformersOnly({ lists = 1 } = {}): void {
 }
 
 const synced = () =>
-  until(() => cluster.openWatches('pods') === 1 && cluster.openWatches('events') === 1);
+  waitUntil(() => cluster.openWatches('pods') === 1 && cluster.openWatches('events') === 1);
 
 describe('readiness wait over the informers', () => {
   beforeEach(() => startCluster());
@@ -119,7 +119,7 @@ describe('readiness wait over the informers', () => {
     cluster.faults.neverReady(true);
     const pod = await newPod(300);
     const outcome = wait(pod);
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await waitUntil(() => (informers as SandboxInformers).cachedPod(pod.name) !== undefined);
     cluster.node.recordSandboxFailure(NAMESPACE, pod.name, INVALID_ARGUMENT_MESSAGE);
     expect(await outcome).toMatchObject({
       outcome: 'refused',
@@ -135,7 +135,7 @@ describe('readiness wait over the informers', () => {
     cluster.faults.neverReady(true);
     const pod = await newPod(300);
     cluster.node.recordSandboxFailure(NAMESPACE, pod.name, INVALID_ARGUMENT_MESSAGE);
-    await until(() => (informers as SandboxInformers).cachedEvents(pod.uid).length === 1);
+    await waitUntil(() => (informers as SandboxInformers).cachedEvents(pod.uid).length === 1);
     const before = cluster.requests.length;
     expect(await wait(pod)).toMatchObject({
       outcome: 'refused',
@@ -180,8 +180,10 @@ describe('readiness wait over the informers', () => {
       (pods[1] as PodRef).name,
       'code = Unknown desc = [space-err=Unavailable] busy',
     );
-    await until(() => settled.size === refused.length);
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await waitUntil(() => settled.size === refused.length);
+    // The informers hold the non-decisive refusal (and told its wait): still nothing more ended.
+    const other = pods[1] as PodRef;
+    await waitUntil(() => (informers as SandboxInformers).cachedEvents(other.uid).length === 1);
     expect(settled.size).toBe(refused.length);
     for (const pod of refused) {
       expect(settled.get(pod.uid)).toMatchObject({
@@ -206,7 +208,7 @@ describe('readiness wait over the informers', () => {
     cluster.faults.neverReady(true);
     const deleted = await newPod(2048);
     const outcome = wait(deleted);
-    await until(() => (informers as SandboxInformers).cachedPod(deleted.name) !== undefined);
+    await waitUntil(() => (informers as SandboxInformers).cachedPod(deleted.name) !== undefined);
     await client.core.deleteNamespacedPod({ name: deleted.name, namespace: NAMESPACE });
     expect(await outcome).toMatchObject({
       outcome: 'podFailed',
@@ -221,7 +223,7 @@ describe('readiness wait over the informers', () => {
     cluster.faults.neverReady(true);
     const pod = await newPod(2048);
     const outcome = wait(pod);
-    await until(() => (informers as SandboxInformers).cachedPod(pod.name) !== undefined);
+    await waitUntil(() => (informers as SandboxInformers).cachedPod(pod.name) !== undefined);
     cluster.node.markTerminating(NAMESPACE, pod.name);
     expect(await outcome).toMatchObject({
       outcome: 'podFailed',
@@ -285,7 +287,7 @@ describe('informers: watch failures', () => {
     cluster.faults.neverReady(true);
     const pod = await newPod(2048);
     const outcome = wait(pod);
-    await until(() => (informers as SandboxInformers).cachedPod(pod.name) !== undefined);
+    await waitUntil(() => (informers as SandboxInformers).cachedPod(pod.name) !== undefined);
     cluster.faults.failNextWatches('pods', 1, 410);
     cluster.faults.dropWatches('pods');
     await client.core.deleteNamespacedPod({ name: pod.name, namespace: NAMESPACE });
@@ -300,7 +302,7 @@ describe('informers: watch failures', () => {
     const pod = await newPod(300);
     const outcome = wait(pod);
     cluster.faults.expireWatches('events');
-    await until(
+    await waitUntil(
       () =>
         reads('events').filter((r) => !r.watch).length === 2 && cluster.openWatches('events') === 1,
     );
@@ -315,8 +317,8 @@ describe('informers: watch failures', () => {
     const second = await newPod(2048);
     expect(await wait(first)).toMatchObject({ outcome: 'ready' });
     expect(await wait(second)).toMatchObject({ outcome: 'ready' });
-    await until(() => (informers as SandboxInformers).eventsDegraded);
-    await until(() => reads('events').filter((r) => r.watch).length >= 3);
+    await waitUntil(() => (informers as SandboxInformers).eventsDegraded);
+    await waitUntil(() => reads('events').filter((r) => r.watch).length >= 3);
     const warnings = logged.filter((entry) => entry.level === 'warn');
     expect(warnings).toHaveLength(1);
     expect(warnings[0]?.message).toContain('list and watch on events');
@@ -395,7 +397,7 @@ describe('informers: watch failures', () => {
     cluster.faults.neverReady(true);
     const pod = await newPod(2048);
     const outcome = wait(pod);
-    await until(() => (informers as SandboxInformers).cachedPod(pod.name) !== undefined);
+    await waitUntil(() => (informers as SandboxInformers).cachedPod(pod.name) !== undefined);
     cluster.faults.failNextWatches('pods', 3, 503);
     cluster.faults.dropWatches('pods');
     cluster.node.makeReady(NAMESPACE, pod.name);
@@ -427,7 +429,11 @@ describe('informers: cost', () => {
         });
         await client.core.deleteNamespacedPod({ name, namespace: NAMESPACE });
       }
-      await new Promise((resolve) => setTimeout(resolve, 1_100));
+      // The pods watch times out (1 s) and re-opens from its bookmark's version.
+      const watches = reads('pods').filter((r) => r.watch).length;
+      await waitUntil(() => reads('pods').filter((r) => r.watch).length > watches, {
+        what: `the pods watch re-opened after churn round ${round}`,
+      });
     }
     controller.abort();
     expect(await outcome).toBe('aborted');
@@ -459,14 +465,14 @@ describe('informers: the events cache is bounded', () => {
       body: { metadata: { name: 'other' }, spec: { containers: [{ name: 'c', image: 'i' }] } },
     });
     cluster.node.recordSandboxFailure(NAMESPACE, 'other', INVALID_ARGUMENT_MESSAGE);
-    await until(() => active.eventsCacheSize === 2);
+    await waitUntil(() => active.eventsCacheSize === 2);
     expect(active.cachedEvents(pod.uid)).toHaveLength(1);
     // Not a sandbox pod: evicted once the grace has passed.
-    await until(() => active.eventsCacheSize === 1, 10_000);
+    await waitUntil(() => active.eventsCacheSize === 1, { timeoutMs: 10_000 });
     expect(active.cachedEvents(pod.uid)).toHaveLength(1);
     // Its pod deleted: evicted at once.
     await client.core.deleteNamespacedPod({ name: pod.name, namespace: NAMESPACE });
-    await until(() => active.eventsCacheSize === 0);
+    await waitUntil(() => active.eventsCacheSize === 0);
     expect(active.cachedEvents(pod.uid)).toHaveLength(0);
   });
 });

@@ -21,8 +21,8 @@ import { createKubernetesClient, httpStatusOf } from '../kubernetes/client.js';
 import { sandboxPod } from '../kubernetes/pod-spec.js';
 import { deletePod } from '../kubernetes/pods.js';
 import { SimulatedCluster } from '../environments/simulated-cluster/index.js';
-import { eventually } from './support/api.js';
 import { startRealTier, type RealTier } from './support/real-tier.js';
+import { waitUntil } from '../scripts/wait-until.js';
 
 let real: RealTier;
 let simulated: SimulatedCluster;
@@ -90,7 +90,7 @@ async function collectWatch(
 
 /** The refusal events of a pod, once the node agent has recorded at least one. */
 async function awaitRefusal(podName: string) {
-  return eventually(
+  return waitUntil(
     async () => {
       const list = await real.adminCore.listNamespacedEvent({
         namespace,
@@ -189,12 +189,10 @@ describe('the uid precondition of pod deletes', () => {
 
     expect(await deletePod(client, { name, uid: pod.metadata!.uid! })).toBe('deleted');
     // The pod is bound to the agent's node: the agent finishes the graceful deletion.
-    await eventually(
+    await waitUntil(
       async () =>
         httpStatusOf(await client.core.readNamespacedPod({ name, namespace }).catch((e) => e)) ===
-        404
-          ? true
-          : undefined,
+        404,
       { what: `pod ${name} to be gone` },
     );
   });
@@ -315,7 +313,7 @@ describe('admission on the real apiserver', () => {
       namespace: ns,
       body: { ...quota, status: { hard, used: { pods: '0' } } },
     });
-    await eventually(
+    await waitUntil(
       async () => {
         const body = podBody(2048);
         const answer = await serviceCore(ns)

@@ -10,12 +10,12 @@ import {
   awaitOperation,
   bearer,
   createBody,
-  eventually,
   startApiStack,
   type ApiStack,
   type OperationBody,
 } from './support/api.js';
 import { startRealTier, type RealTier } from './support/real-tier.js';
+import { waitUntil } from '../scripts/wait-until.js';
 
 let real: RealTier;
 let api: ApiStack;
@@ -52,7 +52,7 @@ async function podsOf(sandboxId: string, ns = namespace): Promise<string[]> {
 }
 
 async function awaitNoPods(sandboxId: string, ns = namespace): Promise<void> {
-  await eventually(async () => ((await podsOf(sandboxId, ns)).length === 0 ? true : undefined), {
+  await waitUntil(async () => (await podsOf(sandboxId, ns)).length === 0, {
     timeoutMs: 30_000,
     what: `the pods of ${sandboxId} to be gone`,
   });
@@ -116,15 +116,13 @@ describe('creates on a real kube-apiserver', () => {
     try {
       op = await createAsync(2048, api.appWith({ CREATE_DEADLINE_MS: '4000' }));
       // The node's refusals are recorded, and are not decisive.
-      await eventually(
+      await waitUntil(
         async () => {
           const events = await real.adminCore.listNamespacedEvent({
             namespace,
             fieldSelector: 'reason=FailedCreatePodSandBox',
           });
-          return events.items.some((event) => event.message?.includes('[space-err=Unavailable]'))
-            ? true
-            : undefined;
+          return events.items.some((event) => event.message?.includes('[space-err=Unavailable]'));
         },
         { what: 'an Unavailable refusal event' },
       );

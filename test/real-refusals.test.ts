@@ -21,7 +21,6 @@ import {
   awaitOperation,
   bearer,
   createBody,
-  eventually,
   startApiStack,
   type ApiStack,
   type OperationBody,
@@ -30,6 +29,7 @@ import { settle, startCreate } from './support/creates.js';
 import { withSandboxWorker } from './support/worker.js';
 import { startRealTier, type RealTier } from './support/real-tier.js';
 import { uniqueTaskQueue } from './support/temporal.js';
+import { waitUntil } from '../scripts/wait-until.js';
 
 let real: RealTier;
 let api: ApiStack;
@@ -99,7 +99,7 @@ describe('apiserver refusals on a real kube-apiserver', () => {
       body: { ...quota, status: { hard, used: { pods: '0' } } },
     });
     // The stack's worker creates in the stack's namespace: this one gets a worker of its own.
-    const op = await eventually(
+    const op = await waitUntil(
       async () => {
         const done = await createAndWaitIn(ns);
         return done.error?.code === 'quota_exceeded' ? done : undefined;
@@ -160,7 +160,7 @@ describe('apiserver refusals on a real kube-apiserver', () => {
         .send(createBody(300));
       expect(accepted.status, accepted.text).toBe(202);
       const sandboxId = (accepted.body as OperationBody).sandbox_id;
-      const pod = await eventually(
+      const pod = await waitUntil(
         async () => {
           const pods = await real.adminCore.listNamespacedPod({ namespace });
           return pods.items.find(

@@ -5,7 +5,7 @@
  */
 import request from 'supertest';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { awaitOperation, bearer, eventually } from './support/api.js';
+import { awaitOperation, bearer } from './support/api.js';
 import { startRealTier, type RealTier } from './support/real-tier.js';
 import {
   FULL,
@@ -14,6 +14,7 @@ import {
   type ReplacedOperation,
   type ReplacementSuite,
 } from './support/replacement.js';
+import { waitUntil } from '../scripts/wait-until.js';
 
 const NODES = ['agent-node-1', 'agent-node-2', 'agent-node-3'];
 
@@ -54,7 +55,7 @@ describe('re-placement on a real kube-apiserver', () => {
       ['agent-node-1', 'ResourceExhausted'],
     ]);
     // The first pod is gone (deleted by uid; its kubelet finished the graceful deletion).
-    const pods = await eventually(
+    const pods = await waitUntil(
       async () => {
         const now = await podsOf(op.sandbox_id);
         return now.length === 1 ? now : undefined;
@@ -78,7 +79,7 @@ describe('re-placement on a real kube-apiserver', () => {
     const done = (await awaitOperation(api.app, api.tenantA, op.id)) as ReplacedOperation;
     expect(done.status, JSON.stringify(done.error)).toBe('succeeded');
     expect(done.details.placements.map((p) => p.node)).toEqual(['agent-node-1', 'agent-node-2']);
-    const pods = await eventually(async () => {
+    const pods = await waitUntil(async () => {
       const now = await podsOf(op.sandbox_id);
       return now.length === 1 ? now : undefined;
     });
@@ -93,17 +94,17 @@ describe('re-placement on a real kube-apiserver', () => {
     for (const node of NODES) {
       expect(done.error?.message).toContain(`${node} refused it (ResourceExhausted: ${FULL})`);
     }
-    await eventually(async () => ((await podsOf(op.sandbox_id)).length === 0 ? true : undefined));
+    await waitUntil(async () => (await podsOf(op.sandbox_id)).length === 0);
   });
 
   it('a cancel during the second placement leaves no pod', async () => {
     refuse('agent-node-1', 'ResourceExhausted');
     refuse('agent-node-2', 'Unavailable', 'sandbox runtime is down'); // not in replace_on: waits
     const op = await createAsync('spread');
-    await eventually(
+    await waitUntil(
       async () => {
         const pods = await podsOf(op.sandbox_id);
-        return pods.some((p) => p.spec?.nodeName === 'agent-node-2') ? true : undefined;
+        return pods.some((p) => p.spec?.nodeName === 'agent-node-2');
       },
       { what: 'the second placement on agent-node-2' },
     );
@@ -113,7 +114,7 @@ describe('re-placement on a real kube-apiserver', () => {
     expect(cancel.status, cancel.text).toBe(202);
     const done = await awaitOperation(api.app, api.tenantA, op.id);
     expect(done).toMatchObject({ status: 'cancelled', done: true });
-    await eventually(async () => ((await podsOf(op.sandbox_id)).length === 0 ? true : undefined), {
+    await waitUntil(async () => (await podsOf(op.sandbox_id)).length === 0, {
       what: 'no pod left',
     });
   });

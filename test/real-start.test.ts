@@ -9,9 +9,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { eventually } from './support/api.js';
 import { startStackProcess, type StackProcess } from './support/stack-process.js';
 import { uniqueTaskQueue } from './support/temporal.js';
+import { waitUntil } from '../scripts/wait-until.js';
 
 let stack: StackProcess;
 const dataDir = mkdtempSync(join(tmpdir(), 'durable-sandbox-real-start-'));
@@ -66,7 +66,7 @@ describe('CLUSTER=real npm start', () => {
     });
     expect(response.status).toBe(202);
     const { id } = (await response.json()) as { id: string };
-    const done = await eventually(async () => {
+    const done = await waitUntil(async () => {
       const op = (await (
         await fetch(`${stack.apiUrl}/v1/operations/${id}`, {
           headers: { authorization: 'Bearer dev-token' },

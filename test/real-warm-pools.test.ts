@@ -11,7 +11,7 @@ import { warmPoolWorkflowId } from '../contract/index.js';
 import { POD_LABELS, podNameFor } from '../kubernetes/pod-spec.js';
 import { awaitOperation, bearer, startApiStack, type ApiStack } from './support/api.js';
 import { startRealTier, type RealTier } from './support/real-tier.js';
-import { until } from './support/until.js';
+import { waitUntil } from '../scripts/wait-until.js';
 
 const RESOURCES = { cpu: 1, memory_mib: 256, disk_mib: 2048 };
 const TEMPLATES = {
@@ -48,7 +48,7 @@ async function readyWarmPods(): Promise<number> {
 
 describe('a warm pool on a real kube-apiserver', () => {
   it('hands a matching create a ready pod through the Role of deploy/rbac.yaml', async () => {
-    await until(async () => (await readyWarmPods()) === 4, 120_000);
+    await waitUntil(async () => (await readyWarmPods()) === 4, { timeoutMs: 120_000 });
     const created = await request(api.app)
       .post('/v1/sandboxes')
       .set(bearer(api.tenantA))
@@ -62,11 +62,11 @@ describe('a warm pool on a real kube-apiserver', () => {
     expect(pod.metadata?.labels?.[POD_LABELS.sandboxId]).toBe(sandbox?.id);
     expect(pod.status?.podIP).toBe(sandbox?.pod.ip);
     // The pool refills.
-    await until(async () => (await readyWarmPods()) === 4, 120_000);
+    await waitUntil(async () => (await readyWarmPods()) === 4, { timeoutMs: 120_000 });
   });
 
   it('gives each of 4 ready pods to one of 12 concurrent creates; the other 8 go cold', async () => {
-    await until(async () => (await readyWarmPods()) === 4, 120_000);
+    await waitUntil(async () => (await readyWarmPods()) === 4, { timeoutMs: 120_000 });
     await api.stack.temporal.client.workflow
       .getHandle(warmPoolWorkflowId(api.stack.taskQueue, 'base'))
       .terminate('the test counts claims of a fixed pool');

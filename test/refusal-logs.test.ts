@@ -11,7 +11,7 @@ import { REPO_ROOT } from '../scripts/release-before.js';
 import { startWorkerProcess, type WorkerProcess } from '../scripts/worker-process.js';
 import { settle, startCreate } from './support/creates.js';
 import { startTestStack, type TestStack } from './support/stack.js';
-import { until } from './support/until.js';
+import { waitUntil } from '../scripts/wait-until.js';
 
 let stack: TestStack;
 let worker: WorkerProcess;
@@ -50,9 +50,9 @@ describe('the worker log of a node refusal', () => {
     const { error } = await settle(handle.result());
     expect(error).toBeDefined();
     // The last line of the create: its execution retired after the compensation.
-    await until(
+    await waitUntil(
       () => linesOf(input.operationId).some((line) => line.msg === 'execution retired'),
-      30_000,
+      { timeoutMs: 30_000 },
     );
     const lines = linesOf(input.operationId);
     const refusals = lines.filter((line) =>

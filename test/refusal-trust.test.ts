@@ -16,11 +16,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   awaitOperation,
   bearer,
-  eventually,
   startApiStack,
   type ApiStack,
   type OperationBody,
 } from './support/api.js';
+import { waitUntil } from '../scripts/wait-until.js';
 
 const NAMESPACE = 'sandboxes';
 const NODE = 'sim-node-1';
@@ -76,7 +76,7 @@ async function createAndBind(template: string): Promise<{ id: string; pod: V1Pod
     .send({ template, resources: { cpu: 1, memory_mib: 256, disk_mib: REQUESTED_MIB } });
   expect(accepted.status, accepted.text).toBe(202);
   const sandboxId = accepted.body.sandbox_id as string;
-  const pod = await eventually(
+  const pod = await waitUntil(
     async () => {
       const pods = await api.stack.kubernetes.core.listNamespacedPod({ namespace: NAMESPACE });
       return pods.items.find(

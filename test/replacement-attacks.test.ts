@@ -15,7 +15,7 @@ import type { createSandbox } from '../workflows/create-sandbox.js';
 import { operationSearchAttributes } from '../temporal/search-attribute-keys.js';
 import { createInput, settle } from './support/creates.js';
 import { startTestStack, type TestStack } from './support/stack.js';
-import { until } from './support/until.js';
+import { waitUntil } from '../scripts/wait-until.js';
 
 const NAMESPACE = 'sandboxes';
 /** The worker's catalog: `base` with the policy the creates below run with (admission compares). */
@@ -83,13 +83,13 @@ describe('re-placement under attack', () => {
     // Once the first placement's pod exists, the apiserver turns slow (4 s before each answer):
     // the second placement's POST, sent after the refusal, is in flight for 4 s.
     const podPosts = () => cluster.requests.filter((r) => r.method === 'POST' && r.path === PODS);
-    await until(() => (podPosts()[0]?.status ?? 0) > 0, 90_000);
+    await waitUntil(() => (podPosts()[0]?.status ?? 0) > 0, { timeoutMs: 90_000 });
     cluster.faults.delayResponses(4_000);
-    await until(() => podPosts().length === 2, 90_000);
+    await waitUntil(() => podPosts().length === 2, { timeoutMs: 90_000 });
     expect(podPosts()[1]?.status).toBe(0);
     // The second placement's POST is in flight: cancel now.
     await handle.cancel();
-    await until(() => (podPosts()[1]?.status ?? 0) > 0, 60_000);
+    await waitUntil(() => (podPosts()[1]?.status ?? 0) > 0, { timeoutMs: 60_000 });
     cluster.faults.delayResponses(0);
 
     const { error } = await settle(handle.result());
@@ -132,7 +132,7 @@ describe('re-placement under attack', () => {
     other.start();
     informers.start();
     try {
-      await until(() => informers.synced, 60_000);
+      await waitUntil(() => informers.synced, { timeoutMs: 60_000 });
       stack.cluster.faults.refuseOnNode('node-a', 'ResourceExhausted', 'no sandbox capacity left');
       const { handle, input } = await startReplacingCreate(stack);
       const result = await handle.result();

@@ -6,7 +6,7 @@
 import request from 'supertest';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { workerRegistry } from '../activities/metrics.js';
-import { awaitOperation, bearer, createBody, eventually } from './support/api.js';
+import { awaitOperation, bearer, createBody } from './support/api.js';
 import {
   FULL,
   REPLACEMENT_ROOTFS_MIB,
@@ -15,6 +15,7 @@ import {
   type ReplacementSuite,
 } from './support/replacement.js';
 import { activitySummaries } from './support/temporal.js';
+import { waitUntil } from '../scripts/wait-until.js';
 
 const NODES = ['node-a', 'node-b', 'node-c'];
 
@@ -162,7 +163,7 @@ describe('re-placement on the simulated cluster', () => {
     expect(running.details.placements.map((p) => [p.placement, p.node, p.code])).toEqual([
       [1, 'node-a', 'ResourceExhausted'],
     ]);
-    const second = await eventually(
+    const second = await waitUntil(
       async () => {
         const pods = await podsOf(op.sandbox_id);
         return pods.length === 1 && pods[0]?.spec?.nodeName === 'node-b' ? pods[0] : undefined;

@@ -13,11 +13,11 @@ import { openStore } from '../store/index.js';
 import {
   awaitOperation,
   bearer,
-  eventually,
   startApiStack,
   type ApiStack,
   type OperationBody,
 } from './support/api.js';
+import { waitUntil } from '../scripts/wait-until.js';
 
 /** The catalog of this suite: one template per test, so each test starts with no floor. */
 const TEMPLATES = {
@@ -84,7 +84,7 @@ async function workflowsOf(template: string): Promise<string[]> {
 async function expectOnlyWorkflows(template: string, known: string[]): Promise<void> {
   const control = await post(api.app, template, 4096);
   expect(control.status, control.text).toBe(202);
-  const listed = await eventually(
+  const listed = await waitUntil(
     async () => {
       const ids = await workflowsOf(template);
       return ids.includes(control.body.id) ? ids : undefined;

@@ -10,7 +10,7 @@ import { temporal } from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { startCreate, settle } from './support/creates.js';
 import { startTestStack, type TestStack } from './support/stack.js';
-import { until } from './support/until.js';
+import { waitUntil } from '../scripts/wait-until.js';
 
 const EventType = temporal.api.enums.v1.EventType;
 
@@ -66,9 +66,9 @@ async function serverCounter(name: string): Promise<number> {
  * `count` (the server publishes its metrics every second or so), then reads it once more.
  */
 async function eagerDispatches(count: number): Promise<number> {
-  await until(async () => (await serverCounter('activity_eager_execution')) >= count, 30_000).catch(
-    () => undefined,
-  );
+  await waitUntil(async () => (await serverCounter('activity_eager_execution')) >= count, {
+    timeoutMs: 30_000,
+  }).catch(() => undefined);
   return serverCounter('activity_eager_execution');
 }
 

@@ -14,9 +14,10 @@ import { operationErrorOf } from '../api/failures.js';
 import { checkSearchAttributes } from '../temporal/search-attributes.js';
 import type { createSandbox } from '../workflows/create-sandbox.js';
 import { operationSearchAttributes } from '../temporal/search-attribute-keys.js';
-import { bearer, createBody, eventually, startApiStack, type ApiStack } from './support/api.js';
+import { bearer, createBody, startApiStack, type ApiStack } from './support/api.js';
 import { createInput, settle } from './support/creates.js';
 import { withSandboxWorker } from './support/worker.js';
+import { waitUntil } from '../scripts/wait-until.js';
 
 /** IndexedValueType KEYWORD (temporal.api.enums.v1). */
 const KEYWORD = 2;
@@ -38,7 +39,7 @@ async function namespaceWith(attributes: string[]): Promise<string> {
     workflowExecutionRetentionPeriod: msToTs(86_400_000),
   });
   if (attributes.length > 0) {
-    await eventually(
+    await waitUntil(
       () =>
         connection.operatorService
           .addSearchAttributes({
@@ -52,7 +53,7 @@ async function namespaceWith(attributes: string[]): Promise<string> {
       { what: `search attributes on ${namespace}` },
     );
   }
-  await eventually(
+  await waitUntil(
     async () => {
       const report = await checkSearchAttributes(connection, namespace).catch(() => undefined);
       return report && report.registered.length === attributes.length ? report : undefined;

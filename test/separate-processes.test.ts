@@ -15,7 +15,7 @@ import { temporal } from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../config/free-port.js';
 import { startTestStack, type TestStack } from './support/stack.js';
-import { until } from './support/until.js';
+import { waitUntil } from '../scripts/wait-until.js';
 
 const EventType = temporal.api.enums.v1.EventType;
 /** The simulated node refuses (or starts) a pod this long after it was created, in ms. */
@@ -80,12 +80,12 @@ beforeAll(async () => {
   };
   worker = run('worker/main.ts', { ...env, METRICS_PORT: String(await freePort()) });
   api = run('api/main.ts', { ...env, PORT: String(port) });
-  await until(
+  await waitUntil(
     () =>
       (api.output().includes('api listening') && worker.output().includes('worker started')) ||
       api.child.exitCode !== null ||
       worker.child.exitCode !== null,
-    180_000,
+    { timeoutMs: 180_000 },
   );
   if (api.child.exitCode !== null || worker.child.exitCode !== null) {
     throw new Error(`a process exited early:\n${api.output()}\n${worker.output()}`);
@@ -163,7 +163,7 @@ describe('the API and the worker as separate processes on one SQLite file', () =
 
   it('the history worker/main.ts made has a summary on every scheduled activity', async () => {
     const { id } = await create('other');
-    await until(async () => (await longPoll(id, '10s')).done, 60_000);
+    await waitUntil(async () => (await longPoll(id, '10s')).done, { timeoutMs: 60_000 });
     const history = await stack.temporal.client.workflow.getHandle(id).fetchHistory();
     const scheduled = (history.events ?? [])
       .filter((event) => event.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED)
@@ -232,12 +232,16 @@ describe('starting and stopping the separate processes', () => {
     const socket = connect(Number(new URL(apiUrl).port), '127.0.0.1');
     await new Promise((resolve) => socket.once('connect', resolve));
     socket.write('POST /v1/sandboxes HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{');
+    // A sleep: the API child shows no sign of a request half received; 500 ms to read it.
     await new Promise((resolve) => setTimeout(resolve, 500));
     // One Ctrl-C under npm: the terminal's SIGINT and npm's forwarded one, milliseconds apart.
     api.child.kill('SIGINT');
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await new Promise((resolve) => setTimeout(resolve, 50)); // a sleep: the gap between the two
     api.child.kill('SIGINT');
-    await until(() => logLines(api).some((line) => line.msg.startsWith('api stopping')), 30_000);
+    await waitUntil(() => logLines(api).some((line) => line.msg.startsWith('api stopping')), {
+      timeoutMs: 30_000,
+    });
+    // A sleep: that the api does not exit yet (the request holds it) is what is proved.
     await new Promise((resolve) => setTimeout(resolve, 1_500));
     expect(api.child.exitCode, api.output()).toBeNull();
     expect(api.child.signalCode, api.output()).toBeNull();

@@ -294,6 +294,7 @@ describe('simulated cluster: the node', () => {
     const { sim, core } = await start({ startupDelayMs: 20 });
     sim.faults.neverReady(true);
     await core.createNamespacedPod({ namespace: NS, body: sandboxPod('stuck', 300) });
+    // A sleep: that nothing happens is what is proved, past the node's 20 ms startup delay.
     await new Promise((resolve) => setTimeout(resolve, 300));
     const pod = await core.readNamespacedPod({ namespace: NS, name: 'stuck' });
     expect(pod.status?.phase).toBe('Pending');
@@ -458,6 +459,7 @@ describe('simulated cluster: watches through client-node', () => {
     sim.faults.silence('pods', true);
     const pods = await openWatch(kc, PODS, {});
     await core.createNamespacedPod({ namespace: NS, body: sandboxPod('quiet2', 2048) });
+    // A sleep: that the silenced watch sends nothing is what is proved.
     await new Promise((resolve) => setTimeout(resolve, 200));
     expect(sim.openWatches('pods')).toBe(1);
     expect(pods.seen).toEqual([]);

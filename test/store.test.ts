@@ -924,6 +924,8 @@ describe.each(storeBackends())('store on $name', (backend) => {
       // PostgreSQL: a second store on the same database (another process) hears the NOTIFY.
       const listener = backend.name === 'postgres' ? await openStore(options) : store;
       try {
+        // A sleep: the other store opens its LISTEN connection in the background and exposes no
+        // sign of it (pg_stat_activity would show it: left for a change tested on PostgreSQL).
         await new Promise((resolve) => setTimeout(resolve, 300));
         const started = Date.now();
         const woken = listener.waitForOperationChange('op_0102', 20_000);
@@ -953,6 +955,7 @@ describe.each(storeBackends())('store on $name', (backend) => {
       await counter.query(`LISTEN ${OPERATION_CHANNEL}; LISTEN ${LEGACY_OPERATION_CHANNEL}`);
       const listener = await openStore(options); // another process's store
       try {
+        // A sleep: as above, the other store's LISTEN connection opens in the background.
         await new Promise((resolve) => setTimeout(resolve, 300));
         const woken = ids.map((id) => listener.waitForOperationChange(id, 20_000));
         const outcome = {
@@ -963,6 +966,7 @@ describe.each(storeBackends())('store on $name', (backend) => {
           ids.map((operationId) => store.recordOperationOutcome({ operationId, ...outcome })),
         );
         expect(await Promise.all(woken)).toEqual(ids.map(() => true));
+        // A sleep: late notifications must reach the counter too, for its upper bound below.
         await new Promise((resolve) => setTimeout(resolve, 300));
         // One notifying commit per write would be `count` (each takes PostgreSQL's global
         // notification lock); coalesced, a burst from one pool needs a handful.

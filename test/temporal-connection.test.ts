@@ -35,7 +35,7 @@ import {
   type IssuedCertificate,
 } from '../environments/tls/certificate-authority.js';
 import { startGrpcCounter, type GrpcCounter } from './support/grpc-counter.js';
-import { until } from './support/until.js';
+import { waitUntil } from '../scripts/wait-until.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'durable-sandbox-temporal-connection-'));
 let ca: CertificateAuthority;
@@ -145,12 +145,15 @@ describe('client certificate files', () => {
       expect(proxy.lastClientCertificate('GetSystemInfo')).toBe('client-a');
       // A rotation as cert-manager or a kubelet's Secret volume does it: both files replaced.
       rotate();
-      await new Promise((resolve) => setTimeout(resolve, 400));
-      proxy.dropConnections();
-      await until(async () => {
-        await connection.workflowService.getSystemInfo({});
-        return proxy.lastClientCertificate('GetSystemInfo') === 'client-b';
-      }, 10_000).catch(() => undefined);
+      // The files are read again every 100 ms: connect anew until the proxy sees the new one.
+      await waitUntil(
+        async () => {
+          proxy.dropConnections();
+          await connection.workflowService.getSystemInfo({});
+          return proxy.lastClientCertificate('GetSystemInfo') === 'client-b';
+        },
+        { timeoutMs: 10_000, what: 'a connection with the rotated certificate' },
+      ).catch(() => undefined);
       expect(proxy.lastClientCertificate('GetSystemInfo')).toBe('client-b');
     } finally {
       await connection.close();
@@ -162,10 +165,11 @@ describe('client certificate files', () => {
     const changes: string[][] = [];
     const stop = watchCertificateFiles(credentials, (variables) => changes.push(variables), 100);
     try {
+      // A sleep: that unchanged files report nothing is what is proved (three reads at 100 ms).
       await new Promise((resolve) => setTimeout(resolve, 350));
       expect(changes).toEqual([]); // unchanged files are no rotation
       rotate();
-      await until(async () => changes.length > 0, 5_000).catch(() => undefined);
+      await waitUntil(async () => changes.length > 0, { timeoutMs: 5_000 }).catch(() => undefined);
       expect(changes).toEqual([['TEMPORAL_TLS_CLIENT_CERT_PATH', 'TEMPORAL_TLS_CLIENT_KEY_PATH']]);
     } finally {
       stop();
@@ -204,10 +208,9 @@ describe('plaintext to an address off this machine', () => {
     child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
     try {
-      await until(
-        async () => output.includes('is plaintext') || child.exitCode !== null,
-        30_000,
-      ).catch(() => undefined);
+      await waitUntil(async () => output.includes('is plaintext') || child.exitCode !== null, {
+        timeoutMs: 30_000,
+      }).catch(() => undefined);
       const line = output.split('\n').find((l) => l.includes('is plaintext'));
       expect(line, output).toBeDefined();
       expect(JSON.parse(line!)).toMatchObject({ level: 40, temporal: '192.0.2.1:7233' });

@@ -29,7 +29,7 @@ import {
 } from '../config/temporal-connection.js';
 import { createCertificateAuthority } from '../environments/tls/certificate-authority.js';
 import { uniqueTaskQueue } from './support/temporal.js';
-import { until } from './support/until.js';
+import { waitUntil } from '../scripts/wait-until.js';
 
 let postgres: PostgresInstance | undefined;
 let tier: TemporalTier | undefined;
@@ -104,9 +104,9 @@ describe('the Temporal server tier', () => {
       // instant). So: at least one of the three, read until it shows. With the flag off the
       // server dispatches none and the counter stays 0.
       let eager = 0;
-      await until(
+      await waitUntil(
         async () => (eager = await serverCounter('activity_eager_execution', taskQueue)) >= 1,
-        30_000,
+        { timeoutMs: 30_000 },
       ).catch(() => undefined); // the assertion below says what was seen
       expect(eager).toBeGreaterThanOrEqual(1);
       expect(eager).toBeLessThanOrEqual(3);

@@ -7,8 +7,9 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { openStore, type NewSandboxOutcome, type Store } from '../store/index.js';
-import { bearer, createBody, eventually, startApiStack, type ApiStack } from './support/api.js';
+import { bearer, createBody, startApiStack, type ApiStack } from './support/api.js';
 import { storeBackends, type StoreTarget } from './support/store.js';
+import { waitUntil } from '../scripts/wait-until.js';
 
 const RACERS = 200;
 const LIMIT = 50;
@@ -100,7 +101,7 @@ describe.skipIf(!databaseUrl)('two API replicas on one PostgreSQL', () => {
     expect((await api.stack.store.getTenantUsage(tenant.id)).sandboxes).toBe(LIMIT);
     // Exactly the accepted creates' workflows were started.
     const client = api.stack.temporal.client;
-    const started = await eventually(
+    const started = await waitUntil(
       async () => {
         const ids: string[] = [];
         for await (const execution of client.workflow.list({

@@ -14,12 +14,12 @@ import {
   awaitOperation,
   bearer,
   createBody,
-  eventually,
   startApiStack,
   type ApiStack,
   type OperationBody,
   type TestTenant,
 } from './support/api.js';
+import { waitUntil } from '../scripts/wait-until.js';
 
 let api: ApiStack;
 beforeAll(async () => {
@@ -110,7 +110,7 @@ async function expectOnlyCreateWorkflows(
   await awaitOperation(app, who, deleted.body.id);
   const control = await create(app, who);
   expect(control.status, control.text).toBe(202);
-  const listed = await eventually(
+  const listed = await waitUntil(
     async () => {
       const ids = await createWorkflowsOf(who.id);
       return ids.includes(control.body.id) ? ids : undefined;
@@ -301,10 +301,10 @@ describe('per-replica limits: creates_per_second, waits', () => {
         headers: bearer(who),
         signal: held.signal,
       }).catch(() => undefined);
-      await eventually(
+      await waitUntil(
         async () => {
           const quota = await request(app).get('/v1/quota').set(bearer(who));
-          return quota.body.usage.waits === 1 ? true : undefined;
+          return quota.body.usage.waits === 1;
         },
         { what: 'the long-poll holding a wait' },
       );
@@ -336,9 +336,9 @@ describe('per-replica limits: creates_per_second, waits', () => {
 
       held.abort();
       await polling;
-      await eventually(async () => {
+      await waitUntil(async () => {
         const quota = await request(app).get('/v1/quota').set(bearer(who));
-        return quota.body.usage.waits === 0 ? true : undefined;
+        return quota.body.usage.waits === 0;
       });
       const cancel = await request(app)
         .post(`/v1/operations/${accepted.body.id}/cancel`)

@@ -25,6 +25,7 @@ import { httpStatusOf } from '../kubernetes/client.js';
 import { sandboxPod } from '../kubernetes/pod-spec.js';
 import { startTopology, type Topology } from '../environments/topology/index.js';
 import { FaultMatrix, type FaultScenario } from '../environments/topology/fault-matrix.js';
+import { waitUntil } from '../scripts/wait-until.js';
 
 let topology: Topology;
 let matrix: FaultMatrix;
@@ -111,15 +112,8 @@ describe('the fault matrix on the production topology', () => {
       });
       return { status: response.status, json: (await response.json()) as Record<string, unknown> };
     };
-    const eventually = async <T>(what: string, read: () => Promise<T | undefined>) => {
-      const deadline = Date.now() + 120_000;
-      for (;;) {
-        const value = await read().catch(() => undefined);
-        if (value !== undefined) return value;
-        if (Date.now() > deadline) throw new Error(`${what} did not happen within 120 s`);
-        await new Promise((resolve) => setTimeout(resolve, 250));
-      }
-    };
+    const readSandbox = async (id: string) =>
+      (await call('GET', `/v1/sandboxes/${id}`).catch(() => undefined))?.json;
     const created = await call('POST', '/v1/sandboxes', {
       template: 'base',
       resources: { cpu: 1, memory_mib: 256, disk_mib: 2048 },
@@ -127,10 +121,14 @@ describe('the fault matrix on the production topology', () => {
     });
     expect(created.status, JSON.stringify(created.json)).toBe(202);
     const sandboxId = created.json.sandbox_id as string;
-    const sandbox = await eventually('running', async () => {
-      const { json } = await call('GET', `/v1/sandboxes/${sandboxId}`);
-      return json.state === 'running' ? json : undefined;
-    });
+    // A read failing while a part restarts counts as "not yet".
+    const sandbox = await waitUntil(
+      async () => {
+        const json = await readSandbox(sandboxId);
+        return json?.state === 'running' ? json : undefined;
+      },
+      { timeoutMs: 120_000, intervalMs: 250, what: `${sandboxId} running` },
+    );
     const expireAtMs = Date.parse(sandbox.expire_time as string);
     // Before it expires: every worker SIGKILLed (their supervisors start them again), then the
     // Temporal server stopped and started.
@@ -138,10 +136,13 @@ describe('the fault matrix on the production topology', () => {
     await topology.temporal.stopServer();
     await topology.temporal.startServer();
     expect(Date.now()).toBeLessThan(expireAtMs);
-    const deleted = await eventually('the expiry', async () => {
-      const { json } = await call('GET', `/v1/sandboxes/${sandboxId}`);
-      return json.state === 'deleted' ? json : undefined;
-    });
+    const deleted = await waitUntil(
+      async () => {
+        const json = await readSandbox(sandboxId);
+        return json?.state === 'deleted' ? json : undefined;
+      },
+      { timeoutMs: 120_000, intervalMs: 250, what: `the expiry of ${sandboxId}` },
+    );
     expect(deleted.state).toBe('deleted');
     const { json: page } = await call('GET', '/v1/operations?limit=200');
     const expiry = (page.operations as Array<Record<string, unknown>>).find(

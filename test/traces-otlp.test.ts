@@ -10,8 +10,9 @@ import { fileURLToPath } from 'node:url';
 import request from 'supertest';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { OPERATION_ID_ATTRIBUTE } from '../tracing/spans.js';
-import { awaitOperation, bearer, createBody, eventually } from './support/api.js';
+import { awaitOperation, bearer, createBody } from './support/api.js';
 import { startTracedStack, type TracedStack } from './support/traced-stack.js';
+import { waitUntil } from '../scripts/wait-until.js';
 
 interface OtlpValue {
   stringValue?: string;
@@ -82,7 +83,7 @@ it("exports a create's trace to the OTLP endpoint, service name and operation id
   await awaitOperation(app, api.tenantA, accepted.body.id);
   const traceId = accepted.body.trace_id as string;
 
-  const names = await eventually(
+  const names = await waitUntil(
     async () => {
       const spans = received
         .flatMap(({ request: r }) => r.resourceSpans)

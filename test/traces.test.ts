@@ -20,11 +20,11 @@ import {
   awaitOperation,
   bearer,
   createBody,
-  eventually,
   type ApiStack,
   type OperationBody,
 } from './support/api.js';
 import { startTracedStack, type TracedStack } from './support/traced-stack.js';
+import { waitUntil } from '../scripts/wait-until.js';
 
 const exporter = new InMemorySpanExporter();
 /** The embedded stack's span store, behind `GET /debug/traces/{id}` (npm start). */
@@ -47,7 +47,7 @@ afterAll(async () => {
 
 /** The spans of one trace, once the workflow's last span (its run) has been exported. */
 async function traceOf(traceId: string): Promise<ReadableSpan[]> {
-  return eventually(
+  return waitUntil(
     async () => {
       const spans = exporter.getFinishedSpans().filter((s) => s.spanContext().traceId === traceId);
       return spans.some((s) => s.name === 'RunWorkflow:createSandbox') ? spans : undefined;
@@ -201,7 +201,7 @@ describe('the debug trace route (npm start)', () => {
     const traceId = operation.trace_id!;
     const requestSpan = one(await traceOf(traceId), 'POST /v1/sandboxes');
     expect(requestSpan.attributes[TENANT_ID_ATTRIBUTE]).toBe(api.tenantA.id);
-    const mine = await eventually(
+    const mine = await waitUntil(
       async () => {
         const read = await readTrace(traceId, api.tenantA);
         return read.status === 200 ? read : undefined;
@@ -221,16 +221,16 @@ describe('the debug trace route (npm start)', () => {
     const operation = await create(2048);
     const traceId = operation.trace_id!;
     await traceOf(traceId);
-    await eventually(
-      async () => ((await readTrace(traceId, api.tenantA)).status === 200 ? true : undefined),
-      { timeoutMs: 30_000, what: 'the trace served to its tenant' },
-    );
+    await waitUntil(async () => (await readTrace(traceId, api.tenantA)).status === 200, {
+      timeoutMs: 30_000,
+      what: 'the trace served to its tenant',
+    });
     const joined = await request(app)
       .get('/v1/sandboxes')
       .set(bearer(api.tenantB))
       .set('traceparent', `00-${traceId}-00f067aa0ba902b7-01`);
     expect(joined.status).toBe(200);
-    await eventually(
+    await waitUntil(
       async () =>
         exporter
           .getFinishedSpans()
@@ -238,9 +238,7 @@ describe('the debug trace route (npm start)', () => {
             (s) =>
               s.spanContext().traceId === traceId &&
               s.attributes[TENANT_ID_ATTRIBUTE] === api.tenantB.id,
-          )
-          ? true
-          : undefined,
+          ),
       { timeoutMs: 30_000, what: "tenant B's span in tenant A's trace" },
     );
     expect((await readTrace(traceId, api.tenantB)).status).toBe(404);

@@ -30,7 +30,7 @@ import {
   uniqueTaskQueue,
   type TemporalTestContext,
 } from './support/temporal.js';
-import { until } from './support/until.js';
+import { waitUntil } from '../scripts/wait-until.js';
 
 const NAMESPACE = 'sandboxes';
 const TOKEN = 'upgrade-token';
@@ -120,12 +120,12 @@ describe('upgrade with creates in flight', () => {
     const waiting = await postCreate(app, 2048);
     const refused = await postCreate(app, 300);
     const compensating = await postCreate(app, 2048);
-    await until(
+    await waitUntil(
       async () =>
         (await Promise.all([waiting, refused, compensating].map((op) => getOperation(app, op.id))))
           .map((operation) => operation.phase)
           .every((phase) => phase === 'waiting_for_ip'),
-      120_000,
+      { timeoutMs: 120_000 },
     );
     const podOf = async (operation: OperationJson) =>
       (await store!.getSandboxById(operation.sandbox_id))?.pod.name ?? '';
@@ -141,7 +141,7 @@ describe('upgrade with creates in flight', () => {
     expect(
       (await request(app).post(`/v1/operations/${compensating.id}/cancel`).set(AUTH)).status,
     ).toBe(202);
-    await until(() => deletesOf(pods.compensating).length > 0, 60_000);
+    await waitUntil(() => deletesOf(pods.compensating).length > 0, { timeoutMs: 60_000 });
     const beforeKill = await getOperation(app, compensating.id);
     expect(beforeKill).toMatchObject({ status: 'cancelled', phase: 'compensating', done: false });
 
@@ -153,18 +153,21 @@ describe('upgrade with creates in flight', () => {
 
     const newWorker = await startWorkerProcess({ cwd: REPO_ROOT, ...workerOptions });
     workers.push(newWorker);
-    await until(() => cluster.openWatches() === 2, 120_000);
+    await waitUntil(() => cluster.openWatches() === 2, { timeoutMs: 120_000 });
     // (a) the pod gets its IP once this release's worker watches.
     cluster.node.makeReady(NAMESPACE, pods.waiting);
 
     const done = async (id: string) => {
       let operation = await getOperation(app, id);
-      await until(async () => {
-        // A workflow change the old histories do not replay fails every workflow task.
-        const violation = /[^\n]*Nondeterminism error[^\n]*/.exec(newWorker.output());
-        if (violation) throw new Error(`this release's worker cannot replay: ${violation[0]}`);
-        return (operation = await getOperation(app, id)).done;
-      }, 180_000);
+      await waitUntil(
+        async () => {
+          // A workflow change the old histories do not replay fails every workflow task.
+          const violation = /[^\n]*Nondeterminism error[^\n]*/.exec(newWorker.output());
+          if (violation) throw new Error(`this release's worker cannot replay: ${violation[0]}`);
+          return (operation = await getOperation(app, id)).done;
+        },
+        { timeoutMs: 180_000 },
+      );
       return operation;
     };
     const ran = await done(waiting.id);
@@ -233,19 +236,19 @@ describe('upgrade with creates in flight', () => {
  * is retried for up to 60 s, as a client would after its Retry-After.
  */
 async function postCreate(app: Express, diskMib: number): Promise<OperationJson> {
-  const deadlineAtMs = Date.now() + 60_000;
-  for (;;) {
-    const response = await request(app)
-      .post('/v1/sandboxes')
-      .set(AUTH)
-      .send({ template: 'base', resources: { cpu: 1, memory_mib: 256, disk_mib: diskMib } });
-    const unavailable = response.status === 503 && response.body?.error?.code === 'unavailable';
-    if (!unavailable || Date.now() > deadlineAtMs) {
-      expect(response.status, JSON.stringify(response.body)).toBe(202);
-      return response.body as OperationJson;
-    }
-    await new Promise((resolve) => setTimeout(resolve, 1_000));
-  }
+  const response = await waitUntil(
+    async () => {
+      const answer = await request(app)
+        .post('/v1/sandboxes')
+        .set(AUTH)
+        .send({ template: 'base', resources: { cpu: 1, memory_mib: 256, disk_mib: diskMib } });
+      const unavailable = answer.status === 503 && answer.body?.error?.code === 'unavailable';
+      return unavailable ? undefined : answer;
+    },
+    { timeoutMs: 60_000, intervalMs: 1_000, what: 'POST /v1/sandboxes answering other than 503' },
+  );
+  expect(response.status, JSON.stringify(response.body)).toBe(202);
+  return response.body as OperationJson;
 }
 
 async function getOperation(app: Express, id: string): Promise<OperationJson> {

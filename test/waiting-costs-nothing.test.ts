@@ -13,7 +13,7 @@ import { createPod } from '../kubernetes/pods.js';
 import { startCreate, settle, waitingAsync } from './support/creates.js';
 import { harnessUnstartedWait } from './support/harness-workflows.js';
 import { startTestStack, type TestStack } from './support/stack.js';
-import { until } from './support/until.js';
+import { waitUntil } from '../scripts/wait-until.js';
 
 const NAMESPACE = 'sandboxes';
 const INVALID_ARGUMENT_MESSAGE =
@@ -68,7 +68,8 @@ describe('waiting costs nothing', () => {
     stack.cluster.faults.neverReady(true);
     const { handle, input } = await startCreate(stack, { diskMib: 2048 });
     const podName = await waitingAsync(stack as TestStack, handle, input.sandboxId);
-    // Longer than three heartbeats of the former design (one every 2 s).
+    // A sleep: that no heartbeat came is what is proved; longer than three heartbeats of the
+    // former design (one every 2 s).
     await new Promise((resolve) => setTimeout(resolve, 7_000));
     const pending = (await handle.describe()).raw.pendingActivities ?? [];
     expect(pending.map((activity) => activity.activityType?.name)).toEqual(['awaitPodReady']);
@@ -108,8 +109,11 @@ describe('waiting costs nothing', () => {
     // Worker A (and its informers) stop: nothing watches the cluster any more.
     const first = stack.worker as NonNullable<TestStack['worker']>;
     first.shutdown();
-    await until(() => first.getState() === 'STOPPED' && cluster.openWatches() === 0, 60_000);
+    await waitUntil(() => first.getState() === 'STOPPED' && cluster.openWatches() === 0, {
+      timeoutMs: 60_000,
+    });
     cluster.node.recordSandboxFailure(NAMESPACE, refusedPod, INVALID_ARGUMENT_MESSAGE);
+    // A sleep: that nothing decides the wait while no worker runs is what is proved.
     await new Promise((resolve) => setTimeout(resolve, 2_000));
     expect((await refused.handle.describe()).status.name).toBe('RUNNING');
 
@@ -158,7 +162,7 @@ describe('waiting costs nothing', () => {
       workflowId,
       args: [{ podUid: pod.uid, taskQueue: `${stack.taskQueue}-nobody` }],
     });
-    await until(async () => ((await handle.describe()).raw.pendingActivities ?? []).length > 0);
+    await waitUntil(async () => ((await handle.describe()).raw.pendingActivities ?? []).length > 0);
     const [scheduled] = (await handle.describe()).raw.pendingActivities ?? [];
     expect(scheduled?.state).toBe(
       temporal.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STATE_SCHEDULED,
@@ -179,7 +183,7 @@ describe('waiting costs nothing', () => {
     const podName = await waitingAsync(stack as TestStack, handle, input.sandboxId);
     const cancelledAt = Date.now();
     await handle.cancel();
-    await until(() => podDeletesOf(podName).length > 0, 60_000);
+    await waitUntil(() => podDeletesOf(podName).length > 0, { timeoutMs: 60_000 });
     const toCompensationMs = Date.now() - cancelledAt;
     console.log(`cancel -> pod DELETE in ${toCompensationMs} ms`);
     expect(toCompensationMs).toBeLessThan(2_000);

@@ -13,7 +13,7 @@ import { warmPoolWorkflowId } from '../contract/index.js';
 import { podNameFor, POD_LABELS } from '../kubernetes/pod-spec.js';
 import { warmPodManifest } from '../kubernetes/warm-pods.js';
 import { awaitOperation, bearer, startApiStack, type ApiStack } from './support/api.js';
-import { until } from './support/until.js';
+import { waitUntil } from '../scripts/wait-until.js';
 
 const ADMIN_TOKEN = 'operator-token-for-warm-pools';
 const operator = { Authorization: `Bearer ${ADMIN_TOKEN}` };
@@ -122,14 +122,14 @@ async function activityTypesOf(operationId: string): Promise<string[]> {
 
 describe('a warm pool', () => {
   it('fills to its size at start and shows it on the operator route', async () => {
-    await until(async () => (await readyWarmPods(POOLED)) === 3, 60_000);
-    await until(async () => (await pool(POOLED)).status.ready === 3, 60_000);
+    await waitUntil(async () => (await readyWarmPods(POOLED)) === 3, { timeoutMs: 60_000 });
+    await waitUntil(async () => (await pool(POOLED)).status.ready === 3, { timeoutMs: 60_000 });
     const body = await pool(POOLED);
     expect(body.spec).toMatchObject({ size: 3, size_from: 'template' });
   });
 
   it('hands a matching create a ready pod: running with no pod create and no readiness wait', async () => {
-    await until(async () => (await readyWarmPods(POOLED)) === 3, 60_000);
+    await waitUntil(async () => (await readyWarmPods(POOLED)) === 3, { timeoutMs: 60_000 });
     const sandbox = await create(POOLED);
     expect(sandbox.state).toBe('running');
     expect(sandbox.pod.name).toMatch(new RegExp(`^warm-${POOLED}-`));
@@ -170,7 +170,7 @@ describe('a warm pool', () => {
 
   it('refills to its size after a claim', async () => {
     await create(POOLED);
-    await until(async () => (await readyWarmPods(POOLED)) === 3, 60_000);
+    await waitUntil(async () => (await readyWarmPods(POOLED)) === 3, { timeoutMs: 60_000 });
     expect((await pool(POOLED)).status.claimed).toBeGreaterThanOrEqual(2);
   });
 
@@ -197,14 +197,14 @@ describe('a warm pool', () => {
       .send({ size: 1 });
     expect(down.status, down.text).toBe(200);
     expect(down.body.spec).toMatchObject({ size: 1, size_from: 'scale' });
-    await until(async () => (await warmPods(POOLED)).length === 1, 60_000);
+    await waitUntil(async () => (await warmPods(POOLED)).length === 1, { timeoutMs: 60_000 });
     const up = await request(app)
       .put(`/admin/v1/warm-pools/${POOLED}/scale`)
       .set(operator)
       .send({ size: null });
     expect(up.status, up.text).toBe(200);
     expect(up.body.spec).toMatchObject({ size: 3, size_from: 'template' });
-    await until(async () => (await readyWarmPods(POOLED)) === 3, 60_000);
+    await waitUntil(async () => (await readyWarmPods(POOLED)) === 3, { timeoutMs: 60_000 });
   });
 
   it('refuses a scale beyond the limit, and answers 404 for a template without a pool', async () => {
@@ -234,7 +234,7 @@ describe('a warm pool', () => {
       }),
     });
     const name = planted.metadata!.name!;
-    await until(async () =>
+    await waitUntil(async () =>
       (await warmPods(POOLED)).some((pod) => pod.status?.podIP && pod.metadata?.name === name),
     );
     // The pool shrinks to nothing: its own pods go, the planted one stays, uncounted.
@@ -243,9 +243,9 @@ describe('a warm pool', () => {
       .set(operator)
       .send({ size: 0 });
     expect(empty.status, empty.text).toBe(200);
-    await until(async () => (await warmPods(POOLED)).length === 1, 60_000);
+    await waitUntil(async () => (await warmPods(POOLED)).length === 1, { timeoutMs: 60_000 });
     expect((await warmPods(POOLED))[0]?.metadata?.name).toBe(name);
-    await until(async () => (await pool(POOLED)).status.ready === 0, 30_000);
+    await waitUntil(async () => (await pool(POOLED)).status.ready === 0, { timeoutMs: 30_000 });
     // The planted pod is the only ready pod with the pool's label: a create goes cold.
     const sandbox = await create(POOLED);
     expect(sandbox.pod.name).toBe(podNameFor(sandbox.id, 1));
@@ -261,7 +261,7 @@ describe('a warm pool', () => {
       .set(operator)
       .send({ size: null });
     expect(back.status, back.text).toBe(200);
-    await until(async () => (await readyWarmPods(POOLED)) === 3, 60_000);
+    await waitUntil(async () => (await readyWarmPods(POOLED)) === 3, { timeoutMs: 60_000 });
   });
 
   it('never lists a warm pod as a tenant sandbox', async () => {
@@ -277,7 +277,9 @@ describe('a warm pool', () => {
 
 describe('a warm pool whose image the node refuses', () => {
   it('learns the floor, stops making pods and says why', async () => {
-    await until(async () => (await pool(REFUSED)).status.back_off !== null, 60_000);
+    await waitUntil(async () => (await pool(REFUSED)).status.back_off !== null, {
+      timeoutMs: 60_000,
+    });
     const body = await pool(REFUSED);
     expect(body.status.back_off?.reason).toMatch(
       /rootfs floor \(451 MiB\) is above the pool's disk_mib \(300 MiB\)/,
@@ -286,7 +288,7 @@ describe('a warm pool whose image the node refuses', () => {
     expect(floors.body.floors).toContainEqual(
       expect.objectContaining({ image: 'ghcr.io/durable-sandbox/big:1', rootfs_mib: 451 }),
     );
-    await until(async () => (await warmPods(REFUSED)).length === 0, 30_000);
+    await waitUntil(async () => (await warmPods(REFUSED)).length === 0, { timeoutMs: 30_000 });
     // What the apiserver saw: after the floor, no more pods of the pool are made.
     const madeBefore = poolPodCreates(REFUSED);
     const wake = await request(app)
@@ -294,15 +296,15 @@ describe('a warm pool whose image the node refuses', () => {
       .set(operator)
       .send({ size: 3 });
     expect(wake.status, wake.text).toBe(200);
-    await until(async () => (await pool(REFUSED)).spec.size === 3);
+    await waitUntil(async () => (await pool(REFUSED)).spec.size === 3);
     // Two reconciles after the signal (each records a status with observed_at).
     const observed = (await request(app).get(`/admin/v1/warm-pools/${REFUSED}`).set(operator)).body
       .status.observed_at as string;
-    await until(
+    await waitUntil(
       async () =>
         ((await request(app).get(`/admin/v1/warm-pools/${REFUSED}`).set(operator)).body.status
           .observed_at as string) > observed,
-      30_000,
+      { timeoutMs: 30_000 },
     );
     expect(poolPodCreates(REFUSED)).toBe(madeBefore);
     expect((await pool(REFUSED)).status.back_off?.reason).toMatch(/rootfs floor/);
@@ -322,7 +324,7 @@ function poolPodCreates(template: string): number {
 
 describe('a warm pool under concurrent claims', () => {
   it('hands 20 pods to 20 of 100 concurrent creates, each pod once, and the other 80 go cold', async () => {
-    await until(async () => (await readyWarmPods(BURST)) === 20, 90_000);
+    await waitUntil(async () => (await readyWarmPods(BURST)) === 20, { timeoutMs: 90_000 });
     // No refill during the burst: exactly the 20 ready pods can be claimed.
     await api.stack.temporal.client.workflow
       .getHandle(warmPoolWorkflowId(api.stack.taskQueue, BURST))

@@ -17,12 +17,12 @@ import {
   awaitOperation,
   bearer,
   createBody,
-  eventually,
   startApiStack,
   type ApiStack,
   type OperationBody,
   type TestTenant,
 } from './support/api.js';
+import { waitUntil } from '../scripts/wait-until.js';
 
 /** One request the receiver got. */
 interface Received {
@@ -138,7 +138,7 @@ async function deliveries(endpointId: string, who: TestTenant = api.tenantA) {
 
 /** Waits until the receiver has `count` requests about the sandbox. */
 function receivedFor(target: Receiver, sandboxId: string, count: number, timeoutMs = 60_000) {
-  return eventually(
+  return waitUntil(
     async () => {
       const got = target.forSandbox(sandboxId);
       return got.length >= count ? got : undefined;
@@ -235,7 +235,7 @@ describe('webhook delivery', () => {
     }
     // Another tenant's endpoint hears nothing of this sandbox.
     expect(other.forSandbox(created.sandbox_id)).toEqual([]);
-    const attempts = await eventually(async () => {
+    const attempts = await waitUntil(async () => {
       const rows = await deliveries(endpoint.id);
       return rows.length >= 2 ? rows : undefined;
     });
@@ -243,7 +243,7 @@ describe('webhook delivery', () => {
       ['sandbox.deleted', 'succeeded', 204],
       ['sandbox.running', 'succeeded', 204],
     ]);
-    // Nothing more arrives: each event once.
+    // Nothing more arrives: each event once. A sleep: an absence is what is proved.
     await new Promise((resolve) => setTimeout(resolve, 1_500));
     expect(target.forSandbox(created.sandbox_id)).toHaveLength(2);
   });
@@ -296,7 +296,7 @@ describe('webhook delivery', () => {
 
     const created = await createSandbox(2048);
     expect(created.status).toBe('succeeded');
-    const failures = await eventually(
+    const failures = await waitUntil(
       async () => {
         const rows = await deliveries(endpoint.id);
         return rows.filter((r) => r.status === 'failed').length >= 2 ? rows : undefined;
@@ -310,7 +310,7 @@ describe('webhook delivery', () => {
     const [got] = await receivedFor(target, created.sandbox_id, 1);
     expect(got!.headers['webhook-id']).toBe(failures[0]!.event_id);
     new Webhook(endpoint.secret).verify(got!.body, got!.headers);
-    const after = await eventually(async () => {
+    const after = await waitUntil(async () => {
       const rows = await deliveries(endpoint.id);
       return rows[0]?.status === 'succeeded' ? rows : undefined;
     });
@@ -322,7 +322,7 @@ describe('webhook delivery', () => {
     // 127.0.0.2 reaches the same host on Linux, but only 127.0.0.1/32 is allow-listed.
     const endpoint = await register(`http://127.0.0.2:${target.port}/hook`, ['sandbox.running']);
     const created = await createSandbox(2048);
-    const [refused] = await eventually(async () => {
+    const [refused] = await waitUntil(async () => {
       const rows = await deliveries(endpoint.id);
       return rows.length > 0 ? rows : undefined;
     });
@@ -332,6 +332,7 @@ describe('webhook delivery', () => {
     );
     expect(counted).toContain('durable_sandbox_webhook_deliveries_total{status="refused"} 1');
     expect(String(refused!.error)).toContain('127.0.0.2 (loopback)');
+    // A sleep: that no retry comes is what is proved.
     await new Promise((resolve) => setTimeout(resolve, 2_500));
     expect(await deliveries(endpoint.id)).toHaveLength(1);
     expect(target.forSandbox(created.sandbox_id)).toEqual([]);
@@ -365,7 +366,7 @@ describe('webhook delivery', () => {
     target.status = 307;
     const endpoint = await register(target.url(), ['sandbox.running']);
     const created = await createSandbox(2048);
-    const [attempt] = await eventually(async () => {
+    const [attempt] = await waitUntil(async () => {
       const rows = await deliveries(endpoint.id);
       return rows.length > 0 ? rows : undefined;
     });
@@ -407,6 +408,7 @@ describe('what the delivery trusts', () => {
       });
     }
     await receivedFor(target, created.sandbox_id, 2);
+    // A sleep: that the repeated signals deliver nothing more is what is proved.
     await new Promise((resolve) => setTimeout(resolve, 1_500));
     expect(target.forSandbox(created.sandbox_id)).toHaveLength(2);
   });
@@ -429,11 +431,8 @@ describe('what the delivery trusts', () => {
         { id: got!.headers['webhook-id'], type: 'sandbox.running', sandboxId: created.sandbox_id },
       ],
     });
-    await eventually(
-      async () =>
-        api.stack.logs.some((line) => line.msg === 'webhook delivery not admitted')
-          ? true
-          : undefined,
+    await waitUntil(
+      async () => api.stack.logs.some((line) => line.msg === 'webhook delivery not admitted'),
       { what: "the worker's refusal of the forged delivery (log `webhook delivery not admitted`)" },
     );
     await handle.terminate('test over').catch(() => undefined);
@@ -482,7 +481,7 @@ describe('webhooks CLI', () => {
 
       const sandbox = await createSandbox(2048);
       await receivedFor(target, sandbox.sandbox_id, 1);
-      const shown = await eventually(async () => {
+      const shown = await waitUntil(async () => {
         const result = await cli('webhooks', 'deliveries', endpoint.id);
         return result.stdout.includes('succeeded') ? result : undefined;
       });

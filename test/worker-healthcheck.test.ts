@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkWorkerPolling } from '../worker/healthcheck.js';
 import { startTestStack, type TestStack } from './support/stack.js';
-import { until } from './support/until.js';
+import { waitUntil } from '../scripts/wait-until.js';
 
 let stack: TestStack;
 beforeAll(async () => {
@@ -30,7 +30,7 @@ function check(overrides: { taskQueue?: string; host?: string } = {}) {
 
 describe('worker health check', () => {
   it('is healthy while a worker on this host polls the task queue', async () => {
-    await until(async () => (await check()).healthy);
+    await waitUntil(async () => (await check()).healthy);
     expect(await check()).toEqual({ healthy: true });
   });
 
@@ -42,7 +42,7 @@ describe('worker health check', () => {
   });
 
   it('is unhealthy when only workers on other hosts poll', async () => {
-    await until(async () => (await check()).healthy);
+    await waitUntil(async () => (await check()).healthy);
     expect((await check({ host: 'another-host' })).healthy).toBe(false);
   });
 
@@ -70,7 +70,7 @@ describe('worker health check', () => {
             resolve({ status: err ? ((err as { code?: number }).code ?? 1) : 0, stderr }),
         );
       });
-    await until(async () => (await check()).healthy);
+    await waitUntil(async () => (await check()).healthy);
     const healthy = await run(stack.taskQueue);
     expect(healthy.status, healthy.stderr).toBe(0);
     const unhealthy = await run('nobody-polls-this');

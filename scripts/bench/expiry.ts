@@ -16,7 +16,8 @@ import { loadavg } from 'node:os';
 import { DEV_TOKEN } from '../../config/index.js';
 import { podNameFor } from '../../kubernetes/pod-spec.js';
 import { ProcessRig } from './process-rig.js';
-import { problems, sleep, summary, until, type Summary } from './support.js';
+import { problems, sleep, summary, type Summary } from './support.js';
+import { waitUntil } from '../wait-until.js';
 
 const NAMESPACE = 'sandboxes';
 const SIZES = { full: 1_000, quick: 100 } as const;
@@ -133,9 +134,11 @@ export async function measureExpiry(quick: boolean): Promise<Record<string, unkn
     }
     const aloneDeletes = () =>
       rig.cluster.requests.filter((r) => r.method === 'DELETE' && aloneAt.has(r.path));
-    await until(async () => aloneDeletes().length >= ALONE, 120_000, 'the lone expiries').catch(
-      (err: unknown) => problems.push(`expiry: ${String(err)}`),
-    );
+    await waitUntil(async () => aloneDeletes().length >= ALONE, {
+      timeoutMs: 120_000,
+      intervalMs: 200,
+      what: 'the lone expiries',
+    }).catch((err: unknown) => problems.push(`expiry: ${String(err)}`));
     const aloneLateness = aloneDeletes().map((r) => r.at - aloneAt.get(r.path)!);
     console.log(`  ${ALONE} expiring alone: lateness ${JSON.stringify(summary(aloneLateness))}`);
 
@@ -164,9 +167,11 @@ export async function measureExpiry(quick: boolean): Promise<Record<string, unkn
         await sleep(50);
       }
     })();
-    await until(async () => podDeletes().length - before >= n, 300_000, 'every pod deleted').catch(
-      (err: unknown) => problems.push(`expiry: ${String(err)}`),
-    );
+    await waitUntil(async () => podDeletes().length - before >= n, {
+      timeoutMs: 300_000,
+      intervalMs: 200,
+      what: 'every pod deleted',
+    }).catch((err: unknown) => problems.push(`expiry: ${String(err)}`));
     done = true;
     await sampling;
     const lateness = podDeletes()
@@ -174,13 +179,12 @@ export async function measureExpiry(quick: boolean): Promise<Record<string, unkn
       .map((r) => r.at - expireAtMs);
     if (lateness.some((ms) => ms < 0)) problems.push('expiry: a pod was deleted before its time');
     // Every sandbox deleted, and by its expiry.
-    await until(
+    await waitUntil(
       async () => {
         const page = await call(DEV_TOKEN, 'GET', '/v1/sandboxes?state=running&limit=1');
         return (page.json.sandboxes as unknown[]).length === 0;
       },
-      120_000,
-      'every sandbox deleted',
+      { timeoutMs: 120_000, intervalMs: 200, what: 'every sandbox deleted' },
     ).catch((err: unknown) => problems.push(`expiry: ${String(err)}`));
     const ops = await call(DEV_TOKEN, 'GET', '/v1/operations?limit=200');
     const deletes = (ops.json.operations as Array<Record<string, unknown>>).filter(

@@ -29,10 +29,10 @@ import {
   stamp,
   startStack,
   summary,
-  until,
   watchRefusals,
   type Summary,
 } from './support.js';
+import { waitUntil } from '../wait-until.js';
 
 /** The counts of the stack figures. */
 export interface LadderCounts {
@@ -336,11 +336,11 @@ export async function measureStackFigures(
     console.log(
       `  product: ${counts.atOnce} refusals at once, event -> failed ${JSON.stringify(figures.refusalsAtOnceNoneWaiting)}`,
     );
-    await until(
-      async () => (await podCount(stack)) <= podsBefore,
-      60_000,
-      'the refused pods deleted',
-    ).catch((err: unknown) => problems.push(`${checkout.label}: ${errorText(err)}`));
+    await waitUntil(async () => (await podCount(stack)) <= podsBefore, {
+      timeoutMs: 60_000,
+      intervalMs: 200,
+      what: 'the refused pods deleted',
+    }).catch((err: unknown) => problems.push(`${checkout.label}: ${errorText(err)}`));
     const burstCpuMs =
       stack.cpuMs() - burstFromCpuMs - idleCpuPerMs * (performance.now() - burstFromMs);
     figures.cpuMsPerCreate = Math.round((burstCpuMs / counts.atOnce) * 10) / 10;

@@ -51,12 +51,12 @@ import {
   startStack,
   summary,
   TOKEN,
-  until,
   type BenchStack,
   type RefusalWatch,
   type Summary,
   watchRefusals,
 } from './support.js';
+import { waitUntil } from '../wait-until.js';
 
 /** How many runs each stage makes. */
 interface OutcomeCounts {
@@ -384,11 +384,11 @@ export async function measureOutcomes(
 
     // Compensation finishes after the outcome is visible: wait until no refused pod is left.
     let podsLeft = -1;
-    await until(
-      async () => (podsLeft = await podCount(stack)) === counts.successes,
-      60_000,
-      'only the running pods left',
-    ).catch(() =>
+    await waitUntil(async () => (podsLeft = await podCount(stack)) === counts.successes, {
+      timeoutMs: 60_000,
+      intervalMs: 200,
+      what: 'only the running pods left',
+    }).catch(() =>
       problems.push(`${podsLeft} pods left, expected the ${counts.successes} running ones`),
     );
     const peakRssMib = stack.peakRssMib();

@@ -20,7 +20,8 @@ import { loadavg } from 'node:os';
 import { ProcessRig } from './process-rig.js';
 import { startFloors } from './outcomes.js';
 import { sumOf } from './prometheus.js';
-import { api, cpuMs, problems, sleep, summary, until, type Summary } from './support.js';
+import { api, cpuMs, problems, sleep, summary, type Summary } from './support.js';
+import { waitUntil } from '../wait-until.js';
 
 const NAMESPACE = 'sandboxes';
 const TEMPLATE = 'warm';
@@ -99,7 +100,11 @@ export async function measurePool(quick: boolean): Promise<Record<string, unknow
   const floors = await startFloors(rig.devServer.address);
   try {
     const full = () => readyWarmPods(rig).then((n) => n >= POOL.size);
-    await until(full, 300_000, `pool: ${POOL.size} ready warm pods`);
+    await waitUntil(full, {
+      timeoutMs: 300_000,
+      intervalMs: 200,
+      what: `pool: ${POOL.size} ready warm pods`,
+    });
     console.log(`pool: ${POOL.size} warm pods ready; warming up (one of each)`);
     await syncCreate(rig.base, RESOURCES.disk_mib);
     await syncCreate(rig.base, 4096);
@@ -120,7 +125,11 @@ export async function measurePool(quick: boolean): Promise<Record<string, unknow
     const oneAtATime = { warm: tail(warm), cold: tail(cold), floor: tail(floor) };
     console.log(`one at a time (ms): ${JSON.stringify(oneAtATime)}`);
 
-    await until(full, 300_000, `pool: refilled to ${POOL.size}`);
+    await waitUntil(full, {
+      timeoutMs: 300_000,
+      intervalMs: 200,
+      what: `pool: refilled to ${POOL.size}`,
+    });
     console.log(`pool: open loop of warm creates at ${run.rate}/s for ${run.seconds} s`);
     const total = run.rate * run.seconds;
     const intervalMs = 1000 / run.rate;

@@ -15,7 +15,8 @@ import {
 import { startDevServer, type DevServer } from '../../environments/dev-server/dev-server.js';
 import { runKept, stopChild, type Checkout, type KeptProcess } from './checkouts.js';
 import { scrape } from './prometheus.js';
-import { BENCH_SERVICE_ENV, until } from './support.js';
+import { BENCH_SERVICE_ENV } from './support.js';
+import { waitUntil } from '../wait-until.js';
 
 /** What one rig runs. */
 export interface ProcessRigOptions {
@@ -87,27 +88,25 @@ export class ProcessRig {
 
   private async waitUntilReady(label: string): Promise<void> {
     let readyz = '(no answer)';
-    await until(
+    await waitUntil(
       async () => {
         this.throwIfExited();
         const response = await fetch(`${this.base}/readyz`).catch(() => undefined);
         if (response) readyz = `${response.status} ${(await response.text()).slice(0, 300)}`;
         return response?.status === 200;
       },
-      READY_WITHIN_MS,
-      `${label}: the API ready`,
+      { timeoutMs: READY_WITHIN_MS, intervalMs: 200, what: `${label}: the API ready` },
     ).catch((err: Error) => {
       throw new Error(`${err.message}; /readyz last answered ${readyz}`);
     });
-    await until(
+    await waitUntil(
       () =>
         this.throwIfExited() ??
         this.workerMetrics().then(
           () => true,
           () => false,
         ),
-      READY_WITHIN_MS,
-      `${label}: the worker up`,
+      { timeoutMs: READY_WITHIN_MS, intervalMs: 200, what: `${label}: the worker up` },
     );
   }
 

@@ -27,10 +27,10 @@ import {
   problems,
   sleep,
   summary,
-  until,
   watchRefusals,
   type Summary,
 } from './support.js';
+import { waitUntil } from '../wait-until.js';
 
 const NAMESPACE = 'sandboxes';
 /** The simulated node's answer delay, as the default mode's stack (SIMULATED_NODE_DELAY_MS). */
@@ -106,9 +106,11 @@ export async function measureSplitProcesses(quick: boolean): Promise<Record<stri
       const fromMs = performance.now();
       const from = cpu();
       latencies.push(...(await atOnce(n, () => refused())));
-      await until(async () => (await pods()) === 0, 60_000, 'the refused pods deleted').catch(
-        (err: unknown) => problems.push(`split: ${String(err)}`),
-      );
+      await waitUntil(async () => (await pods()) === 0, {
+        timeoutMs: 60_000,
+        intervalMs: 200,
+        what: 'the refused pods deleted',
+      }).catch((err: unknown) => problems.push(`split: ${String(err)}`));
       const wallMs = performance.now() - fromMs;
       const used = cpu().map((ms, i) => (ms - from[i]! - idleRate[i]! * wallMs) / n);
       const [api = NaN, worker = NaN] = used.map((ms) => Math.round(ms * 10) / 10);

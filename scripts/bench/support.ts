@@ -77,22 +77,6 @@ export function summary(values: number[]): Summary {
 /** Resolves after `ms`. */
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/**
- * Waits (checking every 200 ms) until `condition` holds.
- * @throws Error naming `what` after `timeoutMs`
- */
-export async function until(
-  condition: () => boolean | Promise<boolean>,
-  timeoutMs: number,
-  what: string,
-): Promise<void> {
-  const deadlineAtMs = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadlineAtMs) throw new Error(`${what} not reached within ${timeoutMs} ms`);
-    await sleep(200);
-  }
-}
-
 /** Runs `fn` `count` times one after another; returns each run's result (ms, or a timing). */
 export async function oneAtATime<T = number>(count: number, fn: () => Promise<T>): Promise<T[]> {
   const runs: T[] = [];

@@ -44,11 +44,11 @@ import {
   sleep,
   stamp,
   summary,
-  until,
   type Operation,
   type OperationPolling,
   type Summary,
 } from './support.js';
+import { waitUntil } from '../wait-until.js';
 
 const NAMESPACE = 'sandboxes';
 const TASK_QUEUE = 'sandbox-create';
@@ -262,15 +262,14 @@ class Rig {
       CREATE_DEADLINE_MS: String(DEADLINE_MS),
     });
     const api = this.apiProcess;
-    await until(
+    await waitUntil(
       async () => {
         if (api.exitCode !== null)
           throw new Error(`${this.checkout.label}: api/main.ts exited ${api.exitCode} at start`);
         const response = await fetch(`${this.base}/readyz`).catch(() => undefined);
         return response?.status === 200;
       },
-      600_000,
-      `${this.checkout.label}: the API ready`,
+      { timeoutMs: 600_000, intervalMs: 200, what: `${this.checkout.label}: the API ready` },
     );
     await this.waitForWorker();
   }
@@ -308,14 +307,13 @@ class Rig {
   }
 
   async waitForWorker(): Promise<void> {
-    await until(
+    await waitUntil(
       () =>
         this.workerMetrics().then(
           () => true,
           () => false,
         ),
-      600_000,
-      'worker up',
+      { timeoutMs: 600_000, intervalMs: 200, what: 'worker up' },
     );
   }
 
@@ -524,7 +522,11 @@ async function postToPod(rig: Rig, repeats: number, label: string): Promise<Summ
     const create = await rig.postCreate();
     rig.waiting.push(create);
     try {
-      await until(() => rig.podsCreated() > before, 120_000, 'the pod created');
+      await waitUntil(() => rig.podsCreated() > before, {
+        timeoutMs: 120_000,
+        intervalMs: 200,
+        what: 'the pod created',
+      });
       const podPost = rig.cluster.requests.filter(
         (r) => r.method === 'POST' && r.path.endsWith('/pods') && r.status === 201,
       )[before];

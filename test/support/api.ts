@@ -11,6 +11,7 @@ import request from 'supertest';
 import { createApp, type AppDeps } from '../../api/app.js';
 import { loadConfig, type Config } from '../../config/index.js';
 import { startTestStack, type TestStack, type TestStackOptions } from './stack.js';
+import { waitUntil } from '../../scripts/wait-until.js';
 
 /** A tenant and its bearer token. */
 export interface TestTenant {
@@ -109,20 +110,6 @@ export function bearer(who: TestTenant): { Authorization: string } {
   return { Authorization: `Bearer ${who.token}` };
 }
 
-/** Polls `probe` until it returns a value (not undefined). @throws after `timeoutMs`. */
-export async function eventually<T>(
-  probe: () => Promise<T | undefined>,
-  { timeoutMs = 30_000, intervalMs = 100, what = 'condition' } = {},
-): Promise<T> {
-  const deadlineAtMs = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadlineAtMs) throw new Error(`${what} not met within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, intervalMs));
-  }
-}
-
 /** Operation JSON as the tests read it. */
 export interface OperationBody {
   id: string;
@@ -145,7 +132,7 @@ export async function awaitOperation(
   id: string,
   { timeoutMs = 60_000, until = (op: OperationBody) => op.done } = {},
 ): Promise<OperationBody> {
-  return eventually(
+  return waitUntil(
     async () => {
       const response = await request(app).get(`/v1/operations/${id}`).set(bearer(who));
       if (response.status !== 200) {
@@ -154,7 +141,7 @@ export async function awaitOperation(
       const operation = response.body as OperationBody;
       return until(operation) ? operation : undefined;
     },
-    { timeoutMs, intervalMs: 100, what: `operation ${id}` },
+    { timeoutMs, what: `operation ${id}` },
   );
 }
 

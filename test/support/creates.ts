@@ -8,8 +8,8 @@ import { CreatePhaseKey } from '../../temporal/search-attribute-keys.js';
 import { readinessWaitActivityId, type CreateSandboxInput } from '../../contract/index.js';
 import type { Store } from '../../store/index.js';
 import type { TestStack } from './stack.js';
-import { until } from './until.js';
 import { createInput } from '../../scripts/start-create.js';
+import { waitUntil } from '../../scripts/wait-until.js';
 
 /** `PendingActivityState.PENDING_ACTIVITY_STATE_STARTED` (temporal.api.enums.v1). */
 const PENDING_STARTED = 2;
@@ -71,19 +71,22 @@ export async function waitingAsync(
   handle: WorkflowHandle<typeof createSandbox>,
   sandboxId: string,
 ): Promise<string> {
-  await until(
+  await waitUntil(
     async () =>
       (await handle.describe()).typedSearchAttributes.get(CreatePhaseKey) === 'waiting_for_ip',
-    90_000,
+    { timeoutMs: 90_000 },
   );
   const pod = (await stack.store.getSandboxById(sandboxId))?.pod;
   const activityId = readinessWaitActivityId(pod?.uid ?? '');
-  await until(async () => {
-    const pending = (await handle.describe()).raw.pendingActivities ?? [];
-    return pending.some(
-      (activity) => activity.activityId === activityId && activity.state === PENDING_STARTED,
-    );
-  }, 60_000);
+  await waitUntil(
+    async () => {
+      const pending = (await handle.describe()).raw.pendingActivities ?? [];
+      return pending.some(
+        (activity) => activity.activityId === activityId && activity.state === PENDING_STARTED,
+      );
+    },
+    { timeoutMs: 60_000 },
+  );
   const podName = pod?.name ?? '';
   return podName;
 }

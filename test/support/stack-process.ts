@@ -4,7 +4,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { freePort } from '../../config/free-port.js';
-import { until } from './until.js';
+import { waitUntil } from '../../scripts/wait-until.js';
 
 /** A running (or exited) embedded stack. */
 export interface StackProcess {
@@ -81,9 +81,9 @@ export async function startStackProcess(
     else child.kill(name);
   }
   if (waitUntilRunning) {
-    await until(
+    await waitUntil(
       () => output.includes('durable-sandbox is running') || child.exitCode !== null,
-      240_000,
+      { timeoutMs: 240_000 },
     );
     if (child.exitCode !== null) throw new Error(`the stack exited early:\n${output}`);
   }
