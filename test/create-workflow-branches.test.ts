@@ -8,12 +8,12 @@
  */
 import { WorkflowFailedError, type Client, type WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure, CancelledFailure, CompleteAsyncError } from '@temporalio/common';
-import { TestWorkflowEnvironment } from '@temporalio/testing';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CreateActivities } from '../activities/index.js';
 import type { CreateFailureDetails, CreateSandboxInput } from '../contract/index.js';
-import { locateTestServer } from '../environments/time-skipping-server/locate.js';
+import { startTimeSkippingEnvironment } from '../environments/time-skipping-server/environment.js';
 import type { PodRef } from '../kubernetes/pods.js';
 import { bundleSandboxWorkflows } from '../worker/workflow-bundle.js';
 import type { createSandbox } from '../workflows/create-sandbox.js';
@@ -148,9 +148,7 @@ let bundle: Promise<{ code: string }> | undefined;
 
 async function startBranches(): Promise<Branches> {
   bundle ??= bundleSandboxWorkflows();
-  const env = await TestWorkflowEnvironment.createTimeSkipping({
-    server: { executable: { type: 'existing-path', path: await locateTestServer() } },
-  });
+  const env = await startTimeSkippingEnvironment();
   const worker = await Worker.create({
     connection: env.nativeConnection,
     namespace: env.namespace ?? 'default',

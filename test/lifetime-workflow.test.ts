@@ -5,7 +5,7 @@
  */
 import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { CancelledFailure } from '@temporalio/common';
-import { TestWorkflowEnvironment } from '@temporalio/testing';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -13,7 +13,7 @@ import {
   type ExpiryOutcome,
   type SandboxLifetimeInput,
 } from '../contract/index.js';
-import { locateTestServer } from '../environments/time-skipping-server/locate.js';
+import { startTimeSkippingEnvironment } from '../environments/time-skipping-server/environment.js';
 import { bundleSandboxWorkflows } from '../worker/workflow-bundle.js';
 import type { sandboxLifetime } from '../workflows/sandbox-lifetime.js';
 
@@ -29,9 +29,7 @@ let worker: Worker;
 let running: Promise<void>;
 
 beforeAll(async () => {
-  env = await TestWorkflowEnvironment.createTimeSkipping({
-    server: { executable: { type: 'existing-path', path: await locateTestServer() } },
-  });
+  env = await startTimeSkippingEnvironment();
   worker = await Worker.create({
     connection: env.nativeConnection,
     namespace: env.namespace ?? 'default',

@@ -6,11 +6,11 @@
  */
 import { ApplicationFailure } from '@temporalio/common';
 import { Context } from '@temporalio/activity';
-import { TestWorkflowEnvironment } from '@temporalio/testing';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { WebhookEventRef } from '../contract/index.js';
-import { locateTestServer } from '../environments/time-skipping-server/locate.js';
+import { startTimeSkippingEnvironment } from '../environments/time-skipping-server/environment.js';
 import { bundleSandboxWorkflows } from '../worker/workflow-bundle.js';
 
 /** How long the receiver is down: more than an hour. */
@@ -47,9 +47,7 @@ let running: Promise<void>;
 beforeAll(async () => {
   // The stub's failed attempts are the point of this suite: do not log each one.
   Runtime.install({ logger: new DefaultLogger('ERROR') });
-  env = await TestWorkflowEnvironment.createTimeSkipping({
-    server: { executable: { type: 'existing-path', path: await locateTestServer() } },
-  });
+  env = await startTimeSkippingEnvironment();
   worker = await Worker.create({
     connection: env.nativeConnection,
     namespace: env.namespace ?? 'default',
