@@ -219,6 +219,7 @@ export class ReadinessDecider {
     const { uid } = wait.pod;
     const before = this.pods.get(uid);
     const readTimer = setTimeout(() => {
+      // Still held: the read is no longer pending.
       if (this.pods.get(uid)?.kind === 'held') this.setState(uid, { kind: 'held' });
       if (this.stopped || this.options.informers.cachedPod(wait.pod.name)) return;
       void this.readAndDecide(wait);
