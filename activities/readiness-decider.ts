@@ -92,6 +92,30 @@ export const RECONCILE_PAGE_SIZE = 500;
 const REMEMBERED_PODS = 20_000;
 
 /**
+ * What a decider knows of one pod, by its uid: one state at a time, so the rules read as
+ * transitions (set by {@link ReadinessDecider}'s `setState`, which clears the timers of the
+ * state it replaces).
+ *
+ * - `held`: this worker's wait activity left the pod's wait asynchronous (`track`): a decisive
+ *   change is decided at once. `readTimer` is the pending read by name of a pod the pods cache
+ *   still lacks after `podReadDelayMs` (undefined once it ran).
+ * - `deferred`: a decisive change (`outcome`) of a pod whose wait this worker does not hold,
+ *   decided when `timer` fires (`otherWaitDelayMs` later) from the caches then; further changes
+ *   meanwhile add nothing.
+ * - `decided`: Temporal answered a decision (completed, or NotFound), or the activity decided
+ *   the wait itself (`settled`): later changes of the pod cost no call. Only a reconcile or a
+ *   read by name decides it again (`again`).
+ *
+ * No entry: a pod this decider has nothing pending for; a change of it is deferred. A deleted
+ * pod's entry is dropped once decided (its uid never comes back), and the `decided` entries are
+ * dropped all at once past {@link REMEMBERED_PODS} (a forgotten pod costs one NotFound answer).
+ */
+type PodState =
+  | { kind: 'held'; readTimer?: NodeJS.Timeout }
+  | { kind: 'deferred'; timer: NodeJS.Timeout; wait: PodWait; outcome: ReadinessOutcome }
+  | { kind: 'decided' };
+
+/**
  * One per worker process: decides the readiness waits from the worker's informers.
  * Stops with the informers (`SandboxInformers.stop()`), or by {@link stop}.
  */
@@ -106,14 +130,10 @@ export class ReadinessDecider {
   private retryDelayMs = RETRY_FIRST_DELAY_MS;
   /** Decisions in flight, by pod uid: one per wait at a time. */
   private readonly deciding = new Map<string, Promise<void>>();
-  /** The pods whose wait this decider decided (completed, or answered NotFound), by uid. */
-  private readonly decided = new Set<string>();
-  /** The pods whose wait this worker's activity left asynchronous ({@link track}), by uid. */
-  private readonly held = new Set<string>();
-  /** The deferred decisions of changes of pods whose wait this worker does not hold, by uid. */
-  private readonly deferred = new Map<string, NodeJS.Timeout>();
-  /** The pending reads by name of {@link track}, by pod uid: cancelled once the wait is decided. */
-  private readonly readTimers = new Map<string, NodeJS.Timeout>();
+  /** What this decider knows of each pod, by uid ({@link PodState}); no entry: nothing. */
+  private readonly pods = new Map<string, PodState>();
+  /** How many of {@link pods} are `decided` (bounded by {@link REMEMBERED_PODS}). */
+  private decidedCount = 0;
 
   constructor(private readonly options: ReadinessDeciderOptions) {}
 
@@ -134,7 +154,7 @@ export class ReadinessDecider {
         const { uid } = wait.pod;
         // A pod first seen by a list (a start, a re-list) is decided by the reconcile that
         // follows it, from the store's waiting creates: no call for every running sandbox.
-        if (type === 'ADDED' && !this.held.has(uid)) return;
+        if (type === 'ADDED' && this.pods.get(uid)?.kind !== 'held') return;
         const outcome =
           podOutcome(type, pod, uid, wait.placement) ??
           // Bound to its node now: a refusal cached before the binding was seen may count.
@@ -145,7 +165,7 @@ export class ReadinessDecider {
         // A deleted pod is forgotten once decided (a deferred decision forgets it itself).
         if (type === 'DELETED') {
           void decision.finally(() => {
-            if (!this.deferred.has(uid)) this.forget(uid);
+            if (this.pods.get(uid)?.kind !== 'deferred') this.forget(uid);
           });
         }
       },
@@ -179,32 +199,34 @@ export class ReadinessDecider {
     if (this.reconcileTimer) clearInterval(this.reconcileTimer);
     if (this.retryTimer) clearTimeout(this.retryTimer);
     this.retryTimer = undefined;
-    for (const timer of [...this.readTimers.values(), ...this.deferred.values()]) {
-      clearTimeout(timer);
+    // Pending timers go; what is held or decided stays known (a start again goes on from it).
+    for (const [uid, state] of this.pods) {
+      if (state.kind === 'deferred') this.setState(uid, undefined);
+      else if (state.kind === 'held' && state.readTimer) this.setState(uid, { kind: 'held' });
     }
-    this.readTimers.clear();
-    this.deferred.clear();
     await Promise.allSettled([this.reconciling, ...this.deciding.values()]);
   }
 
   /**
    * Called by the wait activity once it went asynchronous with the pod not decided by the
-   * caches: if the pods cache still lacks the pod after `podReadDelayMs`, it is read once by
-   * name (it may have been deleted before this worker listed it). A decision by this worker
-   * cancels the read.
+   * caches: the pod is `held` from now on, so its decisive changes are decided at once (a change
+   * deferred before is decided now). If the pods cache still lacks the pod after
+   * `podReadDelayMs`, it is read once by name (it may have been deleted before this worker listed
+   * it). A decision by this worker cancels the read.
    */
   track(wait: PodWait): void {
     if (this.stopped) return;
     const { uid } = wait.pod;
-    this.held.add(uid);
-    this.cancelRead(uid);
-    const timer = setTimeout(() => {
-      this.readTimers.delete(uid);
+    const before = this.pods.get(uid);
+    const readTimer = setTimeout(() => {
+      // Still held: the read is no longer pending.
+      if (this.pods.get(uid)?.kind === 'held') this.setState(uid, { kind: 'held' });
       if (this.stopped || this.options.informers.cachedPod(wait.pod.name)) return;
       void this.readAndDecide(wait);
     }, this.options.podReadDelayMs ?? 5_000);
-    timer.unref();
-    this.readTimers.set(uid, timer);
+    readTimer.unref();
+    this.setState(uid, { kind: 'held', readTimer });
+    if (before?.kind === 'deferred') this.decideDeferred(before.wait, before.outcome);
   }
 
   /**
@@ -223,48 +245,69 @@ export class ReadinessDecider {
    */
   private decideChange(wait: PodWait, outcome: ReadinessOutcome): Promise<void> {
     const { uid } = wait.pod;
-    if (this.held.has(uid)) return this.decide(wait, outcome);
-    if (this.stopped || this.decided.has(uid) || this.deferred.has(uid)) return Promise.resolve();
+    const state = this.pods.get(uid);
+    if (state?.kind === 'held') return this.decide(wait, outcome);
+    // Decided already, or a change deferred already: this one adds nothing.
+    if (this.stopped || state) return Promise.resolve();
     const timer = setTimeout(() => {
-      this.deferred.delete(uid);
-      if (this.stopped || this.decided.has(uid)) return;
-      const { informers } = this.options;
-      const gone = !informers.cachedPod(wait.pod.name);
-      // A pod gone from the cache: the change's own outcome (deleted) stands, no read needed.
-      const now = gone ? outcome : cachedOutcome(informers, wait.pod, wait.placement, this.bounds);
-      const decision = now ? this.decide(wait, now) : undefined;
-      if (gone) void (decision ?? Promise.resolve()).finally(() => this.forget(uid));
+      if (this.stopped) return;
+      this.setState(uid, undefined);
+      this.decideDeferred(wait, outcome);
     }, this.options.otherWaitDelayMs ?? 2_000);
     timer.unref();
-    this.deferred.set(uid, timer);
+    this.setState(uid, { kind: 'deferred', timer, wait, outcome });
     return Promise.resolve();
+  }
+
+  /**
+   * Decides a deferred change now, from the caches; a pod gone from the pods cache is decided by
+   * the change's own outcome (deleted), with no read, and forgotten once decided.
+   */
+  private decideDeferred(wait: PodWait, outcome: ReadinessOutcome): void {
+    const { informers } = this.options;
+    const gone = !informers.cachedPod(wait.pod.name);
+    const now = gone ? outcome : cachedOutcome(informers, wait.pod, wait.placement, this.bounds);
+    const decision = now ? this.decide(wait, now) : undefined;
+    if (gone) void (decision ?? Promise.resolve()).finally(() => this.forget(wait.pod.uid));
   }
 
   /** Remembers the pod as decided: no later change of it costs a Temporal call. */
   private remember(uid: string): void {
-    const timer = this.deferred.get(uid);
-    if (timer) clearTimeout(timer);
-    this.deferred.delete(uid);
-    this.held.delete(uid);
-    this.cancelRead(uid);
-    if (this.decided.size >= REMEMBERED_PODS) this.decided.clear();
-    this.decided.add(uid);
+    this.setState(uid, { kind: 'decided' });
   }
 
-  /** Forgets a deleted pod (its uid never comes back). */
+  /**
+   * Forgets a deleted pod (its uid never comes back). A held pod whose decision failed stays
+   * held: its read by name, or the next reconcile, decides it.
+   */
   private forget(uid: string): void {
-    const timer = this.deferred.get(uid);
-    if (timer) clearTimeout(timer);
-    this.deferred.delete(uid);
-    this.held.delete(uid);
-    this.decided.delete(uid);
+    if (this.pods.get(uid)?.kind !== 'held') this.setState(uid, undefined);
   }
 
-  /** Cancels the pending read by name of a wait ({@link track}), if any. */
-  private cancelRead(uid: string): void {
-    const timer = this.readTimers.get(uid);
-    if (timer) clearTimeout(timer);
-    this.readTimers.delete(uid);
+  /**
+   * The one place a pod's state changes: clears the timer of the state it replaces, and keeps
+   * the `decided` entries under {@link REMEMBERED_PODS} (past it they are all dropped: the memory
+   * starts afresh, while `held` and `deferred` pods stay). `undefined` drops the entry.
+   */
+  private setState(uid: string, next: PodState | undefined): void {
+    const before = this.pods.get(uid);
+    if (before?.kind === 'held' && before.readTimer) clearTimeout(before.readTimer);
+    if (before?.kind === 'deferred') clearTimeout(before.timer);
+    if (before?.kind === 'decided') this.decidedCount -= 1;
+    if (!next) {
+      this.pods.delete(uid);
+      return;
+    }
+    if (next.kind === 'decided') {
+      if (this.decidedCount >= REMEMBERED_PODS) {
+        for (const [known, state] of this.pods) {
+          if (state.kind === 'decided') this.pods.delete(known);
+        }
+        this.decidedCount = 0;
+      }
+      this.decidedCount += 1;
+    }
+    this.pods.set(uid, next);
   }
 
   /**
@@ -380,7 +423,7 @@ export class ReadinessDecider {
     const { uid } = wait.pod;
     const running = this.deciding.get(uid);
     if (running) return running;
-    if (!options.again && this.decided.has(uid)) return Promise.resolve();
+    if (!options.again && this.pods.get(uid)?.kind === 'decided') return Promise.resolve();
     const decision = this.complete(wait, outcome).finally(() => this.deciding.delete(uid));
     this.deciding.set(uid, decision);
     return decision;

@@ -17,6 +17,11 @@ export interface StartCreateOptions {
   /** Create deadline in ms (default 60000). */
   deadlineMs?: number;
   template?: string;
+  /**
+   * More fields of the workflow input, applied last (e.g. `placement` for a re-placing create,
+   * `searchAttributes` for a namespace missing some).
+   */
+  overrides?: Partial<CreateSandboxInput>;
 }
 
 /**
@@ -49,7 +54,12 @@ export interface CreateTarget {
   taskQueue: string;
 }
 
-/** Stores a sandbox and starts its create workflow; returns the handle and input. */
+/**
+ * Stores a sandbox and starts its create workflow (`createSandbox`, workflow id the operation
+ * id, on `stack.taskQueue`, with the operation's search attributes); returns the handle and input.
+ * @throws when the store does not store the sandbox ({@link storeSandbox}), or Temporal refuses
+ *   the start (e.g. WorkflowExecutionAlreadyStartedError)
+ */
 export async function startCreate(
   stack: CreateTarget,
   options: StartCreateOptions,
@@ -58,8 +68,28 @@ export async function startCreate(
     template: options.template ?? 'base',
     resources: { cpu: 1, memoryMib: 256, diskMib: options.diskMib },
     deadlineMs: options.deadlineMs ?? 60_000,
+    ...options.overrides,
   });
-  const stored = await stack.store.createSandbox({
+  await storeSandbox(stack.store, input);
+  const handle = await stack.temporal.client.workflow.start<typeof createSandbox>('createSandbox', {
+    workflowId: input.operationId,
+    taskQueue: stack.taskQueue,
+    args: [input],
+    typedSearchAttributes: operationSearchAttributes(input, 'create'),
+  });
+  return { handle, input };
+}
+
+/**
+ * Stores the sandbox row of a create as the API does before it starts the workflow: its id,
+ * tenant, template, resources, operation and deadline (ms) from `input`.
+ * @throws Error `sandbox not stored: <kind>` when the store answers anything but `created`
+ */
+export async function storeSandbox(
+  store: Pick<Store, 'createSandbox'>,
+  input: CreateSandboxInput,
+): Promise<void> {
+  const stored = await store.createSandbox({
     id: input.sandboxId,
     tenant: input.tenantId,
     template: input.template,
@@ -68,11 +98,4 @@ export async function startCreate(
     deadlineMs: input.deadlineMs,
   });
   if (stored.kind !== 'created') throw new Error(`sandbox not stored: ${stored.kind}`);
-  const handle = await stack.temporal.client.workflow.start<typeof createSandbox>('createSandbox', {
-    workflowId: input.operationId,
-    taskQueue: stack.taskQueue,
-    args: [input],
-    typedSearchAttributes: operationSearchAttributes(input, 'create'),
-  });
-  return { handle, input };
 }

@@ -4,16 +4,13 @@
  * on. Real dev server, a worker with the real activities, a simulated cluster of two nodes
  * (over HTTP), node-a scripted to refuse with ResourceExhausted.
  */
-import type { WorkflowFailedError, WorkflowHandle } from '@temporalio/client';
+import type { WorkflowFailedError } from '@temporalio/client';
 import { CancelledFailure } from '@temporalio/common';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ReadinessDecider } from '../activities/readiness-decider.js';
 import { DEFAULT_TEMPLATES, type TemplateConfig } from '../config/index.js';
-import type { CreateSandboxInput } from '../contract/index.js';
 import { SandboxInformers } from '../kubernetes/sandbox-informers.js';
-import type { createSandbox } from '../workflows/create-sandbox.js';
-import { operationSearchAttributes } from '../temporal/search-attribute-keys.js';
-import { createInput, settle } from './support/creates.js';
+import { settle, startCreate } from './support/creates.js';
 import { startTestStack, type TestStack } from './support/stack.js';
 import { waitUntil } from '../scripts/wait-until.js';
 
@@ -31,33 +28,12 @@ afterEach(async () => {
 });
 
 /** Stores a sandbox and starts its create with a re-placement policy, as the API does. */
-async function startReplacingCreate(current: TestStack): Promise<{
-  handle: WorkflowHandle<typeof createSandbox>;
-  input: CreateSandboxInput;
-}> {
-  const input = createInput({
+function startReplacingCreate(current: TestStack) {
+  return startCreate(current, {
+    diskMib: 2048,
     deadlineMs: 300_000,
-    placement: { replaceOn: ['ResourceExhausted'], maxPlacements: 3 },
+    overrides: { placement: { replaceOn: ['ResourceExhausted'], maxPlacements: 3 } },
   });
-  const stored = await current.store.createSandbox({
-    id: input.sandboxId,
-    tenant: input.tenantId,
-    template: input.template,
-    resources: input.resources,
-    operationId: input.operationId,
-    deadlineMs: input.deadlineMs,
-  });
-  expect(stored.kind).toBe('created');
-  const handle = await current.temporal.client.workflow.start<typeof createSandbox>(
-    'createSandbox',
-    {
-      workflowId: input.operationId,
-      taskQueue: current.taskQueue,
-      args: [input],
-      typedSearchAttributes: operationSearchAttributes(input, 'create'),
-    },
-  );
-  return { handle, input };
 }
 
 async function podsOf(sandboxId: string) {

@@ -12,10 +12,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from '../api/app.js';
 import { operationErrorOf } from '../api/failures.js';
 import { checkSearchAttributes } from '../temporal/search-attributes.js';
-import type { createSandbox } from '../workflows/create-sandbox.js';
-import { operationSearchAttributes } from '../temporal/search-attribute-keys.js';
 import { bearer, createBody, startApiStack, type ApiStack } from './support/api.js';
-import { createInput, settle } from './support/creates.js';
+import { settle, startCreate } from './support/creates.js';
 import { withSandboxWorker } from './support/worker.js';
 import { waitUntil } from '../scripts/wait-until.js';
 
@@ -118,24 +116,13 @@ describe('a namespace without the search attributes', () => {
         namespace: namespace,
       },
       async () => {
-        // The API passes the attributes it found registered (api/create-flow.ts).
-        const input = { ...createInput(), searchAttributes: report.registered };
-        input.resources = { ...input.resources, diskMib: 300 }; // the node refuses it
-        await api.stack.store.createSandbox({
-          id: input.sandboxId,
-          tenant: input.tenantId,
-          template: input.template,
-          resources: input.resources,
-          operationId: input.operationId,
-          deadlineMs: input.deadlineMs,
-        });
+        // The API passes the attributes it found registered (api/create-flow.ts); the node
+        // refuses a 300 MiB disk.
         const client = new Client({ connection, namespace });
-        const handle = await client.workflow.start<typeof createSandbox>('createSandbox', {
-          workflowId: input.operationId,
-          taskQueue,
-          args: [input],
-          typedSearchAttributes: operationSearchAttributes(input, 'create'),
-        });
+        const { handle, input } = await startCreate(
+          { store: api.stack.store, temporal: { client }, taskQueue },
+          { diskMib: 300, overrides: { searchAttributes: report.registered } },
+        );
         const outcome = await Promise.race([
           settle(handle.result()),
           new Promise<{ stuck: true }>((resolve) =>

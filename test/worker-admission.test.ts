@@ -24,7 +24,7 @@ import {
   type ApiStack,
   type OperationBody,
 } from './support/api.js';
-import { createInput, startCreate } from './support/creates.js';
+import { createInput, startCreate, storeSandbox } from './support/creates.js';
 
 let api: ApiStack;
 beforeAll(async () => {
@@ -79,15 +79,7 @@ async function notAdmitted(handle: WorkflowHandle): Promise<ApplicationFailure> 
 /** A sandbox stored for `tenant-a` as the API stores one (row first), not started. */
 async function storedSandbox(): Promise<CreateSandboxInput> {
   const input = createInput();
-  const stored = await api.stack.store.createSandbox({
-    id: input.sandboxId,
-    tenant: input.tenantId,
-    template: input.template,
-    resources: input.resources,
-    operationId: input.operationId,
-    deadlineMs: input.deadlineMs,
-  });
-  expect(stored.kind).toBe('created');
+  await storeSandbox(api.stack.store, input);
   return input;
 }
 

@@ -186,19 +186,21 @@ export async function startTopology(options: TopologyOptions = {}): Promise<Topo
     cleanups.push(async () => {
       await Promise.all(services.map((service) => service.stop()));
     });
+    // The load balancer reads its targets per connection: a replica that moves to another port
+    // (its own was taken, superviseService) is followed.
     const apiPorts = [await freePort(), await freePort()];
     for (const [i, port] of apiPorts.entries()) {
       services.push(
         superviseService(
           `api-${i + 1}`,
           'api/main.ts',
-          { ...apiTemporalEnv, ...env, KUBECONFIG: apiKubeconfigPath, PORT: String(port) },
+          { ...apiTemporalEnv, ...env, KUBECONFIG: apiKubeconfigPath },
           log,
+          { variable: 'PORT', port, path: '', moved: (next) => (apiPorts[i] = next) },
         ),
       );
     }
     for (const i of [1, 2]) {
-      const metricsPort = await freePort();
       services.push(
         superviseService(
           `worker-${i}`,
@@ -206,17 +208,16 @@ export async function startTopology(options: TopologyOptions = {}): Promise<Topo
           {
             ...workerTemporalEnv,
             ...env,
-            METRICS_PORT: String(metricsPort),
             ...(i === 2 ? { KUBECONFIG: proxiedKubeconfigPath } : {}),
           },
           log,
-          `http://127.0.0.1:${metricsPort}/metrics`,
+          { variable: 'METRICS_PORT', port: await freePort(), path: '/metrics' },
         ),
       );
     }
     const loadBalancer = await startTcpProxy(apiPorts, options.port ?? 0);
     cleanups.push(() => loadBalancer.close());
-    for (const port of apiPorts) await waitForReady(`http://127.0.0.1:${port}`, services);
+    for (const api of services.slice(0, 2)) await waitForReady(api, services);
     writeFileSync(join(dir, 'README'), 'the production topology (environments/topology)\n');
     return {
       url: `http://127.0.0.1:${loadBalancer.port}`,
@@ -255,44 +256,42 @@ interface SupervisedService extends ServiceProcess {
   recentOutput(): string;
 }
 
-/** Runs `node --import tsx <entry>` under the guard, starting it again 500 ms after it exits. */
+/**
+ * The port a supervised service listens on: picked by {@link freePort} before the service starts,
+ * so another process (a parallel test file) may take it first.
+ */
+interface ServicePort {
+  /** The environment variable that tells the service its port. */
+  variable: 'PORT' | 'METRICS_PORT';
+  port: number;
+  /** The path of the service's URL: `''` for an API, `/metrics` for a worker. */
+  path: string;
+  /** Called with the new port when the service moved (its port was taken). */
+  moved?: (port: number) => void;
+}
+
+/**
+ * Runs `node --import tsx <entry>` under the guard, starting it again 500 ms after it exits. A
+ * run that cannot listen on its port (its startup failure `cannot listen on port <n>`: another
+ * process took the port between {@link freePort} and the listen) is killed, since it would
+ * stay up without listening while that process answered in its place, and started again on a
+ * new free port, which `url` and `listen.moved` report. Any other restart keeps the port (the
+ * load balancer and the fault matrix reach a restarted replica where it was).
+ */
 function superviseService(
   name: string,
   entry: string,
   env: Record<string, string>,
   log: (line: string) => void,
-  url = `http://127.0.0.1:${env.PORT}`,
+  listen: ServicePort,
 ): SupervisedService {
   let current: GuardedProcess | undefined;
   let starts = 0;
   let stopped = false;
   let outputBefore = '';
-  const start = () => {
-    starts += 1;
-    // The guard runs a copy of this process's environment plus the service's settings.
-    const guarded = startGuarded(
-      name,
-      'env',
-      [
-        ...Object.entries(env).map(([k, v]) => `${k}=${v}`),
-        process.execPath,
-        '--import',
-        'tsx',
-        entry,
-      ],
-      (line) => log(`${name}: ${line}`),
-      REPO_ROOT,
-    );
-    current = guarded;
-    void guarded.exited.then(() => {
-      outputBefore = guarded.recentOutput() || outputBefore;
-      if (!stopped && current === guarded) {
-        log(`${name}: exited; starting it again`);
-        setTimeout(() => !stopped && start(), 500);
-      }
-    });
-  };
-  start();
+  let port = listen.port;
+  /** The current run found its port taken. */
+  let portTaken = false;
   const nodePid = (): number | undefined => {
     if (!current) return undefined;
     try {
@@ -306,14 +305,56 @@ function superviseService(
     }
     return undefined;
   };
+  const kill = () => {
+    const pid = nodePid();
+    if (pid) process.kill(pid, 'SIGKILL');
+  };
+  const start = () => {
+    starts += 1;
+    portTaken = false;
+    // The guard runs a copy of this process's environment plus the service's settings.
+    const guarded = startGuarded(
+      name,
+      'env',
+      [
+        ...Object.entries({ ...env, [listen.variable]: String(port) }).map(([k, v]) => `${k}=${v}`),
+        process.execPath,
+        '--import',
+        'tsx',
+        entry,
+      ],
+      (line) => {
+        log(`${name}: ${line}`);
+        // Its startup failure (config/startup-failure.ts, listenStep). The run does not exit by
+        // itself (its connections to Temporal and the store keep it alive): end it here.
+        if (!portTaken && line.includes(`cannot listen on port ${port}`)) {
+          portTaken = true;
+          kill();
+        }
+      },
+      REPO_ROOT,
+    );
+    current = guarded;
+    void guarded.exited.then(async () => {
+      outputBefore = guarded.recentOutput() || outputBefore;
+      if (stopped || current !== guarded) return;
+      if (portTaken) {
+        port = await freePort();
+        log(`${name}: its port was taken by another process; moving to ${port}`);
+        listen.moved?.(port);
+      }
+      log(`${name}: exited; starting it again`);
+      setTimeout(() => !stopped && start(), 500);
+    });
+  };
+  start();
   return {
     name,
-    url,
-    pid: nodePid,
-    kill() {
-      const pid = nodePid();
-      if (pid) process.kill(pid, 'SIGKILL');
+    get url() {
+      return `http://127.0.0.1:${port}${listen.path}`;
     },
+    pid: nodePid,
+    kill,
     starts: () => starts,
     recentOutput: () => current?.recentOutput() || outputBefore,
     async stop() {
@@ -327,15 +368,19 @@ function superviseService(
 const STARTS_BEFORE_GIVING_UP = 4;
 
 /**
- * Polls `<url>/readyz` until it answers 200 (the API checks Temporal, the store, the cluster).
+ * Polls the API's `<url>/readyz` until it answers 200 (the API checks Temporal, the store, the
+ * cluster). The URL is read at each poll: an API whose port was taken moves to another
+ * (superviseService), and a foreign answer there (another process's 404) lasts only until it has.
  * @throws Error after 180 s, or at once when a service has started
  *   {@link STARTS_BEFORE_GIVING_UP} times (it exits at start: a configuration error), with its
  *   last lines of output
  */
-async function waitForReady(url: string, services: SupervisedService[]): Promise<void> {
+async function waitForReady(api: SupervisedService, services: SupervisedService[]): Promise<void> {
   const deadlineAtMs = Date.now() + 180_000;
   let last = '';
+  let url = api.url;
   while (Date.now() < deadlineAtMs) {
+    url = api.url;
     const failing = services.find((service) => service.starts() >= STARTS_BEFORE_GIVING_UP);
     if (failing) {
       throw new Error(

@@ -21,7 +21,8 @@ export interface TcpProxy {
 }
 
 /**
- * Starts a proxy to `targets` (loopback ports), round robin.
+ * Starts a proxy to `targets` (loopback ports), round robin. The array is read at each
+ * connection, so a caller may change its entries (a replica that moved to another port).
  * @param port the port to listen on (default: a free one)
  */
 export async function startTcpProxy(targets: number[], port = 0): Promise<TcpProxy> {

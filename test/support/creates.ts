@@ -17,6 +17,7 @@ const PENDING_STARTED = 2;
 export {
   createInput,
   startCreate,
+  storeSandbox,
   type CreateTarget,
   type StartCreateOptions,
 } from '../../scripts/start-create.js';

@@ -78,7 +78,10 @@ export interface TestStackOptions {
    * More options of the worker's decider (activities/readiness-decider.ts), e.g. small pages
    * (default: the decider's).
    */
-  decider?: Pick<ReadinessDeciderOptions, 'reconcilePageSize' | 'podReadDelayMs'>;
+  decider?: Pick<
+    ReadinessDeciderOptions,
+    'reconcilePageSize' | 'podReadDelayMs' | 'otherWaitDelayMs'
+  >;
 }
 
 /** What a suite gets. */
