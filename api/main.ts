@@ -15,6 +15,7 @@ import { createLogger } from '../config/logger.js';
 import { onShutdownSignals } from '../config/shutdown-signals.js';
 import {
   listenStep,
+  exitAfterStartupFailure,
   reportStartupFailure,
   startupStep,
   storeStep,
@@ -125,5 +126,5 @@ async function main(): Promise<void> {
 
 main().catch((err: unknown) => {
   reportStartupFailure({ role: 'api', err, logger });
-  process.exitCode = 1;
+  exitAfterStartupFailure();
 });

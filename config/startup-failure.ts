@@ -141,6 +141,21 @@ export function reportStartupFailure(report: StartupFailureReport): void {
   (report.stderr ?? process.stderr).write(`${startupFailureLine(report.role, err)}\n`);
 }
 
+/** How long a failed process waits for its last lines to be written before it exits, in ms. */
+export const STARTUP_FAILURE_EXIT_GRACE_MS = 500;
+
+/**
+ * Ends a process whose start failed with exit code 1. What the start opened before it failed (a
+ * PostgreSQL pool and its LISTEN connection, the Temporal connection, timers) would otherwise
+ * keep it running, and a supervisor (systemd, Kubernetes, environments/topology/) restarts only
+ * a process that exits. The exit comes after {@link STARTUP_FAILURE_EXIT_GRACE_MS}, or earlier
+ * when nothing keeps the event loop alive.
+ */
+export function exitAfterStartupFailure(graceMs = STARTUP_FAILURE_EXIT_GRACE_MS): void {
+  process.exitCode = 1;
+  setTimeout(() => process.exit(1), graceMs).unref();
+}
+
 /** The message; an AggregateError's (pg's connect to several addresses) is its errors'. */
 function errorMessage(err: unknown): string {
   if (err instanceof AggregateError && !err.message) {

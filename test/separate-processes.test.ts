@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freshPostgresTarget } from './support/store.js';
 import { freePort } from '../config/free-port.js';
 import { startTestStack, type TestStack } from './support/stack.js';
 import { waitUntil } from '../scripts/wait-until.js';
@@ -214,6 +215,32 @@ describe('starting and stopping the separate processes', () => {
     // Its other lines are JSON (off a terminal), but not the failed start.
     expect(second.output()).not.toContain('"level":60');
   }, 180_000);
+
+  // PostgreSQL only (.ci/run sets TEST_DATABASE_URL): its pool and LISTEN connection stay open
+  // after a failed listen, and kept such an API running while a supervisor waited for an exit
+  // that never came (the production topology, environments/topology/index.ts).
+  it.skipIf(!process.env.TEST_DATABASE_URL)(
+    'a second npm run api on a taken PORT exits 1 with a PostgreSQL store too',
+    async () => {
+      const target = await freshPostgresTarget(process.env.TEST_DATABASE_URL!);
+      try {
+        const port = new URL(apiUrl).port;
+        const second = run('api/main.ts', {
+          TEMPORAL_ADDRESS: stack.temporal.address,
+          TEMPORAL_TASK_QUEUE: stack.taskQueue,
+          DATABASE_URL: target.options.databaseUrl!,
+          ALLOW_DEV_TOKEN: 'true',
+          PORT: port,
+          LOG_FORMAT: '',
+        });
+        expect(await second.exited, second.output()).toBe(1);
+        expect(second.output()).toMatch(/^api failed to start: PORT: cannot listen on port/m);
+      } finally {
+        await target.dispose();
+      }
+    },
+    180_000,
+  );
 
   it('SIGTERM drains the worker: worker stopping, then worker stopped, exit 0', async () => {
     worker.child.kill('SIGTERM');

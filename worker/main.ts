@@ -13,6 +13,7 @@ import { createLogger } from '../config/logger.js';
 import { onShutdownSignals } from '../config/shutdown-signals.js';
 import {
   kubernetesStep,
+  exitAfterStartupFailure,
   reportStartupFailure,
   startupStep,
   storeStep,
@@ -96,5 +97,5 @@ main().catch((err: unknown) => {
   // After the start, a failure (the worker's run ends in error) is a log line like any other.
   if (served) logger.fatal({ err }, 'worker failed');
   else reportStartupFailure({ role: 'worker', err, logger });
-  process.exitCode = 1;
+  exitAfterStartupFailure();
 });
