@@ -577,6 +577,10 @@ describe('simulated cluster: request log, wire format and kubectl support', () =
       `DELETE ${PODS}/absent 404`,
     ]);
     expect(seen({ verb: 'delete', status: 404 })).toEqual([`DELETE ${PODS}/absent 404`]);
+    expect(seen({ verb: ['create', 'delete'], name: ['q2', 'absent'] })).toEqual([
+      'POST /api/v1/namespaces/other/pods 201',
+      `DELETE ${PODS}/absent 404`,
+    ]);
     expect(sim.requestsWhere({ verb: 'delete', name: 'q1' }).map((r) => r.deleteOptions)).toEqual([
       { preconditions: { uid: created.metadata?.uid } },
     ]);

@@ -140,7 +140,7 @@ async function handle(ctx: ApiServerContext, req: IncomingMessage, res: ServerRe
     const body =
       method === 'POST' || method === 'PUT' || method === 'DELETE' ? await readBody(req) : '';
     if ((method === 'POST' || method === 'PUT') && body) record.bodyName = nameInBody(body);
-    if (record.verb === 'create' && record.bodyName) record.name = record.bodyName;
+    if (record.verb === 'create' && record.bodyName) record.name ??= record.bodyName;
     if (method === 'DELETE' && body) {
       try {
         record.deleteOptions = JSON.parse(body) as unknown;

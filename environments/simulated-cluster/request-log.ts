@@ -126,8 +126,8 @@ export interface RequestQuery {
   resource?: string | readonly string[];
   /** The path's namespace, e.g. `'sandboxes'` (a cluster-wide request has none). */
   namespace?: string;
-  /** The object's name (a create's: its body's `metadata.name`). */
-  name?: string;
+  /** The object's name (a create's: its body's `metadata.name`), or any of several. */
+  name?: string | readonly string[];
   /** The HTTP status sent, e.g. 201; 0 for a request not answered yet. */
   status?: number;
   /** Arrived at or after this time, epoch ms (`at >= since`). */
@@ -158,7 +158,8 @@ export function requestsWhere(
         (query.resource === undefined ||
           (request.resource !== undefined && oneOf<string>(request.resource, query.resource))) &&
         (query.namespace === undefined || request.namespace === query.namespace) &&
-        (query.name === undefined || request.name === query.name) &&
+        (query.name === undefined ||
+          (request.name !== undefined && oneOf<string>(request.name, query.name))) &&
         (query.status === undefined || request.status === query.status) &&
         (query.since === undefined || request.at >= query.since),
     );
