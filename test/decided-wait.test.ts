@@ -47,12 +47,12 @@ describe('a decided readiness wait', () => {
     expect(decided, 'the decider failed the wait').toBeDefined();
     const decidedAt = decided?.time as number;
     await new Promise((resolve) => setTimeout(resolve, POD_READ_DELAY_MS + 1_500));
-    const readsAfter = stack.cluster.requests.filter(
-      (request) =>
-        request.method === 'GET' &&
-        request.path.endsWith(`/pods/${podName}`) &&
-        request.at >= decidedAt,
-    );
+    const readsAfter = stack.cluster.requestsWhere({
+      verb: 'get',
+      resource: 'pods',
+      name: podName,
+      since: decidedAt,
+    });
     expect(
       readsAfter.map((request) => `${request.status} ${request.path}`),
       'GETs of the pod after the decision',
