@@ -118,6 +118,17 @@ export function placementOfPodName(
 }
 
 /**
+ * The placement a pod says it is, from the placement annotation {@link sandboxPod} writes from
+ * the second placement on. Read by the readiness wait (kubernetes/pod-wait.ts) and the orphan
+ * sweeper's pod list (kubernetes/pods.ts, `listSandboxPods`).
+ * @returns 1 when the annotation is absent (placement 1 has none), else `Number()` of its value:
+ *   NaN when malformed (`'abc'`; NaN is neither above 1 nor below any placement), 0 when empty
+ */
+export function placementOf(pod: V1Pod): number {
+  return Number(pod.metadata?.annotations?.[POD_ANNOTATIONS.placement] ?? '1');
+}
+
+/**
  * Builds the pod manifest for one sandbox generation. Requests equal limits: cpu as the
  * canonical Kubernetes quantity (`"2"`, `"500m"`: contract/cpu.ts), memory and ephemeral
  * storage in `Mi`. The securityContext is {@link sandboxPodSecurity} and

@@ -7,7 +7,7 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import type { WaitPlacement } from '../contract/index.js';
 import type { PodRef } from './pods.js';
-import { POD_ANNOTATIONS, POD_LABELS } from './pod-spec.js';
+import { POD_ANNOTATIONS, POD_LABELS, placementOf } from './pod-spec.js';
 
 /** The readiness wait a pod names: its workflow, the pod, and a re-placing wait's policy. */
 export interface PodWait {
@@ -35,7 +35,7 @@ export function podWaitOf(pod: V1Pod): PodWait | undefined {
     workflowId,
     pod: { name: pod.metadata?.name ?? '', uid },
     ...(sandboxId ? { sandboxId } : {}),
-    ...placementOf(annotations),
+    ...waitPlacementOf(pod),
   };
 }
 
@@ -44,14 +44,13 @@ export function podWaitOf(pod: V1Pod): PodWait | undefined {
  * replace-on annotation, and unschedulable ends the wait from the second placement on (as the
  * workflow passes it to the wait activity: workflows/create-sandbox.ts).
  */
-function placementOf(annotations: Record<string, string>): { placement?: WaitPlacement } {
-  const codes = annotations[POD_ANNOTATIONS.replaceOn];
+function waitPlacementOf(pod: V1Pod): { placement?: WaitPlacement } {
+  const codes = pod.metadata?.annotations?.[POD_ANNOTATIONS.replaceOn];
   if (codes === undefined) return {};
-  const placement = Number(annotations[POD_ANNOTATIONS.placement] ?? '1');
   return {
     placement: {
       replaceOn: codes.split(',').filter((code) => code.length > 0),
-      endOnUnschedulable: placement > 1,
+      endOnUnschedulable: placementOf(pod) > 1,
     },
   };
 }

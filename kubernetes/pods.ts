@@ -7,6 +7,7 @@ import {
   MANAGED_BY,
   POD_ANNOTATIONS,
   POD_LABELS,
+  placementOf,
   podNameFor,
   sandboxPod,
   type SandboxPodInput,
@@ -100,7 +101,7 @@ export interface SandboxPod extends PodRef {
   sandboxId: string;
   /** From the generation annotation; NaN when missing or malformed. */
   generation: number;
-  /** From the placement annotation (absent: 1, as placement 1 has none); NaN when malformed. */
+  /** The placement annotation as {@link placementOf} reads it (absent: 1; NaN when malformed). */
   placement: number;
   /** `metadata.creationTimestamp`. */
   createdAt?: Date;
@@ -165,7 +166,7 @@ export async function listManagedPods(
         resourceVersion: pod.metadata?.resourceVersion,
         sandboxId,
         generation: Number(pod.metadata?.annotations?.[POD_ANNOTATIONS.generation] ?? NaN),
-        placement: Number(pod.metadata?.annotations?.[POD_ANNOTATIONS.placement] ?? 1),
+        placement: placementOf(pod),
         createdAt: created ? new Date(created) : undefined,
         terminating: Boolean(pod.metadata?.deletionTimestamp),
       },

@@ -42,9 +42,7 @@ afterEach(() => {
 
 /** The API's cluster checks (api/readiness.ts: one SelfSubjectReview each) since `sinceMs`. */
 function clusterChecksSince(sinceMs: number) {
-  return api.stack.cluster.requests.filter(
-    (r) => r.at >= sinceMs && r.path.endsWith('/selfsubjectreviews'),
-  );
+  return api.stack.cluster.requestsWhere({ resource: 'selfsubjectreviews', since: sinceMs });
 }
 
 /**

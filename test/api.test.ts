@@ -29,11 +29,13 @@ afterAll(async () => {
   await api?.stop();
 });
 
-const podPath = /\/api\/v1\/namespaces\/sandboxes\/pods\/[^/]+$/;
 function podDeletes(podName: string) {
-  return api.stack.cluster.requests.filter(
-    (r) => r.method === 'DELETE' && podPath.test(r.path) && r.path.endsWith(`/${podName}`),
-  );
+  return api.stack.cluster.requestsWhere({
+    verb: 'delete',
+    resource: 'pods',
+    namespace: 'sandboxes',
+    name: podName,
+  });
 }
 
 async function createAsync(diskMib: number, app = api.app, who = api.tenantA) {

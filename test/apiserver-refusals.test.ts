@@ -59,15 +59,16 @@ async function denyPods(...verbs: string[]): Promise<void> {
 }
 
 function podCreates(since: number) {
-  return api.stack.cluster.requests.filter(
-    (r) => r.method === 'POST' && r.path.endsWith('/pods') && r.at >= since,
-  );
+  return api.stack.cluster.requestsWhere({ verb: 'create', resource: 'pods', since });
 }
 
 /** The requests the apiserver saw for the sandbox's pod by name: compensation's lookups and deletes. */
 function podRequests(sandboxId: string) {
-  const path = `/pods/${podNameFor(sandboxId, 1)}`;
-  return api.stack.cluster.requests.filter((r) => r.path.endsWith(path));
+  return api.stack.cluster.requestsWhere({
+    verb: ['get', 'update', 'patch', 'delete'],
+    resource: 'pods',
+    name: podNameFor(sandboxId, 1),
+  });
 }
 
 /** Milliseconds from the operation's creation to its last update (when it was done). */

@@ -20,9 +20,7 @@ afterEach(async () => {
 });
 
 function podDeletes(): number {
-  return (stack as TestStack).cluster.requests.filter(
-    (request) => request.method === 'DELETE' && /\/pods\/[^/]+$/.test(request.path),
-  ).length;
+  return (stack as TestStack).cluster.requestsWhere({ verb: 'delete', resource: 'pods' }).length;
 }
 
 /** The sandbox's execution rows, read straight from the database. */

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { afterEach, describe, expect, it } from 'vitest';
+import type { RequestQuery } from '../environments/simulated-cluster/index.js';
 import { FailureCodeKey, CreatePhaseKey } from '../temporal/search-attribute-keys.js';
 import { freePort } from '../config/free-port.js';
 import { startCreate, settle } from './support/creates.js';
@@ -24,14 +25,10 @@ afterEach(async () => {
   stack = undefined;
 });
 
-function requests(method: string, suffix: RegExp) {
-  return (stack as TestStack).cluster.requests.filter(
-    (request) => request.method === method && suffix.test(request.path),
-  );
-}
-const podDeletes = () => requests('DELETE', /\/pods\/[^/]+$/);
-const podCreates = () => requests('POST', /\/pods$/);
-const podLists = () => requests('GET', /\/pods$/).filter((request) => !request.watch);
+const requestsWhere = (query: RequestQuery) => (stack as TestStack).cluster.requestsWhere(query);
+const podDeletes = () => requestsWhere({ verb: 'delete', resource: 'pods' });
+const podCreates = () => requestsWhere({ verb: 'create', resource: 'pods' });
+const podLists = () => requestsWhere({ verb: 'list', resource: 'pods' });
 
 /** Resolves once the create's phase is `waiting_for_ip` (its readiness wait is scheduled). */
 async function waitingForIp(handle: {
@@ -138,7 +135,7 @@ describe('createSandbox workflow', () => {
     const { handle } = await startCreate(stack, { diskMib: 300 });
     const failure = applicationFailureOf((await settle(handle.result())).error);
     expect(failure.type).toBe('InvalidRequest');
-    const eventsWatches = requests('GET', /\/events$/).filter((request) => request.watch);
+    const eventsWatches = requestsWhere({ verb: 'watch', resource: 'events' });
     expect(eventsWatches.map((request) => request.status).slice(0, 3)).toEqual([200, 429, 200]);
     const [, refused, reopened] = eventsWatches;
     expect((reopened?.at ?? 0) - (refused?.at ?? 0)).toBeGreaterThanOrEqual(1_000);

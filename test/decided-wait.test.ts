@@ -48,12 +48,12 @@ describe('a decided readiness wait', () => {
     const decidedAt = decided?.time as number;
     // A sleep: that no read comes after the decision is what is proved, past the read delay.
     await new Promise((resolve) => setTimeout(resolve, POD_READ_DELAY_MS + 1_500));
-    const readsAfter = stack.cluster.requests.filter(
-      (request) =>
-        request.method === 'GET' &&
-        request.path.endsWith(`/pods/${podName}`) &&
-        request.at >= decidedAt,
-    );
+    const readsAfter = stack.cluster.requestsWhere({
+      verb: 'get',
+      resource: 'pods',
+      name: podName,
+      since: decidedAt,
+    });
     expect(
       readsAfter.map((request) => `${request.status} ${request.path}`),
       'GETs of the pod after the decision',

@@ -144,9 +144,11 @@ describe('expiry', () => {
     expect(done.status).toBe('succeeded');
     // Not before its time.
     expect(Date.parse(done.created_at)).toBeGreaterThanOrEqual(expireAtMs);
-    const podDeletes = api.stack.cluster.requests.filter(
-      (r) => r.method === 'DELETE' && r.path.endsWith(`/pods/${sandbox.pod.name}`),
-    );
+    const podDeletes = api.stack.cluster.requestsWhere({
+      verb: 'delete',
+      resource: 'pods',
+      name: sandbox.pod.name as string,
+    });
     expect(podDeletes.map((r) => r.deleteOptions)).toContainEqual(
       expect.objectContaining({ preconditions: { uid: sandbox.pod.uid } }),
     );

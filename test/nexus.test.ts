@@ -235,9 +235,11 @@ describe('the sandbox Nexus service', () => {
     await waitUntil(
       async () => (await stack.store.getSandbox(tenant, sandboxId!))?.state === 'failed',
     );
-    const deletes = stack.cluster.requests.filter(
-      (r) => r.method === 'DELETE' && r.path.endsWith(`/pods/${podName}`),
-    );
+    const deletes = stack.cluster.requestsWhere({
+      verb: 'delete',
+      resource: 'pods',
+      name: podName,
+    });
     expect(deletes.length).toBeGreaterThanOrEqual(1);
     const pods = await stack.kubernetes.core.listNamespacedPod({ namespace: stack.namespace });
     expect(pods.items.map((pod) => pod.metadata?.name)).not.toContain(podName);

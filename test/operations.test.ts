@@ -29,15 +29,14 @@ afterAll(async () => {
   await api?.stop();
 });
 
-const podPath = /\/api\/v1\/namespaces\/sandboxes\/pods\/[^/]+$/;
 /** DELETEs of pods the simulated apiserver has answered, by status. */
 function podDeletes(status?: number) {
-  return api.stack.cluster.requests.filter(
-    (r) =>
-      r.method === 'DELETE' &&
-      podPath.test(r.path) &&
-      (status === undefined || (r as { status?: number }).status === status),
-  ).length;
+  return api.stack.cluster.requestsWhere({
+    verb: 'delete',
+    resource: 'pods',
+    namespace: 'sandboxes',
+    status,
+  }).length;
 }
 
 async function createAsync(diskMib: number, headers: Record<string, string> = {}) {

@@ -118,7 +118,7 @@ describe('orphan pod sweeper', () => {
     expect(left).not.toContain(deleted.pod.name);
 
     // Deleted with the uid precondition, once; a second sweep finds nothing more.
-    const deletes = stack.cluster.requests.filter((r) => r.method === 'DELETE');
+    const deletes = stack.cluster.requestsWhere({ verb: ['delete', 'deletecollection'] });
     expect(deletes).toHaveLength(2);
     expect((await sweepOrphanPods({ ...stack, graceMs: 0 })).deleted).toEqual([]);
   });
@@ -177,14 +177,15 @@ describe('orphan pod sweeper', () => {
     const waiting = await replacedSandbox({ recorded: 2, running: false });
     // Placement 2's pod made but not recorded yet: its create may be about to record it.
     const recording = await replacedSandbox({ recorded: 1, running: false });
-    const deletesBefore = stack.cluster.requests.filter((r) => r.method === 'DELETE').length;
+    const beforeSweep = stack.cluster.requestMark();
 
     const sweep = await sweepOrphanPods({ ...stack, graceMs: 0 });
     expect(sweep.deleted.sort()).toEqual([running.placement1.name, waiting.placement1.name].sort());
     expect(sweep.lost).not.toContain(running.id);
-    const deletes = stack.cluster.requests
-      .filter((r) => r.method === 'DELETE')
-      .slice(deletesBefore);
+    const deletes = stack.cluster.requestsWhere({
+      verb: ['delete', 'deletecollection'],
+      after: beforeSweep,
+    });
     expect(deletes.map((r) => [r.path.split('/').pop(), r.deleteOptions])).toEqual(
       expect.arrayContaining(
         [running.placement1, waiting.placement1].map((pod) => [
@@ -420,9 +421,11 @@ describe('the orphan sweeper and warm pool pods', () => {
     expect(sweep.deleted).toContain(dropped.name);
     expect(sweep.deleted).not.toContain(kept.name);
     expect(sweep.deleted).not.toContain(planted.name);
-    const deletes = stack.cluster.requests.filter(
-      (r) => r.method === 'DELETE' && r.path.endsWith(`/pods/${dropped.name}`),
-    );
+    const deletes = stack.cluster.requestsWhere({
+      verb: 'delete',
+      resource: 'pods',
+      name: dropped.name,
+    });
     expect(deletes).toHaveLength(1);
     expect(deletes[0]?.deleteOptions).toMatchObject({
       preconditions: { uid: dropped.uid, resourceVersion: expect.any(String) },

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { placementOfPodName, sandboxPod, podNameFor } from '../kubernetes/pod-spec.js';
+import { placementOf, placementOfPodName, sandboxPod, podNameFor } from '../kubernetes/pod-spec.js';
 import { classifyRefusal, nodeRefusal, type EventLike } from '../kubernetes/refusal.js';
 import { nodeAffinityAllows, nodeLabels } from '../environments/simulated-cluster/scheduling.js';
 
@@ -104,6 +104,18 @@ describe('the pod of a placement', () => {
     });
     expect(nodeAffinityAllows(pod.spec, nodeLabels('node-a'))).toBe(false);
     expect(nodeAffinityAllows(pod.spec, nodeLabels('node-c'))).toBe(true);
+  });
+
+  it('reads the placement back from the annotation: absent 1, malformed NaN', () => {
+    expect(placementOf(sandboxPod(input))).toBe(1);
+    expect(placementOf(sandboxPod({ ...input, placement: 3 }))).toBe(3);
+    expect(placementOf({})).toBe(1);
+    const annotated = (value: string) => ({
+      metadata: { annotations: { 'durable-sandbox.dev/placement': value } },
+    });
+    expect(placementOf(annotated('2'))).toBe(2);
+    expect(placementOf(annotated('two'))).toBeNaN();
+    expect(placementOf(annotated(''))).toBe(0);
   });
 
   it('reads the placement back from a pod name, and only from its own generation', () => {

@@ -167,9 +167,7 @@ describe('the asynchronous readiness wait under attack', () => {
       failure: { code: 'cancelled' },
     });
     expect(
-      stack.cluster.requests.filter(
-        (request) => request.method === 'DELETE' && request.path.endsWith(`/pods/${podName}`),
-      ),
+      stack.cluster.requestsWhere({ verb: 'delete', resource: 'pods', name: podName }),
     ).toHaveLength(1);
     expect(await stack.store.listWaitingPods({ limit: 10 })).toEqual([]);
   }, 180_000);

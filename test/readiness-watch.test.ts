@@ -11,6 +11,7 @@ import { awaitPodReady, podOutcome, type ReadinessOutcome } from '../kubernetes/
 import { SandboxInformers, type SandboxInformersOptions } from '../kubernetes/sandbox-informers.js';
 import {
   SimulatedCluster,
+  type RequestVerb,
   type SimulatedClusterOptions,
 } from '../environments/simulated-cluster/index.js';
 import { waitUntil } from '../scripts/wait-until.js';
@@ -78,11 +79,9 @@ function wait(pod: PodRef, signal: AbortSignal = AbortSignal.timeout(60_000)) {
   return awaitPodReady({ informers: informers as SandboxInformers, pod, signal });
 }
 
-function reads(resource: 'pods' | 'events') {
-  return cluster.requests.filter(
-    (request) =>
-      request.method === 'GET' && request.path === `/api/v1/namespaces/${NAMESPACE}/${resource}`,
-  );
+/** The reads of a whole collection in the namespace: lists and watches, or the verb given. */
+function reads(resource: 'pods' | 'events', verb: RequestVerb | RequestVerb[] = ['list', 'watch']) {
+  return cluster.requestsWhere({ verb, resource, namespace: NAMESPACE });
 }
 
 /**
@@ -99,11 +98,9 @@ function expectInformersOnly({ lists = 1 } = {}): void {
     expect(request.query.labelSelector).toBe('durable-sandbox.dev/sandbox-id');
     if (request.watch) expect(request.query).toMatchObject({ allowWatchBookmarks: 'true' });
   }
-  expect(reads('events').filter((r) => !r.watch)).toHaveLength(lists);
-  expect(reads('pods').filter((r) => !r.watch)).toHaveLength(lists);
-  const singleReads = cluster.requests.filter(
-    (r) => r.method === 'GET' && /\/(pods|events)\/[^/]+$/.test(r.path),
-  );
+  expect(reads('events', 'list')).toHaveLength(lists);
+  expect(reads('pods', 'list')).toHaveLength(lists);
+  const singleReads = cluster.requestsWhere({ verb: 'get', resource: ['pods', 'events'] });
   expect(singleReads).toHaveLength(0);
 }
 
@@ -136,12 +133,12 @@ describe('readiness wait over the informers', () => {
     const pod = await newPod(300);
     cluster.node.recordSandboxFailure(NAMESPACE, pod.name, INVALID_ARGUMENT_MESSAGE);
     await waitUntil(() => (informers as SandboxInformers).cachedEvents(pod.uid).length === 1);
-    const before = cluster.requests.length;
+    const mark = cluster.requestMark();
     expect(await wait(pod)).toMatchObject({
       outcome: 'refused',
       reason: expect.stringContaining('451 MiB'),
     });
-    expect(cluster.requests.length).toBe(before);
+    expect(cluster.requestsWhere({ after: mark })).toEqual([]);
     expectInformersOnly();
   });
 
@@ -241,9 +238,7 @@ describe('readiness wait over the informers', () => {
       outcome: 'podFailed',
       reason: expect.stringContaining('no longer exists'),
     });
-    const podGets = cluster.requests.filter(
-      (r) => r.method === 'GET' && r.path.endsWith(`/pods/${pod.name}`),
-    );
+    const podGets = cluster.requestsWhere({ verb: 'get', resource: 'pods', name: pod.name });
     expect(podGets).toHaveLength(1);
   });
 

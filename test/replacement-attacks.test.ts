@@ -19,7 +19,6 @@ const NAMESPACE = 'sandboxes';
 const REPLACING_TEMPLATES: Record<string, TemplateConfig> = {
   base: { ...DEFAULT_TEMPLATES.base!, replace_on: ['ResourceExhausted'], max_placements: 3 },
 };
-const PODS = `/api/v1/namespaces/${NAMESPACE}/pods`;
 
 let stack: TestStack | undefined;
 afterEach(async () => {
@@ -58,7 +57,8 @@ describe('re-placement under attack', () => {
     const base = `${input.sandboxId.replace(/_/g, '-')}-g1`;
     // Once the first placement's pod exists, the apiserver turns slow (4 s before each answer):
     // the second placement's POST, sent after the refusal, is in flight for 4 s.
-    const podPosts = () => cluster.requests.filter((r) => r.method === 'POST' && r.path === PODS);
+    const podPosts = () =>
+      cluster.requestsWhere({ verb: 'create', resource: 'pods', namespace: NAMESPACE });
     await waitUntil(() => (podPosts()[0]?.status ?? 0) > 0, { timeoutMs: 90_000 });
     cluster.faults.delayResponses(4_000);
     await waitUntil(() => podPosts().length === 2, { timeoutMs: 90_000 });
@@ -74,7 +74,7 @@ describe('re-placement under attack', () => {
     const second = (await stack.store.getSandboxById(input.sandboxId))?.pod;
     expect(second?.name).toBe(`${base}-p2`);
     const deletesOf = (name: string) =>
-      cluster.requests.filter((r) => r.method === 'DELETE' && r.path === `${PODS}/${name}`);
+      cluster.requestsWhere({ verb: 'delete', resource: 'pods', namespace: NAMESPACE, name });
     expect(deletesOf(`${base}-p2`).map((r) => r.deleteOptions)).toContainEqual(
       expect.objectContaining({ preconditions: { uid: second?.uid } }),
     );

@@ -39,9 +39,12 @@ const podsOf = (sandboxId: string) => suite.podsOf(sandboxId);
 
 /** The DELETEs of a pod the simulated apiserver served, with the DeleteOptions sent. */
 function podDeletes(podName: string) {
-  return api.stack.cluster.requests.filter(
-    (r) => r.method === 'DELETE' && r.path === `/api/v1/namespaces/sandboxes/pods/${podName}`,
-  );
+  return api.stack.cluster.requestsWhere({
+    verb: 'delete',
+    resource: 'pods',
+    namespace: 'sandboxes',
+    name: podName,
+  });
 }
 
 /** `durable_sandbox_replacements_total{template, code}` of the worker's registry now. */
@@ -54,9 +57,11 @@ async function replacementsCounted(template: string, code: string): Promise<numb
 }
 
 function podCreates() {
-  return api.stack.cluster.requests.filter(
-    (r) => r.method === 'POST' && r.path === '/api/v1/namespaces/sandboxes/pods',
-  ).length;
+  return api.stack.cluster.requestsWhere({
+    verb: 'create',
+    resource: 'pods',
+    namespace: 'sandboxes',
+  }).length;
 }
 
 describe('re-placement on the simulated cluster', () => {

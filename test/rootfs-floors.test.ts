@@ -60,9 +60,8 @@ function post(app: Express, template: string, diskMib: number, route = '/v1/sand
 }
 
 const podCreates = () =>
-  api.stack.cluster.requests.filter(
-    (r) => r.method === 'POST' && /\/api\/v1\/namespaces\/sandboxes\/pods$/.test(r.path),
-  ).length;
+  api.stack.cluster.requestsWhere({ verb: 'create', resource: 'pods', namespace: 'sandboxes' })
+    .length;
 
 /** The ids of the create workflows visibility lists for this suite's tenant and a template. */
 async function workflowsOf(template: string): Promise<string[]> {

@@ -396,7 +396,7 @@ describe('simulated cluster: watches through client-node', () => {
     const next = await openWatch<CoreV1Event>(kc, EVENTS, query);
     await vi.waitFor(() => expect(next.seen.map((e) => e.type)).toEqual(['ADDED']), WAIT);
     next.controller.abort();
-    expect(sim.requests.filter((r) => r.watch).map((r) => r.status)).toEqual([429, 200]);
+    expect(sim.requestsWhere({ verb: 'watch' }).map((r) => r.status)).toEqual([429, 200]);
   });
 
   it('sends a Kubernetes Status body with a faulted watch', async () => {
@@ -526,6 +526,89 @@ describe('simulated cluster: request log, wire format and kubectl support', () =
       watch: true,
     });
     expect(typeof watch?.at).toBe('number');
+  });
+
+  it('answers requestsWhere with exactly the requests of the verb, resource, namespace, name, status and time asked', async () => {
+    const { sim, kc, core } = await start({ startupDelayMs: 60_000 });
+    const created = await core.createNamespacedPod({ namespace: NS, body: sandboxPod('q1', 2048) });
+    await core.createNamespacedPod({ namespace: 'other', body: sandboxPod('q2', 2048) });
+    await core.readNamespacedPod({ namespace: NS, name: 'q1' });
+    await core.listNamespacedPod({ namespace: NS });
+    const pods = await openWatch(kc, PODS, {});
+    await vi.waitFor(() => expect(sim.openWatches('pods')).toBe(1), WAIT);
+    pods.controller.abort();
+    const mark = sim.requestMark();
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    const afterMark = Date.now();
+    const unconditional = { ...created, metadata: { ...created.metadata, resourceVersion: '' } };
+    await core.replaceNamespacedPod({ namespace: NS, name: 'q1', body: unconditional });
+    await core.listNamespacedEvent({ namespace: NS });
+    await fetch(`${sim.url}${PODS}/q1/status`);
+    await fetch(`${sim.url}/version`);
+    await core.deleteNamespacedPod({
+      namespace: NS,
+      name: 'q1',
+      body: { preconditions: { uid: created.metadata?.uid } },
+    });
+    await apiError(core.deleteNamespacedPod({ namespace: NS, name: 'absent' }));
+
+    const seen = (query: Parameters<SimulatedCluster['requestsWhere']>[0]) =>
+      sim
+        .requestsWhere(query)
+        .map((r) => `${r.method} ${r.path}${r.watch ? ' watch' : ''} ${r.status}`);
+    expect(seen({ verb: 'create', resource: 'pods' })).toEqual([
+      `POST ${PODS} 201`,
+      'POST /api/v1/namespaces/other/pods 201',
+    ]);
+    expect(seen({ verb: 'create', resource: 'pods', namespace: NS })).toEqual([`POST ${PODS} 201`]);
+    expect(seen({ verb: 'create', name: 'q2' })).toEqual([
+      'POST /api/v1/namespaces/other/pods 201',
+    ]);
+    expect(seen({ verb: 'get', resource: 'pods', name: 'q1' })).toEqual([`GET ${PODS}/q1 200`]);
+    expect(seen({ verb: 'list', resource: 'pods' })).toEqual([`GET ${PODS} 200`]);
+    expect(seen({ verb: 'watch' })).toEqual([`GET ${PODS} watch 200`]);
+    expect(seen({ verb: ['list', 'watch'], resource: ['pods', 'events'], namespace: NS })).toEqual([
+      `GET ${PODS} 200`,
+      `GET ${PODS} watch 200`,
+      `GET ${EVENTS} 200`,
+    ]);
+    expect(seen({ verb: 'update', resource: 'pods', name: 'q1' })).toEqual([`PUT ${PODS}/q1 200`]);
+    expect(seen({ resource: 'pods/status' })).toEqual([`GET ${PODS}/q1/status 404`]);
+    expect(seen({ verb: 'delete', resource: 'pods', namespace: NS })).toEqual([
+      `DELETE ${PODS}/q1 200`,
+      `DELETE ${PODS}/absent 404`,
+    ]);
+    expect(seen({ verb: 'delete', status: 404 })).toEqual([`DELETE ${PODS}/absent 404`]);
+    expect(seen({ verb: ['create', 'delete'], name: ['q2', 'absent'] })).toEqual([
+      'POST /api/v1/namespaces/other/pods 201',
+      `DELETE ${PODS}/absent 404`,
+    ]);
+    expect(sim.requestsWhere({ verb: 'delete', name: 'q1' }).map((r) => r.deleteOptions)).toEqual([
+      { preconditions: { uid: created.metadata?.uid } },
+    ]);
+    // A non-resource request has the method as its verb and no resource.
+    expect(seen({ verb: 'get' })).toEqual([
+      `GET ${PODS}/q1 200`,
+      `GET ${PODS}/q1/status 404`,
+      'GET /version 200',
+    ]);
+    expect(seen({ after: mark })).toEqual(seen({ since: afterMark }));
+    expect(seen({ after: mark })).toEqual([
+      `PUT ${PODS}/q1 200`,
+      `GET ${EVENTS} 200`,
+      `GET ${PODS}/q1/status 404`,
+      'GET /version 200',
+      `DELETE ${PODS}/q1 200`,
+      `DELETE ${PODS}/absent 404`,
+    ]);
+    expect(sim.requestsWhere({ verb: 'delete', after: sim.requestMark() })).toEqual([]);
+    expect(sim.requestsWhere()).toEqual(sim.requests);
+    expect(sim.requests[0]).toMatchObject({
+      verb: 'create',
+      resource: 'pods',
+      namespace: NS,
+      name: 'q1',
+    });
   });
 
   it('rejects an unsupported field selector with 400 BadRequest', async () => {

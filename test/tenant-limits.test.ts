@@ -67,9 +67,8 @@ function create(app: Express, who: TestTenant, body: object = createBody(2048), 
 }
 
 const podCreates = () =>
-  api.stack.cluster.requests.filter(
-    (r) => r.method === 'POST' && /\/api\/v1\/namespaces\/sandboxes\/pods$/.test(r.path),
-  ).length;
+  api.stack.cluster.requestsWhere({ verb: 'create', resource: 'pods', namespace: 'sandboxes' })
+    .length;
 
 /** The create workflows visibility lists for the tenant. */
 async function createWorkflowsOf(tenant: string): Promise<string[]> {

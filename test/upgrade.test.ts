@@ -83,9 +83,6 @@ describe('upgrade with creates in flight', () => {
     if (dataDir) rmSync(dataDir, { recursive: true, force: true });
   });
 
-  const requests = (method: string, path: RegExp) =>
-    cluster.requests.filter((r) => r.method === method && !r.watch && path.test(r.path));
-
   it('finishes creates the old worker left waiting, refused and compensating', async () => {
     const taskQueue = uniqueTaskQueue('upgrade');
     const kubeconfig = join(dataDir, 'kubeconfig');
@@ -134,7 +131,8 @@ describe('upgrade with creates in flight', () => {
       refused: await podOf(refused),
       compensating: await podOf(compensating),
     };
-    const deletesOf = (pod: string) => requests('DELETE', new RegExp(`/pods/${pod}$`));
+    const deletesOf = (pod: string) =>
+      cluster.requestsWhere({ verb: 'delete', resource: 'pods', name: pod });
 
     // (c) cancelled while waiting; its pod delete fails, so it is still compensating.
     cluster.faults.failNextRequests('DELETE', 'pods', 3, 500);

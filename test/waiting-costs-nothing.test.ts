@@ -30,9 +30,11 @@ afterEach(async () => {
 });
 
 function podDeletesOf(podName: string) {
-  return (stack as TestStack).cluster.requests.filter(
-    (request) => request.method === 'DELETE' && request.path.endsWith(`/pods/${podName}`),
-  );
+  return (stack as TestStack).cluster.requestsWhere({
+    verb: 'delete',
+    resource: 'pods',
+    name: podName,
+  });
 }
 
 function applicationFailureOf(error: unknown): ApplicationFailure {

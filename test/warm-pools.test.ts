@@ -146,9 +146,11 @@ describe('a warm pool', () => {
     expect(pod.metadata?.labels?.[POD_LABELS.warmPool]).toBeUndefined();
     expect(pod.metadata?.uid).toBe(sandbox.pod.uid);
     // No pod was made under the sandbox's own name.
-    const ownPodPosts = api.stack.cluster.requests.filter(
-      (r) => r.method === 'POST' && r.path.endsWith('/pods') && r.status === 201,
-    );
+    const ownPodPosts = api.stack.cluster.requestsWhere({
+      verb: 'create',
+      resource: 'pods',
+      status: 201,
+    });
     expect(ownPodPosts.map((r) => r.bodyName)).not.toContain(podNameFor(sandbox.id, 1));
     // A claimed sandbox is deleted like any other: its pod goes, by uid.
     const deleted = await request(app)
@@ -157,15 +159,16 @@ describe('a warm pool', () => {
     expect(deleted.status, deleted.text).toBe(202);
     const gone = await awaitOperation(app, api.tenantA, deleted.body.id as string);
     expect(gone.status, JSON.stringify(gone.error)).toBe('succeeded');
+    const podDeletes = api.stack.cluster.requestsWhere({
+      verb: 'delete',
+      resource: 'pods',
+      name: sandbox.pod.name,
+    });
     expect(
-      api.stack.cluster.requests.some(
-        (r) =>
-          r.method === 'DELETE' &&
-          r.path.endsWith(`/pods/${sandbox.pod.name}`) &&
-          (r.deleteOptions as { preconditions?: { uid?: string } })?.preconditions?.uid ===
-            sandbox.pod.uid,
+      podDeletes.map(
+        (r) => (r.deleteOptions as { preconditions?: { uid?: string } })?.preconditions?.uid,
       ),
-    ).toBe(true);
+    ).toContain(sandbox.pod.uid);
   });
 
   it('refills to its size after a claim', async () => {
@@ -249,11 +252,11 @@ describe('a warm pool', () => {
     // The planted pod is the only ready pod with the pool's label: a create goes cold.
     const sandbox = await create(POOLED);
     expect(sandbox.pod.name).toBe(podNameFor(sandbox.id, 1));
-    const touched = api.stack.cluster.requests.filter(
-      (r) =>
-        (r.method === 'PUT' && r.bodyName === name) ||
-        (r.method === 'DELETE' && r.path.endsWith(`/pods/${name}`)),
-    );
+    const touched = api.stack.cluster.requestsWhere({
+      verb: ['update', 'delete'],
+      resource: 'pods',
+      name,
+    });
     expect(touched).toHaveLength(0);
     await api.stack.kubernetes.core.deleteNamespacedPod({ name, namespace: api.stack.namespace });
     const back = await request(app)
@@ -313,13 +316,9 @@ describe('a warm pool whose image the node refuses', () => {
 
 /** Pod creates of a pool the simulated apiserver answered 201. */
 function poolPodCreates(template: string): number {
-  return api.stack.cluster.requests.filter(
-    (r) =>
-      r.method === 'POST' &&
-      r.path.endsWith('/pods') &&
-      r.status === 201 &&
-      r.bodyName?.startsWith(`warm-${template}-`),
-  ).length;
+  return api.stack.cluster
+    .requestsWhere({ verb: 'create', resource: 'pods', status: 201 })
+    .filter((r) => r.name?.startsWith(`warm-${template}-`)).length;
 }
 
 describe('a warm pool under concurrent claims', () => {

@@ -34,13 +34,14 @@ afterAll(async () => {
   await api?.stop();
 });
 
-const PODS = /^\/api\/v1\/namespaces\/sandboxes\/pods(\/[^/]+)?$/;
-
 /** The pod creates and deletes the simulated cluster served, from `since` on (epoch ms). */
 function podWrites(since: number) {
-  return api.stack.cluster.requests.filter(
-    (r) => r.at >= since && PODS.test(r.path) && (r.method === 'POST' || r.method === 'DELETE'),
-  );
+  return api.stack.cluster.requestsWhere({
+    verb: ['create', 'delete', 'deletecollection'],
+    resource: 'pods',
+    namespace: 'sandboxes',
+    since,
+  });
 }
 
 /** Starts a create straight on Temporal, as anyone who reaches the frontend could. */

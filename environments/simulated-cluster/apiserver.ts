@@ -18,29 +18,10 @@ import {
   status as makeStatus,
   type Status,
 } from './status.js';
+import { requestTarget, type RecordedRequest } from './request-log.js';
 import type { KubeObject, ObjectStore, WatchedResource } from './store.js';
 import { includeObject, toTable, wantsTable } from './table.js';
 import type { WatchRegistry } from './watch.js';
-
-/** One request the simulator served, in arrival order. */
-export interface RecordedRequest {
-  /** HTTP method, e.g. `GET` */
-  method: string;
-  /** URL path without the query, e.g. `/api/v1/namespaces/sandboxes/events` */
-  path: string;
-  /** Query parameters, decoded (last value wins), e.g. `{ watch: 'true', resourceVersion: '0' }` */
-  query: Record<string, string>;
-  /** Arrival time, epoch ms (Date.now()). */
-  at: number;
-  /** HTTP status sent; 0 while the response headers are not sent yet (e.g. a delayed response). */
-  status: number;
-  /** True for `watch=true` / `watch=1` requests. */
-  watch: boolean;
-  /** The body of a DELETE as sent (DeleteOptions, e.g. its `preconditions.uid`), if any. */
-  deleteOptions?: unknown;
-  /** `metadata.name` of a POST's or PUT's body (the object it creates or updates), if any. */
-  bodyName?: string;
-}
 
 /** What the request handler works on. */
 export interface ApiServerContext {
@@ -134,13 +115,15 @@ async function handle(ctx: ApiServerContext, req: IncomingMessage, res: ServerRe
   const url = new URL(req.url ?? '/', 'http://simulated');
   const query = Object.fromEntries(url.searchParams);
   const method = (req.method ?? 'GET').toUpperCase();
+  const watch = query.watch === 'true' || query.watch === '1';
   const record: RecordedRequest = {
     method,
     path: url.pathname,
     query,
     at: Date.now(),
     status: 0,
-    watch: query.watch === 'true' || query.watch === '1',
+    watch,
+    ...requestTarget(method, url.pathname, watch),
   };
   ctx.requests.push(record);
   const send = (code: number, body: unknown, headers: Record<string, string> = {}) => {
@@ -157,6 +140,7 @@ async function handle(ctx: ApiServerContext, req: IncomingMessage, res: ServerRe
     const body =
       method === 'POST' || method === 'PUT' || method === 'DELETE' ? await readBody(req) : '';
     if ((method === 'POST' || method === 'PUT') && body) record.bodyName = nameInBody(body);
+    if (record.verb === 'create' && record.bodyName) record.name ??= record.bodyName;
     if (method === 'DELETE' && body) {
       try {
         record.deleteOptions = JSON.parse(body) as unknown;

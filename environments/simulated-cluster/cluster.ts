@@ -7,10 +7,16 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createRequestHandler, type RecordedRequest } from './apiserver.js';
+import { createRequestHandler } from './apiserver.js';
 import { Faults, type FaultScript } from './faults.js';
 import { renderKubeconfig, writeKubeconfigFile } from './kubeconfig.js';
 import { SimulatedKubelet, type SimulatedNode } from './node.js';
+import {
+  requestsWhere,
+  type RecordedRequest,
+  type RequestMark,
+  type RequestQuery,
+} from './request-log.js';
 import { SimulatedScheduler } from './scheduler.js';
 import { DEFAULT_HISTORY_LIMIT, ObjectStore, type WatchedResource } from './store.js';
 import { WatchRegistry } from './watch.js';
@@ -50,7 +56,10 @@ export interface SimulatedClusterOptions {
 export class SimulatedCluster {
   /** Base URL, e.g. `http://127.0.0.1:34567`. */
   readonly url: string;
-  /** Every request served, in arrival order (watches and faulted requests included). */
+  /**
+   * Every request served, in arrival order (watches and faulted requests included). Tests read
+   * it through {@link requestsWhere} and {@link requestMark}.
+   */
   readonly requests: RecordedRequest[];
   /** Scripted faults. */
   readonly faults: FaultScript;
@@ -167,6 +176,24 @@ export class SimulatedCluster {
    */
   writeKubeconfig(path: string, namespace?: string): void {
     writeKubeconfigFile(path, this.kubeconfigYaml(namespace));
+  }
+
+  /**
+   * The requests served that match `query`, in arrival order; every field given must match
+   * (simulated-cluster/request-log.ts). E.g. the deletes of one pod with their DeleteOptions:
+   * `requestsWhere({ verb: 'delete', resource: 'pods', namespace, name })`; pod creates the
+   * apiserver accepted: `{ verb: 'create', resource: 'pods', status: 201 }`; everything since a
+   * mark: `{ after: mark }`.
+   * @param query verb, resource, namespace, name, status, since (epoch ms), after (a mark)
+   * @returns a new array of the log's own records (a status sent later shows on them)
+   */
+  requestsWhere(query: RequestQuery = {}): RecordedRequest[] {
+    return requestsWhere(this.requests, query);
+  }
+
+  /** A mark in the request log now: `requestsWhere({ after: mark })` is what arrived since. */
+  requestMark(): RequestMark {
+    return { logged: this.requests.length };
   }
 
   /** TCP connections the server has accepted since it started (a client's pool reuses them). */

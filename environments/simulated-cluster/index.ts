@@ -4,7 +4,7 @@
  * events plus a simulated node, used as the embedded default cluster and by tests.
  */
 export { SimulatedCluster, type SimulatedClusterOptions } from './cluster.js';
-export type { RecordedRequest } from './apiserver.js';
+export type { RecordedRequest, RequestMark, RequestQuery, RequestVerb } from './request-log.js';
 export type { FaultScript, ScriptedRefusal } from './faults.js';
 export {
   COMBINED_PREFIX,

@@ -122,24 +122,30 @@ export async function measureExpiry(quick: boolean): Promise<Record<string, unkn
     // Alone: sandboxes expiring one at a time, 500 ms apart, each timed to its own pod DELETE.
     const alone = await pool([...Array(ALONE).keys()], () => runningSandbox(DEV_TOKEN));
     const aloneFromMs = Date.now() + 5_000;
+    /** Pod name -> the expire_time its sandbox was given (epoch ms). */
     const aloneAt = new Map<string, number>();
     for (const [i, op] of alone.entries()) {
       const sandboxId = String(op.sandbox_id);
       const atMs = aloneFromMs + i * 500;
-      aloneAt.set(`/api/v1/namespaces/${NAMESPACE}/pods/${podNameFor(sandboxId, 1)}`, atMs);
+      aloneAt.set(podNameFor(sandboxId, 1), atMs);
       const { status } = await call(DEV_TOKEN, 'POST', `/v1/sandboxes/${sandboxId}:extend`, {
         expire_time: new Date(atMs).toISOString(),
       });
       if (status !== 200) problems.push(`expiry: extend of ${sandboxId} answered ${status}`);
     }
     const aloneDeletes = () =>
-      rig.cluster.requests.filter((r) => r.method === 'DELETE' && aloneAt.has(r.path));
+      rig.cluster.requestsWhere({
+        verb: 'delete',
+        resource: 'pods',
+        namespace: NAMESPACE,
+        name: [...aloneAt.keys()],
+      });
     await waitUntil(async () => aloneDeletes().length >= ALONE, {
       timeoutMs: 120_000,
       intervalMs: 200,
       what: 'the lone expiries',
     }).catch((err: unknown) => problems.push(`expiry: ${String(err)}`));
-    const aloneLateness = aloneDeletes().map((r) => r.at - aloneAt.get(r.path)!);
+    const aloneLateness = aloneDeletes().map((r) => r.at - aloneAt.get(r.name!)!);
     console.log(`  ${ALONE} expiring alone: lateness ${JSON.stringify(summary(aloneLateness))}`);
 
     // One expire_time for all, far enough ahead for every extend to land first.
@@ -156,9 +162,7 @@ export async function measureExpiry(quick: boolean): Promise<Record<string, unkn
     await sleep(Math.max(0, expireAtMs - Date.now() - 500));
     const during: number[] = [];
     const podDeletes = () =>
-      rig.cluster.requests.filter(
-        (r) => r.method === 'DELETE' && r.path.startsWith(`/api/v1/namespaces/${NAMESPACE}/pods/`),
-      );
+      rig.cluster.requestsWhere({ verb: 'delete', resource: 'pods', namespace: NAMESPACE });
     const before = podDeletes().length;
     let done = false;
     const sampling = (async () => {

@@ -333,9 +333,12 @@ class Rig {
 
   /** Pods the apiserver created so far (POST pods answered 201). */
   podsCreated(): number {
-    return this.cluster.requests.filter(
-      (r) => r.method === 'POST' && r.path.endsWith('/pods') && r.status === 201,
-    ).length;
+    return this.podCreates().length;
+  }
+
+  /** The POSTs of pods the apiserver answered 201, in arrival order. */
+  podCreates() {
+    return this.cluster.requestsWhere({ verb: 'create', resource: 'pods', status: 201 });
   }
 
   /** POSTs one create (disk 2048 on `base`: above any floor). */
@@ -456,7 +459,7 @@ const isLongPoll = (operation: string) => /^Poll/.test(operation);
 async function atRest(rig: Rig, waiting: number, reached: number, windowMs: number) {
   const sdkBefore = await rig.workerMetrics();
   const serverBefore = await rig.serverMetrics();
-  const apiserverBefore = rig.cluster.requests.length;
+  const apiserverBefore = rig.cluster.requestMark();
   const watches = rig.cluster.openWatches();
   await sleep(windowMs);
   const sdkAfter = await rig.workerMetrics();
@@ -492,7 +495,9 @@ async function atRest(rig: Rig, waiting: number, reached: number, windowMs: numb
     activity_slots_used: slotsByQueue[TASK_QUEUE] ?? 0,
     activity_slots_used_by_task_queue: slotsByQueue,
     worker_rss_mib: memoryMib(rig.workerPid, 'VmRSS'),
-    apiserver_requests_per_min: perMin(rig.cluster.requests.length - apiserverBefore),
+    apiserver_requests_per_min: perMin(
+      rig.cluster.requestsWhere({ after: apiserverBefore }).length,
+    ),
     watches_open: Math.max(watches, rig.cluster.openWatches()),
   };
   console.log(`  ${stamp()} ${JSON.stringify(row)}`);
@@ -527,9 +532,7 @@ async function postToPod(rig: Rig, repeats: number, label: string): Promise<Summ
         intervalMs: 200,
         what: 'the pod created',
       });
-      const podPost = rig.cluster.requests.filter(
-        (r) => r.method === 'POST' && r.path.endsWith('/pods') && r.status === 201,
-      )[before];
+      const podPost = rig.podCreates()[before];
       runs.push((podPost?.at ?? NaN) - postedAtMs);
     } catch {
       runs.push(NaN);
