@@ -31,6 +31,7 @@ import { podSettingsOf } from '../config/pod-settings.js';
 import { catalogTemplate } from './admission.js';
 import type { Store } from '../store/index.js';
 import { createFailure, readinessFailure, readinessFailureLog } from './create-failure.js';
+import { failureAtDecision } from './outcome-at-decision.js';
 import {
   earlierAttemptsRefused,
   isDefiniteRefusal,
@@ -126,6 +127,12 @@ export interface AwaitPodReadyInput {
    * second placement) on the pod being unschedulable (docs/architecture.md, "Re-placement").
    */
   placement?: WaitPlacement;
+  /**
+   * Record the create's outcome on its operation at the decision, before failing the wait, when
+   * the wait's failure ends the create (activities/outcome-at-decision.ts); set by workflows from
+   * the patch `outcome-at-decision` on.
+   */
+  recordOutcome?: boolean;
 }
 
 /** Result of `awaitPodReady`: the pod's IP. */
@@ -233,15 +240,30 @@ export function podActivities(deps: PodActivityDeps) {
         input.placement,
         deps.decider.bounds,
       );
+      const workflowId = info.workflowExecution?.workflowId ?? input.operationId;
       if (outcome) {
         deps.decider.settled(input.pod.uid);
-        return settleOutcome(outcome, input.pod);
+        if (outcome.outcome === 'ready' || !input.recordOutcome) {
+          return settleOutcome(outcome, input.pod);
+        }
+        const decided = await failureAtDecision(
+          deps.store,
+          { operationId: workflowId, pod: input.pod },
+          outcome,
+        );
+        if (decided.error) {
+          log.warn('the outcome could not be recorded at the decision; the workflow records it', {
+            error: decided.error.message,
+          });
+        }
+        return settleOutcome(outcome, input.pod, decided.failure);
       }
       // A change after the read above reaches this worker's decider, which completes by id.
       deps.decider.track({
-        workflowId: info.workflowExecution?.workflowId ?? input.operationId,
+        workflowId,
         pod: input.pod,
         ...(input.placement ? { placement: input.placement } : {}),
+        ...(input.recordOutcome ? { recordOutcome: true } : {}),
       });
       log.info('waiting for the pod; the informers complete the wait');
       throw new CompleteAsyncError();
@@ -352,15 +374,22 @@ async function waitInProcess(
   return settleOutcome(outcome, input.pod);
 }
 
-/** The activity's result for a decided outcome: the IP, or the typed failure (logged). */
-function settleOutcome(outcome: ReadinessOutcome, pod: PodRef): AwaitPodReadyResult {
+/**
+ * The activity's result for a decided outcome: the IP, or the typed failure (logged): `failure`
+ * when given (the outcome at the decision's), else the outcome's own.
+ */
+function settleOutcome(
+  outcome: ReadinessOutcome,
+  pod: PodRef,
+  failure?: ApplicationFailure,
+): AwaitPodReadyResult {
   if (outcome.outcome === 'ready') {
     log.info('pod ready', { pod_ip: outcome.podIp });
     return { podIp: outcome.podIp };
   }
   const line = readinessFailureLog(outcome);
   log[line.level](line.message, line.fields);
-  throw readinessFailure(outcome, pod);
+  throw failure ?? readinessFailure(outcome, pod);
 }
 
 /**

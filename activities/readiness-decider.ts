@@ -18,6 +18,7 @@
  * activity reads the caches when it starts, and the reconcile is the net.
  */
 import { ActivityNotFoundError, type Client } from '@temporalio/client';
+import type { ApplicationFailure } from '@temporalio/common';
 import {
   cachedOutcome,
   podOutcome,
@@ -31,12 +32,16 @@ import type { InformerLogger, SandboxInformers } from '../kubernetes/sandbox-inf
 import type { Store, WaitingPod } from '../store/index.js';
 import { readinessWaitActivityId } from '../contract/index.js';
 import { readinessFailure, readinessFailureLog } from './create-failure.js';
+import { failureAtDecision } from './outcome-at-decision.js';
 
 /** Options of {@link ReadinessDecider}. */
 export interface ReadinessDeciderOptions {
   informers: SandboxInformers;
-  /** The store, whose operations in phase `waiting_for_ip` a reconcile decides. */
-  store: Pick<Store, 'listWaitingPods'>;
+  /**
+   * The store, whose operations in phase `waiting_for_ip` a reconcile decides, and where the
+   * outcome at the decision is recorded.
+   */
+  store: Pick<Store, 'listWaitingPods' | 'recordOperationOutcome'>;
   /** A Temporal client of the worker's namespace: `activity` completes the waits by id. */
   client: Pick<Client, 'activity'>;
   logger?: InformerLogger;
@@ -98,7 +103,8 @@ const REMEMBERED_PODS = 20_000;
  *
  * - `held`: this worker's wait activity left the pod's wait asynchronous (`track`): a decisive
  *   change is decided at once. `readTimer` is the pending read by name of a pod the pods cache
- *   still lacks after `podReadDelayMs` (undefined once it ran).
+ *   still lacks after `podReadDelayMs` (undefined once it ran); `recordOutcome`: the workflow
+ *   asked for the outcome at the decision ({@link TrackedWait}).
  * - `deferred`: a decisive change (`outcome`) of a pod whose wait this worker does not hold,
  *   decided when `timer` fires (`otherWaitDelayMs` later) from the caches then; further changes
  *   meanwhile add nothing.
@@ -111,9 +117,18 @@ const REMEMBERED_PODS = 20_000;
  * dropped all at once past {@link REMEMBERED_PODS} (a forgotten pod costs one NotFound answer).
  */
 type PodState =
-  | { kind: 'held'; readTimer?: NodeJS.Timeout }
+  | { kind: 'held'; readTimer?: NodeJS.Timeout; recordOutcome?: boolean }
   | { kind: 'deferred'; timer: NodeJS.Timeout; wait: PodWait; outcome: ReadinessOutcome }
   | { kind: 'decided' };
+
+/**
+ * A wait this worker's activity left asynchronous: the pod's wait, and whether its workflow asked
+ * for the outcome at the decision (activities/outcome-at-decision.ts): then a decision that ends
+ * the create records the operation's outcome before it fails the wait. Waits decided from a
+ * pod's annotations alone (another worker's, or by a reconcile) never record it: their
+ * workflows write it themselves.
+ */
+export type TrackedWait = PodWait & { recordOutcome?: boolean };
 
 /**
  * One per worker process: decides the readiness waits from the worker's informers.
@@ -202,7 +217,9 @@ export class ReadinessDecider {
     // Pending timers go; what is held or decided stays known (a start again goes on from it).
     for (const [uid, state] of this.pods) {
       if (state.kind === 'deferred') this.setState(uid, undefined);
-      else if (state.kind === 'held' && state.readTimer) this.setState(uid, { kind: 'held' });
+      else if (state.kind === 'held' && state.readTimer) {
+        this.setState(uid, { kind: 'held', recordOutcome: state.recordOutcome });
+      }
     }
     await Promise.allSettled([this.reconciling, ...this.deciding.values()]);
   }
@@ -214,18 +231,18 @@ export class ReadinessDecider {
    * `podReadDelayMs`, it is read once by name (it may have been deleted before this worker listed
    * it). A decision by this worker cancels the read.
    */
-  track(wait: PodWait): void {
+  track(wait: TrackedWait): void {
     if (this.stopped) return;
     const { uid } = wait.pod;
     const before = this.pods.get(uid);
     const readTimer = setTimeout(() => {
       // Still held: the read is no longer pending.
-      if (this.pods.get(uid)?.kind === 'held') this.setState(uid, { kind: 'held' });
+      if (this.pods.get(uid)?.kind === 'held') this.setState(uid, held(wait));
       if (this.stopped || this.options.informers.cachedPod(wait.pod.name)) return;
       void this.readAndDecide(wait);
     }, this.options.podReadDelayMs ?? 5_000);
     readTimer.unref();
-    this.setState(uid, { kind: 'held', readTimer });
+    this.setState(uid, { ...held(wait), readTimer });
     if (before?.kind === 'deferred') this.decideDeferred(before.wait, before.outcome);
   }
 
@@ -246,7 +263,9 @@ export class ReadinessDecider {
   private decideChange(wait: PodWait, outcome: ReadinessOutcome): Promise<void> {
     const { uid } = wait.pod;
     const state = this.pods.get(uid);
-    if (state?.kind === 'held') return this.decide(wait, outcome);
+    if (state?.kind === 'held') {
+      return this.decide({ ...wait, recordOutcome: state.recordOutcome }, outcome);
+    }
     // Decided already, or a change deferred already: this one adds nothing.
     if (this.stopped || state) return Promise.resolve();
     const timer = setTimeout(() => {
@@ -416,7 +435,7 @@ export class ReadinessDecider {
    * for a pod already decided unless `again`.
    */
   private decide(
-    wait: PodWait,
+    wait: TrackedWait,
     outcome: ReadinessOutcome,
     options: { again?: boolean } = {},
   ): Promise<void> {
@@ -429,7 +448,7 @@ export class ReadinessDecider {
     return decision;
   }
 
-  private async complete(wait: PodWait, outcome: ReadinessOutcome): Promise<void> {
+  private async complete(wait: TrackedWait, outcome: ReadinessOutcome): Promise<void> {
     const { client, logger } = this.options;
     const { uid } = wait.pod;
     const activity = { workflowId: wait.workflowId, activityId: readinessWaitActivityId(uid) };
@@ -439,6 +458,12 @@ export class ReadinessDecider {
       pod_uid: uid,
       outcome: outcome.outcome,
     };
+    const failure =
+      outcome.outcome === 'ready'
+        ? undefined
+        : wait.recordOutcome
+          ? await this.recordedFailure(wait, outcome)
+          : readinessFailure(outcome, wait.pod);
     const attempts = this.options.completionAttempts ?? 8;
     let delayMs = this.options.completionRetryDelayMs ?? 500;
     for (let attempt = 1; ; attempt += 1) {
@@ -447,7 +472,7 @@ export class ReadinessDecider {
           await client.activity.complete(activity, { podIp: outcome.podIp });
           logger?.info?.({ ...fields, pod_ip: outcome.podIp }, 'pod ready; wait completed');
         } else {
-          await client.activity.fail(activity, readinessFailure(outcome, wait.pod));
+          await client.activity.fail(activity, failure);
           const line = readinessFailureLog(outcome);
           logger?.[line.level]?.({ ...fields, ...line.fields }, `${line.message}; wait failed`);
         }
@@ -470,6 +495,31 @@ export class ReadinessDecider {
     // Decided: the read by name the wait activity asked for (track) has nothing left to decide.
     this.remember(uid);
   }
+
+  /** The wait's failure, the create's outcome recorded first when it ends the create. */
+  private async recordedFailure(
+    wait: TrackedWait,
+    outcome: Exclude<ReadinessOutcome, { outcome: 'ready' }>,
+  ): Promise<ApplicationFailure> {
+    const { store, logger } = this.options;
+    const decided = await failureAtDecision(
+      store,
+      { operationId: wait.workflowId, ...wait },
+      outcome,
+    );
+    if (decided.error) {
+      logger?.warn(
+        { operation_id: wait.workflowId, pod_uid: wait.pod.uid, err: decided.error.message },
+        'the outcome could not be recorded at the decision; the workflow records it',
+      );
+    }
+    return decided.failure;
+  }
+}
+
+/** The `held` state of a tracked wait, without a pending read. */
+function held(wait: TrackedWait): Extract<PodState, { kind: 'held' }> {
+  return { kind: 'held', ...(wait.recordOutcome ? { recordOutcome: true } : {}) };
 }
 
 function sleep(ms: number): Promise<void> {

@@ -19,6 +19,15 @@ import { emitSandboxEvent } from './webhooks.js';
 import { startLifetime } from '../temporal/lifetime-workflow.js';
 import { endLifetime } from './lifetime.js';
 
+/**
+ * Answer of `recordOperationOutcome`: whether it wrote, and when it did not, the outcome the
+ * operation already held (written first by the readiness decider or an earlier attempt).
+ */
+export interface RecordedOutcome {
+  wrote: boolean;
+  recorded?: { status: 'failed' | 'cancelled'; error: OperationErrorRecord };
+}
+
 /** Dependencies of the store activities. */
 export interface StoreActivityDeps {
   store: Store;
@@ -114,20 +123,28 @@ export function storeActivities(deps: StoreActivityDeps) {
      * Publishes a create's outcome the moment the workflow knows it, before compensation: the
      * operation row becomes failed/cancelled with its error, phase `compensating`, not done
      * (docs/api.md, "Operations"). Monotonic, so a retry or a late call changes nothing.
-     * @returns whether it wrote
+     * @param input.tenantId given by workflows from "The outcome at the decision" on
+     *   (docs/architecture.md): when nothing was written, the outcome the row already holds is
+     *   read back, so the workflow ends with the outcome recorded first
+     * @returns whether it wrote, and (with `tenantId`, when it did not) the outcome recorded
+     *   before it; workflows started before that patch ignore the answer
      */
     async recordOperationOutcome(input: {
       operationId: string;
       sandboxId: string;
+      tenantId?: string;
       podUid?: string;
       status: 'failed' | 'cancelled';
       error: OperationErrorRecord;
-    }): Promise<boolean> {
+    }): Promise<RecordedOutcome> {
       const { operationId, status, error } = input;
       const runId = runIdOfStep();
       const wrote = await deps.store.recordOperationOutcome({ operationId, status, error, runId });
       log.info('operation outcome recorded', { wrote, code: input.error.code });
-      return wrote;
+      if (wrote || input.tenantId === undefined) return { wrote };
+      const row = await deps.store.getOperation(input.tenantId, operationId);
+      if (!row?.error || (row.status !== 'failed' && row.status !== 'cancelled')) return { wrote };
+      return { wrote, recorded: { status: row.status, error: row.error } };
     },
 
     /**

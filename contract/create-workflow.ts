@@ -83,6 +83,30 @@ export interface CreateFailureDetails {
   podCreated?: boolean;
   /** For `no_node_available`: every placement a node refused, oldest first. */
   placements?: PlacementRecord[];
+  /**
+   * Set on a readiness wait's failure only, by whoever decided it (the readiness decider or the
+   * wait activity) when it recorded this very outcome on the operation first ("The outcome at
+   * the decision", docs/architecture.md): the workflow then writes no outcome of its own. Never
+   * part of the operation's error ({@link operationErrorOf} drops it).
+   */
+  outcomeRecorded?: boolean;
+}
+
+/**
+ * The operation's error (contract/operation.ts `OperationErrorRecord`) of a create that ended
+ * with `details` and `message`: `details` without `code`, `outcomeRecorded` and undefined
+ * values. Pure: the workflow (its own outcome) and the readiness decider (the outcome at the
+ * decision) write the same error for the same failure.
+ */
+export function operationErrorOf(
+  message: string,
+  details: CreateFailureDetails,
+): { code: OperationErrorCode; message: string; details: Record<string, unknown> } {
+  const shown: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(details)) {
+    if (key !== 'code' && key !== 'outcomeRecorded' && value !== undefined) shown[key] = value;
+  }
+  return { code: details.code, message, details: shown };
 }
 
 /**

@@ -334,6 +334,15 @@ export async function openStore(options: StoreOptions): Promise<Store> {
 
     recordOperationOutcome(input) {
       return writing(async (trx, changed) => {
+        if (input.podUid !== undefined) {
+          const sandbox = await trx
+            .selectFrom('operations')
+            .innerJoin('sandboxes', 'sandboxes.id', 'operations.sandbox_id')
+            .select('sandboxes.pod_uid')
+            .where('operations.id', '=', input.operationId)
+            .executeTakeFirst();
+          if (sandbox?.pod_uid !== input.podUid) return false;
+        }
         const transition: OperationTransition = {
           phase: 'compensating',
           status: input.status,

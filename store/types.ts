@@ -168,6 +168,12 @@ export interface OperationOutcomeInput {
   runId?: string;
   status: Extract<OperationStatus, 'failed' | 'cancelled'>;
   error: OperationErrorRecord;
+  /**
+   * Write only while the operation's sandbox records this pod uid (the pod its create made):
+   * the fence of an outcome recorded at the decision, from a pod's events, so a pod that names
+   * another create's operation cannot end it (docs/security.md). Absent: no such check.
+   */
+  podUid?: string;
 }
 
 /**

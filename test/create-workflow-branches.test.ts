@@ -316,6 +316,71 @@ describe('createSandbox branches (stub activities)', () => {
     );
   });
 
+  it('asks its wait for the outcome at the decision, and writes no outcome of its own when the wait says it was recorded', async () => {
+    const recordedAtDecision = (): never => {
+      const details: CreateFailureDetails = {
+        code: 'invalid_request',
+        reason: 'rootfs_size_mb=300 is smaller than cloned rootfs size 451 MiB',
+        podName: POD.name,
+        podUid: POD.uid,
+        rootfsMib: 451,
+        eventName: 'sbx-branch-g1.refusal',
+        outcomeRecorded: true,
+      };
+      throw ApplicationFailure.nonRetryable(
+        `the node refused the sandbox: ${details.reason}`,
+        'InvalidRequest',
+        details,
+      );
+    };
+    const { handle, script } = await start({ awaitPodReady: recordedAtDecision });
+    const failure = await failureOf(handle);
+    expect((failure as ApplicationFailure).type).toBe('InvalidRequest');
+    expect(callOf(script, 'awaitPodReady')).toMatchObject({ recordOutcome: true });
+    expect(allNames(script)).toEqual([
+      'createPod',
+      'awaitPodReady',
+      'deletePod',
+      'retireExecution',
+    ]);
+    expect(retired(script)).toMatchObject({
+      reason: 'invalid_request',
+      failure: { code: 'invalid_request', message: expect.stringMatching(/451 MiB/) },
+      rootfsFloor: { rootfsMib: 451 },
+    });
+    // The flag is the decider's word to the workflow, never part of what anyone is shown.
+    expect((failure as ApplicationFailure).details?.[0]).not.toHaveProperty('outcomeRecorded');
+  });
+
+  it('ends with the outcome recorded first when a cancel raced a decision that recorded it', async () => {
+    const recorded = {
+      status: 'failed',
+      error: {
+        code: 'invalid_request',
+        message: 'the node refused the sandbox: smaller than cloned rootfs size 451 MiB',
+        details: { podName: POD.name, podUid: POD.uid, rootfsMib: 451, eventName: 'ev-1' },
+      },
+    };
+    const { handle, script } = await start({
+      awaitPodReady: waitAsynchronously,
+      recordOperationOutcome: () => ({ wrote: false, recorded }),
+    });
+    await waitUntil(() => names(script).includes('awaitPodReady'));
+    await handle.cancel();
+    const failure = await failureOf(handle);
+    // The cancel's write found the decider's outcome first: the create ends as the row says.
+    expect(callOf(script, 'recordOperationOutcome')).toMatchObject({
+      status: 'cancelled',
+      tenantId: expect.any(String),
+    });
+    expect((failure as ApplicationFailure).type).toBe('InvalidRequest');
+    expect(failure.message).toBe(recorded.error.message);
+    expect(retired(script)).toMatchObject({
+      reason: 'invalid_request',
+      failure: { code: 'invalid_request', message: recorded.error.message },
+    });
+  });
+
   it('compensates all the same when the outcome cannot be recorded', async () => {
     const { handle, script } = await start({
       awaitPodReady: invalidRequest,

@@ -74,13 +74,14 @@ async function eagerDispatches(count: number): Promise<number> {
 
 describe('round trips per create', () => {
   // One test, in order: the server's counter is per task queue and cumulative.
-  it('a refusal: 4 workflow tasks, 3 activity tasks handed out eagerly, 3 local activities; a success: 4 workflow tasks, 3 activity tasks handed out eagerly, 1 local activity', async () => {
+  it('a refusal: 4 workflow tasks, 3 activity tasks handed out eagerly, 2 local activities; a success: 4 workflow tasks, 3 activity tasks handed out eagerly, 1 local activity', async () => {
     const refusal = await historyCost(300);
     expect(refusal).toEqual({
       workflowTasks: 4,
       activityTasks: ['createPod', 'awaitPodReady', 'deletePod'],
-      // admitCreate, recordOperationOutcome, retireExecution
-      localActivities: 3,
+      // admitCreate, retireExecution: the outcome was recorded at the decision
+      // (activities/outcome-at-decision.ts), so no recordOperationOutcome
+      localActivities: 2,
     });
     expect(await eagerDispatches(3)).toBe(3);
 

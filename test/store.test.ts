@@ -813,6 +813,28 @@ describe.each(storeBackends())('store on $name', (backend) => {
       });
     });
 
+    it('an outcome fenced by a pod uid is written only while the sandbox records that pod', async () => {
+      const sandbox = await created(sandboxInput(105));
+      const ref = { ...firstExecution(sandbox.id), operationId: sandbox.operationId };
+      // No pod recorded yet, then another pod: nothing is written.
+      const fenced = { operationId: 'op_0105', ...outcome, podUid: 'uid-105' };
+      expect(await store.recordOperationOutcome(fenced)).toBe(false);
+      await store.recordPod({ ...ref, podName: 'sbx-105-g1', podUid: 'uid-other' });
+      expect(await store.recordOperationOutcome(fenced)).toBe(false);
+      expect(await store.getOperation(sandbox.tenant, 'op_0105')).toMatchObject({
+        status: 'running',
+        error: null,
+      });
+      // The pod the create made: written.
+      await store.recordPod({ ...ref, podName: 'sbx-105-g1', podUid: 'uid-105' });
+      expect(await store.recordOperationOutcome(fenced)).toBe(true);
+      expect(await store.getOperation(sandbox.tenant, 'op_0105')).toMatchObject({
+        status: 'failed',
+        phase: 'compensating',
+        error: outcome.error,
+      });
+    });
+
     /** A create of sandbox `n` that succeeded on pod `sbx-<n>-g1` with IP 10.0.0.<n>. */
     async function succeededCreate(n: number) {
       const sandbox = await created(sandboxInput(n));

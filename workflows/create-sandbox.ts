@@ -31,6 +31,7 @@ import {
   OPERATION_ERRORS,
   PLACEMENT_FAILURE_TYPES,
   errorCodeOfFailureType,
+  operationErrorOf,
   readinessWaitActivityId,
   type CreateFailureDetails,
   type NodeRefusalDetails,
@@ -236,6 +237,11 @@ interface CreateOutcome {
 /** What the steps have learned so far; read by compensation and by the failure's details. */
 interface CreateProgress {
   compensations: Compensation[];
+  /**
+   * Whether the waits asked for the outcome at the decision ({@link OUTCOME_AT_DECISION_PATCH});
+   * set when the first wait is scheduled, unset before.
+   */
+  outcomeAtDecision?: boolean;
   pod?: PodRef;
   /** The image the last pod runs (the worker's catalog's); unset in histories before it. */
   image?: string;
@@ -264,19 +270,42 @@ export async function createSandbox(input: CreateSandboxInput): Promise<CreateSa
     return result;
   } catch (err) {
     deadline.scope.cancel();
+    // An outcome recorded at the decision was the operation's first: it stands, whatever else
+    // (a cancel, the deadline) reached the workflow in the same task.
+    const recorded = progress.outcomeAtDecision === true && outcomeRecordedBy(err);
     const outcome = describeFailure(err, {
-      deadlinePassed: deadline.passed(),
+      deadlinePassed: !recorded && deadline.passed(),
       // The operation was cancelled, whatever the interrupted step reported (e.g. a timeout).
-      cancelled: CancellationScope.current().consideredCancelled,
+      cancelled: !recorded && CancellationScope.current().consideredCancelled,
       pod: progress.pod,
       deadlineMs: input.deadlineMs,
     });
-    await CancellationScope.nonCancellable(async () => {
-      await publishOutcome(input, outcome);
-      await compensate(input, progress, outcome);
+    const final = await CancellationScope.nonCancellable(async () => {
+      const published = await publishOutcome(input, outcome, {
+        recorded,
+        adopt: progress.outcomeAtDecision === true,
+      });
+      await compensate(input, progress, published);
+      return published;
     });
-    throw finalFailure(outcome);
+    throw finalFailure(final);
   }
+}
+
+/**
+ * The patch of "The outcome at the decision" (docs/architecture.md): each readiness wait asks
+ * whoever decides it to record the create's outcome on the operation before failing it
+ * (activities/outcome-at-decision.ts), so `failed` shows without a workflow task; a failure
+ * that says so is the outcome, and the workflow writes none. Its own outcome write reads back
+ * the outcome recorded first when it did not write, and the create ends with that one.
+ * Histories recorded before it write the outcome themselves, always.
+ * Exit plan: docs/testing.md, "Patch exit plan".
+ */
+export const OUTCOME_AT_DECISION_PATCH = 'outcome-at-decision';
+
+/** Whether `err` is a wait's failure whose outcome its decider recorded on the operation. */
+function outcomeRecordedBy(err: unknown): boolean {
+  return refusalDetailsOf(err)?.outcomeRecorded === true;
 }
 
 /**
@@ -372,6 +401,7 @@ async function runSteps(
     progress.image = pod.image;
     // Phase `creating_pod` is set by the start's search attributes; no upsert for it here.
     if (placement === 1) setPhase(input, 'waiting_for_ip');
+    progress.outcomeAtDecision ??= patched(OUTCOME_AT_DECISION_PATCH);
 
     let podIp: string;
     try {
@@ -384,6 +414,7 @@ async function runSteps(
               placement: { replaceOn: [...policy.replaceOn], endOnUnschedulable: placement > 1 },
             }
           : {}),
+        ...(progress.outcomeAtDecision ? { recordOutcome: true } : {}),
       }));
     } catch (err) {
       const failure = policy ? placementFailureOf(err) : undefined;
@@ -640,39 +671,63 @@ function learnedRootfsFloor(
  * upsert (phase `compensating` and the failure code together), then the operation row (status
  * failed/cancelled, the error, phase `compensating`, not done) by a local activity in the same
  * workflow task. A failed write does not hold compensation back (see outcomeStep).
+ *
+ * From {@link OUTCOME_AT_DECISION_PATCH} on (`at`): an outcome `recorded` at the decision is not
+ * written again; and (`adopt`) when the write finds another outcome recorded first (at a
+ * decision that raced a cancel or the deadline), that one is the create's outcome.
+ * @returns the create's outcome: `outcome`, or the one recorded first
  */
-async function publishOutcome(input: CreateSandboxInput, outcome: CreateOutcome): Promise<void> {
+async function publishOutcome(
+  input: CreateSandboxInput,
+  outcome: CreateOutcome,
+  at: { recorded: boolean; adopt: boolean },
+): Promise<CreateOutcome> {
   upsert(input, [
     [CreatePhaseKey, 'compensating'],
     [FailureCodeKey, outcome.code],
   ]);
+  if (at.recorded) return outcome;
+  let final = outcome;
   try {
-    await outcomeStep.recordOperationOutcome({
+    const answer: unknown = await outcomeStep.recordOperationOutcome({
       operationId: input.operationId,
       sandboxId: input.sandboxId,
       podUid: outcome.details.podUid,
       status: outcome.code === 'cancelled' ? 'cancelled' : 'failed',
-      error: {
-        code: outcome.code,
-        message: outcome.message,
-        details: withoutCode(outcome.details),
-      },
+      error: operationErrorOf(outcome.message, outcome.details),
+      ...(at.adopt ? { tenantId: input.tenantId } : {}),
     });
+    if (at.adopt) final = recordedFirst(answer) ?? outcome;
   } catch (err) {
     log.warn('the operation outcome was not recorded; compensation goes on', {
       operation_id: input.operationId,
       error: (err as Error).message,
     });
   }
+  if (final.code !== outcome.code) upsert(input, [[FailureCodeKey, final.code]]);
+  return final;
 }
 
-/** The failure details as the operation's `error.details` show them: without `code`. */
-function withoutCode(details: CreateFailureDetails): Record<string, unknown> {
-  const shown: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(details)) {
-    if (key !== 'code' && value !== undefined) shown[key] = value;
-  }
-  return shown;
+/**
+ * The outcome another writer recorded first, from `recordOperationOutcome`'s answer
+ * (activities/store.ts `RecordedOutcome`); undefined when this write applied or nothing else
+ * was recorded.
+ */
+function recordedFirst(answer: unknown): CreateOutcome | undefined {
+  const { wrote, recorded } = (answer ?? {}) as {
+    wrote?: boolean;
+    recorded?: { status: string; error: { code: string; message: string; details: object } };
+  };
+  if (wrote !== false || !recorded) return undefined;
+  const code = (
+    recorded.status === 'cancelled' ? 'cancelled' : recorded.error.code
+  ) as OperationErrorCode;
+  if (!(code in OPERATION_ERRORS)) return undefined;
+  return {
+    code,
+    message: recorded.error.message,
+    details: { ...(recorded.error.details as Partial<CreateFailureDetails>), code },
+  };
 }
 
 /** The error the workflow fails with: a CancelledFailure, or a typed ApplicationFailure. */
@@ -762,7 +817,8 @@ function describeFailure(
   const failure = failureOf(err);
   if (failure instanceof ApplicationFailure) {
     const code = errorCodeOfFailureType(failure.type);
-    const detail = failure.details?.[0] as Partial<CreateFailureDetails> | undefined;
+    const { outcomeRecorded: _recorded, ...detail } = (failure.details?.[0] ??
+      {}) as Partial<CreateFailureDetails>;
     // No `cause`: the activity's failure has the same message and details, and its stack trace
     // (local file paths) would only repeat them in the Temporal UI.
     return { code, message: failure.message, details: { ...podFields, ...detail, code } };

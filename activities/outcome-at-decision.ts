@@ -1,0 +1,64 @@
+/**
+ * The outcome at the decision (docs/architecture.md, "The outcome at the decision"): whoever
+ * decides a readiness wait that ends the create (the readiness decider, or the wait activity
+ * from its cache) records the operation's outcome before failing the wait, so the operation
+ * shows `failed` without waiting for a workflow task, and the workflow writes no outcome of its
+ * own. Only for a wait whose workflow asked for it (`recordOutcome`, from the patch
+ * `outcome-at-decision` on), and fenced by the pod: the write applies only while the
+ * operation's sandbox records the pod's uid.
+ */
+import type { ApplicationFailure } from '@temporalio/common';
+import type { PodRef } from '../kubernetes/pods.js';
+import type { ReadinessOutcome } from '../kubernetes/readiness-watch.js';
+import type { Store } from '../store/index.js';
+import { operationErrorOf, type CreateFailureDetails } from '../contract/index.js';
+import { createFailure, readinessFailure } from './create-failure.js';
+
+/** The wait outcomes that end the create (compensation follows); the others re-place. */
+const ENDS_THE_CREATE: ReadonlySet<ReadinessOutcome['outcome']> = new Set([
+  'refused',
+  'podFailed',
+  'watchRefused',
+]);
+
+/** What {@link failureAtDecision} did. */
+export interface FailureAtDecision {
+  /** The wait's failure, with `outcomeRecorded: true` in its details when the row was written. */
+  failure: ApplicationFailure;
+  /** Whether the operation's outcome was written here. */
+  recorded: boolean;
+  /** The store's error, when the write failed (the workflow then writes the outcome itself). */
+  error?: Error;
+}
+
+/**
+ * The failure of a wait that ended without an IP; for a wait that ends the create, the
+ * operation's outcome (status `failed`, the error the workflow would write, phase
+ * `compensating`) is written first, under the pod-uid fence.
+ * Never throws: a store error leaves the outcome to the workflow (returned in `error`).
+ * @param wait the create's operation (= workflow) id and the pod the wait is for
+ */
+export async function failureAtDecision(
+  store: Pick<Store, 'recordOperationOutcome'>,
+  wait: { operationId: string; pod: PodRef },
+  outcome: Exclude<ReadinessOutcome, { outcome: 'ready' }>,
+): Promise<FailureAtDecision> {
+  const failure = readinessFailure(outcome, wait.pod);
+  if (!ENDS_THE_CREATE.has(outcome.outcome)) return { failure, recorded: false };
+  const details = failure.details?.[0] as CreateFailureDetails;
+  try {
+    const wrote = await store.recordOperationOutcome({
+      operationId: wait.operationId,
+      status: 'failed',
+      error: operationErrorOf(failure.message, details),
+      podUid: wait.pod.uid,
+    });
+    if (!wrote) return { failure, recorded: false };
+  } catch (err) {
+    return { failure, recorded: false, error: err as Error };
+  }
+  return {
+    failure: createFailure(failure.message, { ...details, outcomeRecorded: true }),
+    recorded: true,
+  };
+}
