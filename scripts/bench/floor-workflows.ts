@@ -65,7 +65,10 @@ export async function floorCreateShape(): Promise<void> {
 
 /** Which elements of a refusal's Temporal shape a floor keeps (all, in `floorRefusalShape`). */
 interface ShapeElements {
-  /** The three local activities (admission, the outcome, the retirement). */
+  /**
+   * The local activities: admission and the retirement (the outcome is written at the decision,
+   * docs/architecture.md, "The outcome at the decision"; it was a third before).
+   */
   localActivities: boolean;
   /** The three search-attribute upserts (phase, outcome, finished). */
   upserts: boolean;
@@ -76,9 +79,9 @@ interface ShapeElements {
 /**
  * A refused create's Temporal shape (docs/architecture.md, "Round trips per create"), every step
  * a no-op, with the elements `keep` names: the admission local activity, the deadline timer,
- * createPod, the phase upsert, the readiness wait (refused), the outcome upsert and local
- * activity, the pod delete, the retirement local activity and the last upsert. With all of
- * them: 4 workflow tasks, 3 activity tasks, 3 local activities.
+ * createPod, the phase upsert, the readiness wait (refused), the outcome upsert, the pod delete,
+ * the retirement local activity and the last upsert. With all of them: 4 workflow tasks, 3
+ * activity tasks, 2 local activities.
  * @throws ApplicationFailure `InvalidRequest` (non-retryable), always
  */
 async function refusalShape(keep: ShapeElements): Promise<void> {
@@ -96,7 +99,6 @@ async function refusalShape(keep: ShapeElements): Promise<void> {
         { key: CreatePhaseKey, value: 'compensating' },
         { key: FailureCodeKey, value: 'invalid_request' },
       ]);
-    if (keep.localActivities) await local.step();
     await step();
     if (keep.localActivities) await local.step();
     if (keep.upserts) upsertSearchAttributes([{ key: CreatePhaseKey, value: 'finished' }]);
@@ -114,7 +116,7 @@ export async function floorRefusalShape(): Promise<void> {
   await refusalShape(ALL);
 }
 
-/** {@link floorRefusalShape} without its three local activities (scripts/bench/shapes.ts). */
+/** {@link floorRefusalShape} without its local activities (scripts/bench/shapes.ts). */
 export async function floorRefusalShapeNoLocalActivities(): Promise<void> {
   await refusalShape({ ...ALL, localActivities: false });
 }

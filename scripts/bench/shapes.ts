@@ -6,7 +6,7 @@
  * cluster: every step is a no-op.
  *
  * Each round runs, `atOnce` at once, each floor of scripts/bench/floor-workflows.ts: the refusal's
- * whole shape (3 activities, 3 local activities, the deadline timer, 3 upserts), the same
+ * whole shape (3 activities, 2 local activities, the deadline timer, 3 upserts), the same
  * without its local activities, without its upserts, without its timer, its 3 activities alone,
  * and the one-failing-activity floor; figure: the bench process's CPU per workflow
  * (scripts/bench/floor-cpu.ts). The difference between two rows is what the element costs.
