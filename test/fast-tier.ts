@@ -23,6 +23,7 @@ export const FAST_TESTS = [
   'test/nexus-tenants.test.ts',
   'test/oidc-config.test.ts',
   'test/operation-notifier.test.ts',
+  'test/outcome-at-decision-rules.test.ts',
   'test/placement-rules.test.ts',
   'test/refusal-bounds.test.ts',
   'test/refusal.test.ts',

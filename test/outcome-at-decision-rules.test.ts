@@ -1,0 +1,148 @@
+/**
+ * The rules of the outcome at the decision (activities/outcome-at-decision.ts), as a table:
+ * which wait outcomes write the operation's outcome, what they write (the error the workflow
+ * would write: contract/create-workflow.ts `operationErrorOf`), the pod-uid fence passed down,
+ * and that the failure says `outcomeRecorded` only when the write applied. The store is a
+ * recorder of the calls (the full tier, test/outcome-at-decision.test.ts, runs the real one).
+ * Fast tier.
+ */
+import { ApplicationFailure } from '@temporalio/common';
+import { describe, expect, it } from 'vitest';
+import { failureAtDecision } from '../activities/outcome-at-decision.js';
+import { operationErrorOf, type CreateFailureDetails } from '../contract/index.js';
+import type { ReadinessOutcome } from '../kubernetes/readiness-watch.js';
+import type { OperationOutcomeInput } from '../store/index.js';
+
+const POD = { name: 'sbx-rules-g1', uid: 'uid-rules' };
+const WAIT = { operationId: 'op_rules', pod: POD };
+
+/** A store that records each outcome write and answers `answer` (or throws it). */
+function recordingStore(answer: boolean | Error) {
+  const writes: OperationOutcomeInput[] = [];
+  return {
+    writes,
+    async recordOperationOutcome(input: OperationOutcomeInput): Promise<boolean> {
+      writes.push(input);
+      if (answer instanceof Error) throw answer;
+      return answer;
+    },
+  };
+}
+
+const refused: ReadinessOutcome = {
+  outcome: 'refused',
+  code: 'InvalidArgument',
+  reason: 'rootfs_size_mb=300 is smaller than cloned rootfs size 451 MiB',
+  eventName: 'sbx-rules-g1.181',
+  eventLastTimestamp: '2026-12-04T12:00:00Z',
+  nodeName: 'node-a',
+};
+
+function detailsOf(failure: ApplicationFailure): CreateFailureDetails {
+  return failure.details?.[0] as CreateFailureDetails;
+}
+
+describe('the outcome at the decision', () => {
+  it.each([
+    { outcome: refused, code: 'invalid_request', type: 'InvalidRequest' },
+    {
+      outcome: { outcome: 'podFailed', reason: 'the pod was deleted' } as ReadinessOutcome,
+      code: 'pod_failed',
+      type: 'PodFailed',
+    },
+    {
+      outcome: { outcome: 'watchRefused', reason: 'may not watch pods' } as ReadinessOutcome,
+      code: 'unavailable',
+      type: 'Unavailable',
+    },
+  ])(
+    'an outcome that ends the create ($code) is written, fenced by the pod, then said',
+    async ({ outcome, code, type }) => {
+      const store = recordingStore(true);
+      const decided = await failureAtDecision(
+        store,
+        WAIT,
+        outcome as Exclude<ReadinessOutcome, { outcome: 'ready' }>,
+      );
+      expect(decided.recorded).toBe(true);
+      expect(decided.failure.type).toBe(type);
+      expect(decided.failure.nonRetryable).toBe(true);
+      expect(detailsOf(decided.failure)).toMatchObject({ code, outcomeRecorded: true });
+      expect(store.writes).toHaveLength(1);
+      const [write] = store.writes;
+      expect(write).toMatchObject({
+        operationId: WAIT.operationId,
+        status: 'failed',
+        podUid: POD.uid,
+        error: { code, message: decided.failure.message },
+      });
+      expect(write?.error.details).not.toHaveProperty('code');
+      expect(write?.error.details).not.toHaveProperty('outcomeRecorded');
+      expect(write?.error.details).toMatchObject({ podName: POD.name, podUid: POD.uid });
+    },
+  );
+
+  it('a refusal writes the rootfs size and the event the workflow would write', async () => {
+    const store = recordingStore(true);
+    const decided = await failureAtDecision(store, WAIT, refused);
+    const { outcomeRecorded: _flag, ...details } = detailsOf(decided.failure);
+    expect(store.writes[0]?.error).toEqual(operationErrorOf(decided.failure.message, details));
+    expect(store.writes[0]?.error.details).toMatchObject({
+      rootfsMib: 451,
+      eventName: refused.eventName,
+      nodeName: 'node-a',
+    });
+  });
+
+  it.each([
+    {
+      what: 'a re-placement refusal',
+      outcome: {
+        outcome: 'nodeRefused',
+        code: 'NoSpace',
+        reason: 'disk full',
+        eventName: 'e',
+        nodeName: 'node-a',
+      } as ReadinessOutcome,
+    },
+    {
+      what: 'no node left',
+      outcome: { outcome: 'unschedulable', reason: '0/3 nodes' } as ReadinessOutcome,
+    },
+  ])('$what goes on to the next placement: nothing written, nothing said', async ({ outcome }) => {
+    const store = recordingStore(true);
+    const decided = await failureAtDecision(
+      store,
+      WAIT,
+      outcome as Exclude<ReadinessOutcome, { outcome: 'ready' }>,
+    );
+    expect(store.writes).toEqual([]);
+    expect(decided.recorded).toBe(false);
+    expect(decided.failure.details?.[0]).not.toHaveProperty('outcomeRecorded');
+  });
+
+  it.each([
+    { what: 'the write did not apply (fence, or another outcome first)', answer: false },
+    { what: 'the store failed', answer: new Error('database is locked') },
+  ])(
+    '$what: the failure does not say it, so the workflow writes the outcome',
+    async ({ answer }) => {
+      const decided = await failureAtDecision(recordingStore(answer), WAIT, refused);
+      expect(decided.recorded).toBe(false);
+      expect(detailsOf(decided.failure).outcomeRecorded).toBeUndefined();
+      expect(decided.failure.type).toBe('InvalidRequest');
+      expect(decided.error?.message).toBe(answer instanceof Error ? answer.message : undefined);
+    },
+  );
+
+  it('operationErrorOf leaves out code, the flag and undefined values', () => {
+    expect(
+      operationErrorOf('m', {
+        code: 'pod_failed',
+        reason: 'r',
+        podName: undefined,
+        outcomeRecorded: true,
+      }),
+    ).toEqual({ code: 'pod_failed', message: 'm', details: { reason: 'r' } });
+  });
+});
