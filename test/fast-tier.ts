@@ -28,6 +28,7 @@ export const FAST_TESTS = [
   'test/refusal-bounds.test.ts',
   'test/refusal.test.ts',
   'test/statement-cache.test.ts',
+  'test/topology-port-line.test.ts',
   'test/trace-missing.test.ts',
   'test/wait-until.test.ts',
   'test/warm-pool-plan.test.ts',

@@ -10,7 +10,6 @@
  * workflow's, or the harness's wait scheduled on a queue no worker polls
  * (test/support/harness-workflows.ts), which only a completion by id can decide.
  */
-import { randomUUID } from 'node:crypto';
 import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -18,9 +17,8 @@ import { ReadinessDecider } from '../activities/readiness-decider.js';
 import { DEFAULT_TEMPLATES } from '../config/index.js';
 import { createPod } from '../kubernetes/pods.js';
 import { SandboxInformers } from '../kubernetes/sandbox-informers.js';
-import { startCreate, waitingAsync } from './support/creates.js';
+import { podWithUnstartedWait, startCreate, waitingAsync } from './support/creates.js';
 import { startGrpcCounter, type GrpcCounter } from './support/grpc-counter.js';
-import { harnessUnstartedWait } from './support/harness-workflows.js';
 import { startTestStack, type TestStack } from './support/stack.js';
 import { waitUntil } from '../scripts/wait-until.js';
 
@@ -78,29 +76,8 @@ async function startDecider(options: { otherWaitDelayMs: number }) {
   return { stack, counter, informers: watching };
 }
 
-/**
- * A sandbox pod naming `workflowId` (annotation `durable-sandbox.dev/operation-id`), and that
- * workflow started as the harness's readiness wait of the pod, scheduled on a queue no worker
- * polls (never started: only a completion by id decides it).
- */
-async function podWithUnstartedWait(workflowId: string) {
-  const test = stack as TestStack;
-  const pod = await createPod(test.kubernetes, {
-    operationId: workflowId,
-    sandboxId: `sbx_${randomUUID().replace(/-/g, '').slice(0, 20)}`,
-    generation: 1,
-    template: 'base',
-    image: DEFAULT_TEMPLATES.base?.image ?? '',
-    resources: { cpu: 1, memoryMib: 512, diskMib: 2048 },
-  });
-  const handle = await test.temporal.client.workflow.start(harnessUnstartedWait, {
-    taskQueue: test.taskQueue,
-    workflowId,
-    args: [{ podUid: pod.uid, taskQueue: `${test.taskQueue}-nobody` }],
-  });
-  await waitUntil(async () => ((await handle.describe()).raw.pendingActivities ?? []).length > 0);
-  return { pod, handle };
-}
+/** {@link podWithUnstartedWait} on this suite's stack. */
+const unstartedWait = (workflowId: string) => podWithUnstartedWait(stack as TestStack, workflowId);
 
 /** The states of a workflow's pending activities, as Temporal reports them. */
 async function pendingStates(handle: WorkflowHandle) {
@@ -115,7 +92,7 @@ describe('the readiness decider', () => {
   it('decides a change of a wait this worker does not hold only after otherWaitDelayMs, from the caches then', async () => {
     const otherWaitDelayMs = 5_000;
     const { stack, counter, informers } = await startDecider({ otherWaitDelayMs });
-    const { pod, handle } = await podWithUnstartedWait(`op_deferred_${Date.now()}`);
+    const { pod, handle } = await unstartedWait(`op_deferred_${Date.now()}`);
 
     // The pod fails: a decisive change of a wait no activity of this worker holds. Then, while
     // that change waits its delay, the pod runs with an IP (a real pod does not come back from
@@ -152,7 +129,7 @@ describe('the readiness decider', () => {
 
   it('a pod decided once costs no Temporal call on its later changes (terminating, deleted)', async () => {
     const { stack, counter, informers } = await startDecider({ otherWaitDelayMs: 200 });
-    const decided = await podWithUnstartedWait(`op_memo_${Date.now()}`);
+    const decided = await unstartedWait(`op_memo_${Date.now()}`);
     stack.cluster.node.makeReady(NAMESPACE, decided.pod.name);
     expect((await decided.handle.result()).podIp).toMatch(/^10\./);
     expect(counter.count(COMPLETED)).toBe(1);
@@ -169,7 +146,7 @@ describe('the readiness decider', () => {
     });
     await waitUntil(() => !informers.cachedPod(decided.pod.name));
     // A change of another pod after them, deferred as long: its call comes after any of theirs.
-    const later = await podWithUnstartedWait(`op_memo_later_${Date.now()}`);
+    const later = await unstartedWait(`op_memo_later_${Date.now()}`);
     stack.cluster.node.makeReady(NAMESPACE, later.pod.name);
     expect((await later.handle.result()).podIp).toMatch(/^10\./);
     await waitUntil(() => counter.count(COMPLETED) >= 2);

@@ -8,10 +8,7 @@ import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { createSandbox } from '../workflows/create-sandbox.js';
-import { DEFAULT_TEMPLATES } from '../config/index.js';
-import { createPod } from '../kubernetes/pods.js';
-import { startCreate, settle, waitingAsync } from './support/creates.js';
-import { harnessUnstartedWait } from './support/harness-workflows.js';
+import { podWithUnstartedWait, startCreate, settle, waitingAsync } from './support/creates.js';
 import { startTestStack, type TestStack } from './support/stack.js';
 import { waitUntil } from '../scripts/wait-until.js';
 
@@ -150,21 +147,8 @@ describe('waiting costs nothing', () => {
     stack = await startTestStack({ cluster: { startupDelayMs: 100 } });
     stack.cluster.faults.neverReady(true);
     const workflowId = `op_unstarted_${Date.now()}`;
-    const pod = await createPod(stack.kubernetes, {
-      operationId: workflowId,
-      sandboxId: `sbx_unstarted_${Date.now()}`,
-      generation: 1,
-      template: 'base',
-      image: DEFAULT_TEMPLATES.base?.image ?? '',
-      resources: { cpu: 1, memoryMib: 512, diskMib: 2048 },
-    });
-    // No worker polls this queue: the attempt stays scheduled, never started.
-    const handle = await stack.temporal.client.workflow.start(harnessUnstartedWait, {
-      taskQueue: stack.taskQueue,
-      workflowId,
-      args: [{ podUid: pod.uid, taskQueue: `${stack.taskQueue}-nobody` }],
-    });
-    await waitUntil(async () => ((await handle.describe()).raw.pendingActivities ?? []).length > 0);
+    // No worker polls the wait's queue: the attempt stays scheduled, never started.
+    const { pod, handle } = await podWithUnstartedWait(stack, workflowId);
     const [scheduled] = (await handle.describe()).raw.pendingActivities ?? [];
     expect(scheduled?.state).toBe(
       temporal.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STATE_SCHEDULED,

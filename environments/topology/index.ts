@@ -271,12 +271,21 @@ interface ServicePort {
 }
 
 /**
+ * Whether `line` is a service's failed start because `port` was taken: the startup failure
+ * line of config/startup-failure.ts (plain, or pino's `fatal` at level 60) naming that port.
+ */
+export function isPortTakenLine(line: string, port: number): boolean {
+  if (!line.includes(`cannot listen on port ${port}`)) return false;
+  return line.includes(' failed to start: ') || line.includes('"level":60');
+}
+
+/**
  * Runs `node --import tsx <entry>` under the guard, starting it again 500 ms after it exits. A
  * run that cannot listen on its port (its startup failure `cannot listen on port <n>`: another
- * process took the port between {@link freePort} and the listen) is killed, since it would
- * stay up without listening while that process answered in its place, and started again on a
- * new free port, which `url` and `listen.moved` report. Any other restart keeps the port (the
- * load balancer and the fault matrix reach a restarted replica where it was).
+ * process took the port between {@link freePort} and the listen) ends (it exits by itself; the
+ * supervisor kills it at that line so as not to wait) and is started again on a new free port,
+ * which `url` and `listen.moved` report. Any other restart keeps the port (the load balancer
+ * and the fault matrix reach a restarted replica where it was).
  */
 function superviseService(
   name: string,
@@ -325,9 +334,11 @@ function superviseService(
       ],
       (line) => {
         log(`${name}: ${line}`);
-        // Its startup failure (config/startup-failure.ts, listenStep). The run does not exit by
-        // itself (its connections to Temporal and the store keep it alive): end it here.
-        if (!portTaken && line.includes(`cannot listen on port ${port}`)) {
+        // Its startup failure (config/startup-failure.ts, listenStep), as the failed start's own
+        // line says it (plain `… failed to start: …`, or pino's `fatal`), never a log line that
+        // merely quotes it. The run exits by itself 0.5 s later (exitAfterStartupFailure); the
+        // kill only saves that wait, and ends a run that would not.
+        if (!portTaken && isPortTakenLine(line, port)) {
           portTaken = true;
           kill();
         }

@@ -2,7 +2,11 @@
  * Creates as the suites need them: started the way the API does (scripts/start-create.ts),
  * stored as ones Temporal no longer knows, settled, or followed until they wait asynchronously.
  */
+import { randomUUID } from 'node:crypto';
 import type { WorkflowHandle } from '@temporalio/client';
+import { DEFAULT_TEMPLATES } from '../../config/index.js';
+import { createPod } from '../../kubernetes/pods.js';
+import { harnessUnstartedWait } from './harness-workflows.js';
 import type { createSandbox } from '../../workflows/create-sandbox.js';
 import { CreatePhaseKey } from '../../temporal/search-attribute-keys.js';
 import { readinessWaitActivityId, type CreateSandboxInput } from '../../contract/index.js';
@@ -90,4 +94,28 @@ export async function waitingAsync(
   );
   const podName = pod?.name ?? '';
   return podName;
+}
+
+/**
+ * A sandbox pod naming `workflowId` (annotation `durable-sandbox.dev/operation-id`), and that
+ * workflow started as the harness's readiness wait of the pod (test/support/harness-workflows.ts),
+ * scheduled on a queue no worker polls: the attempt stays scheduled and never starts, so only a
+ * completion by id decides it. Resolves once Temporal shows the wait pending.
+ */
+export async function podWithUnstartedWait(stack: TestStack, workflowId: string) {
+  const pod = await createPod(stack.kubernetes, {
+    operationId: workflowId,
+    sandboxId: `sbx_${randomUUID().replace(/-/g, '').slice(0, 20)}`,
+    generation: 1,
+    template: 'base',
+    image: DEFAULT_TEMPLATES.base?.image ?? '',
+    resources: { cpu: 1, memoryMib: 512, diskMib: 2048 },
+  });
+  const handle = await stack.temporal.client.workflow.start(harnessUnstartedWait, {
+    taskQueue: stack.taskQueue,
+    workflowId,
+    args: [{ podUid: pod.uid, taskQueue: `${stack.taskQueue}-nobody` }],
+  });
+  await waitUntil(async () => ((await handle.describe()).raw.pendingActivities ?? []).length > 0);
+  return { pod, handle };
 }
