@@ -388,7 +388,12 @@ function settleOutcome(
     return { podIp: outcome.podIp };
   }
   const line = readinessFailureLog(outcome);
-  log[line.level](line.message, line.fields);
+  const recorded = (failure?.details?.[0] as { outcomeRecorded?: boolean } | undefined)
+    ?.outcomeRecorded;
+  log[line.level](line.message, {
+    ...line.fields,
+    ...(recorded ? { outcome_recorded: true } : {}),
+  });
   throw failure ?? readinessFailure(outcome, pod);
 }
 

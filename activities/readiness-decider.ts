@@ -474,7 +474,10 @@ export class ReadinessDecider {
         } else {
           await client.activity.fail(activity, failure);
           const line = readinessFailureLog(outcome);
-          logger?.[line.level]?.({ ...fields, ...line.fields }, `${line.message}; wait failed`);
+          logger?.[line.level]?.(
+            { ...fields, ...line.fields, ...recordedField(failure) },
+            `${line.message}; wait failed`,
+          );
         }
         break;
       } catch (err) {
@@ -515,6 +518,12 @@ export class ReadinessDecider {
     }
     return decided.failure;
   }
+}
+
+/** `outcome_recorded: true` for a failure whose outcome was recorded at the decision. */
+function recordedField(failure: ApplicationFailure | undefined): { outcome_recorded?: true } {
+  const details = failure?.details?.[0] as { outcomeRecorded?: boolean } | undefined;
+  return details?.outcomeRecorded ? { outcome_recorded: true } : {};
 }
 
 /** The `held` state of a tracked wait, without a pending read. */
