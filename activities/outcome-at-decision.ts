@@ -14,6 +14,12 @@ import type { Store } from '../store/index.js';
 import { operationErrorOf, type CreateFailureDetails } from '../contract/index.js';
 import { createFailure, readinessFailure } from './create-failure.js';
 
+/**
+ * How long a decision waits for its outcome write, in ms: a store that hangs (a partition) must
+ * not hold the wait's failure back; the workflow's own write then finds what committed.
+ */
+export const OUTCOME_WRITE_TIMEOUT_MS = 2_000;
+
 /** The wait outcomes that end the create (compensation follows); the others re-place. */
 const ENDS_THE_CREATE: ReadonlySet<ReadinessOutcome['outcome']> = new Set([
   'refused',
@@ -35,27 +41,40 @@ export interface FailureAtDecision {
  * The failure of a wait that ended without an IP; for a wait that ends the create, the
  * operation's outcome (status `failed`, the error the workflow would write, phase
  * `compensating`) is written first, under the pod-uid fence.
- * Never throws: a store error leaves the outcome to the workflow (returned in `error`).
+ * Never throws: a store error, or no answer within `timeoutMs` (default
+ * {@link OUTCOME_WRITE_TIMEOUT_MS}), leaves the outcome to the workflow (returned in `error`).
  * @param wait the create's operation (= workflow) id and the pod the wait is for
  */
 export async function failureAtDecision(
   store: Pick<Store, 'recordOperationOutcome'>,
   wait: { operationId: string; pod: PodRef },
   outcome: Exclude<ReadinessOutcome, { outcome: 'ready' }>,
+  timeoutMs: number = OUTCOME_WRITE_TIMEOUT_MS,
 ): Promise<FailureAtDecision> {
   const failure = readinessFailure(outcome, wait.pod);
   if (!ENDS_THE_CREATE.has(outcome.outcome)) return { failure, recorded: false };
   const details = failure.details?.[0] as CreateFailureDetails;
+  let timer: NodeJS.Timeout | undefined;
   try {
-    const wrote = await store.recordOperationOutcome({
+    const write = store.recordOperationOutcome({
       operationId: wait.operationId,
       status: 'failed',
       error: operationErrorOf(failure.message, details),
       podUid: wait.pod.uid,
     });
-    if (!wrote) return { failure, recorded: false };
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new Error(`the store did not answer within ${timeoutMs} ms`)),
+        timeoutMs,
+      );
+    });
+    // A write that commits after the timeout is found by the workflow's own write (it adopts it).
+    write.catch(() => undefined);
+    if (!(await Promise.race([write, late]))) return { failure, recorded: false };
   } catch (err) {
     return { failure, recorded: false, error: err as Error };
+  } finally {
+    clearTimeout(timer);
   }
   return {
     failure: createFailure(failure.message, { ...details, outcomeRecorded: true }),

@@ -103,8 +103,9 @@ const REMEMBERED_PODS = 20_000;
  *
  * - `held`: this worker's wait activity left the pod's wait asynchronous (`track`): a decisive
  *   change is decided at once. `readTimer` is the pending read by name of a pod the pods cache
- *   still lacks after `podReadDelayMs` (undefined once it ran); `recordOutcome`: the workflow
- *   asked for the outcome at the decision ({@link TrackedWait}).
+ *   still lacks after `podReadDelayMs` (undefined once it ran); `recordFor`: the workflow id
+ *   of a wait whose workflow asked for the outcome at the decision ({@link TrackedWait}), as
+ *   the activity named it (not the pod's annotation).
  * - `deferred`: a decisive change (`outcome`) of a pod whose wait this worker does not hold,
  *   decided when `timer` fires (`otherWaitDelayMs` later) from the caches then; further changes
  *   meanwhile add nothing.
@@ -117,7 +118,7 @@ const REMEMBERED_PODS = 20_000;
  * dropped all at once past {@link REMEMBERED_PODS} (a forgotten pod costs one NotFound answer).
  */
 type PodState =
-  | { kind: 'held'; readTimer?: NodeJS.Timeout; recordOutcome?: boolean }
+  | { kind: 'held'; readTimer?: NodeJS.Timeout; recordFor?: string }
   | { kind: 'deferred'; timer: NodeJS.Timeout; wait: PodWait; outcome: ReadinessOutcome }
   | { kind: 'decided' };
 
@@ -218,7 +219,7 @@ export class ReadinessDecider {
     for (const [uid, state] of this.pods) {
       if (state.kind === 'deferred') this.setState(uid, undefined);
       else if (state.kind === 'held' && state.readTimer) {
-        this.setState(uid, { kind: 'held', recordOutcome: state.recordOutcome });
+        this.setState(uid, { kind: 'held', recordFor: state.recordFor });
       }
     }
     await Promise.allSettled([this.reconciling, ...this.deciding.values()]);
@@ -264,7 +265,10 @@ export class ReadinessDecider {
     const { uid } = wait.pod;
     const state = this.pods.get(uid);
     if (state?.kind === 'held') {
-      return this.decide({ ...wait, recordOutcome: state.recordOutcome }, outcome);
+      return this.decide(
+        state.recordFor ? { ...wait, workflowId: state.recordFor, recordOutcome: true } : wait,
+        outcome,
+      );
     }
     // Decided already, or a change deferred already: this one adds nothing.
     if (this.stopped || state) return Promise.resolve();
@@ -384,12 +388,25 @@ export class ReadinessDecider {
    * made the same one before (its wait may not have been scheduled then).
    */
   private async reconcileOnce(): Promise<void> {
+    await this.reconcileList(false);
+    // Outcomes recorded at a decision whose wait's failure may never have reached Temporal (a
+    // worker that died after the write, Temporal away past the completion attempts): their
+    // rows left `waiting_for_ip`, so the list above no longer holds them.
+    await this.reconcileList(true);
+  }
+
+  /** One list of {@link reconcileOnce}: the waiting creates, or those with an outcome recorded. */
+  private async reconcileList(outcomeRecorded: boolean): Promise<void> {
     const { informers, store } = this.options;
     const limit = this.options.reconcilePageSize ?? RECONCILE_PAGE_SIZE;
     let after: WaitingPod | undefined;
     for (;;) {
       if (this.stopped) return;
-      const waiting = await store.listWaitingPods({ after, limit });
+      const waiting = await store.listWaitingPods({
+        after,
+        limit,
+        ...(outcomeRecorded ? { outcomeRecorded } : {}),
+      });
       const pending: Array<() => Promise<void>> = [];
       for (const row of waiting) {
         const pod = { name: row.podName, uid: row.podUid };
@@ -528,7 +545,7 @@ function recordedField(failure: ApplicationFailure | undefined): { outcome_recor
 
 /** The `held` state of a tracked wait, without a pending read. */
 function held(wait: TrackedWait): Extract<PodState, { kind: 'held' }> {
-  return { kind: 'held', ...(wait.recordOutcome ? { recordOutcome: true } : {}) };
+  return { kind: 'held', ...(wait.recordOutcome ? { recordFor: wait.workflowId } : {}) };
 }
 
 function sleep(ms: number): Promise<void> {

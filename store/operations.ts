@@ -125,6 +125,19 @@ export async function advanceOperation(
   return result.numUpdatedRows > 0n;
 }
 
+/**
+ * Whether the operation `id` already holds an outcome other than success (status `failed` or
+ * `cancelled`), read in `db` (the caller's transaction).
+ */
+export async function outcomeRecorded(db: Kysely<Database>, id: string): Promise<boolean> {
+  const row = await db
+    .selectFrom('operations')
+    .select('status')
+    .where('id', '=', id)
+    .executeTakeFirst();
+  return row?.status === 'failed' || row?.status === 'cancelled';
+}
+
 /** The placements column: a JSON array, or null (none); anything unreadable reads as none. */
 function parsePlacements(raw: string | null): PlacementRecord[] {
   if (raw === null) return [];

@@ -21,6 +21,7 @@ import {
   advanceOperation,
   appendPlacement,
   insertOperation,
+  outcomeRecorded,
   selectOperation,
   selectOperationPage,
 } from './operations.js';
@@ -235,6 +236,11 @@ export async function openStore(options: StoreOptions): Promise<Store> {
       return writing(async (trx, changed) => {
         await lockSandbox(trx, dialect, input.sandboxId);
         const at = now();
+        // An outcome recorded first (at a decision: a refusal, then an IP) stands: the sandbox is
+        // not marked running under an operation that already says failed or cancelled.
+        if (input.operationId && (await outcomeRecorded(trx, input.operationId))) {
+          return 'fenced' as const;
+        }
         const marked = await setRunning(trx, input, input.podIp, at);
         const result = marked
           ? ('marked' as const)

@@ -291,7 +291,9 @@ export interface Store {
    * from state `creating`.
    * @returns `marked` when it wrote; `already_running` when the sandbox is already running with
    *   this IP for this execution (a retried call whose first attempt committed); `fenced` when
-   *   the execution is retired or superseded, or the sandbox is missing or in another state
+   *   the execution is retired or superseded, the sandbox is missing or in another state, or
+   *   the create's operation already says `failed` or `cancelled` (an outcome recorded at the
+   *   decision stands: docs/architecture.md, "The outcome at the decision")
    */
   markSandboxRunning(input: MarkSandboxRunningInput): Promise<MarkRunningResult>;
   /**
@@ -428,10 +430,17 @@ export interface Store {
    * (the last row of the page before) continues after that row (keyset paging over the index
    * `operations_status_phase_updated_at`). The readiness decider's reconcile reads them
    * (activities/readiness-decider.ts); Temporal's pending activity is the wait's only record.
+   *
+   * With `outcomeRecorded`: instead, the creates whose outcome was recorded (operation `failed`,
+   * phase `compensating`) while their sandbox is still `creating` with a pod: compensation has
+   * not retired them yet, so their wait may still be open (an outcome recorded at the decision
+   * whose wait's failure never reached Temporal: docs/architecture.md, "The outcome at the
+   * decision"). Short-lived rows otherwise; the reconcile decides them again.
    */
   listWaitingPods(page: {
     limit: number;
     after?: Pick<WaitingPod, 'updatedAt' | 'operationId'>;
+    outcomeRecorded?: boolean;
   }): Promise<WaitingPod[]>;
   /** Resolves when the database answers a trivial query; rejects with the driver's error. */
   ping(): Promise<void>;

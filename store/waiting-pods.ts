@@ -11,13 +11,22 @@ import type { WaitingPod } from './types.js';
  * The operations `running` in phase `waiting_for_ip` whose sandbox names a pod, oldest first
  * (`updated_at`, then id), after the row `after` when given, at most `limit`: one range scan of
  * the index `operations_status_phase_updated_at` (migration 0005), keyset paging so rows that
- * leave the phase meanwhile shift nothing.
+ * leave the phase meanwhile shift nothing. With `outcomeRecorded`: the operations `failed` in
+ * phase `compensating` whose sandbox is still `creating` (Store.listWaitingPods says why), the
+ * same way.
  */
 export async function selectWaitingPods(
   db: Kysely<Database>,
-  page: { limit: number; after?: Pick<WaitingPod, 'updatedAt' | 'operationId'> },
+  page: {
+    limit: number;
+    after?: Pick<WaitingPod, 'updatedAt' | 'operationId'>;
+    outcomeRecorded?: boolean;
+  },
 ): Promise<WaitingPod[]> {
   const { after } = page;
+  const [status, phase] = page.outcomeRecorded
+    ? ['failed', 'compensating']
+    : ['running', 'waiting_for_ip'];
   let query = db
     .selectFrom('operations')
     .innerJoin('sandboxes', 'sandboxes.id', 'operations.sandbox_id')
@@ -29,10 +38,11 @@ export async function selectWaitingPods(
       'sandboxes.pod_name',
       'sandboxes.pod_uid',
     ])
-    .where('operations.status', '=', 'running')
-    .where('operations.phase', '=', 'waiting_for_ip')
+    .where('operations.status', '=', status)
+    .where('operations.phase', '=', phase)
     .where('sandboxes.pod_uid', 'is not', null)
     .where('sandboxes.pod_name', 'is not', null);
+  if (page.outcomeRecorded) query = query.where('sandboxes.state', '=', 'creating');
   if (after) {
     query = query.where((eb) =>
       eb.or([

@@ -135,6 +135,14 @@ describe('the outcome at the decision', () => {
     },
   );
 
+  it('a store that does not answer in time does not hold the failure back', async () => {
+    const hanging = { recordOperationOutcome: () => new Promise<boolean>(() => undefined) };
+    const decided = await failureAtDecision(hanging, WAIT, refused, 50);
+    expect(decided.recorded).toBe(false);
+    expect(decided.error?.message).toMatch(/did not answer within 50 ms/);
+    expect(detailsOf(decided.failure).outcomeRecorded).toBeUndefined();
+  });
+
   it('operationErrorOf leaves out code, the flag and undefined values', () => {
     expect(
       operationErrorOf('m', {

@@ -129,4 +129,44 @@ describe('every wait is covered, however many pages they fill', () => {
     await stack.startWorker();
     await expectInvalidRequest(handle);
   }, 240_000);
+
+  it('an outcome recorded at the decision whose failure never reached Temporal is decided by the next reconcile', async () => {
+    stack = await startTestStack({ cluster: { startupDelayMs: 100 }, reconcileIntervalMs: NEVER });
+    stack.cluster.faults.neverReady(true);
+    const { handle, input } = await startCreate(stack, { diskMib: 2048, deadlineMs: 600_000 });
+    const podName = await waitingAsync(stack as TestStack, handle, input.sandboxId);
+    const podUid = (await stack.store.getSandboxById(input.sandboxId))?.pod?.uid ?? '';
+    await stopWorker(stack);
+    // The node refuses the pod, and the worker that held the wait recorded the outcome at the
+    // decision, then died before failing the wait (activities/outcome-at-decision.ts's write).
+    stack.cluster.node.recordSandboxFailure(NAMESPACE, podName, INVALID_ARGUMENT_MESSAGE);
+    const recorded = {
+      code: 'invalid_request',
+      message: `the node refused the sandbox: ${INVALID_ARGUMENT_MESSAGE}`,
+      details: { podName, podUid },
+    };
+    expect(
+      await stack.store.recordOperationOutcome({
+        operationId: input.operationId,
+        status: 'failed',
+        error: recorded,
+        podUid,
+      }),
+    ).toBe(true);
+    expect(await stack.store.listWaitingPods({ limit: 10 })).toEqual([]);
+
+    const started = await startDecider(stack, 2);
+    try {
+      started.decider.start();
+      await started.decider.reconcile();
+      expect(await stillWaiting(handle), 'the wait, decided from the caches').toBe(false);
+    } finally {
+      await started.stop();
+    }
+    // The workflow ends with the outcome recorded first, as the row says.
+    await stack.startWorker();
+    await expectInvalidRequest(handle);
+    const operation = await stack.store.getOperation(input.tenantId, input.operationId);
+    expect(operation).toMatchObject({ status: 'failed', done: true, error: recorded });
+  }, 240_000);
 });

@@ -835,6 +835,34 @@ describe.each(storeBackends())('store on $name', (backend) => {
       });
     });
 
+    it('a sandbox is not marked running under an operation whose outcome was recorded first, and the reconcile still lists that create', async () => {
+      const sandbox = await created(sandboxInput(106));
+      const ref = { ...firstExecution(sandbox.id), operationId: sandbox.operationId };
+      await store.recordPod({ ...ref, podName: 'sbx-106-g1', podUid: 'uid-106' });
+      expect(
+        await store.recordOperationOutcome({
+          operationId: 'op_0106',
+          ...outcome,
+          podUid: 'uid-106',
+        }),
+      ).toBe(true);
+      // Left waiting_for_ip, but still creating: the reconcile's second list holds it.
+      expect(await store.listWaitingPods({ limit: 10 })).toEqual([]);
+      expect(
+        (await store.listWaitingPods({ limit: 10, outcomeRecorded: true })).map((w) => w.podUid),
+      ).toEqual(['uid-106']);
+      // An IP after the recorded refusal: the outcome stands, the sandbox is not running.
+      expect(await store.markSandboxRunning({ ...ref, podIp: '10.0.0.106' })).toBe('fenced');
+      expect(await store.getSandboxById(sandbox.id)).toMatchObject({ state: 'creating' });
+      // Once compensation retired it, the create leaves that list too.
+      await store.retireExecution({
+        ...ref,
+        reason: 'invalid_request',
+        failure: { code: 'invalid_request', message: 'refused' },
+      });
+      expect(await store.listWaitingPods({ limit: 10, outcomeRecorded: true })).toEqual([]);
+    });
+
     /** A create of sandbox `n` that succeeded on pod `sbx-<n>-g1` with IP 10.0.0.<n>. */
     async function succeededCreate(n: number) {
       const sandbox = await created(sandboxInput(n));

@@ -1,7 +1,8 @@
 /**
  * The `deleteSandbox` workflow (docs/api.md, `DELETE /v1/sandboxes/{id}`): cancel the
  * sandbox's create if it is still running and wait for it to close (its compensation deletes its
- * pod and retires its execution, so it ends `cancelled`, never racing this delete), then delete
+ * pod and retires its execution, so it ends `cancelled`, or with the outcome recorded before the
+ * cancel took effect, never racing this delete), then delete
  * the pod the store recorded (uid precondition), then mark the sandbox `deleted`, retiring any
  * execution still active. Runs entirely non-cancellable: a delete, once accepted, finishes.
  *
