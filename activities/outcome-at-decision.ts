@@ -29,12 +29,25 @@ const ENDS_THE_CREATE: ReadonlySet<ReadinessOutcome['outcome']> = new Set([
 
 /** What {@link failureAtDecision} did. */
 export interface FailureAtDecision {
-  /** The wait's failure, with `outcomeRecorded: true` in its details when the row was written. */
+  /**
+   * The wait's failure, with `outcomeRecorded: true` in its details when the row was written
+   * here ({@link isOutcomeRecorded}).
+   */
   failure: ApplicationFailure;
-  /** Whether the operation's outcome was written here. */
-  recorded: boolean;
   /** The store's error, when the write failed (the workflow then writes the outcome itself). */
   error?: Error;
+}
+
+/** Whether `failure` says its outcome was recorded at the decision (`outcomeRecorded`). */
+export function isOutcomeRecorded(failure: ApplicationFailure | undefined): boolean {
+  return (failure?.details?.[0] as CreateFailureDetails | undefined)?.outcomeRecorded === true;
+}
+
+/** The field a decision's log line adds: `outcome_recorded: true` when it was recorded. */
+export function outcomeRecordedField(failure: ApplicationFailure | undefined): {
+  outcome_recorded?: true;
+} {
+  return isOutcomeRecorded(failure) ? { outcome_recorded: true } : {};
 }
 
 /**
@@ -52,7 +65,7 @@ export async function failureAtDecision(
   timeoutMs: number = OUTCOME_WRITE_TIMEOUT_MS,
 ): Promise<FailureAtDecision> {
   const failure = readinessFailure(outcome, wait.pod);
-  if (!ENDS_THE_CREATE.has(outcome.outcome)) return { failure, recorded: false };
+  if (!ENDS_THE_CREATE.has(outcome.outcome)) return { failure };
   const details = failure.details?.[0] as CreateFailureDetails;
   let timer: NodeJS.Timeout | undefined;
   try {
@@ -70,14 +83,11 @@ export async function failureAtDecision(
     });
     // A write that commits after the timeout is found by the workflow's own write (it adopts it).
     write.catch(() => undefined);
-    if (!(await Promise.race([write, late]))) return { failure, recorded: false };
+    if (!(await Promise.race([write, late]))) return { failure };
   } catch (err) {
-    return { failure, recorded: false, error: err as Error };
+    return { failure, error: err as Error };
   } finally {
     clearTimeout(timer);
   }
-  return {
-    failure: createFailure(failure.message, { ...details, outcomeRecorded: true }),
-    recorded: true,
-  };
+  return { failure: createFailure(failure.message, { ...details, outcomeRecorded: true }) };
 }

@@ -31,7 +31,7 @@ import { podSettingsOf } from '../config/pod-settings.js';
 import { catalogTemplate } from './admission.js';
 import type { Store } from '../store/index.js';
 import { createFailure, readinessFailure, readinessFailureLog } from './create-failure.js';
-import { failureAtDecision } from './outcome-at-decision.js';
+import { failureAtDecision, outcomeRecordedField } from './outcome-at-decision.js';
 import {
   earlierAttemptsRefused,
   isDefiniteRefusal,
@@ -388,12 +388,7 @@ function settleOutcome(
     return { podIp: outcome.podIp };
   }
   const line = readinessFailureLog(outcome);
-  const recorded = (failure?.details?.[0] as { outcomeRecorded?: boolean } | undefined)
-    ?.outcomeRecorded;
-  log[line.level](line.message, {
-    ...line.fields,
-    ...(recorded ? { outcome_recorded: true } : {}),
-  });
+  log[line.level](line.message, { ...line.fields, ...outcomeRecordedField(failure) });
   throw failure ?? readinessFailure(outcome, pod);
 }
 

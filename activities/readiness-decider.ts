@@ -32,7 +32,7 @@ import type { InformerLogger, SandboxInformers } from '../kubernetes/sandbox-inf
 import type { Store, WaitingPod } from '../store/index.js';
 import { readinessWaitActivityId } from '../contract/index.js';
 import { readinessFailure, readinessFailureLog } from './create-failure.js';
-import { failureAtDecision } from './outcome-at-decision.js';
+import { failureAtDecision, outcomeRecordedField } from './outcome-at-decision.js';
 
 /** Options of {@link ReadinessDecider}. */
 export interface ReadinessDeciderOptions {
@@ -492,7 +492,7 @@ export class ReadinessDecider {
           await client.activity.fail(activity, failure);
           const line = readinessFailureLog(outcome);
           logger?.[line.level]?.(
-            { ...fields, ...line.fields, ...recordedField(failure) },
+            { ...fields, ...line.fields, ...outcomeRecordedField(failure) },
             `${line.message}; wait failed`,
           );
         }
@@ -535,12 +535,6 @@ export class ReadinessDecider {
     }
     return decided.failure;
   }
-}
-
-/** `outcome_recorded: true` for a failure whose outcome was recorded at the decision. */
-function recordedField(failure: ApplicationFailure | undefined): { outcome_recorded?: true } {
-  const details = failure?.details?.[0] as { outcomeRecorded?: boolean } | undefined;
-  return details?.outcomeRecorded ? { outcome_recorded: true } : {};
 }
 
 /** The `held` state of a tracked wait, without a pending read. */

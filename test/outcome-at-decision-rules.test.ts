@@ -8,7 +8,7 @@
  */
 import { ApplicationFailure } from '@temporalio/common';
 import { describe, expect, it } from 'vitest';
-import { failureAtDecision } from '../activities/outcome-at-decision.js';
+import { failureAtDecision, isOutcomeRecorded } from '../activities/outcome-at-decision.js';
 import { operationErrorOf, type CreateFailureDetails } from '../contract/index.js';
 import type { ReadinessOutcome } from '../kubernetes/readiness-watch.js';
 import type { OperationOutcomeInput } from '../store/index.js';
@@ -64,7 +64,7 @@ describe('the outcome at the decision', () => {
         WAIT,
         outcome as Exclude<ReadinessOutcome, { outcome: 'ready' }>,
       );
-      expect(decided.recorded).toBe(true);
+      expect(isOutcomeRecorded(decided.failure)).toBe(true);
       expect(decided.failure.type).toBe(type);
       expect(decided.failure.nonRetryable).toBe(true);
       expect(detailsOf(decided.failure)).toMatchObject({ code, outcomeRecorded: true });
@@ -117,7 +117,7 @@ describe('the outcome at the decision', () => {
       outcome as Exclude<ReadinessOutcome, { outcome: 'ready' }>,
     );
     expect(store.writes).toEqual([]);
-    expect(decided.recorded).toBe(false);
+    expect(isOutcomeRecorded(decided.failure)).toBe(false);
     expect(decided.failure.details?.[0]).not.toHaveProperty('outcomeRecorded');
   });
 
@@ -128,7 +128,7 @@ describe('the outcome at the decision', () => {
     '$what: the failure does not say it, so the workflow writes the outcome',
     async ({ answer }) => {
       const decided = await failureAtDecision(recordingStore(answer), WAIT, refused);
-      expect(decided.recorded).toBe(false);
+      expect(isOutcomeRecorded(decided.failure)).toBe(false);
       expect(detailsOf(decided.failure).outcomeRecorded).toBeUndefined();
       expect(decided.failure.type).toBe('InvalidRequest');
       expect(decided.error?.message).toBe(answer instanceof Error ? answer.message : undefined);
@@ -138,7 +138,7 @@ describe('the outcome at the decision', () => {
   it('a store that does not answer in time does not hold the failure back', async () => {
     const hanging = { recordOperationOutcome: () => new Promise<boolean>(() => undefined) };
     const decided = await failureAtDecision(hanging, WAIT, refused, 50);
-    expect(decided.recorded).toBe(false);
+    expect(isOutcomeRecorded(decided.failure)).toBe(false);
     expect(decided.error?.message).toMatch(/did not answer within 50 ms/);
     expect(detailsOf(decided.failure).outcomeRecorded).toBeUndefined();
   });
