@@ -5,12 +5,20 @@
 import {
   ApplicationFailure,
   CancellationScope,
+  patched,
   proxyActivities,
   proxyLocalActivities,
   sleep,
   upsertSearchAttributes,
 } from '@temporalio/workflow';
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+import {
+  ASYNC_READINESS_WAIT_PATCH,
+  DELETE_LEFT_TO_SWEEPER_PATCH,
+  OUTCOME_AT_DECISION_PATCH,
+  READINESS_WAIT_BY_ID_PATCH,
+  WORKER_ADMISSION_PATCH,
+} from '../../workflows/create-sandbox.js';
 
 /** The no-op activities of the floors (scripts/bench/outcomes.ts implements them). */
 export interface FloorActivities {
@@ -74,6 +82,31 @@ interface ShapeElements {
   upserts: boolean;
   /** The create's deadline timer (30 min, cancelled at the refusal). */
   deadlineTimer: boolean;
+  /**
+   * The patches a refused create passes today (workflows/create-sandbox.ts), each where the
+   * product passes it: each adds a `MarkerRecorded` and the SDK's `TemporalChangeVersion` upsert
+   * (docs/architecture.md, "Round trips per create"), until the patch exit plan removes it
+   * (docs/testing.md). Off in `floorRefusalShape`, which is the refusal's shape without them.
+   */
+  patches?: boolean;
+}
+
+/**
+ * The patches a refused create passes, by the workflow task that passes them: admission's in the
+ * first; the readiness wait's (async, by id, outcome at the decision) in the second; the
+ * compensation delete's in the third. The product's own ids: the TemporalChangeVersion upsert
+ * carries all ids so far, so their length counts.
+ */
+const REFUSAL_PATCHES = [
+  [WORKER_ADMISSION_PATCH],
+  [ASYNC_READINESS_WAIT_PATCH, READINESS_WAIT_BY_ID_PATCH, OUTCOME_AT_DECISION_PATCH],
+  [DELETE_LEFT_TO_SWEEPER_PATCH],
+] as const;
+
+/** Passes the patches of workflow task `task` (0-based) of a refusal, when `keep` says so. */
+function passPatches(keep: ShapeElements, task: 0 | 1 | 2): void {
+  if (!keep.patches) return;
+  for (const id of REFUSAL_PATCHES[task]) patched(id);
 }
 
 /**
@@ -85,11 +118,13 @@ interface ShapeElements {
  * @throws ApplicationFailure `InvalidRequest` (non-retryable), always
  */
 async function refusalShape(keep: ShapeElements): Promise<void> {
+  passPatches(keep, 0);
   if (keep.localActivities) await local.step();
   const deadline = new CancellationScope();
   if (keep.deadlineTimer) void deadline.run(() => sleep('30 minutes')).catch(() => undefined);
   await step();
   if (keep.upserts) upsertSearchAttributes([{ key: CreatePhaseKey, value: 'waiting_for_ip' }]);
+  passPatches(keep, 1);
   try {
     await refuse();
   } catch {
@@ -99,6 +134,7 @@ async function refusalShape(keep: ShapeElements): Promise<void> {
         { key: CreatePhaseKey, value: 'compensating' },
         { key: FailureCodeKey, value: 'invalid_request' },
       ]);
+    passPatches(keep, 2);
     await step();
     if (keep.localActivities) await local.step();
     if (keep.upserts) upsertSearchAttributes([{ key: CreatePhaseKey, value: 'finished' }]);
@@ -114,6 +150,14 @@ const ALL: ShapeElements = { localActivities: true, upserts: true, deadlineTimer
  */
 export async function floorRefusalShape(): Promise<void> {
   await refusalShape(ALL);
+}
+
+/**
+ * {@link floorRefusalShape} with the 5 patches a refused create passes today, 10 events more
+ * (scripts/bench/shapes.ts): the difference is what the patches cost until they leave.
+ */
+export async function floorRefusalShapeWithPatches(): Promise<void> {
+  await refusalShape({ ...ALL, patches: true });
 }
 
 /** {@link floorRefusalShape} without its local activities (scripts/bench/shapes.ts). */

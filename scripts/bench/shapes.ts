@@ -6,7 +6,8 @@
  * cluster: every step is a no-op.
  *
  * Each round runs, `atOnce` at once, each floor of scripts/bench/floor-workflows.ts: the refusal's
- * whole shape (3 activities, 2 local activities, the deadline timer, 3 upserts), the same
+ * shape with the 5 patches it passes today (a marker and a TemporalChangeVersion upsert each),
+ * the refusal's whole shape (3 activities, 2 local activities, the deadline timer, 3 upserts), the same
  * without its local activities, without its upserts, without its timer, its 3 activities alone,
  * and the one-failing-activity floor; figure: the bench process's CPU per workflow
  * (scripts/bench/floor-cpu.ts). The difference between two rows is what the element costs.
@@ -18,6 +19,7 @@ import { startFloors } from './outcomes.js';
 
 /** The floors measured, in this order each round. */
 const SHAPES = [
+  'floorRefusalShapeWithPatches',
   'floorRefusalShape',
   'floorRefusalShapeNoLocalActivities',
   'floorRefusalShapeNoUpserts',
