@@ -7,12 +7,18 @@
  * `outcome-at-decision` on), and fenced by the pod: the write applies only while the
  * operation's sandbox records the pod's uid.
  */
+import { context, SpanStatusCode, trace, type SpanContext } from '@opentelemetry/api';
 import type { ApplicationFailure } from '@temporalio/common';
 import type { PodRef } from '../kubernetes/pods.js';
 import type { ReadinessOutcome } from '../kubernetes/readiness-watch.js';
 import type { Store } from '../store/index.js';
 import { operationErrorOf, type CreateFailureDetails } from '../contract/index.js';
 import { createFailure, readinessFailure } from './create-failure.js';
+import {
+  activeSpanContext,
+  OPERATION_ID_ATTRIBUTE,
+  OUTCOME_RECORDED_ATTRIBUTE,
+} from '../tracing/spans.js';
 
 /**
  * How long a decision waits for its outcome write, in ms: a store that hangs (a partition) must
@@ -50,22 +56,61 @@ export function outcomeRecordedField(failure: ApplicationFailure | undefined): {
   return isOutcomeRecorded(failure) ? { outcome_recorded: true } : {};
 }
 
+/** The span the writes are traced under (a no-op while no OpenTelemetry SDK is registered). */
+const tracer = trace.getTracer('durable-sandbox');
+
 /**
  * The failure of a wait that ended without an IP; for a wait that ends the create, the
  * operation's outcome (status `failed`, the error the workflow would write, phase
  * `compensating`) is written first, under the pod-uid fence.
+ *
+ * In a traced create the write is the span `recordOperationOutcome` (attributes: the operation
+ * id, `durable_sandbox.outcome_recorded`; status ERROR when the store failed or did not answer),
+ * a child of `wait.traceParent` (the wait activity's attempt, kept by the decider) or of the
+ * active span (the activity deciding from its cache). No span without either: a decision for an
+ * untraced create starts no trace of its own.
  * Never throws: a store error, or no answer within `timeoutMs` (default
  * {@link OUTCOME_WRITE_TIMEOUT_MS}), leaves the outcome to the workflow (returned in `error`).
- * @param wait the create's operation (= workflow) id and the pod the wait is for
+ * @param wait the create's operation (= workflow) id, the pod the wait is for, and the span to
+ *   trace the write under
  */
 export async function failureAtDecision(
   store: Pick<Store, 'recordOperationOutcome'>,
-  wait: { operationId: string; pod: PodRef },
+  wait: { operationId: string; pod: PodRef; traceParent?: SpanContext },
   outcome: Exclude<ReadinessOutcome, { outcome: 'ready' }>,
   timeoutMs: number = OUTCOME_WRITE_TIMEOUT_MS,
 ): Promise<FailureAtDecision> {
   const failure = readinessFailure(outcome, wait.pod);
   if (!ENDS_THE_CREATE.has(outcome.outcome)) return { failure };
+  const parent = wait.traceParent ?? activeSpanContext();
+  if (!parent) return recordOutcome(store, wait, failure, timeoutMs);
+  return tracer.startActiveSpan(
+    'recordOperationOutcome',
+    { attributes: { [OPERATION_ID_ATTRIBUTE]: wait.operationId } },
+    trace.setSpanContext(context.active(), parent),
+    async (span) => {
+      try {
+        const decided = await recordOutcome(store, wait, failure, timeoutMs);
+        span.setAttribute(OUTCOME_RECORDED_ATTRIBUTE, isOutcomeRecorded(decided.failure));
+        if (decided.error) {
+          span.recordException(decided.error);
+          span.setStatus({ code: SpanStatusCode.ERROR, message: decided.error.message });
+        }
+        return decided;
+      } finally {
+        span.end();
+      }
+    },
+  );
+}
+
+/** The write of {@link failureAtDecision}, bounded by `timeoutMs`. */
+async function recordOutcome(
+  store: Pick<Store, 'recordOperationOutcome'>,
+  wait: { operationId: string; pod: PodRef },
+  failure: ApplicationFailure,
+  timeoutMs: number,
+): Promise<FailureAtDecision> {
   const details = failure.details?.[0] as CreateFailureDetails;
   let timer: NodeJS.Timeout | undefined;
   try {

@@ -32,6 +32,7 @@ import { catalogTemplate } from './admission.js';
 import type { Store } from '../store/index.js';
 import { createFailure, readinessFailure, readinessFailureLog } from './create-failure.js';
 import { failureAtDecision, outcomeRecordedField } from './outcome-at-decision.js';
+import { activeSpanContext } from '../tracing/spans.js';
 import {
   earlierAttemptsRefused,
   isDefiniteRefusal,
@@ -263,7 +264,7 @@ export function podActivities(deps: PodActivityDeps) {
         workflowId,
         pod: input.pod,
         ...(input.placement ? { placement: input.placement } : {}),
-        ...(input.recordOutcome ? { recordOutcome: true } : {}),
+        ...(input.recordOutcome ? { recordOutcome: true, traceParent: activeSpanContext() } : {}),
       });
       log.info('waiting for the pod; the informers complete the wait');
       throw new CompleteAsyncError();

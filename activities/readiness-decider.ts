@@ -19,6 +19,7 @@
  */
 import { ActivityNotFoundError, type Client } from '@temporalio/client';
 import type { ApplicationFailure } from '@temporalio/common';
+import type { SpanContext } from '@opentelemetry/api';
 import {
   cachedOutcome,
   podOutcome,
@@ -105,7 +106,8 @@ const REMEMBERED_PODS = 20_000;
  *   change is decided at once. `readTimer` is the pending read by name of a pod the pods cache
  *   still lacks after `podReadDelayMs` (undefined once it ran); `recordFor`: the workflow id
  *   of a wait whose workflow asked for the outcome at the decision ({@link TrackedWait}), as
- *   the activity named it (not the pod's annotation).
+ *   the activity named it (not the pod's annotation), and `traceParent` the span its outcome's
+ *   write is traced under.
  * - `deferred`: a decisive change (`outcome`) of a pod whose wait this worker does not hold,
  *   decided when `timer` fires (`otherWaitDelayMs` later) from the caches then; further changes
  *   meanwhile add nothing.
@@ -118,7 +120,7 @@ const REMEMBERED_PODS = 20_000;
  * dropped all at once past {@link REMEMBERED_PODS} (a forgotten pod costs one NotFound answer).
  */
 type PodState =
-  | { kind: 'held'; readTimer?: NodeJS.Timeout; recordFor?: string }
+  | { kind: 'held'; readTimer?: NodeJS.Timeout; recordFor?: string; traceParent?: SpanContext }
   | { kind: 'deferred'; timer: NodeJS.Timeout; wait: PodWait; outcome: ReadinessOutcome }
   | { kind: 'decided' };
 
@@ -129,7 +131,15 @@ type PodState =
  * pod's annotations alone (another worker's, or by a reconcile) never record it: their
  * workflows write it themselves.
  */
-export type TrackedWait = PodWait & { recordOutcome?: boolean };
+export type TrackedWait = PodWait & {
+  recordOutcome?: boolean;
+  /**
+   * The wait activity's attempt span, when the create is traced: the outcome's write at the
+   * decision is its child span (activities/outcome-at-decision.ts). Only the span's ids are
+   * kept (a few bytes per waiting create), not the span.
+   */
+  traceParent?: SpanContext;
+};
 
 /**
  * One per worker process: decides the readiness waits from the worker's informers.
@@ -219,7 +229,8 @@ export class ReadinessDecider {
     for (const [uid, state] of this.pods) {
       if (state.kind === 'deferred') this.setState(uid, undefined);
       else if (state.kind === 'held' && state.readTimer) {
-        this.setState(uid, { kind: 'held', recordFor: state.recordFor });
+        const { readTimer: _pending, ...kept } = state;
+        this.setState(uid, kept);
       }
     }
     await Promise.allSettled([this.reconciling, ...this.deciding.values()]);
@@ -266,7 +277,14 @@ export class ReadinessDecider {
     const state = this.pods.get(uid);
     if (state?.kind === 'held') {
       return this.decide(
-        state.recordFor ? { ...wait, workflowId: state.recordFor, recordOutcome: true } : wait,
+        state.recordFor
+          ? {
+              ...wait,
+              workflowId: state.recordFor,
+              recordOutcome: true,
+              ...(state.traceParent ? { traceParent: state.traceParent } : {}),
+            }
+          : wait,
         outcome,
       );
     }
@@ -524,7 +542,7 @@ export class ReadinessDecider {
     const { store, logger } = this.options;
     const decided = await failureAtDecision(
       store,
-      { operationId: wait.workflowId, ...wait },
+      { operationId: wait.workflowId, pod: wait.pod, traceParent: wait.traceParent },
       outcome,
     );
     if (decided.error) {
@@ -539,7 +557,12 @@ export class ReadinessDecider {
 
 /** The `held` state of a tracked wait, without a pending read. */
 function held(wait: TrackedWait): Extract<PodState, { kind: 'held' }> {
-  return { kind: 'held', ...(wait.recordOutcome ? { recordFor: wait.workflowId } : {}) };
+  if (!wait.recordOutcome) return { kind: 'held' };
+  return {
+    kind: 'held',
+    recordFor: wait.workflowId,
+    ...(wait.traceParent ? { traceParent: wait.traceParent } : {}),
+  };
 }
 
 function sleep(ms: number): Promise<void> {

@@ -24,6 +24,7 @@ export const FAST_TESTS = [
   'test/oidc-config.test.ts',
   'test/operation-notifier.test.ts',
   'test/outcome-at-decision-rules.test.ts',
+  'test/outcome-at-decision-trace.test.ts',
   'test/placement-rules.test.ts',
   'test/refusal-bounds.test.ts',
   'test/refusal.test.ts',

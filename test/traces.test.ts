@@ -14,7 +14,11 @@ import {
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SpanStore } from '../tracing/span-store.js';
-import { OPERATION_ID_ATTRIBUTE, TENANT_ID_ATTRIBUTE } from '../tracing/spans.js';
+import {
+  OPERATION_ID_ATTRIBUTE,
+  OUTCOME_RECORDED_ATTRIBUTE,
+  TENANT_ID_ATTRIBUTE,
+} from '../tracing/spans.js';
 import { OTEL_TRACE_HEADER } from '../tracing/temporal.js';
 import {
   awaitOperation,
@@ -160,6 +164,17 @@ describe('one trace per create', () => {
     // error, which Temporal's OpenTelemetry interceptor does not mark ERROR. Either way the
     // refusal fails the workflow span (asserted above).
     expect([SpanStatusCode.OK, SpanStatusCode.UNSET]).toContain(wait.status.code);
+    // The outcome, written by whoever decided the wait before failing it (docs/architecture.md,
+    // "The outcome at the decision"): under the wait's attempt, even when the decider wrote it
+    // after the attempt span had ended.
+    const recorded = one(
+      spans,
+      'recordOperationOutcome',
+      (s) => s.parentSpanId === wait.spanContext().spanId,
+    );
+    expect(recorded.attributes[OPERATION_ID_ATTRIBUTE]).toBe(operation.id);
+    expect(recorded.attributes[OUTCOME_RECORDED_ATTRIBUTE]).toBe(true);
+    expect(recorded.status.code).not.toBe(SpanStatusCode.ERROR);
     const deletePod = expectActivityUnderWorkflow(spans, workflow, 'deletePod', operation.id);
     const deletes = apiserverCalls(spans, deletePod);
     expect(deletes.map((s) => s.attributes['http.request.method'])).toContain('DELETE');

@@ -4,7 +4,7 @@
  * process started (if any), and the marking of a create's request span. Only
  * `@opentelemetry/api`, whose calls are no-ops while no SDK is registered.
  */
-import { trace } from '@opentelemetry/api';
+import { isSpanContextValid, trace, type SpanContext } from '@opentelemetry/api';
 import type { IResource } from '@opentelemetry/resources';
 import type { SpanProcessor } from '@opentelemetry/sdk-trace-base';
 
@@ -18,6 +18,12 @@ export const SANDBOX_ID_ATTRIBUTE = 'durable_sandbox.sandbox_id';
  * (tracing/span-store.ts).
  */
 export const TENANT_ID_ATTRIBUTE = 'durable_sandbox.tenant_id';
+
+/**
+ * Span attribute of the outcome's write at the decision (activities/outcome-at-decision.ts):
+ * whether the write applied (false: the pod-uid fence, or another outcome recorded first).
+ */
+export const OUTCOME_RECORDED_ATTRIBUTE = 'durable_sandbox.outcome_recorded';
 
 /** A started SDK. */
 export interface Tracing {
@@ -116,4 +122,16 @@ export function markOperationSpan(operationId: string, sandboxId: string): strin
   if (!span?.isRecording()) return undefined;
   span.setAttributes({ [OPERATION_ID_ATTRIBUTE]: operationId, [SANDBOX_ID_ATTRIBUTE]: sandboxId });
   return span.spanContext().traceId;
+}
+
+/**
+ * The ids of the active span, when there is one that records (a traced create's activity
+ * attempt): for work done later, outside that span's context, to be traced as its child (with
+ * `trace.setSpanContext`). Undefined when traces are off or the span is not sampled.
+ */
+export function activeSpanContext(): SpanContext | undefined {
+  const span = trace.getActiveSpan();
+  if (!span?.isRecording()) return undefined;
+  const ids = span.spanContext();
+  return isSpanContextValid(ids) ? ids : undefined;
 }
