@@ -8,12 +8,12 @@ import request from 'supertest';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { Store } from '../store/index.js';
 import {
+  acceptedCreate,
   awaitOperation,
   bearer,
   createBody,
   startApiStack,
   type ApiStack,
-  type OperationBody,
 } from './support/api.js';
 import { waitUntil } from '../scripts/wait-until.js';
 
@@ -42,12 +42,7 @@ afterAll(async () => {
 });
 
 it('lets the create succeed and then deletes the sandbox when a delete lands while it is marked running', async () => {
-  const created = await request(api.app)
-    .post('/v1/sandboxes')
-    .set(bearer(api.tenantA))
-    .send(createBody(2048));
-  expect(created.status, created.text).toBe(202);
-  const op = created.body as OperationBody;
+  const op = await acceptedCreate(api.app, api.tenantA, createBody(2048));
   const finishedBefore = await finishedCreates();
   await waitUntil(() => markCalls === 1);
 

@@ -14,7 +14,7 @@ import request from 'supertest';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createApp } from '../api/app.js';
 import { createReadiness, READINESS_CACHE_MS, READINESS_MAX_AGE_MS } from '../api/readiness.js';
-import { bearer, createBody, startApiStack, type ApiStack } from './support/api.js';
+import { acceptedCreate, bearer, createBody, startApiStack, type ApiStack } from './support/api.js';
 import { startGrpcCounter, type GrpcCounter } from './support/grpc-counter.js';
 import { waitUntil } from '../scripts/wait-until.js';
 
@@ -68,11 +68,7 @@ describe('the cluster check is off the create path', () => {
     api.stack.cluster.faults.delayResponses(8_000);
     clock.nowMs += READINESS_CACHE_MS + 1;
     const since = Date.now();
-    const created = await request(app)
-      .post('/v1/sandboxes')
-      .set(bearer(api.tenantA))
-      .send(createBody(2048));
-    expect(created.status, created.text).toBe(202);
+    await acceptedCreate(app, api.tenantA, createBody(2048));
     const reviews = clusterChecksSince(since);
     expect(reviews.length).toBeGreaterThan(0);
     // status 0: the apiserver had not answered them when the create was accepted.
@@ -102,11 +98,7 @@ describe('the cluster check is off the create path', () => {
       { timeoutMs: 30_000, what: 'a report with the timed-out probe' },
     );
     expect(ready.status, ready.text).toBe(200);
-    const created = await request(app)
-      .post('/v1/sandboxes')
-      .set(bearer(api.tenantA))
-      .send(createBody(2048));
-    expect(created.status, created.text).toBe(202);
+    await acceptedCreate(app, api.tenantA, createBody(2048));
   });
 
   it('a definite failure still refuses creates once the background check saw it, storing nothing', async () => {
@@ -165,12 +157,7 @@ describe('operation reads come from the store', () => {
   /** Starts a create whose pod never gets an IP and returns its id once it waits. */
   async function waitingCreate(app: ReturnType<typeof createApp>): Promise<string> {
     api.stack.cluster.faults.neverReady(true);
-    const created = await request(app)
-      .post('/v1/sandboxes')
-      .set(bearer(api.tenantA))
-      .send(createBody(2048));
-    expect(created.status, created.text).toBe(202);
-    const id = created.body.id as string;
+    const { id } = await acceptedCreate(app, api.tenantA, createBody(2048));
     await waitUntil(
       async () => {
         const read = await request(app).get(`/v1/operations/${id}`).set(bearer(api.tenantA));

@@ -9,9 +9,11 @@ import { newOperationId, newSandboxId } from '../contract/ids.js';
 import { resourcesFromWire } from '../contract/sandbox-json.js';
 import { openDatabase } from '../store/database.js';
 import {
+  acceptedCreate,
   awaitOperation,
   bearer,
   createBody,
+  finishedCreate,
   startApiStack,
   type ApiStack,
   type OperationBody,
@@ -38,19 +40,14 @@ function podDeletes(podName: string) {
   });
 }
 
-async function createAsync(diskMib: number, app = api.app, who = api.tenantA) {
-  const response = await request(app)
-    .post('/v1/sandboxes')
-    .set(bearer(who))
-    .send(createBody(diskMib));
-  expect(response.status, response.text).toBe(202);
-  return response;
-}
-
 describe('asynchronous create', () => {
   it('fails as invalid_request naming 451 MiB within seconds when the node refuses the disk', async () => {
     const started = Date.now();
-    const accepted = await createAsync(300);
+    const accepted = await request(api.app)
+      .post('/v1/sandboxes')
+      .set(bearer(api.tenantA))
+      .send(createBody(300));
+    expect(accepted.status, accepted.text).toBe(202);
     const op = accepted.body as OperationBody;
     expect(op).toMatchObject({
       type: 'sandbox.create',
@@ -87,7 +84,7 @@ describe('asynchronous create', () => {
   });
 
   it('succeeds with a pod IP when the disk is large enough (2048 MiB)', async () => {
-    const op = (await createAsync(2048)).body as OperationBody;
+    const op = await acceptedCreate(api.app, api.tenantA, createBody(2048));
     const done = await awaitOperation(api.app, api.tenantA, op.id);
     expect(done).toMatchObject({ status: 'succeeded', phase: 'finished', error: null });
     expect(done.result?.sandbox).toMatchObject({
@@ -117,12 +114,10 @@ describe('asynchronous create', () => {
       ['1e-3', 0.001, '1m'],
     ];
     for (const [sent, cores, quantity] of cases) {
-      const response = await request(api.app)
-        .post('/v1/sandboxes')
-        .set(bearer(api.tenantA))
-        .send({ template: 'base', resources: { cpu: sent, memory_mib: 256, disk_mib: 2048 } });
-      expect(response.status, response.text).toBe(202);
-      const done = await awaitOperation(api.app, api.tenantA, (response.body as OperationBody).id);
+      const done = await finishedCreate(api.app, api.tenantA, {
+        template: 'base',
+        resources: { cpu: sent, memory_mib: 256, disk_mib: 2048 },
+      });
       expect(done.status, JSON.stringify(done.error)).toBe('succeeded');
       const created = done.result?.sandbox as
         { resources: { cpu: number }; pod: { name: string } } | undefined;
@@ -148,7 +143,7 @@ describe('asynchronous create', () => {
     try {
       const started = Date.now();
       const [asyncAccepted, sync] = await Promise.all([
-        createAsync(2048, short),
+        acceptedCreate(short, api.tenantA, createBody(2048)),
         request(short).post('/sync/v1/sandboxes').set(bearer(api.tenantA)).send(createBody(2048)),
       ]);
       expect(sync.status, sync.text).toBe(503);
@@ -163,11 +158,7 @@ describe('asynchronous create', () => {
       expect(sync.headers['operation-id']).toMatch(/^op_/);
       expect(Date.now() - started).toBeGreaterThanOrEqual(3_000);
 
-      const done = await awaitOperation(
-        short,
-        api.tenantA,
-        (asyncAccepted.body as OperationBody).id,
-      );
+      const done = await awaitOperation(short, api.tenantA, asyncAccepted.id);
       expect(done.status).toBe('failed');
       expect(done.error?.code).toBe('pod_never_ready');
       expect(done.error?.message).toMatch(/had no IP within the create deadline of 3 s/);
@@ -211,7 +202,7 @@ describe('synchronous create', () => {
 
 describe('tenant isolation', () => {
   it("answers 404 for another tenant's sandbox and operation, never 403", async () => {
-    const op = (await createAsync(300)).body as OperationBody;
+    const op = await acceptedCreate(api.app, api.tenantA, createBody(300));
     const other = bearer(api.tenantB);
     const answers = await Promise.all([
       request(api.app).get(`/v1/operations/${op.id}`).set(other),
@@ -233,24 +224,18 @@ describe('idempotency', () => {
   it('replays the same operation for the same key and body, starting one workflow', async () => {
     const key = `key-${Date.now()}`;
     const send = () =>
-      request(api.app)
-        .post('/v1/sandboxes')
-        .set(bearer(api.tenantB))
-        .set('Idempotency-Key', key)
-        .send(createBody(300));
+      acceptedCreate(api.app, api.tenantB, createBody(300), { 'Idempotency-Key': key });
     const first = await send();
     const second = await send();
-    expect(first.status).toBe(202);
-    expect(second.status).toBe(202);
-    expect(second.body.id).toBe(first.body.id);
-    expect(second.body.sandbox_id).toBe(first.body.sandbox_id);
+    expect(second.id).toBe(first.id);
+    expect(second.sandbox_id).toBe(first.sandbox_id);
     const sandboxes = await api.stack.store.listSandboxes(api.tenantB.id, { limit: 200 });
-    expect(sandboxes.sandboxes.filter((s) => s.operationId === first.body.id)).toHaveLength(1);
+    expect(sandboxes.sandboxes.filter((s) => s.operationId === first.id)).toHaveLength(1);
     const runs = await waitUntil(
       async () => {
         const found: string[] = [];
         for await (const execution of api.stack.temporal.client.workflow.list({
-          query: `WorkflowId = '${first.body.id}'`,
+          query: `WorkflowId = '${first.id}'`,
         })) {
           found.push(execution.runId);
         }
@@ -275,7 +260,7 @@ describe('idempotency', () => {
       .send(createBody(300));
     expect(otherRoute.status).toBe(409);
     expect(otherRoute.body.error.code).toBe('idempotency_conflict');
-    await awaitOperation(api.app, api.tenantB, first.body.id);
+    await awaitOperation(api.app, api.tenantB, first.id);
   });
 
   it('starts the workflow on replay when an earlier attempt stored the sandbox but never started it', async () => {
@@ -293,13 +278,8 @@ describe('idempotency', () => {
       // As the API stores it: the asynchronous route's deadline, which the worker's admission checks.
       deadlineMs: api.config.createDeadlineMs,
     });
-    const replay = await request(api.app)
-      .post('/v1/sandboxes')
-      .set(bearer(api.tenantB))
-      .set('Idempotency-Key', key)
-      .send(body);
-    expect(replay.status, replay.text).toBe(202);
-    expect(replay.body).toMatchObject({ id: operationId, sandbox_id: sandboxId });
+    const replay = await acceptedCreate(api.app, api.tenantB, body, { 'Idempotency-Key': key });
+    expect(replay).toMatchObject({ id: operationId, sandbox_id: sandboxId });
     const done = await awaitOperation(api.app, api.tenantB, operationId);
     expect(done.error?.code).toBe('invalid_request');
   });
@@ -310,7 +290,7 @@ describe('cancel', () => {
     api.stack.cluster.faults.neverReady(true);
     let op: OperationBody;
     try {
-      op = (await createAsync(2048)).body as OperationBody;
+      op = await acceptedCreate(api.app, api.tenantA, createBody(2048));
       await awaitOperation(api.app, api.tenantA, op.id, {
         until: (current) => current.phase === 'waiting_for_ip',
       });
@@ -340,7 +320,7 @@ describe('cancel', () => {
 
 describe('delete', () => {
   it('deletes a running sandbox: the pod is gone and the sandbox ends deleted', async () => {
-    const created = await awaitOperation(api.app, api.tenantA, (await createAsync(2048)).body.id);
+    const created = await finishedCreate(api.app, api.tenantA, createBody(2048));
     expect(created.status).toBe('succeeded');
     const sandboxId = created.sandbox_id;
     const podName = (created.result?.sandbox.pod as { name: string }).name;
@@ -374,7 +354,7 @@ describe('delete', () => {
   });
 
   it("keeps a succeeded create's result as the create left it (running, its pod and IP) after the sandbox is deleted", async () => {
-    const created = await awaitOperation(api.app, api.tenantA, (await createAsync(2048)).body.id);
+    const created = await finishedCreate(api.app, api.tenantA, createBody(2048));
     expect(created.result?.sandbox).toMatchObject({ state: 'running', failure: null });
     const deleting = await request(api.app)
       .delete(`/v1/sandboxes/${created.sandbox_id}`)
@@ -412,7 +392,7 @@ describe('delete', () => {
   });
 
   it('deletes a failed sandbox: it ends deleted and keeps its failure as history', async () => {
-    const op = (await createAsync(300)).body as OperationBody;
+    const op = await acceptedCreate(api.app, api.tenantA, createBody(300));
     expect((await awaitOperation(api.app, api.tenantA, op.id)).status).toBe('failed');
     const accepted = await request(api.app)
       .delete(`/v1/sandboxes/${op.sandbox_id}`)
@@ -428,7 +408,7 @@ describe('delete', () => {
     api.stack.cluster.faults.neverReady(true);
     let op: OperationBody;
     try {
-      op = (await createAsync(2048)).body as OperationBody;
+      op = await acceptedCreate(api.app, api.tenantA, createBody(2048));
       await awaitOperation(api.app, api.tenantA, op.id, {
         until: (current) => current.phase === 'waiting_for_ip',
       });
@@ -454,7 +434,7 @@ describe('lists', () => {
     // tenantB has at least the idempotency suite's failed creates; make two more of its own.
     const ops: OperationBody[] = [];
     for (const disk of [300, 300]) {
-      ops.push((await createAsync(disk, api.app, api.tenantB)).body as OperationBody);
+      ops.push(await acceptedCreate(api.app, api.tenantB, createBody(disk)));
     }
     for (const op of ops) await awaitOperation(api.app, api.tenantB, op.id);
     const listed = await waitUntil(

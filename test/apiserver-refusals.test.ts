@@ -13,6 +13,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { classifyApiserverError } from '../kubernetes/apiserver-errors.js';
 import { podNameFor } from '../kubernetes/pod-spec.js';
 import {
+  acceptedCreate,
   awaitOperation,
   bearer,
   createBody,
@@ -81,14 +82,8 @@ const PERMISSION_MESSAGE =
 
 /** Creates through the asynchronous route and waits for the operation to be done. */
 async function createAndWait(diskMib = 2048): Promise<OperationBody> {
-  const accepted = await request(api.app)
-    .post('/v1/sandboxes')
-    .set(bearer(api.tenantA))
-    .send(createBody(diskMib));
-  expect(accepted.status, accepted.text).toBe(202);
-  return awaitOperation(api.app, api.tenantA, (accepted.body as OperationBody).id, {
-    timeoutMs: 40_000,
-  });
+  const { id } = await acceptedCreate(api.app, api.tenantA, createBody(diskMib));
+  return awaitOperation(api.app, api.tenantA, id, { timeoutMs: 40_000 });
 }
 
 describe('a pod create the apiserver refuses', () => {

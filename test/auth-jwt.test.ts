@@ -14,7 +14,7 @@ import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AUTH_REFUSALS, challenge, type AuthRefusalReason } from '../api/auth-refusals.js';
 import { createLogger } from '../config/logger.js';
-import { awaitOperation, createBody, startApiStack, type ApiStack } from './support/api.js';
+import { createBody, finishedCreate, startApiStack, type ApiStack } from './support/api.js';
 import {
   IdentityProvider,
   makeKey,
@@ -106,12 +106,7 @@ describe('a valid JWT', () => {
   it('creates a sandbox for its tenant through the real stack, which no other tenant sees', async () => {
     const tenant = `jwt-${randomUUID().slice(0, 8)}`;
     const token = await idp.sign({ tenant });
-    const created = await request(api.app)
-      .post('/v1/sandboxes')
-      .set(bearerOf(token))
-      .send(createBody(2048));
-    expect(created.status, created.text).toBe(202);
-    const done = await awaitOperation(api.app, { id: tenant, token }, created.body.id as string);
+    const done = await finishedCreate(api.app, { id: tenant, token }, createBody(2048));
     expect(done).toMatchObject({ status: 'succeeded', error: null });
     const sandboxId = done.sandbox_id;
     expect(await api.stack.store.getSandbox(tenant, sandboxId)).toMatchObject({

@@ -9,6 +9,7 @@ import { WorkflowNotFoundError } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { lifetimeWorkflowId } from '../contract/index.js';
 import {
+  acceptedCreate,
   awaitOperation,
   bearer,
   createBody,
@@ -46,14 +47,10 @@ interface SandboxBody {
 
 /** Creates a sandbox and waits until it runs. */
 async function running(extra: Record<string, unknown>): Promise<SandboxBody> {
-  const created = await request(api.app)
-    .post('/v1/sandboxes')
-    .set(bearer(api.tenantA))
-    .send(createBody(2048, extra));
-  expect(created.status, created.text).toBe(202);
-  const done = await awaitOperation(api.app, api.tenantA, created.body.id as string);
+  const created = await acceptedCreate(api.app, api.tenantA, createBody(2048, extra));
+  const done = await awaitOperation(api.app, api.tenantA, created.id);
   expect(done.status, JSON.stringify(done.error)).toBe('succeeded');
-  return getSandbox(created.body.sandbox_id as string);
+  return getSandbox(created.sandbox_id);
 }
 
 async function getSandbox(id: string): Promise<SandboxBody> {

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../config/free-port.js';
 import { startMetricsServer } from '../worker/metrics-server.js';
 import { installRuntime } from '../worker/runtime.js';
-import { startApiStack, type ApiStack } from './support/api.js';
+import { acceptedCreate, startApiStack, type ApiStack } from './support/api.js';
 import { waitUntil } from '../scripts/wait-until.js';
 
 /** The value of one sample line `name{labels} value` in a Prometheus text scrape, 0 when absent. */
@@ -70,14 +70,13 @@ describe('metrics', () => {
     const before = await scrapeApi();
     const workerBefore = await scrapeWorker();
     const auth = `Bearer ${api.tenantA.token}`;
-    const created = await request(api.app)
-      .post('/v1/sandboxes')
-      .set('Authorization', auth)
-      .send({ template: 'base', resources: { cpu: 1, memory_mib: 256, disk_mib: 300 } });
-    expect(created.status).toBe(202);
+    const created = await acceptedCreate(api.app, api.tenantA, {
+      template: 'base',
+      resources: { cpu: 1, memory_mib: 256, disk_mib: 300 },
+    });
     await waitUntil(async () => {
       const op = await request(api.app)
-        .get(`/v1/operations/${created.body.id}`)
+        .get(`/v1/operations/${created.id}`)
         .set('Authorization', auth);
       return op.body.done === true;
     });

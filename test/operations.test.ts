@@ -10,6 +10,7 @@ import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { longPollsHeld, MAX_WAIT_MS, parseWait } from '../api/long-poll.js';
 import {
+  acceptedCreate,
   awaitOperation,
   bearer,
   createBody,
@@ -37,16 +38,6 @@ function podDeletes(status?: number) {
     namespace: 'sandboxes',
     status,
   }).length;
-}
-
-async function createAsync(diskMib: number, headers: Record<string, string> = {}) {
-  const response = await request(api.app)
-    .post('/v1/sandboxes')
-    .set(bearer(api.tenantA))
-    .set(headers)
-    .send(createBody(diskMib));
-  expect(response.status, response.text).toBe(202);
-  return response.body as OperationBody;
 }
 
 async function getOperation(id: string, query = '') {
@@ -78,7 +69,7 @@ describe('the outcome is visible when it is known', () => {
     // Two failed deletes: compensation retries after 1 s and 2 s, so it takes at least 3 s.
     api.stack.cluster.faults.failNextRequests('DELETE', 'pods', 2, 500);
     const deletesBefore = podDeletes();
-    const op = await createAsync(300);
+    const op = await acceptedCreate(api.app, api.tenantA, createBody(300));
     const early = await awaitOperation(api.app, api.tenantA, op.id, {
       until: (current) => current.status !== 'running',
     });
@@ -98,7 +89,7 @@ describe('the outcome is visible when it is known', () => {
   it('refuses to cancel a create whose outcome is known while it still compensates (409)', async () => {
     // Two failed deletes keep compensation running for at least 3 s.
     api.stack.cluster.faults.failNextRequests('DELETE', 'pods', 2, 500);
-    const op = await createAsync(300);
+    const op = await acceptedCreate(api.app, api.tenantA, createBody(300));
     const early = await awaitOperation(api.app, api.tenantA, op.id, {
       until: (current) => current.status !== 'running',
     });
@@ -124,7 +115,7 @@ describe('the outcome is visible when it is known', () => {
 
   it('deletes a sandbox whose create is compensating without cancelling that create', async () => {
     api.stack.cluster.faults.failNextRequests('DELETE', 'pods', 2, 500);
-    const op = await createAsync(300);
+    const op = await acceptedCreate(api.app, api.tenantA, createBody(300));
     await awaitOperation(api.app, api.tenantA, op.id, {
       until: (current) => current.status !== 'running',
     });
@@ -161,7 +152,7 @@ describe('the outcome is visible when it is known', () => {
 
 describe('operations outlive their Temporal execution', { timeout: 240_000 }, () => {
   it('reads and lists an operation after its execution was deleted from Temporal', async () => {
-    const op = await createAsync(1024);
+    const op = await acceptedCreate(api.app, api.tenantA, createBody(1024));
     const done = await awaitOperation(api.app, api.tenantA, op.id);
     expect(done.status).toBe('succeeded');
     await deleteExecution(api.stack.temporal.client, op.id);
@@ -184,17 +175,16 @@ describe('operations outlive their Temporal execution', { timeout: 240_000 }, ()
 
   it('replays the create with its Idempotency-Key after its execution was deleted', async () => {
     const key = `replay-after-retention-${Date.now()}`;
-    const op = await createAsync(1024, { 'Idempotency-Key': key });
+    const op = await acceptedCreate(api.app, api.tenantA, createBody(1024), {
+      'Idempotency-Key': key,
+    });
     await awaitOperation(api.app, api.tenantA, op.id);
     await deleteExecution(api.stack.temporal.client, op.id);
 
-    const replay = await request(api.app)
-      .post('/v1/sandboxes')
-      .set(bearer(api.tenantA))
-      .set('Idempotency-Key', key)
-      .send(createBody(1024));
-    expect(replay.status, replay.text).toBe(202);
-    expect(replay.body).toMatchObject({ id: op.id, status: 'succeeded', done: true });
+    const replay = await acceptedCreate(api.app, api.tenantA, createBody(1024), {
+      'Idempotency-Key': key,
+    });
+    expect(replay).toMatchObject({ id: op.id, status: 'succeeded', done: true });
   });
 });
 
@@ -202,7 +192,7 @@ describe('long-poll', () => {
   it('answers as soon as the operation changes, long before the timeout', async () => {
     api.stack.cluster.faults.neverReady(true);
     try {
-      const op = await createAsync(1024);
+      const op = await acceptedCreate(api.app, api.tenantA, createBody(1024));
       const waiting = await awaitOperation(api.app, api.tenantA, op.id, {
         until: (current) => current.phase === 'waiting_for_ip',
       });
@@ -229,7 +219,7 @@ describe('long-poll', () => {
   it('reads the operation once, and once more per change it is woken for', async () => {
     api.stack.cluster.faults.neverReady(true);
     try {
-      const op = await createAsync(1024);
+      const op = await acceptedCreate(api.app, api.tenantA, createBody(1024));
       await awaitOperation(api.app, api.tenantA, op.id, {
         until: (current) => current.phase === 'waiting_for_ip',
       });
@@ -274,7 +264,7 @@ describe('long-poll', () => {
   it('answers at the timeout with the current state when nothing changes', async () => {
     api.stack.cluster.faults.neverReady(true);
     try {
-      const op = await createAsync(1024);
+      const op = await acceptedCreate(api.app, api.tenantA, createBody(1024));
       await awaitOperation(api.app, api.tenantA, op.id, {
         until: (current) => current.phase === 'waiting_for_ip',
       });
@@ -293,7 +283,7 @@ describe('long-poll', () => {
   });
 
   it('refuses a wait that is not a duration', async () => {
-    const op = await createAsync(1024);
+    const op = await acceptedCreate(api.app, api.tenantA, createBody(1024));
     const answered = await getOperation(op.id, '?wait=soon');
     expect(answered.status).toBe(400);
     expect(answered.body.error.message).toContain('wait');
@@ -320,12 +310,7 @@ describe('a lost start response', () => {
     const lossy = Object.create(client, { workflow: { value: workflow } }) as Client;
     const app = api.appWith({}, { temporal: lossy });
 
-    const response = await request(app)
-      .post('/v1/sandboxes')
-      .set(bearer(api.tenantA))
-      .send(createBody(1024));
-    expect(response.status, response.text).toBe(202);
-    const op = response.body as OperationBody;
+    const op = await acceptedCreate(app, api.tenantA, createBody(1024));
     const done = await awaitOperation(api.app, api.tenantA, op.id);
     expect(done.status).toBe('succeeded');
     const sandbox = await request(api.app)

@@ -8,15 +8,13 @@
  * worker and API, the simulated cluster over HTTP.
  */
 import { temporal } from '@temporalio/proto';
-import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  acceptedCreate,
   awaitOperation,
-  bearer,
   createBody,
   startApiStack,
   type ApiStack,
-  type OperationBody,
 } from './support/api.js';
 import { waitUntil } from '../scripts/wait-until.js';
 import type { OperationRecord } from '../store/index.js';
@@ -42,12 +40,7 @@ function eventMs(event: temporal.api.history.v1.IHistoryEvent | undefined): numb
 
 describe('the outcome at the decision', () => {
   it('a refused create shows failed, with the error the workflow would write, before the workflow has seen the refusal', async () => {
-    const accepted = await request(api.app)
-      .post('/v1/sandboxes')
-      .set(bearer(api.tenantA))
-      .send(createBody(300));
-    expect(accepted.status, accepted.text).toBe(202);
-    const id = (accepted.body as OperationBody).id;
+    const { id } = await acceptedCreate(api.app, api.tenantA, createBody(300));
 
     // The row as it first reads failed (read every 5 ms: compensation, a pod delete and a
     // store write away, changes it to finished later).

@@ -7,9 +7,11 @@
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  acceptedCreate,
   awaitOperation,
   bearer,
   createBody,
+  finishedCreate,
   startApiStack,
   type ApiStack,
   type OperationBody,
@@ -33,15 +35,6 @@ afterAll(async () => {
   await real?.stop();
 });
 
-async function createAsync(diskMib: number, app = api.app): Promise<OperationBody> {
-  const response = await request(app)
-    .post('/v1/sandboxes')
-    .set(bearer(api.tenantA))
-    .send(createBody(diskMib));
-  expect(response.status, response.text).toBe(202);
-  return response.body as OperationBody;
-}
-
 /** The pods of a sandbox still in the namespace (any phase, terminating included). */
 async function podsOf(sandboxId: string, ns = namespace): Promise<string[]> {
   const list = await real.adminCore.listNamespacedPod({
@@ -61,7 +54,7 @@ async function awaitNoPods(sandboxId: string, ns = namespace): Promise<void> {
 describe('creates on a real kube-apiserver', () => {
   it('fails as invalid_request naming 451 MiB within seconds when the node refuses the disk', async () => {
     const started = Date.now();
-    const op = await createAsync(300);
+    const op = await acceptedCreate(api.app, api.tenantA, createBody(300));
     const done = await awaitOperation(api.app, api.tenantA, op.id);
     const elapsedMs = Date.now() - started;
     expect(done).toMatchObject({ status: 'failed', done: true });
@@ -100,7 +93,7 @@ describe('creates on a real kube-apiserver', () => {
   });
 
   it('runs a sandbox whose disk fits, with the IP the node gave its pod', async () => {
-    const done = await awaitOperation(api.app, api.tenantA, (await createAsync(2048)).id);
+    const done = await finishedCreate(api.app, api.tenantA, createBody(2048));
     expect(done.status, JSON.stringify(done.error)).toBe('succeeded');
     const pod = done.result?.sandbox.pod as { name: string; ip: string };
     const live = await real.adminCore.readNamespacedPod({ name: pod.name, namespace });
@@ -114,7 +107,11 @@ describe('creates on a real kube-apiserver', () => {
     real.agent.refuseWith('Unavailable', 'failed to reserve sandbox name');
     let op: OperationBody;
     try {
-      op = await createAsync(2048, api.appWith({ CREATE_DEADLINE_MS: '4000' }));
+      op = await acceptedCreate(
+        api.appWith({ CREATE_DEADLINE_MS: '4000' }),
+        api.tenantA,
+        createBody(2048),
+      );
       // The node's refusals are recorded, and are not decisive.
       await waitUntil(
         async () => {
@@ -139,7 +136,7 @@ describe('creates on a real kube-apiserver', () => {
     // watch, which may come after the operation's phase on a loaded machine.
     real.agent.neverReady(true);
     try {
-      const op = await createAsync(2048);
+      const op = await acceptedCreate(api.app, api.tenantA, createBody(2048));
       await awaitOperation(api.app, api.tenantA, op.id, {
         until: (current) => current.phase === 'waiting_for_ip',
       });
@@ -157,7 +154,7 @@ describe('creates on a real kube-apiserver', () => {
   });
 
   it('deletes a running sandbox: the pod is gone and the sandbox ends deleted', async () => {
-    const created = await awaitOperation(api.app, api.tenantA, (await createAsync(2048)).id);
+    const created = await finishedCreate(api.app, api.tenantA, createBody(2048));
     expect(created.status).toBe('succeeded');
     const accepted = await request(api.app)
       .delete(`/v1/sandboxes/${created.sandbox_id}`)
@@ -194,12 +191,7 @@ describe('without the events watch grant', () => {
   });
 
   it('a refused create waits for the deadline, with one warning naming the real 403', async () => {
-    const response = await request(degraded.app)
-      .post('/v1/sandboxes')
-      .set(bearer(degraded.tenantA))
-      .send(createBody(300));
-    expect(response.status, response.text).toBe(202);
-    const done = await awaitOperation(degraded.app, degraded.tenantA, response.body.id as string);
+    const done = await finishedCreate(degraded.app, degraded.tenantA, createBody(300));
     expect(done).toMatchObject({ status: 'failed', error: { code: 'pod_never_ready' } });
     const refused = degraded.stack.warnings.filter(
       (entry) =>

@@ -6,16 +6,8 @@
  * `restricted`, which admits the pod only with `run_as_non_root` and refuses it without.
  */
 import { NodeV1Api } from '@kubernetes/client-node';
-import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  awaitOperation,
-  bearer,
-  createBody,
-  startApiStack,
-  type ApiStack,
-  type OperationBody,
-} from './support/api.js';
+import { createBody, finishedCreate, startApiStack, type ApiStack } from './support/api.js';
 import { startRealTier, type RealTier } from './support/real-tier.js';
 
 const RUNTIME_CLASS = 'sandbox-isolation-test';
@@ -61,18 +53,12 @@ afterAll(async () => {
   await real?.stop();
 });
 
-async function create(template: string): Promise<OperationBody> {
-  const response = await request(api.app)
-    .post('/v1/sandboxes')
-    .set(bearer(api.tenantA))
-    .send({ ...createBody(2048), template });
-  expect(response.status, response.text).toBe(202);
-  return awaitOperation(api.app, api.tenantA, (response.body as OperationBody).id);
-}
-
 describe('the sandbox pod on a real kube-apiserver', () => {
   it("is admitted under Pod Security restricted with the template's runAsNonRoot, RuntimeClass, node selector and tolerations", async () => {
-    const done = await create('isolated');
+    const done = await finishedCreate(api.app, api.tenantA, {
+      ...createBody(2048),
+      template: 'isolated',
+    });
     expect(done.status, JSON.stringify(done.error)).toBe('succeeded');
     const name = (done.result?.sandbox.pod as { name: string }).name;
     const pod = await real.adminCore.readNamespacedPod({ name, namespace });
@@ -92,7 +78,10 @@ describe('the sandbox pod on a real kube-apiserver', () => {
   });
 
   it('is refused by Pod Security restricted without run_as_non_root (the default, for images that need root)', async () => {
-    const done = await create('base');
+    const done = await finishedCreate(api.app, api.tenantA, {
+      ...createBody(2048),
+      template: 'base',
+    });
     expect(done.status).toBe('failed');
     expect(done.error?.code).toBe('invalid_request');
     expect(done.error?.message).toMatch(

@@ -18,12 +18,13 @@ import { WORKER_PERMISSIONS, checkCluster } from '../kubernetes/cluster-check.js
 import { createKubernetesClient } from '../kubernetes/client.js';
 import { USER_ROLE_BINDING } from '../environments/apiserver-tier/namespace.js';
 import {
+  acceptedCreate,
   awaitOperation,
   bearer,
   createBody,
+  finishedCreate,
   startApiStack,
   type ApiStack,
-  type OperationBody,
 } from './support/api.js';
 import { settle, startCreate } from './support/creates.js';
 import { withSandboxWorker } from './support/worker.js';
@@ -54,15 +55,6 @@ function appIn(ns: string) {
   return createApp({ ...api.deps, kubernetes });
 }
 
-async function createAndWait(app: ReturnType<typeof createApp>, diskMib: number) {
-  const accepted = await request(app)
-    .post('/v1/sandboxes')
-    .set(bearer(api.tenantA))
-    .send(createBody(diskMib));
-  expect(accepted.status, accepted.text).toBe(202);
-  return awaitOperation(app, api.tenantA, (accepted.body as OperationBody).id);
-}
-
 describe('apiserver refusals on a real kube-apiserver', () => {
   it('a LimitRange ends the create at once as invalid_request quoting the LimitRanger', async () => {
     await real.adminCore.createNamespacedLimitRange({
@@ -74,7 +66,7 @@ describe('apiserver refusals on a real kube-apiserver', () => {
     });
     try {
       const started = Date.now();
-      const op = await createAndWait(api.app, 3000);
+      const op = await finishedCreate(api.app, api.tenantA, createBody(3000));
       expect(op.error?.code).toBe('invalid_request');
       expect(op.error?.message).toMatch(
         /^the apiserver refused the pod: pods "sbx-[^"]+" is forbidden: maximum ephemeral-storage usage per Container is 2Gi, but limit is 3000Mi$/,
@@ -154,12 +146,8 @@ describe('apiserver refusals on a real kube-apiserver', () => {
   it('the refusal written through events.k8s.io/v1 by a kubelet-like reporter ends the create invalid_request', async () => {
     real.agent.neverReady(true);
     try {
-      const accepted = await request(api.app)
-        .post('/v1/sandboxes')
-        .set(bearer(api.tenantA))
-        .send(createBody(300));
-      expect(accepted.status, accepted.text).toBe(202);
-      const sandboxId = (accepted.body as OperationBody).sandbox_id;
+      const accepted = await acceptedCreate(api.app, api.tenantA, createBody(300));
+      const sandboxId = accepted.sandbox_id;
       const pod = await waitUntil(
         async () => {
           const pods = await real.adminCore.listNamespacedPod({ namespace });
@@ -207,7 +195,7 @@ describe('apiserver refusals on a real kube-apiserver', () => {
         reportingInstance: nodeName,
         involvedObject: { uid: pod.metadata?.uid },
       });
-      const op = await awaitOperation(api.app, api.tenantA, (accepted.body as OperationBody).id);
+      const op = await awaitOperation(api.app, api.tenantA, accepted.id);
       expect(op.error?.code, JSON.stringify(op.error)).toBe('invalid_request');
       expect(op.error?.details).toMatchObject({ node_name: nodeName, rootfs_mib: 451 });
     } finally {

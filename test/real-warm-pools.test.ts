@@ -9,7 +9,13 @@ import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { warmPoolWorkflowId } from '../contract/index.js';
 import { POD_LABELS, podNameFor } from '../kubernetes/pod-spec.js';
-import { awaitOperation, bearer, startApiStack, type ApiStack } from './support/api.js';
+import {
+  acceptedCreate,
+  awaitOperation,
+  bearer,
+  startApiStack,
+  type ApiStack,
+} from './support/api.js';
 import { startRealTier, type RealTier } from './support/real-tier.js';
 import { waitUntil } from '../scripts/wait-until.js';
 
@@ -49,14 +55,13 @@ async function readyWarmPods(): Promise<number> {
 describe('a warm pool on a real kube-apiserver', () => {
   it('hands a matching create a ready pod through the Role of deploy/rbac.yaml', async () => {
     await waitUntil(async () => (await readyWarmPods()) === 4, { timeoutMs: 120_000 });
-    const created = await request(api.app)
-      .post('/v1/sandboxes')
-      .set(bearer(api.tenantA))
-      .send({ template: 'base', resources: RESOURCES });
-    expect(created.status, created.text).toBe(202);
-    const done = await awaitOperation(api.app, api.tenantA, created.body.id as string);
+    const created = await acceptedCreate(api.app, api.tenantA, {
+      template: 'base',
+      resources: RESOURCES,
+    });
+    const done = await awaitOperation(api.app, api.tenantA, created.id);
     expect(done.status, JSON.stringify(done.error)).toBe('succeeded');
-    const sandbox = await api.stack.store.getSandboxById(created.body.sandbox_id as string);
+    const sandbox = await api.stack.store.getSandboxById(created.sandbox_id);
     expect(sandbox?.pod.name).toMatch(/^warm-base-/);
     const pod = await real.adminCore.readNamespacedPod({ name: sandbox!.pod.name!, namespace });
     expect(pod.metadata?.labels?.[POD_LABELS.sandboxId]).toBe(sandbox?.id);

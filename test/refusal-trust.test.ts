@@ -14,6 +14,7 @@ import type { TemplateConfig } from '../config/index.js';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  acceptedCreate,
   awaitOperation,
   bearer,
   startApiStack,
@@ -70,12 +71,10 @@ function refusalMessage(rootfsMib: number): string {
 
 /** Starts a create of `template` with {@link REQUESTED_MIB} of disk; returns its id and its pod, once bound. */
 async function createAndBind(template: string): Promise<{ id: string; pod: V1Pod }> {
-  const accepted = await request(app)
-    .post('/v1/sandboxes')
-    .set(bearer(api.tenantA))
-    .send({ template, resources: { cpu: 1, memory_mib: 256, disk_mib: REQUESTED_MIB } });
-  expect(accepted.status, accepted.text).toBe(202);
-  const sandboxId = accepted.body.sandbox_id as string;
+  const { id, sandbox_id: sandboxId } = await acceptedCreate(app, api.tenantA, {
+    template,
+    resources: { cpu: 1, memory_mib: 256, disk_mib: REQUESTED_MIB },
+  });
   const pod = await waitUntil(
     async () => {
       const pods = await api.stack.kubernetes.core.listNamespacedPod({ namespace: NAMESPACE });
@@ -86,7 +85,7 @@ async function createAndBind(template: string): Promise<{ id: string; pod: V1Pod
     },
     { what: `the pod of ${sandboxId} bound to a node` },
   );
-  return { id: accepted.body.id as string, pod };
+  return { id, pod };
 }
 
 /** A core/v1 FailedCreatePodSandBox Warning about `pod`, as kubelet's recorder writes it. */

@@ -7,7 +7,7 @@ import { Writable } from 'node:stream';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../config/logger.js';
-import { bearer, createBody, startApiStack, type ApiStack } from './support/api.js';
+import { acceptedCreate, createBody, startApiStack, type ApiStack } from './support/api.js';
 
 interface LogLine {
   level: number;
@@ -64,12 +64,7 @@ describe('X-Request-Id and the request log', () => {
   });
 
   it('every log line written while serving a create carries its request id', async () => {
-    const response = await request(app)
-      .post('/v1/sandboxes')
-      .set(bearer(api.tenantA))
-      .set('X-Request-Id', 'req-create-1')
-      .send(createBody(2048));
-    expect(response.status, response.text).toBe(202);
+    await acceptedCreate(app, api.tenantA, createBody(2048), { 'X-Request-Id': 'req-create-1' });
     const accepted = logs.lines.find(
       (line) => line.msg === 'create accepted' && line.request_id === 'req-create-1',
     );

@@ -10,6 +10,7 @@ import {
   awaitOperation,
   bearer,
   createBody,
+  finishedCreate,
   startApiStack,
   type ApiStack,
   type OperationBody,
@@ -31,21 +32,12 @@ afterAll(async () => {
   await api?.stop();
 });
 
-async function refusedCreate(): Promise<OperationBody> {
-  const accepted = await request(api.app)
-    .post('/v1/sandboxes')
-    .set(bearer(api.tenantA))
-    .send(createBody(300));
-  expect(accepted.status, accepted.text).toBe(202);
-  return awaitOperation(api.app, api.tenantA, (accepted.body as OperationBody).id);
-}
-
 const activitySummaries = (workflowId: string) =>
   activitySummariesOf(api.stack.temporal.client, workflowId);
 
 describe('Temporal UI', () => {
   it('a create workflow carries a static summary and details naming sandbox, template and disk', async () => {
-    const op = await refusedCreate();
+    const op = await finishedCreate(api.app, api.tenantA, createBody(300));
     const description = await api.stack.temporal.client.workflow.getHandle(op.id).describe();
     expect(await description.staticSummary()).toBe(
       `create ${op.sandbox_id} (template base, disk 300 MiB, cpu 1, memory 256 MiB)`,
@@ -57,7 +49,7 @@ describe('Temporal UI', () => {
   });
 
   it('every activity of a refused create has a summary saying what it does', async () => {
-    const op = await refusedCreate();
+    const op = await finishedCreate(api.app, api.tenantA, createBody(300));
     const activities = await activitySummaries(op.id);
     // The store writes (recordOperationOutcome, retireExecution) are local activities: markers
     // in the history, not scheduled activities.
@@ -72,7 +64,7 @@ describe('Temporal UI', () => {
   });
 
   it("the failure is the node's reason, without a cause repeating it with stack traces", async () => {
-    const op = await refusedCreate();
+    const op = await finishedCreate(api.app, api.tenantA, createBody(300));
     const handle = api.stack.temporal.client.workflow.getHandle(op.id);
     // The operation's outcome is final before compensation ends; the workflow closes after it.
     await handle.result().catch(() => undefined);
@@ -87,7 +79,7 @@ describe('Temporal UI', () => {
   });
 
   it('the operation links to its workflow page in the Temporal UI', async () => {
-    const op = await refusedCreate();
+    const op = await finishedCreate(api.app, api.tenantA, createBody(300));
     const { runId } = await api.stack.temporal.client.workflow.getHandle(op.id).describe();
     expect((op as OperationBody & { temporal_ui_url: string }).temporal_ui_url).toBe(
       `${UI}/namespaces/default/workflows/${op.id}/${runId}/history`,

@@ -6,7 +6,6 @@
  */
 import { Server } from 'node:http';
 import { trace, type ProxyTracerProvider } from '@opentelemetry/api';
-import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { currentTracing, tracingChoice, tracingRequested } from '../tracing/spans.js';
 import {
@@ -16,7 +15,14 @@ import {
   tracingSinks,
   tracingWorkflowModules,
 } from '../tracing/temporal.js';
-import { awaitOperation, bearer, createBody, startApiStack, type ApiStack } from './support/api.js';
+import {
+  acceptedCreate,
+  awaitOperation,
+  createBody,
+  startApiStack,
+  type ApiStack,
+  type OperationBody,
+} from './support/api.js';
 
 describe('what the environment asks for', () => {
   it.each([
@@ -55,19 +61,14 @@ describe('with no exporter configured', () => {
   });
 
   it('records no trace of a create, even when the caller sends a traceparent', async () => {
-    const accepted = await request(api.app)
-      .post('/v1/sandboxes')
-      .set(bearer(api.tenantA))
-      .set('traceparent', '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01')
-      .send(createBody(2048));
-    expect(accepted.status, accepted.text).toBe(202);
-    expect(accepted.body.trace_id).toBeNull();
-    const done = await awaitOperation(api.app, api.tenantA, accepted.body.id);
+    const accepted = await acceptedCreate(api.app, api.tenantA, createBody(2048), {
+      traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01',
+    });
+    expect((accepted as OperationBody & { trace_id: string | null }).trace_id).toBeNull();
+    const done = await awaitOperation(api.app, api.tenantA, accepted.id);
     expect(done.status).toBe('succeeded');
     // What Temporal saw: the start carried no trace context.
-    const history = await api.stack.temporal.client.workflow
-      .getHandle(accepted.body.id)
-      .fetchHistory();
+    const history = await api.stack.temporal.client.workflow.getHandle(accepted.id).fetchHistory();
     const started = history.events?.[0]?.workflowExecutionStartedEventAttributes;
     expect(Object.keys(started?.header?.fields ?? {})).not.toContain(OTEL_TRACE_HEADER);
   });

@@ -7,10 +7,9 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
-import request from 'supertest';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { OPERATION_ID_ATTRIBUTE } from '../tracing/spans.js';
-import { awaitOperation, bearer, createBody } from './support/api.js';
+import { acceptedCreate, awaitOperation, createBody, type OperationBody } from './support/api.js';
 import { startTracedStack, type TracedStack } from './support/traced-stack.js';
 import { waitUntil } from '../scripts/wait-until.js';
 
@@ -75,13 +74,9 @@ afterAll(async () => {
 
 it("exports a create's trace to the OTLP endpoint, service name and operation id included", async () => {
   const { api, app } = traced;
-  const accepted = await request(app)
-    .post('/v1/sandboxes')
-    .set(bearer(api.tenantA))
-    .send(createBody(2048));
-  expect(accepted.status, accepted.text).toBe(202);
-  await awaitOperation(app, api.tenantA, accepted.body.id);
-  const traceId = accepted.body.trace_id as string;
+  const accepted = await acceptedCreate(app, api.tenantA, createBody(2048));
+  await awaitOperation(app, api.tenantA, accepted.id);
+  const traceId = (accepted as OperationBody & { trace_id: string }).trace_id;
 
   const names = await waitUntil(
     async () => {
@@ -106,7 +101,7 @@ it("exports a create's trace to the OTLP endpoint, service name and operation id
   );
   const workflow = names.find((s) => s.name === 'RunWorkflow:createSandbox')!;
   expect(workflow.attributes.find((a) => a.key === OPERATION_ID_ATTRIBUTE)?.value.stringValue).toBe(
-    accepted.body.id,
+    accepted.id,
   );
   expect(received.every((r) => r.path === '/v1/traces')).toBe(true);
   expect(received[0]!.contentType).toBe('application/x-protobuf');

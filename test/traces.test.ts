@@ -21,6 +21,7 @@ import {
 } from '../tracing/spans.js';
 import { OTEL_TRACE_HEADER } from '../tracing/temporal.js';
 import {
+  acceptedCreate,
   awaitOperation,
   bearer,
   createBody,
@@ -78,13 +79,8 @@ function apiserverCalls(spans: ReadableSpan[], attempt: ReadableSpan): ReadableS
 
 /** POST /v1/sandboxes, then the operation once done. */
 async function create(diskMib: number, headers: Record<string, string> = {}) {
-  const accepted = await request(app)
-    .post('/v1/sandboxes')
-    .set(bearer(api.tenantA))
-    .set(headers)
-    .send(createBody(diskMib));
-  expect(accepted.status, JSON.stringify(accepted.body)).toBe(202);
-  const operation = accepted.body as OperationBody & { trace_id: string | null };
+  const accepted = await acceptedCreate(app, api.tenantA, createBody(diskMib), headers);
+  const operation = accepted as OperationBody & { trace_id: string | null };
   await awaitOperation(app, api.tenantA, operation.id);
   return operation;
 }

@@ -12,7 +12,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { warmPoolWorkflowId } from '../contract/index.js';
 import { podNameFor, POD_LABELS } from '../kubernetes/pod-spec.js';
 import { warmPodManifest } from '../kubernetes/warm-pods.js';
-import { awaitOperation, bearer, startApiStack, type ApiStack } from './support/api.js';
+import {
+  acceptedCreate,
+  awaitOperation,
+  bearer,
+  startApiStack,
+  type ApiStack,
+} from './support/api.js';
 import { waitUntil } from '../scripts/wait-until.js';
 
 const ADMIN_TOKEN = 'operator-token-for-warm-pools';
@@ -91,18 +97,14 @@ async function readyWarmPods(template: string): Promise<number> {
 
 /** Creates a sandbox and waits for its operation; returns the sandbox as GET shows it. */
 async function create(template: string, resources = POOL_RESOURCES) {
-  const created = await request(app)
-    .post('/v1/sandboxes')
-    .set(bearer(api.tenantA))
-    .send({ template, resources });
-  expect(created.status, created.text).toBe(202);
-  const done = await awaitOperation(app, api.tenantA, created.body.id as string);
+  const created = await acceptedCreate(app, api.tenantA, { template, resources });
+  const done = await awaitOperation(app, api.tenantA, created.id);
   expect(done.status, JSON.stringify(done.error)).toBe('succeeded');
   const sandbox = await request(app)
-    .get(`/v1/sandboxes/${created.body.sandbox_id as string}`)
+    .get(`/v1/sandboxes/${created.sandbox_id}`)
     .set(bearer(api.tenantA));
   return {
-    operationId: created.body.id as string,
+    operationId: created.id,
     ...(sandbox.body as {
       id: string;
       state: string;

@@ -14,9 +14,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { run } from '../cli/program.js';
 import { workerRegistry } from '../activities/metrics.js';
 import {
+  acceptedCreate,
   awaitOperation,
   bearer,
   createBody,
+  finishedCreate,
   startApiStack,
   type ApiStack,
   type OperationBody,
@@ -110,18 +112,6 @@ async function register(
   return response.body as { id: string; secret: string };
 }
 
-async function createSandbox(
-  diskMib: number,
-  who: TestTenant = api.tenantA,
-): Promise<OperationBody> {
-  const accepted = await request(api.app)
-    .post('/v1/sandboxes')
-    .set(bearer(who))
-    .send(createBody(diskMib));
-  expect(accepted.status, accepted.text).toBe(202);
-  return awaitOperation(api.app, who, (accepted.body as OperationBody).id);
-}
-
 async function deleteSandbox(sandboxId: string, who: TestTenant = api.tenantA): Promise<void> {
   const accepted = await request(api.app).delete(`/v1/sandboxes/${sandboxId}`).set(bearer(who));
   expect(accepted.status, accepted.text).toBe(202);
@@ -212,7 +202,7 @@ describe('webhook delivery', () => {
     const other = await receiver();
     await register(other.url(), undefined, api.tenantB);
 
-    const created = await createSandbox(2048);
+    const created = await finishedCreate(api.app, api.tenantA, createBody(2048));
     expect(created.status).toBe('succeeded');
     await receivedFor(target, created.sandbox_id, 1);
     await deleteSandbox(created.sandbox_id);
@@ -251,7 +241,7 @@ describe('webhook delivery', () => {
   it('delivers sandbox.failed, naming the code, when the node refuses the create', async () => {
     const target = await receiver();
     const endpoint = await register(target.url(), ['sandbox.failed']);
-    const created = await createSandbox(300);
+    const created = await finishedCreate(api.app, api.tenantA, createBody(300));
     expect(created.status).toBe('failed');
     const [got] = await receivedFor(target, created.sandbox_id, 1);
     expect(got!.json).toMatchObject({
@@ -269,12 +259,7 @@ describe('webhook delivery', () => {
     node.options.startupDelayMs = 60_000;
     let sandboxId: string;
     try {
-      const accepted = await request(api.app)
-        .post('/v1/sandboxes')
-        .set(bearer(api.tenantA))
-        .send(createBody(2048));
-      expect(accepted.status, accepted.text).toBe(202);
-      sandboxId = (accepted.body as OperationBody).sandbox_id;
+      sandboxId = (await acceptedCreate(api.app, api.tenantA, createBody(2048))).sandbox_id;
       await deleteSandbox(sandboxId);
     } finally {
       node.options.startupDelayMs = 100;
@@ -294,7 +279,7 @@ describe('webhook delivery', () => {
     await probe.stop();
     const endpoint = await register(`http://127.0.0.1:${port}/hook`, ['sandbox.running']);
 
-    const created = await createSandbox(2048);
+    const created = await finishedCreate(api.app, api.tenantA, createBody(2048));
     expect(created.status).toBe('succeeded');
     const failures = await waitUntil(
       async () => {
@@ -321,7 +306,7 @@ describe('webhook delivery', () => {
     const target = await receiver();
     // 127.0.0.2 reaches the same host on Linux, but only 127.0.0.1/32 is allow-listed.
     const endpoint = await register(`http://127.0.0.2:${target.port}/hook`, ['sandbox.running']);
-    const created = await createSandbox(2048);
+    const created = await finishedCreate(api.app, api.tenantA, createBody(2048));
     const [refused] = await waitUntil(async () => {
       const rows = await deliveries(endpoint.id);
       return rows.length > 0 ? rows : undefined;
@@ -341,7 +326,7 @@ describe('webhook delivery', () => {
   it('signs with both the new and the previous secret after a rotation', async () => {
     const target = await receiver();
     const endpoint = await register(target.url(), ['sandbox.running', 'sandbox.deleted']);
-    const created = await createSandbox(2048);
+    const created = await finishedCreate(api.app, api.tenantA, createBody(2048));
     const [before] = await receivedFor(target, created.sandbox_id, 1);
     expect(before!.headers['webhook-signature']!.split(' ')).toHaveLength(1);
 
@@ -365,7 +350,7 @@ describe('webhook delivery', () => {
     const target = await receiver();
     target.status = 307;
     const endpoint = await register(target.url(), ['sandbox.running']);
-    const created = await createSandbox(2048);
+    const created = await finishedCreate(api.app, api.tenantA, createBody(2048));
     const [attempt] = await waitUntil(async () => {
       const rows = await deliveries(endpoint.id);
       return rows.length > 0 ? rows : undefined;
@@ -389,7 +374,7 @@ describe('what the delivery trusts', () => {
   it('delivers an event id signalled twice once', async () => {
     const target = await receiver();
     const endpoint = await register(target.url(), ['sandbox.running']);
-    const created = await createSandbox(2048);
+    const created = await finishedCreate(api.app, api.tenantA, createBody(2048));
     const [first] = await receivedFor(target, created.sandbox_id, 1);
     const ref = {
       id: first!.headers['webhook-id'],
@@ -418,7 +403,7 @@ describe('what the delivery trusts', () => {
     await register(mine.url(), ['sandbox.running']);
     const theirs = await receiver();
     const foreign = await register(theirs.url(), ['sandbox.running'], api.tenantB);
-    const created = await createSandbox(2048);
+    const created = await finishedCreate(api.app, api.tenantA, createBody(2048));
     const [got] = await receivedFor(mine, created.sandbox_id, 1);
 
     // A workflow started by someone other than the worker, naming tenant A's real event.
@@ -479,7 +464,7 @@ describe('webhooks CLI', () => {
       expect(rotated.code, rotated.stderr).toBe(0);
       expect(rotated.stdout).toMatch(/secret {2}whsec_/);
 
-      const sandbox = await createSandbox(2048);
+      const sandbox = await finishedCreate(api.app, api.tenantA, createBody(2048));
       await receivedFor(target, sandbox.sandbox_id, 1);
       const shown = await waitUntil(async () => {
         const result = await cli('webhooks', 'deliveries', endpoint.id);

@@ -16,14 +16,7 @@ import type { createSandbox } from '../workflows/create-sandbox.js';
 import type { deleteSandbox } from '../workflows/delete-sandbox.js';
 import type { DeleteSandboxInput } from '../contract/delete-workflow.js';
 import { operationSearchAttributes } from '../temporal/search-attribute-keys.js';
-import {
-  awaitOperation,
-  bearer,
-  createBody,
-  startApiStack,
-  type ApiStack,
-  type OperationBody,
-} from './support/api.js';
+import { bearer, createBody, finishedCreate, startApiStack, type ApiStack } from './support/api.js';
 import { createInput, startCreate, storeSandbox } from './support/creates.js';
 
 let api: ApiStack;
@@ -264,12 +257,7 @@ describe("the API's fallback to Temporal", () => {
   });
 
   it("never shows a workflow whose memo names the tenant's own sandbox under another operation", async () => {
-    const accepted = await request(api.app)
-      .post('/v1/sandboxes')
-      .set(bearer(api.tenantA))
-      .send(createBody(2048));
-    expect(accepted.status, accepted.text).toBe(202);
-    const own = (await awaitOperation(api.app, api.tenantA, accepted.body.id)) as OperationBody;
+    const own = await finishedCreate(api.app, api.tenantA, createBody(2048));
     const forged = createInput({
       operationId: newOperationId(),
       sandboxId: own.sandbox_id,

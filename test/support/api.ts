@@ -8,6 +8,7 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Express } from 'express';
 import request from 'supertest';
+import { expect } from 'vitest';
 import { createApp, type AppDeps } from '../../api/app.js';
 import { loadConfig, type Config } from '../../config/index.js';
 import { startTestStack, type TestStack, type TestStackOptions } from './stack.js';
@@ -143,6 +144,40 @@ export async function awaitOperation(
     },
     { timeoutMs, what: `operation ${id}` },
   );
+}
+
+/**
+ * POST /v1/sandboxes through `app` as `who` (its bearer token) with `body` and any extra
+ * `headers` (e.g. `Idempotency-Key`); fails the test unless the API answers 202 (vitest's
+ * `expect`, the answer's text as its message); returns the operation of the answer's body.
+ * Throws that assertion error on any other status.
+ */
+export async function acceptedCreate(
+  app: Express,
+  who: TestTenant,
+  body: object,
+  headers: Record<string, string> = {},
+): Promise<OperationBody> {
+  const response = await request(app)
+    .post('/v1/sandboxes')
+    .set(bearer(who))
+    .set(headers)
+    .send(body);
+  expect(response.status, response.text).toBe(202);
+  return response.body as OperationBody;
+}
+
+/**
+ * {@link acceptedCreate} of `body` as `who`, then {@link awaitOperation} of its operation on the
+ * same `app` (default timeout, until done); returns the operation once done, whatever its status.
+ * Throws as acceptedCreate does, or when the operation is not done within 60 s.
+ */
+export async function finishedCreate(
+  app: Express,
+  who: TestTenant,
+  body: object,
+): Promise<OperationBody> {
+  return awaitOperation(app, who, (await acceptedCreate(app, who, body)).id);
 }
 
 /** A create body. */

@@ -6,9 +6,13 @@
  */
 import type { V1Pod } from '@kubernetes/client-node';
 import type { Express } from 'express';
-import request from 'supertest';
-import { expect } from 'vitest';
-import { bearer, createBody, startApiStack, type ApiStack, type OperationBody } from './api.js';
+import {
+  acceptedCreate,
+  createBody,
+  startApiStack,
+  type ApiStack,
+  type OperationBody,
+} from './api.js';
 import type { TestStackOptions } from './stack.js';
 
 /** The reason a scripted node gives when it refuses with ResourceExhausted. */
@@ -68,13 +72,8 @@ export async function startReplacementSuite(stack: TestStackOptions): Promise<Re
   });
   return {
     api,
-    async createAsync(template, app = api.app) {
-      const response = await request(app)
-        .post('/v1/sandboxes')
-        .set(bearer(api.tenantA))
-        .send(createBody(2048, { template }));
-      expect(response.status, response.text).toBe(202);
-      return response.body as OperationBody;
+    createAsync(template, app = api.app) {
+      return acceptedCreate(app, api.tenantA, createBody(2048, { template }));
     },
     async podsOf(sandboxId) {
       const { core, namespace } = api.stack.kubernetes;
