@@ -12,7 +12,12 @@ import type { ApplicationFailure } from '@temporalio/common';
 import type { PodRef } from '../kubernetes/pods.js';
 import type { ReadinessOutcome } from '../kubernetes/readiness-watch.js';
 import type { Store } from '../store/index.js';
-import { operationErrorOf, type CreateFailureDetails } from '../contract/index.js';
+import {
+  operationErrorOf,
+  type CreateFailureDetails,
+  type LearnedRootfsFloor,
+} from '../contract/index.js';
+import { rootfsFloorOf } from './rootfs-floor-evidence.js';
 import { createFailure, readinessFailure } from './create-failure.js';
 import {
   activeSpanContext,
@@ -42,6 +47,57 @@ export interface FailureAtDecision {
   failure: ApplicationFailure;
   /** The store's error, when the write failed (the workflow then writes the outcome itself). */
   error?: Error;
+  /** The rootfs floor the refusal taught, stored before the outcome ({@link FloorLearning}). */
+  floor?: LearnedRootfsFloor;
+  /** The store's error when the floor could not be learned (the retirement learns it). */
+  floorError?: Error;
+}
+
+/**
+ * What a decision needs to teach a refusal's rootfs floor (docs/architecture.md, "Rootfs
+ * floors") before it records the outcome, so no reader sees the create `failed` before the
+ * floor that refuses the next too-small create at once is stored: the store, and the image the
+ * worker's catalog runs for a template (what createPod ran). The create's tenant and template
+ * are read from its sandbox's row, never from the pod.
+ */
+export interface FloorLearning {
+  store: Pick<Store, 'getSandboxById' | 'recordRootfsFloor'>;
+  /** The image of `template` in the worker's catalog; undefined when it has none. */
+  imageOf(template: string): string | undefined;
+}
+
+/**
+ * The {@link FloorLearning} of a worker: its store and its template catalog (config/), the one
+ * createPod runs pods from.
+ */
+export function floorLearning(deps: {
+  store: FloorLearning['store'];
+  templates: Record<string, { image: string }>;
+}): FloorLearning {
+  return {
+    store: deps.store,
+    imageOf: (template) =>
+      Object.hasOwn(deps.templates, template) ? deps.templates[template]?.image : undefined,
+  };
+}
+
+/** A wait's decision: the create's operation (= workflow) id, its sandbox, its pod, its span. */
+export interface DecidedWait {
+  operationId: string;
+  /** As the wait activity named it; without it no floor is learned here. */
+  sandboxId?: string;
+  pod: PodRef;
+  traceParent?: SpanContext;
+}
+
+/** The fields a log line of a floor learned at the decision carries. */
+export function floorFields(floor: LearnedRootfsFloor): Record<string, string | number | null> {
+  return {
+    image: floor.image,
+    template: floor.template,
+    rootfs_mib: floor.rootfsMib,
+    node_name: floor.nodeName,
+  };
 }
 
 /** Whether `failure` says its outcome was recorded at the decision (`outcomeRecorded`). */
@@ -76,21 +132,22 @@ const tracer = trace.getTracer('durable-sandbox');
  */
 export async function failureAtDecision(
   store: Pick<Store, 'recordOperationOutcome'>,
-  wait: { operationId: string; pod: PodRef; traceParent?: SpanContext },
+  wait: DecidedWait,
   outcome: Exclude<ReadinessOutcome, { outcome: 'ready' }>,
   timeoutMs: number = OUTCOME_WRITE_TIMEOUT_MS,
+  floors?: FloorLearning,
 ): Promise<FailureAtDecision> {
   const failure = readinessFailure(outcome, wait.pod);
   if (!ENDS_THE_CREATE.has(outcome.outcome)) return { failure };
   const parent = wait.traceParent ?? activeSpanContext();
-  if (!parent) return recordOutcome(store, wait, failure, timeoutMs);
+  if (!parent) return recordOutcome(store, wait, failure, timeoutMs, floors);
   return tracer.startActiveSpan(
     'recordOperationOutcome',
     { attributes: { [OPERATION_ID_ATTRIBUTE]: wait.operationId } },
     trace.setSpanContext(context.active(), parent),
     async (span) => {
       try {
-        const decided = await recordOutcome(store, wait, failure, timeoutMs);
+        const decided = await recordOutcome(store, wait, failure, timeoutMs, floors);
         span.setAttribute(OUTCOME_RECORDED_ATTRIBUTE, isOutcomeRecorded(decided.failure));
         if (decided.error) {
           span.recordException(decided.error);
@@ -104,22 +161,30 @@ export async function failureAtDecision(
   );
 }
 
-/** The write of {@link failureAtDecision}, bounded by `timeoutMs`. */
+/**
+ * The writes of {@link failureAtDecision}, bounded together by `timeoutMs`: the refusal's rootfs
+ * floor first (when `floors` is given), then the outcome.
+ */
 async function recordOutcome(
   store: Pick<Store, 'recordOperationOutcome'>,
-  wait: { operationId: string; pod: PodRef },
+  wait: DecidedWait,
   failure: ApplicationFailure,
   timeoutMs: number,
+  floors?: FloorLearning,
 ): Promise<FailureAtDecision> {
   const details = failure.details?.[0] as CreateFailureDetails;
+  const learned: { floor?: LearnedRootfsFloor; floorError?: Error } = {};
   let timer: NodeJS.Timeout | undefined;
   try {
-    const write = store.recordOperationOutcome({
-      operationId: wait.operationId,
-      status: 'failed',
-      error: operationErrorOf(failure.message, details),
-      podUid: wait.pod.uid,
-    });
+    const write = (async () => {
+      if (floors) Object.assign(learned, await learnFloor(floors, wait, failure.message, details));
+      return store.recordOperationOutcome({
+        operationId: wait.operationId,
+        status: 'failed',
+        error: operationErrorOf(failure.message, details),
+        podUid: wait.pod.uid,
+      });
+    })();
     const late = new Promise<never>((_, reject) => {
       timer = setTimeout(
         () => reject(new Error(`the store did not answer within ${timeoutMs} ms`)),
@@ -128,11 +193,55 @@ async function recordOutcome(
     });
     // A write that commits after the timeout is found by the workflow's own write (it adopts it).
     write.catch(() => undefined);
-    if (!(await Promise.race([write, late]))) return { failure };
+    if (!(await Promise.race([write, late]))) return { failure, ...learned };
   } catch (err) {
-    return { failure, error: err as Error };
+    return { failure, error: err as Error, ...learned };
   } finally {
     clearTimeout(timer);
   }
-  return { failure: createFailure(failure.message, { ...details, outcomeRecorded: true }) };
+  return {
+    failure: createFailure(failure.message, { ...details, outcomeRecorded: true }),
+    ...learned,
+  };
+}
+
+/**
+ * Stores the rootfs floor a decisive refusal taught, as the workflow's retirement would
+ * (workflows/create-sandbox.ts `learnedRootfsFloor`: an `invalid_request` naming its refusal
+ * event and the stated size), for the image the worker's catalog runs for the sandbox's template
+ * and the sandbox's tenant, both as the store holds them. Nothing for a sandbox that is not this
+ * operation's, a template the catalog lacks, or evidence out of bounds.
+ * @returns the floor stored, or the store's error (never throws)
+ */
+async function learnFloor(
+  floors: FloorLearning,
+  wait: DecidedWait,
+  message: string,
+  details: CreateFailureDetails,
+): Promise<{ floor?: LearnedRootfsFloor; floorError?: Error }> {
+  const { code, eventName, rootfsMib, nodeName, reason, eventLastTimestamp } = details;
+  if (code !== 'invalid_request' || !eventName || rootfsMib === undefined || !wait.sandboxId) {
+    return {};
+  }
+  try {
+    const sandbox = await floors.store.getSandboxById(wait.sandboxId);
+    if (sandbox?.operationId !== wait.operationId) return {};
+    const image = floors.imageOf(sandbox.template);
+    if (!image) return {};
+    const evidence = {
+      image,
+      template: sandbox.template,
+      rootfsMib,
+      tenantId: sandbox.tenant,
+      nodeName: nodeName ?? null,
+      reason: reason ?? message,
+      eventAt: eventLastTimestamp,
+    };
+    const floor = rootfsFloorOf(wait.operationId, evidence, Date.now());
+    if (!floor) return {};
+    await floors.store.recordRootfsFloor(floor);
+    return { floor };
+  } catch (err) {
+    return { floorError: err as Error };
+  }
 }

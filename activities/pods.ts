@@ -31,7 +31,12 @@ import { podSettingsOf } from '../config/pod-settings.js';
 import { catalogTemplate } from './admission.js';
 import type { Store } from '../store/index.js';
 import { createFailure, readinessFailure, readinessFailureLog } from './create-failure.js';
-import { failureAtDecision, outcomeRecordedField } from './outcome-at-decision.js';
+import {
+  failureAtDecision,
+  floorFields,
+  floorLearning,
+  outcomeRecordedField,
+} from './outcome-at-decision.js';
 import { activeSpanContext } from '../tracing/spans.js';
 import {
   earlierAttemptsRefused,
@@ -249,9 +254,22 @@ export function podActivities(deps: PodActivityDeps) {
         }
         const decided = await failureAtDecision(
           deps.store,
-          { operationId: workflowId, pod: input.pod },
+          { operationId: workflowId, sandboxId: input.sandboxId, pod: input.pod },
           outcome,
+          undefined,
+          floorLearning(deps),
         );
+        if (decided.floor) {
+          log.info('rootfs floor learned at the decision', floorFields(decided.floor));
+        }
+        if (decided.floorError) {
+          log.warn(
+            'the rootfs floor could not be learned at the decision; the retirement learns it',
+            {
+              error: decided.floorError.message,
+            },
+          );
+        }
         if (decided.error) {
           log.warn('the outcome could not be recorded at the decision; the workflow records it', {
             error: decided.error.message,
@@ -262,6 +280,7 @@ export function podActivities(deps: PodActivityDeps) {
       // A change after the read above reaches this worker's decider, which completes by id.
       deps.decider.track({
         workflowId,
+        sandboxId: input.sandboxId,
         pod: input.pod,
         ...(input.placement ? { placement: input.placement } : {}),
         ...(input.recordOutcome ? { recordOutcome: true, traceParent: activeSpanContext() } : {}),

@@ -33,7 +33,12 @@ import type { InformerLogger, SandboxInformers } from '../kubernetes/sandbox-inf
 import type { Store, WaitingPod } from '../store/index.js';
 import { readinessWaitActivityId } from '../contract/index.js';
 import { readinessFailure, readinessFailureLog } from './create-failure.js';
-import { failureAtDecision, outcomeRecordedField } from './outcome-at-decision.js';
+import {
+  failureAtDecision,
+  floorFields,
+  outcomeRecordedField,
+  type FloorLearning,
+} from './outcome-at-decision.js';
 
 /** Options of {@link ReadinessDecider}. */
 export interface ReadinessDeciderOptions {
@@ -72,6 +77,11 @@ export interface ReadinessDeciderOptions {
    * The worker builds it from its template catalog, with its logger.
    */
   bounds?: RefusalBounds;
+  /**
+   * How a held wait's decision teaches a refusal's rootfs floor before it records the outcome
+   * (activities/outcome-at-decision.ts); without it the workflow's retirement alone learns it.
+   */
+  floors?: FloorLearning;
   /** Completion attempts per decision before the next reconcile takes over (default 8). */
   completionAttempts?: number;
   /** First delay between completion attempts, in ms (default 500; doubling, cap 10 000). */
@@ -104,10 +114,9 @@ const REMEMBERED_PODS = 20_000;
  *
  * - `held`: this worker's wait activity left the pod's wait asynchronous (`track`): a decisive
  *   change is decided at once. `readTimer` is the pending read by name of a pod the pods cache
- *   still lacks after `podReadDelayMs` (undefined once it ran); `recordFor`: the workflow id
- *   of a wait whose workflow asked for the outcome at the decision ({@link TrackedWait}), as
- *   the activity named it (not the pod's annotation), and `traceParent` the span its outcome's
- *   write is traced under.
+ *   still lacks after `podReadDelayMs` (undefined once it ran); `record`: for a wait whose
+ *   workflow asked for the outcome at the decision ({@link TrackedWait}), what its activity
+ *   named (not the pod's annotations or labels).
  * - `deferred`: a decisive change (`outcome`) of a pod whose wait this worker does not hold,
  *   decided when `timer` fires (`otherWaitDelayMs` later) from the caches then; further changes
  *   meanwhile add nothing.
@@ -120,7 +129,7 @@ const REMEMBERED_PODS = 20_000;
  * dropped all at once past {@link REMEMBERED_PODS} (a forgotten pod costs one NotFound answer).
  */
 type PodState =
-  | { kind: 'held'; readTimer?: NodeJS.Timeout; recordFor?: string; traceParent?: SpanContext }
+  | { kind: 'held'; readTimer?: NodeJS.Timeout; record?: RecordAtDecision }
   | { kind: 'deferred'; timer: NodeJS.Timeout; wait: PodWait; outcome: ReadinessOutcome }
   | { kind: 'decided' };
 
@@ -131,6 +140,17 @@ type PodState =
  * pod's annotations alone (another worker's, or by a reconcile) never record it: their
  * workflows write it themselves.
  */
+/**
+ * What a held wait records its outcome under, as its wait activity named it: the workflow id,
+ * the sandbox (whose store row names the tenant and template a refusal's rootfs floor is learned
+ * for) and the span the write is traced under.
+ */
+interface RecordAtDecision {
+  workflowId: string;
+  sandboxId?: string;
+  traceParent?: SpanContext;
+}
+
 export type TrackedWait = PodWait & {
   recordOutcome?: boolean;
   /**
@@ -277,14 +297,7 @@ export class ReadinessDecider {
     const state = this.pods.get(uid);
     if (state?.kind === 'held') {
       return this.decide(
-        state.recordFor
-          ? {
-              ...wait,
-              workflowId: state.recordFor,
-              recordOutcome: true,
-              ...(state.traceParent ? { traceParent: state.traceParent } : {}),
-            }
-          : wait,
+        state.record ? { ...wait, ...state.record, recordOutcome: true } : wait,
         outcome,
       );
     }
@@ -539,12 +552,31 @@ export class ReadinessDecider {
     wait: TrackedWait,
     outcome: Exclude<ReadinessOutcome, { outcome: 'ready' }>,
   ): Promise<ApplicationFailure> {
-    const { store, logger } = this.options;
+    const { store, logger, floors } = this.options;
     const decided = await failureAtDecision(
       store,
-      { operationId: wait.workflowId, pod: wait.pod, traceParent: wait.traceParent },
+      {
+        operationId: wait.workflowId,
+        sandboxId: wait.sandboxId,
+        pod: wait.pod,
+        traceParent: wait.traceParent,
+      },
       outcome,
+      undefined,
+      floors,
     );
+    if (decided.floor) {
+      logger?.info?.(
+        { operation_id: wait.workflowId, ...floorFields(decided.floor) },
+        'rootfs floor learned at the decision',
+      );
+    }
+    if (decided.floorError) {
+      logger?.warn(
+        { operation_id: wait.workflowId, err: decided.floorError.message },
+        'the rootfs floor could not be learned at the decision; the retirement learns it',
+      );
+    }
     if (decided.error) {
       logger?.warn(
         { operation_id: wait.workflowId, pod_uid: wait.pod.uid, err: decided.error.message },
@@ -558,11 +590,8 @@ export class ReadinessDecider {
 /** The `held` state of a tracked wait, without a pending read. */
 function held(wait: TrackedWait): Extract<PodState, { kind: 'held' }> {
   if (!wait.recordOutcome) return { kind: 'held' };
-  return {
-    kind: 'held',
-    recordFor: wait.workflowId,
-    ...(wait.traceParent ? { traceParent: wait.traceParent } : {}),
-  };
+  const { workflowId, sandboxId, traceParent } = wait;
+  return { kind: 'held', record: { workflowId, sandboxId, traceParent } };
 }
 
 function sleep(ms: number): Promise<void> {

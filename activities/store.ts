@@ -6,15 +6,13 @@ import type { PodRef } from '../kubernetes/pods.js';
 import { Context, log } from '@temporalio/activity';
 import type { Store } from '../store/index.js';
 import {
-  RESOURCE_LIMITS,
   type ExecutionRef,
-  type LearnedRootfsFloor,
   type OperationErrorCode,
   type OperationErrorRecord,
   type PlacementRecord,
 } from '../contract/index.js';
 import type { CreateMetrics } from './metrics.js';
-import { CLOCK_SKEW_ALLOWANCE_MS } from '../kubernetes/refusal-bounds.js';
+import { rootfsFloorOf, type RootfsFloorEvidence } from './rootfs-floor-evidence.js';
 import { emitSandboxEvent } from './webhooks.js';
 import { startLifetime } from '../temporal/lifetime-workflow.js';
 import { endLifetime } from './lifetime.js';
@@ -41,19 +39,12 @@ export interface StoreActivityDeps {
  */
 export type ExecutionStep = ExecutionRef & { operationId: string; podUid?: string };
 
-/**
- * What a create refused by a node teaches about its image (docs/architecture.md, "Rootfs
- * floors"), as the workflow hands it to `retireExecution`: the stated rootfs size in MiB and the
- * evidence; `eventAt` is the refusal event's lastTimestamp (ISO-8601), when it had one.
- */
-export type RootfsFloorEvidence = Omit<LearnedRootfsFloor, 'learnedAtMs' | 'operationId'> & {
-  eventAt?: string;
-};
-
 /** The workflow run the current (local) activity works for. */
 function runIdOfStep(): string | undefined {
   return Context.current().info.workflowExecution?.runId;
 }
+
+export type { RootfsFloorEvidence } from './rootfs-floor-evidence.js';
 
 /** Builds the store activities over their dependencies. */
 export function storeActivities(deps: StoreActivityDeps) {
@@ -205,38 +196,25 @@ export function storeActivities(deps: StoreActivityDeps) {
 }
 
 /**
- * Stores the floor a refusal taught; its time is the refusal event's, else now. The stored
- * `reason` is only the size the node stated (`cloned rootfs size <n> MiB`): the node's full text
- * names the refused request's disk, another tenant's value for everyone else who reads the floor
- * (docs/security.md, "Refusal events and learned floors"). Evidence out of bounds (a time more
- * than the clock-skew allowance in the future, a size above any create's largest disk) is not
- * stored, only logged: the wait's bounds (kubernetes/refusal-bounds.ts) keep it from reaching
- * here, and this keeps a workflow that carries it anyway from teaching it.
+ * Stores the floor a refusal taught ({@link rootfsFloorOf}); evidence out of bounds is only
+ * logged.
  */
 async function recordRootfsFloor(
   store: Store,
   operationId: string,
   evidence: RootfsFloorEvidence,
 ): Promise<void> {
-  const { eventAt, reason: _nodeText, ...floor } = evidence;
-  const eventAtMs = eventAt ? Date.parse(eventAt) : NaN;
-  const now = Date.now();
-  const learnedAtMs = Number.isFinite(eventAtMs) ? eventAtMs : now;
   const fields = {
-    image: floor.image,
-    template: floor.template,
-    rootfs_mib: floor.rootfsMib,
-    node_name: floor.nodeName,
+    image: evidence.image,
+    template: evidence.template,
+    rootfs_mib: evidence.rootfsMib,
+    node_name: evidence.nodeName,
   };
-  if (learnedAtMs > now + CLOCK_SKEW_ALLOWANCE_MS || floor.rootfsMib > RESOURCE_LIMITS.diskMib) {
-    log.warn('rootfs floor out of bounds; not learned', { ...fields, event_at: eventAt });
+  const floor = rootfsFloorOf(operationId, evidence, Date.now());
+  if (!floor) {
+    log.warn('rootfs floor out of bounds; not learned', { ...fields, event_at: evidence.eventAt });
     return;
   }
-  const recorded = await store.recordRootfsFloor({
-    ...floor,
-    reason: `cloned rootfs size ${floor.rootfsMib} MiB`,
-    operationId,
-    learnedAtMs,
-  });
+  const recorded = await store.recordRootfsFloor(floor);
   log.info('rootfs floor learned', { ...fields, recorded });
 }

@@ -8,10 +8,18 @@
  */
 import { ApplicationFailure } from '@temporalio/common';
 import { describe, expect, it } from 'vitest';
-import { failureAtDecision, isOutcomeRecorded } from '../activities/outcome-at-decision.js';
-import { operationErrorOf, type CreateFailureDetails } from '../contract/index.js';
+import {
+  failureAtDecision,
+  floorLearning,
+  isOutcomeRecorded,
+} from '../activities/outcome-at-decision.js';
+import {
+  operationErrorOf,
+  type CreateFailureDetails,
+  type LearnedRootfsFloor,
+} from '../contract/index.js';
 import type { ReadinessOutcome } from '../kubernetes/readiness-watch.js';
-import type { OperationOutcomeInput } from '../store/index.js';
+import type { OperationOutcomeInput, SandboxRecord } from '../store/index.js';
 
 const POD = { name: 'sbx-rules-g1', uid: 'uid-rules' };
 const WAIT = { operationId: 'op_rules', pod: POD };
@@ -152,5 +160,107 @@ describe('the outcome at the decision', () => {
         outcomeRecorded: true,
       }),
     ).toEqual({ code: 'pod_failed', message: 'm', details: { reason: 'r' } });
+  });
+});
+
+describe('the rootfs floor at the decision', () => {
+  /** A store that logs each call in order; its sandbox row is the create's unless said. */
+  function floorStore(options: { operationId?: string; floorError?: Error } = {}) {
+    const calls: string[] = [];
+    const floors: LearnedRootfsFloor[] = [];
+    return {
+      calls,
+      floors,
+      async recordOperationOutcome(): Promise<boolean> {
+        calls.push('outcome');
+        return true;
+      },
+      async getSandboxById(id: string) {
+        calls.push('sandbox');
+        return {
+          id,
+          tenant: 'tenant-a',
+          template: 'base',
+          operationId: options.operationId ?? WAIT.operationId,
+        } as SandboxRecord;
+      },
+      async recordRootfsFloor(floor: LearnedRootfsFloor): Promise<boolean> {
+        calls.push('floor');
+        if (options.floorError) throw options.floorError;
+        floors.push(floor);
+        return true;
+      },
+    };
+  }
+  const catalog = { base: { image: 'example.test/base:1' } };
+  const withSandbox = { ...WAIT, sandboxId: 'sbx_rules' };
+
+  it("a decisive refusal stores the floor, for the sandbox's tenant and template and the catalog's image, before the outcome", async () => {
+    const store = floorStore();
+    const withTime = { ...refused, eventLastTimestamp: '2026-12-04T12:00:00Z' } as const;
+    const decided = await failureAtDecision(
+      store,
+      withSandbox,
+      withTime,
+      undefined,
+      floorLearning({ store, templates: catalog }),
+    );
+    expect(store.calls).toEqual(['sandbox', 'floor', 'outcome']);
+    expect(store.floors).toEqual([
+      {
+        image: 'example.test/base:1',
+        template: 'base',
+        rootfsMib: 451,
+        tenantId: 'tenant-a',
+        nodeName: 'node-a',
+        reason: 'cloned rootfs size 451 MiB',
+        operationId: WAIT.operationId,
+        learnedAtMs: Date.parse('2026-12-04T12:00:00Z'),
+      },
+    ]);
+    expect(decided.floor).toEqual(store.floors[0]);
+    expect(isOutcomeRecorded(decided.failure)).toBe(true);
+  });
+
+  it.each([
+    { what: "another operation's sandbox", store: () => floorStore({ operationId: 'op_other' }) },
+    { what: 'no sandbox id from the activity', store: () => floorStore(), wait: WAIT },
+    { what: 'a template the catalog lacks', store: () => floorStore(), templates: {} },
+    {
+      what: 'a pod failure',
+      store: () => floorStore(),
+      outcome: { outcome: 'podFailed', reason: 'the pod was deleted' } as ReadinessOutcome,
+    },
+    {
+      what: 'a refusal that names no event',
+      store: () => floorStore(),
+      outcome: { ...refused, eventName: '' } as ReadinessOutcome,
+    },
+  ])('$what: no floor, the outcome as before', async (row) => {
+    const store = row.store();
+    const decided = await failureAtDecision(
+      store,
+      row.wait ?? withSandbox,
+      (row.outcome ?? refused) as Exclude<ReadinessOutcome, { outcome: 'ready' }>,
+      undefined,
+      floorLearning({ store, templates: row.templates ?? catalog }),
+    );
+    expect(store.floors).toEqual([]);
+    expect(decided.floor).toBeUndefined();
+    expect(store.calls).toContain('outcome');
+  });
+
+  it('a floor the store cannot write does not hold the outcome back', async () => {
+    const store = floorStore({ floorError: new Error('database is locked') });
+    const decided = await failureAtDecision(
+      store,
+      withSandbox,
+      refused,
+      undefined,
+      floorLearning({ store, templates: catalog }),
+    );
+    expect(decided.floorError?.message).toBe('database is locked');
+    expect(store.calls).toEqual(['sandbox', 'floor', 'outcome']);
+    expect(isOutcomeRecorded(decided.failure)).toBe(true);
   });
 });

@@ -27,6 +27,7 @@ const TEMPLATES = {
   flaky: { image: 'example.test/flaky:1' },
   unsized: { image: 'example.test/unsized:1' },
   keyed: { image: 'example.test/keyed:1' },
+  prompt: { image: 'example.test/prompt:1' },
   declared: { image: 'example.test/declared:1', rootfs_mib: 600 },
 };
 /** The node's rootfs size per template (`unsized` is missing: the node refuses it unsized). */
@@ -36,6 +37,7 @@ const NODE_ROOTFS_MIB = {
   moving: 451,
   flaky: 451,
   keyed: 451,
+  prompt: 451,
   declared: 600,
 };
 const ENV = { SANDBOX_TEMPLATES: JSON.stringify(TEMPLATES) };
@@ -166,6 +168,29 @@ describe('learned rootfs floors', () => {
     expect(atFloor.status, atFloor.text).toBe(202);
     await awaitOperation(api.app, api.tenantA, atFloor.body.id);
     await expectOnlyWorkflows('base', [first.id, atFloor.body.id]);
+  });
+
+  it('the floor is stored before the refusal is visible: the same request sent again at once is refused before 202', async () => {
+    const podsBefore = podCreates();
+    const first = await post(api.app, 'prompt', 300, '/sync/v1/sandboxes');
+    expect(first.status, first.text).toBe(400);
+    expect(first.body.error.message).toMatch(/^the node refused the sandbox: /);
+    // Learned at the decision (activities/outcome-at-decision.ts), before the outcome a reader
+    // sees: no wait for compensation, whose retirement learns it too.
+    const stored = await api.stack.store.listRootfsFloors(['example.test/prompt:1']);
+    expect(stored).toEqual([
+      expect.objectContaining({
+        template: 'prompt',
+        rootfsMib: 451,
+        operationId: first.headers['operation-id'],
+        tenantId: api.tenantA.id,
+        reason: 'cloned rootfs size 451 MiB',
+      }),
+    ]);
+    const again = await post(api.app, 'prompt', 300, '/sync/v1/sandboxes');
+    expect(again.status, again.text).toBe(400);
+    expect(again.body.error.message).toMatch(/^template prompt needs at least 451 MiB of disk/);
+    expect(podCreates()).toBe(podsBefore + 1);
   });
 
   it('a declared floor refuses before 202 and wins over a learned one', async () => {

@@ -11,6 +11,7 @@ import type { NativeConnection, Worker } from '@temporalio/worker';
 import { createMetrics, type CreateMetrics } from '../activities/metrics.js';
 import type { RefusalBoundsMs } from '../activities/pods.js';
 import { ReadinessDecider, type ReadinessDeciderOptions } from '../activities/readiness-decider.js';
+import { floorLearning } from '../activities/outcome-at-decision.js';
 import type { KubernetesClient } from '../kubernetes/client.js';
 import { RefusalBounds } from '../kubernetes/refusal-bounds.js';
 import type { TemplateConfig } from '../config/index.js';
@@ -128,6 +129,8 @@ export async function startSandboxWorker(
     logger,
     // What a refusal event may claim: its template's largest disk, no time in the future.
     bounds: new RefusalBounds({ templates: options.templates, logger }),
+    // A held wait's refusal teaches its rootfs floor before its outcome is recorded.
+    floors: floorLearning(options),
   });
   decider.start();
   informers.start();
