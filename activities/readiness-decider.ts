@@ -565,21 +565,27 @@ export class ReadinessDecider {
       undefined,
       floors,
     );
+    // The create's fields, as every log line of a create carries them.
+    const ids = {
+      operation_id: wait.workflowId,
+      ...(wait.sandboxId ? { sandbox_id: wait.sandboxId } : {}),
+      pod_uid: wait.pod.uid,
+    };
     if (decided.floor) {
       logger?.info?.(
-        { operation_id: wait.workflowId, ...floorFields(decided.floor) },
+        { ...ids, ...floorFields(decided.floor) },
         'rootfs floor learned at the decision',
       );
     }
     if (decided.floorError) {
       logger?.warn(
-        { operation_id: wait.workflowId, err: decided.floorError.message },
+        { ...ids, err: decided.floorError.message },
         'the rootfs floor could not be learned at the decision; the retirement learns it',
       );
     }
     if (decided.error) {
       logger?.warn(
-        { operation_id: wait.workflowId, pod_uid: wait.pod.uid, err: decided.error.message },
+        { ...ids, err: decided.error.message },
         'the outcome could not be recorded at the decision; the workflow records it',
       );
     }
