@@ -195,16 +195,26 @@ describe('the rootfs floor at the decision', () => {
   const catalog = { base: { image: 'example.test/base:1' } };
   const withSandbox = { ...WAIT, sandboxId: 'sbx_rules' };
 
+  /** The decision of `outcome` for `wait` with floor learning over `store` and `templates`. */
+  function decide(
+    store: ReturnType<typeof floorStore>,
+    outcome: ReadinessOutcome = refused,
+    wait: { operationId: string; pod: typeof POD; sandboxId?: string } = withSandbox,
+    templates: Record<string, { image: string }> = catalog,
+  ) {
+    return failureAtDecision(
+      store,
+      wait,
+      outcome as Exclude<ReadinessOutcome, { outcome: 'ready' }>,
+      undefined,
+      floorLearning({ store, templates }),
+    );
+  }
+
   it("a decisive refusal stores the floor, for the sandbox's tenant and template and the catalog's image, before the outcome", async () => {
     const store = floorStore();
     const withTime = { ...refused, eventLastTimestamp: '2026-12-04T12:00:00Z' } as const;
-    const decided = await failureAtDecision(
-      store,
-      withSandbox,
-      withTime,
-      undefined,
-      floorLearning({ store, templates: catalog }),
-    );
+    const decided = await decide(store, withTime);
     expect(store.calls).toEqual(['sandbox', 'floor', 'outcome']);
     expect(store.floors).toEqual([
       {
@@ -238,13 +248,7 @@ describe('the rootfs floor at the decision', () => {
     },
   ])('$what: no floor, the outcome as before', async (row) => {
     const store = row.store();
-    const decided = await failureAtDecision(
-      store,
-      row.wait ?? withSandbox,
-      (row.outcome ?? refused) as Exclude<ReadinessOutcome, { outcome: 'ready' }>,
-      undefined,
-      floorLearning({ store, templates: row.templates ?? catalog }),
-    );
+    const decided = await decide(store, row.outcome, row.wait, row.templates);
     expect(store.floors).toEqual([]);
     expect(decided.floor).toBeUndefined();
     expect(store.calls).toContain('outcome');
@@ -252,13 +256,7 @@ describe('the rootfs floor at the decision', () => {
 
   it('a floor the store cannot write does not hold the outcome back', async () => {
     const store = floorStore({ floorError: new Error('database is locked') });
-    const decided = await failureAtDecision(
-      store,
-      withSandbox,
-      refused,
-      undefined,
-      floorLearning({ store, templates: catalog }),
-    );
+    const decided = await decide(store);
     expect(decided.floorError?.message).toBe('database is locked');
     expect(store.calls).toEqual(['sandbox', 'floor', 'outcome']);
     expect(isOutcomeRecorded(decided.failure)).toBe(true);
