@@ -75,10 +75,13 @@ function startInTerminal(args: string[], size = { columns: 120, rows: 40 }) {
       if (pid !== undefined) process.kill(pid, 'SIGKILL');
       if (child.exitCode === null) child.kill('SIGKILL');
     },
+    /** Resolves once `pattern` is in the output; the error names the output at the timeout. */
     waitFor: (pattern: RegExp) =>
       waitUntil(async () => pattern.test(text), {
         timeoutMs: 30_000,
-        what: `${pattern} in the terminal (got ${JSON.stringify(text.slice(-300))})`,
+        what: `${pattern} in the terminal`,
+      }).catch((err: Error) => {
+        throw new Error(`${err.message}; the terminal showed ${JSON.stringify(text.slice(-600))}`);
       }),
     async exited(timeoutMs: number): Promise<number | null> {
       const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
