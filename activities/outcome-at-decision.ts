@@ -14,6 +14,8 @@ import type { ReadinessOutcome } from '../kubernetes/readiness-watch.js';
 import type { Store } from '../store/index.js';
 import {
   operationErrorOf,
+  rootfsFloorEvidenceOf,
+  teachesRootfsFloor,
   type CreateFailureDetails,
   type LearnedRootfsFloor,
 } from '../contract/index.js';
@@ -88,16 +90,6 @@ export interface DecidedWait {
   sandboxId?: string;
   pod: PodRef;
   traceParent?: SpanContext;
-}
-
-/** The fields a log line of a floor learned at the decision carries. */
-export function floorFields(floor: LearnedRootfsFloor): Record<string, string | number | null> {
-  return {
-    image: floor.image,
-    template: floor.template,
-    rootfs_mib: floor.rootfsMib,
-    node_name: floor.nodeName,
-  };
 }
 
 /** Whether `failure` says its outcome was recorded at the decision (`outcomeRecorded`). */
@@ -206,9 +198,8 @@ async function recordOutcome(
 }
 
 /**
- * Stores the rootfs floor a decisive refusal taught, as the workflow's retirement would
- * (workflows/create-sandbox.ts `learnedRootfsFloor`: an `invalid_request` naming its refusal
- * event and the stated size), for the image the worker's catalog runs for the sandbox's template
+ * Stores the rootfs floor a decisive refusal taught, by the workflow's own rule
+ * (contract/create-workflow.ts `rootfsFloorEvidenceOf`), for the image the worker's catalog runs for the sandbox's template
  * and the sandbox's tenant, both as the store holds them. Nothing for a sandbox that is not this
  * operation's, a template the catalog lacks, or evidence out of bounds.
  * @returns the floor stored, or the store's error (never throws)
@@ -219,25 +210,18 @@ async function learnFloor(
   message: string,
   details: CreateFailureDetails,
 ): Promise<{ floor?: LearnedRootfsFloor; floorError?: Error }> {
-  const { code, eventName, rootfsMib, nodeName, reason, eventLastTimestamp } = details;
-  if (code !== 'invalid_request' || !eventName || rootfsMib === undefined || !wait.sandboxId) {
-    return {};
-  }
+  if (!teachesRootfsFloor(details) || !wait.sandboxId) return {};
   try {
     const sandbox = await floors.store.getSandboxById(wait.sandboxId);
     if (sandbox?.operationId !== wait.operationId) return {};
     const image = floors.imageOf(sandbox.template);
     if (!image) return {};
-    const evidence = {
+    const evidence = rootfsFloorEvidenceOf(details, message, {
       image,
       template: sandbox.template,
-      rootfsMib,
       tenantId: sandbox.tenant,
-      nodeName: nodeName ?? null,
-      reason: reason ?? message,
-      eventAt: eventLastTimestamp,
-    };
-    const floor = rootfsFloorOf(wait.operationId, evidence, Date.now());
+    });
+    const floor = evidence && rootfsFloorOf(wait.operationId, evidence, Date.now());
     if (!floor) return {};
     await floors.store.recordRootfsFloor(floor);
     return { floor };

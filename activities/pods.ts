@@ -31,13 +31,9 @@ import { podSettingsOf } from '../config/pod-settings.js';
 import { catalogTemplate } from './admission.js';
 import type { Store } from '../store/index.js';
 import { createFailure, readinessFailure, readinessFailureLog } from './create-failure.js';
-import {
-  failureAtDecision,
-  floorFields,
-  floorLearning,
-  outcomeRecordedField,
-} from './outcome-at-decision.js';
+import { failureAtDecision, floorLearning, outcomeRecordedField } from './outcome-at-decision.js';
 import { activeSpanContext } from '../tracing/spans.js';
+import { floorFields } from './rootfs-floor-evidence.js';
 import {
   earlierAttemptsRefused,
   isDefiniteRefusal,

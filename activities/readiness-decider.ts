@@ -35,10 +35,10 @@ import { readinessWaitActivityId } from '../contract/index.js';
 import { readinessFailure, readinessFailureLog } from './create-failure.js';
 import {
   failureAtDecision,
-  floorFields,
   outcomeRecordedField,
   type FloorLearning,
 } from './outcome-at-decision.js';
+import { floorFields } from './rootfs-floor-evidence.js';
 
 /** Options of {@link ReadinessDecider}. */
 export interface ReadinessDeciderOptions {
@@ -500,12 +500,7 @@ export class ReadinessDecider {
     const { client, logger } = this.options;
     const { uid } = wait.pod;
     const activity = { workflowId: wait.workflowId, activityId: readinessWaitActivityId(uid) };
-    const fields = {
-      operation_id: wait.workflowId,
-      ...(wait.sandboxId ? { sandbox_id: wait.sandboxId } : {}),
-      pod_uid: uid,
-      outcome: outcome.outcome,
-    };
+    const fields = { ...createLogFields(wait), outcome: outcome.outcome };
     const failure =
       outcome.outcome === 'ready'
         ? undefined
@@ -565,12 +560,7 @@ export class ReadinessDecider {
       undefined,
       floors,
     );
-    // The create's fields, as every log line of a create carries them.
-    const ids = {
-      operation_id: wait.workflowId,
-      ...(wait.sandboxId ? { sandbox_id: wait.sandboxId } : {}),
-      pod_uid: wait.pod.uid,
-    };
+    const ids = createLogFields(wait);
     if (decided.floor) {
       logger?.info?.(
         { ...ids, ...floorFields(decided.floor) },
@@ -591,6 +581,15 @@ export class ReadinessDecider {
     }
     return decided.failure;
   }
+}
+
+/** The create's ids a decision's log lines carry, as every log line of a create does. */
+function createLogFields(wait: PodWait): Record<string, string> {
+  return {
+    operation_id: wait.workflowId,
+    ...(wait.sandboxId ? { sandbox_id: wait.sandboxId } : {}),
+    pod_uid: wait.pod.uid,
+  };
 }
 
 /** The `held` state of a tracked wait, without a pending read. */

@@ -3,16 +3,24 @@
  * it is stored: shared by the workflow's retirement (activities/store.ts) and the decision
  * (activities/outcome-at-decision.ts), so both store the same row for the same refusal.
  */
-import { RESOURCE_LIMITS, type LearnedRootfsFloor } from '../contract/index.js';
+import {
+  RESOURCE_LIMITS,
+  type LearnedRootfsFloor,
+  type RootfsFloorEvidence,
+} from '../contract/index.js';
 import { CLOCK_SKEW_ALLOWANCE_MS } from '../kubernetes/refusal-bounds.js';
 
-/**
- * What a create refused by a node teaches about its image: the stated rootfs size in MiB and
- * the evidence; `eventAt` is the refusal event's lastTimestamp (ISO-8601), when it had one.
- */
-export type RootfsFloorEvidence = Omit<LearnedRootfsFloor, 'learnedAtMs' | 'operationId'> & {
-  eventAt?: string;
-};
+/** The fields a log line about a floor (learned, or out of bounds) carries. */
+export function floorFields(
+  floor: Pick<RootfsFloorEvidence, 'image' | 'template' | 'rootfsMib' | 'nodeName'>,
+): Record<string, string | number | null> {
+  return {
+    image: floor.image,
+    template: floor.template,
+    rootfs_mib: floor.rootfsMib,
+    node_name: floor.nodeName,
+  };
+}
 
 /**
  * The row to store for `evidence`, learned by `operationId`: its time is the refusal event's,

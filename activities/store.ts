@@ -10,9 +10,10 @@ import {
   type OperationErrorCode,
   type OperationErrorRecord,
   type PlacementRecord,
+  type RootfsFloorEvidence,
 } from '../contract/index.js';
 import type { CreateMetrics } from './metrics.js';
-import { rootfsFloorOf, type RootfsFloorEvidence } from './rootfs-floor-evidence.js';
+import { floorFields, rootfsFloorOf } from './rootfs-floor-evidence.js';
 import { emitSandboxEvent } from './webhooks.js';
 import { startLifetime } from '../temporal/lifetime-workflow.js';
 import { endLifetime } from './lifetime.js';
@@ -44,7 +45,7 @@ function runIdOfStep(): string | undefined {
   return Context.current().info.workflowExecution?.runId;
 }
 
-export type { RootfsFloorEvidence } from './rootfs-floor-evidence.js';
+export type { RootfsFloorEvidence } from '../contract/index.js';
 
 /** Builds the store activities over their dependencies. */
 export function storeActivities(deps: StoreActivityDeps) {
@@ -204,12 +205,7 @@ async function recordRootfsFloor(
   operationId: string,
   evidence: RootfsFloorEvidence,
 ): Promise<void> {
-  const fields = {
-    image: evidence.image,
-    template: evidence.template,
-    rootfs_mib: evidence.rootfsMib,
-    node_name: evidence.nodeName,
-  };
+  const fields = floorFields(evidence);
   const floor = rootfsFloorOf(operationId, evidence, Date.now());
   if (!floor) {
     log.warn('rootfs floor out of bounds; not learned', { ...fields, event_at: evidence.eventAt });

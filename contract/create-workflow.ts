@@ -5,6 +5,7 @@
 import type { OperationErrorCode } from './operation.js';
 import type { PlacementPolicy, PlacementRecord } from './placement.js';
 import type { SandboxResources } from './sandbox.js';
+import type { LearnedRootfsFloor } from './template.js';
 
 /** Input of the `createSandbox` workflow. The workflow id is `operationId`. */
 export interface CreateSandboxInput {
@@ -115,3 +116,50 @@ export function operationErrorOf(
  * the worker trusts"): non-retryable, and raised before any pod or store write.
  */
 export const NOT_ADMITTED_FAILURE_TYPE = 'NotAdmitted';
+
+/**
+ * What a create refused by a node teaches about its image (docs/architecture.md, "Rootfs
+ * floors"): the stated rootfs size in MiB and the evidence; `eventAt` is the refusal event's
+ * lastTimestamp (ISO-8601), when it had one.
+ */
+export type RootfsFloorEvidence = Omit<LearnedRootfsFloor, 'learnedAtMs' | 'operationId'> & {
+  eventAt?: string;
+};
+
+/**
+ * Whether a failure with `details` teaches a rootfs floor ({@link rootfsFloorEvidenceOf}): an
+ * `invalid_request` naming its refusal event and a stated size.
+ */
+export function teachesRootfsFloor(
+  details: Partial<CreateFailureDetails>,
+): details is Partial<CreateFailureDetails> & { rootfsMib: number } {
+  return (
+    details.code === 'invalid_request' && !!details.eventName && details.rootfsMib !== undefined
+  );
+}
+
+/**
+ * The rootfs floor a failed create teaches: only an `invalid_request` from a node's decisive
+ * refusal (its `details` name the refusal event) whose reason stated the cloned rootfs size.
+ * Pure: the workflow (handing it to the retirement) and the decision
+ * (activities/outcome-at-decision.ts) learn the same floor from the same failure.
+ * @param create the image the pod ran, the template and the tenant of the create
+ * @returns undefined for any other failure
+ */
+export function rootfsFloorEvidenceOf(
+  details: Partial<CreateFailureDetails>,
+  message: string,
+  create: { image: string; template: string; tenantId: string },
+): RootfsFloorEvidence | undefined {
+  if (!teachesRootfsFloor(details)) return undefined;
+  const { rootfsMib, nodeName, eventLastTimestamp, reason } = details;
+  return {
+    image: create.image,
+    template: create.template,
+    rootfsMib,
+    tenantId: create.tenantId,
+    nodeName: nodeName ?? null,
+    reason: reason ?? message,
+    eventAt: eventLastTimestamp,
+  };
+}

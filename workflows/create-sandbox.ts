@@ -23,7 +23,6 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { CreateActivities } from '../activities/index.js';
-import type { RootfsFloorEvidence } from '../activities/store.js';
 import type { PodRef } from '../kubernetes/pods.js';
 import { CreatePhaseKey, FailureCodeKey } from '../temporal/search-attribute-keys.js';
 import {
@@ -33,10 +32,12 @@ import {
   errorCodeOfFailureType,
   operationErrorOf,
   readinessWaitActivityId,
+  rootfsFloorEvidenceOf,
   type CreateFailureDetails,
   type NodeRefusalDetails,
   type PlacementPolicy,
   type PlacementRecord,
+  type RootfsFloorEvidence,
   type CreatePhase,
   type CreateSandboxInput,
   type CreateSandboxResult,
@@ -643,27 +644,20 @@ async function compensate(
 }
 
 /**
- * The rootfs floor a failed create teaches (docs/architecture.md, "Rootfs floors"): only an
- * `invalid_request` from a node's decisive refusal (it names the refusal event) whose reason
- * stated the cloned rootfs size; undefined for anything else. The floor is the image the pod
- * ran (the worker's catalog's), or the input's in histories recorded before createPod said it.
+ * The rootfs floor a failed create teaches (contract/create-workflow.ts `rootfsFloorEvidenceOf`),
+ * for the image the pod ran (the worker's catalog's), or the input's in histories recorded
+ * before createPod said it.
  */
 function learnedRootfsFloor(
   input: CreateSandboxInput,
   progress: CreateProgress,
   outcome: CreateOutcome,
 ): RootfsFloorEvidence | undefined {
-  const { code, eventName, rootfsMib, nodeName, eventLastTimestamp, reason } = outcome.details;
-  if (code !== 'invalid_request' || !eventName || rootfsMib === undefined) return undefined;
-  return {
+  return rootfsFloorEvidenceOf(outcome.details, outcome.message, {
     image: progress.image ?? input.image,
     template: input.template,
-    rootfsMib,
     tenantId: input.tenantId,
-    nodeName: nodeName ?? null,
-    reason: reason ?? outcome.message,
-    eventAt: eventLastTimestamp,
-  };
+  });
 }
 
 /**
