@@ -26,7 +26,7 @@ import { createTenantAdmission } from './tenant-admission.js';
 import { quotaHandlers } from './handlers/quota.js';
 import { webhookHandlers } from './handlers/webhooks.js';
 import { requestLog } from './request-log.js';
-import { ROUTES, type RouteName } from './routes.js';
+import { ROUTES, pathsInMatchOrder, type RouteName } from './routes.js';
 import { markRequestTenant, nameRequestSpan } from '../tracing/spans.js';
 
 export type { AppDeps } from './deps.js';
@@ -77,23 +77,23 @@ export function createApp(appDeps: AppDeps): express.Express {
   app.use(requestId());
   app.use(requestLog(deps.logger));
   app.use(httpMetrics());
-  for (const route of ROUTES) {
-    const method = route.method.toUpperCase();
-    const named: RequestHandler = (_req, _res, next) => {
-      nameRequestSpan(method, route.path);
-      next();
-    };
-    const chain = route.auth
-      ? [named, authenticate, tenantSpan, requireJsonBody, jsonBody, handlers[route.name]]
-      : [named, handlers[route.name]];
-    app[route.method](route.path, ...chain);
-  }
-  // A served path asked with another method: 405 with `Allow`, not 404.
-  for (const path of new Set(ROUTES.map((route) => route.path))) {
-    const methods = ROUTES.filter((route) => route.path === path).map((r) =>
-      r.method.toUpperCase(),
-    );
-    app.all(path, methodNotAllowedHandler(methods));
+  // Each path's routes, then its 405 with `Allow`; custom-method paths (AIP-136,
+  // `/v1/sandboxes/:id\\:extend`) first, or `/v1/sandboxes/:id` would take `sbx_…:extend` as an id.
+  for (const path of pathsInMatchOrder(ROUTES)) {
+    const routes = ROUTES.filter((route) => route.path === path);
+    for (const route of routes) {
+      const method = route.method.toUpperCase();
+      const named: RequestHandler = (_req, _res, next) => {
+        nameRequestSpan(method, route.path);
+        next();
+      };
+      const chain = route.auth
+        ? [named, authenticate, tenantSpan, requireJsonBody, jsonBody, handlers[route.name]]
+        : [named, handlers[route.name]];
+      app[route.method](route.path, ...chain);
+    }
+    // A served path asked with another method: 405 with `Allow`, not 404.
+    app.all(path, methodNotAllowedHandler(routes.map((route) => route.method.toUpperCase())));
   }
   if (deps.spanStore)
     app.get(DEBUG_TRACE_PATH, authenticate, tenantSpan, debugTraceHandler(deps.spanStore));

@@ -79,6 +79,19 @@ export const ROUTES: readonly RouteSpec[] = [
   },
 ];
 
+/**
+ * The distinct paths of `routes` in the order the app must register them: custom-method paths
+ * (AIP-136, a literal `:verb` after a parameter, `/v1/sandboxes/:id\\:extend`) before the others,
+ * since Express would otherwise match `/v1/sandboxes/sbx_…:extend` as `/v1/sandboxes/:id` with the
+ * verb inside the id; the table's order otherwise.
+ * @returns each path once, in Express syntax
+ */
+export function pathsInMatchOrder(routes: readonly RouteSpec[]): string[] {
+  const paths = [...new Set(routes.map((route) => route.path))];
+  const custom = (path: string) => path.includes('\\:');
+  return [...paths.filter(custom), ...paths.filter((path) => !custom(path))];
+}
+
 /** An Express path in OpenAPI syntax: `/v1/sandboxes/:id` -> `/v1/sandboxes/{id}`. */
 export function openApiPath(expressPath: string): string {
   return expressPath.replace(/(?<!\\):([A-Za-z_]\w*)/g, '{$1}').replace(/\\:/g, ':');

@@ -220,7 +220,12 @@ const pageSize = z
     error: `must be an integer from 1 to ${PAGE_SIZE.max}`,
   })
   .default(PAGE_SIZE.default);
-const pageToken = z.string({ error: 'must be given once' }).min(1).max(4096).optional();
+// An empty page_token asks for the first page, as no token does (AIP-158).
+const pageToken = z
+  .string({ error: 'must be given once' })
+  .max(4096, { error: 'must be at most 4096 characters' })
+  .optional()
+  .transform((token) => (token === '' ? undefined : token));
 
 const sandboxListQuery = z.strictObject({
   state: z

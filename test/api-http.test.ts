@@ -101,6 +101,24 @@ describe('errors', () => {
     expect(options.headers.allow).toBe('POST, OPTIONS');
   });
 
+  it('answers a custom method path (AIP-136) with its own Allow, not that of the resource it is on', async () => {
+    const options = await request(api.app)
+      .options('/v1/sandboxes/sbx_x:extend')
+      .set(bearer(api.tenantA));
+    expect(options.status).toBe(204);
+    expect(options.headers.allow).toBe('POST, OPTIONS');
+    // Not a 404 naming the sandbox `sbx_x:extend`: the path is served, the method is not.
+    const get = await request(api.app).get('/v1/sandboxes/sbx_x:extend').set(bearer(api.tenantA));
+    expect(get.status, get.text).toBe(405);
+    expect(get.headers.allow).toBe('POST, OPTIONS');
+    expectErrorBody(get.body, 'method_not_allowed');
+    const del = await request(api.app).delete('/v1/sandboxes/sbx_x:extend').set(bearer(api.tenantA));
+    expect(del.status, del.text).toBe(405);
+    // The resource itself keeps its own.
+    const resource = await request(api.app).options('/v1/sandboxes/sbx_x');
+    expect(resource.headers.allow).toBe('GET, HEAD, DELETE, OPTIONS');
+  });
+
   it('answers 415 unsupported_media_type for a form-encoded body (curl -d without a header), creating nothing', async () => {
     const start = vi.spyOn(api.stack.temporal.client.workflow, 'start');
     try {
@@ -487,7 +505,7 @@ describe('health and the OpenAPI document', () => {
       components: {
         securitySchemes: Record<string, Record<string, string>>;
         responses: Record<string, Documented>;
-        schemas: { AuthRefusal: { allOf: Array<Record<string, unknown>> } };
+        schemas: { AuthRefusalReason: { enum: string[] } };
       };
     };
     interface Documented {
@@ -501,13 +519,7 @@ describe('health and the OpenAPI document', () => {
       scheme: 'bearer',
       bearerFormat: 'JWT',
     });
-    const reasons = (
-      document.components.schemas.AuthRefusal.allOf[1] as {
-        properties: {
-          error: { properties: { details: { properties: { reason: { enum: string[] } } } } };
-        };
-      }
-    ).properties.error.properties.details.properties.reason.enum;
+    const reasons = document.components.schemas.AuthRefusalReason.enum;
     expect([...reasons].sort()).toEqual(Object.keys(AUTH_REFUSALS).sort());
     const { Unauthenticated, AuthUnavailable } = document.components.responses;
     expect(Unauthenticated?.headers).toHaveProperty('WWW-Authenticate');

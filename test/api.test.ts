@@ -490,6 +490,22 @@ describe('lists', () => {
     expect(next.body.sandboxes[0].id).not.toBe(page.body.sandboxes[0].id);
   });
 
+  it('reads an empty page_token as the first page (AIP-158)', async () => {
+    for (const path of ['/v1/sandboxes', '/v1/operations']) {
+      const first = await request(api.app).get(`${path}?limit=1`).set(bearer(api.tenantB));
+      const empty = await request(api.app)
+        .get(`${path}?limit=1&page_token=`)
+        .set(bearer(api.tenantB));
+      expect(empty.status, `${path}: ${empty.text}`).toBe(200);
+      expect(empty.body).toEqual(first.body);
+    }
+    const long = await request(api.app)
+      .get(`/v1/sandboxes?page_token=${'a'.repeat(4097)}`)
+      .set(bearer(api.tenantB));
+    expect(long.status).toBe(400);
+    expect(long.body.error.message).toContain('page_token must be at most 4096 characters');
+  });
+
   it('answers 400 for a page token it did not issue', async () => {
     for (const path of ['/v1/sandboxes?page_token=bm9wZQ', '/v1/operations?page_token=bm9wZQ']) {
       const response = await request(api.app).get(path).set(bearer(api.tenantA));
