@@ -112,7 +112,9 @@ describe('errors', () => {
     expect(get.status, get.text).toBe(405);
     expect(get.headers.allow).toBe('POST, OPTIONS');
     expectErrorBody(get.body, 'method_not_allowed');
-    const del = await request(api.app).delete('/v1/sandboxes/sbx_x:extend').set(bearer(api.tenantA));
+    const del = await request(api.app)
+      .delete('/v1/sandboxes/sbx_x:extend')
+      .set(bearer(api.tenantA));
     expect(del.status, del.text).toBe(405);
     // The resource itself keeps its own.
     const resource = await request(api.app).options('/v1/sandboxes/sbx_x');
