@@ -4,7 +4,7 @@
  */
 import type { PodRef } from '../kubernetes/pods.js';
 import { Context, log } from '@temporalio/activity';
-import type { Store } from '../store/index.js';
+import type { SandboxRecord, Store } from '../store/index.js';
 import {
   type ExecutionRef,
   type OperationErrorCode,
@@ -32,6 +32,11 @@ export interface StoreActivityDeps {
   store: Store;
   /** Create metrics (activities/metrics.ts); optional. */
   metrics?: CreateMetrics;
+  /**
+   * The worker's template catalog (what createPod runs pods from): a sandbox that runs tells
+   * the store its image ran with its disk (floors that heal). Absent: nothing is noted.
+   */
+  templates?: Record<string, { image: string }>;
 }
 
 /**
@@ -64,6 +69,7 @@ export function storeActivities(deps: StoreActivityDeps) {
       // The transition's webhook event (docs/webhooks.md); again on a retry: its id is stable.
       if (wrote) {
         const sandbox = await deps.store.getSandboxById(input.sandboxId);
+        if (result === 'marked' && sandbox) await noteImageRan(deps, sandbox);
         await emitSandboxEvent(deps.store, sandbox, ['running']);
         // Its lifetime starts now, if it has one (docs/api.md, "Lifetimes"); a retry only signals.
         if (sandbox?.expireTime) {
@@ -194,6 +200,28 @@ export function storeActivities(deps: StoreActivityDeps) {
       return name && uid ? { name, uid } : null;
     },
   };
+}
+
+/**
+ * Tells the store that the sandbox's image ran with its disk (docs/configuration.md, "Rootfs
+ * floors that heal"): a learned floor above that disk is forgotten, and none above it is learned
+ * again. The image is the worker's catalog's for the sandbox's template, as for a learned floor.
+ */
+async function noteImageRan(deps: StoreActivityDeps, sandbox: SandboxRecord): Promise<void> {
+  const templates = deps.templates;
+  if (!templates || !Object.hasOwn(templates, sandbox.template)) return;
+  const image = templates[sandbox.template]?.image;
+  if (!image) return;
+  const diskMib = sandbox.resources.diskMib;
+  const forgotten = await deps.store.noteImageRan({ image, diskMib, atMs: Date.now() });
+  if (forgotten) {
+    log.info('rootfs floor forgotten: the image ran with a smaller disk', {
+      image,
+      template: sandbox.template,
+      rootfs_floor: forgotten.rootfsMib,
+      disk_mib: diskMib,
+    });
+  }
 }
 
 /**

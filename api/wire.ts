@@ -144,13 +144,16 @@ export interface RootfsFloorJson {
 /**
  * A template's rootfs floor as the API shows it (`GET /v1/templates`, a refusal's details):
  * `source` `declared`, `learned` or `unknown`; `rootfs_mib` (null when unknown); for a learned
- * floor the evidence: `learned_at` (the refusal event's time, ISO-8601), `node_name`, the node's
- * `reason`, and `operation_id` when the refused create was the caller's tenant's (else null).
+ * floor, to the tenant whose refused create taught it, the evidence: `learned_at` (the refusal
+ * event's time, ISO-8601), `node_name`, the `reason` and `operation_id`; to any other tenant the
+ * size alone (where and when another tenant's create was refused is not theirs to read).
  */
 export function rootfsFloorToWire(floor: RootfsFloor, tenant: string): RootfsFloorJson {
   if (floor.source === 'unknown') return { source: 'unknown', rootfs_mib: null };
   if (floor.source === 'declared') return { source: 'declared', rootfs_mib: floor.rootfsMib };
   const { learned } = floor;
+  // Another tenant's refusal: its size only, not where or when it happened.
+  if (learned.tenantId !== tenant) return { source: 'learned', rootfs_mib: floor.rootfsMib };
   return {
     source: 'learned',
     rootfs_mib: floor.rootfsMib,

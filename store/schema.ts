@@ -80,6 +80,18 @@ export interface RootfsFloorsTable {
   tenant: string;
   node_name: string | null;
   reason: string;
+  /** When a create was last let through this floor to prove it again (migration 0020); null: never. */
+  probe_at?: string | null;
+}
+
+/**
+ * `image_run_disks` (migration 0020): the smallest disk, in MiB, with which a sandbox of each
+ * image reached `running`. A floor above it is never learned, and a floor above it is lowered.
+ */
+export interface ImageRunDisksTable {
+  image: string;
+  smallest_disk_mib: number;
+  ran_at: string;
 }
 
 /**
@@ -174,6 +186,7 @@ export interface Database {
   executions: ExecutionsTable;
   idempotency_keys: IdempotencyKeysTable;
   rootfs_floors: RootfsFloorsTable;
+  image_run_disks: ImageRunDisksTable;
   operations: OperationsTable;
   webhook_endpoints: WebhookEndpointsTable;
   webhook_events: WebhookEventsTable;

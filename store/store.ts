@@ -15,6 +15,8 @@ import {
   selectAllRootfsFloors,
   selectRootfsFloors,
   upsertRootfsFloor,
+  noteImageRan,
+  claimRootfsFloorProbe,
 } from './rootfs-floors.js';
 import { createOperationNotifier } from './operation-notifier.js';
 import {
@@ -403,6 +405,12 @@ export async function openStore(options: StoreOptions): Promise<Store> {
 
     recordRootfsFloor(floor) {
       return upsertRootfsFloor(db, floor);
+    },
+    noteImageRan(ran) {
+      return noteImageRan(db, ran);
+    },
+    claimRootfsFloorProbe(probe) {
+      return claimRootfsFloorProbe(db, probe);
     },
 
     listRootfsFloors(images) {

@@ -331,10 +331,33 @@ export interface Store {
   /**
    * Records the rootfs floor a node's refusal taught for an image (docs/architecture.md,
    * "Rootfs floors"), unless the stored floor of that image is newer evidence (a later
-   * `learnedAtMs`); at equal times this write wins.
+   * `learnedAtMs`; at equal times this write wins), or the image already ran with a disk smaller
+   * than the floor (`noteImageRan`).
    * @returns whether it wrote
    */
   recordRootfsFloor(floor: LearnedRootfsFloor): Promise<boolean>;
+  /**
+   * Notes that a sandbox of `image` reached `running` with a `diskMib` disk (MiB): no floor above
+   * the smallest such disk is learned afterwards, and a learned floor above `diskMib` is
+   * forgotten (docs/configuration.md, "Rootfs floors that heal").
+   * @returns the floor forgotten, if any
+   */
+  noteImageRan(ran: {
+    image: string;
+    diskMib: number;
+    atMs: number;
+  }): Promise<LearnedRootfsFloor | undefined>;
+  /**
+   * Claims the right to let one create through an old learned floor, to prove it again (a
+   * circuit breaker's half-open state): true for at most one caller per image per `afterMs`, and
+   * only when the floor read (`learnedAtMs`) is still stored and at least `afterMs` old.
+   */
+  claimRootfsFloorProbe(probe: {
+    image: string;
+    learnedAtMs: number;
+    nowMs: number;
+    afterMs: number;
+  }): Promise<boolean>;
   /** The learned floors of these images; an image without one is absent from the result. */
   listRootfsFloors(images: readonly string[]): Promise<LearnedRootfsFloor[]>;
   /** Every learned floor, by image (the operators' list, docs/api.md "Operator routes"). */

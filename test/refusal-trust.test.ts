@@ -211,13 +211,18 @@ describe('refusal events are believed only from the pod node kubelet, within bou
     expect(operation.error?.code, JSON.stringify(operation.error)).toBe('invalid_request');
     expect(operation.error?.details).toMatchObject({ node_name: NODE, rootfs_mib: 451 });
 
-    const floor = await floorOf('eventsv1');
+    // Another tenant's view: the size alone; not the node, the time or the refused request's disk.
+    expect(await floorOf('eventsv1')).toEqual({ source: 'learned', rootfs_mib: 451 });
+    // The tenant whose create taught it: template, size, node and time, built from the floor's
+    // own fields, never the node's text.
+    const own = await request(app).get('/v1/templates/eventsv1').set(bearer(api.tenantA));
+    const floor = own.body.rootfs_floor as Record<string, unknown>;
     expect(floor).toMatchObject({ source: 'learned', rootfs_mib: 451, node_name: NODE });
-    // Another tenant's view: template, size, node and time; not the refused request's disk.
     expect(floor.reason).toBe(
       `node ${NODE} refused a create of template eventsv1: cloned rootfs size 451 MiB ` +
         `(${String(floor.learned_at)})`,
     );
+    expect(JSON.stringify(own.body)).not.toMatch(REQUEST_VALUE);
     const list = await request(app).get('/v1/templates').set(bearer(api.tenantB));
     const listed = JSON.stringify(list.body);
     expect(listed).not.toContain('rootfs_size_mb');

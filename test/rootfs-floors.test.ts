@@ -28,6 +28,8 @@ const TEMPLATES = {
   unsized: { image: 'example.test/unsized:1' },
   keyed: { image: 'example.test/keyed:1' },
   prompt: { image: 'example.test/prompt:1' },
+  forged: { image: 'example.test/forged:1' },
+  halfopen: { image: 'example.test/halfopen:1' },
   declared: { image: 'example.test/declared:1', rootfs_mib: 600 },
 };
 /** The node's rootfs size per template (`unsized` is missing: the node refuses it unsized). */
@@ -38,6 +40,8 @@ const NODE_ROOTFS_MIB = {
   flaky: 451,
   keyed: 451,
   prompt: 451,
+  forged: 451,
+  halfopen: 451,
   declared: 600,
 };
 const ENV = { SANDBOX_TEMPLATES: JSON.stringify(TEMPLATES) };
@@ -138,9 +142,21 @@ describe('learned rootfs floors', () => {
       },
     });
     const learnedAt = learned.rootfs_floor.learned_at as string;
-    // Another tenant sees the floor, not the operation that taught it.
+    // Another tenant sees the floor's size only: not which create, node or time taught it.
     const other = await request(api.app).get('/v1/templates/base').set(bearer(api.tenantB));
-    expect(other.body.rootfs_floor).toMatchObject({ source: 'learned', operation_id: null });
+    expect(other.body.rootfs_floor).toEqual({ source: 'learned', rootfs_mib: 451 });
+    const otherRefused = await request(api.app)
+      .post('/v1/sandboxes')
+      .set(bearer(api.tenantB))
+      .send(body('base', 300));
+    expect(otherRefused.status, otherRefused.text).toBe(400);
+    expect(otherRefused.body.error.message).toBe(
+      'template base needs at least 451 MiB of disk (learned from a node refusal); resources.disk_mib is 300',
+    );
+    expect(otherRefused.body.error.details.rootfs_floor).toEqual({
+      source: 'learned',
+      rootfs_mib: 451,
+    });
     expect(Date.parse(learnedAt)).not.toBeNaN();
 
     const podsBefore = podCreates();
@@ -334,6 +350,75 @@ describe('learned rootfs floors', () => {
     const accepted = await sendFresh(api.appWith({ SANDBOX_TEMPLATES: JSON.stringify(moved) }));
     expect(accepted.status, accepted.text).toBe(202);
     await awaitOperation(api.app, api.tenantA, accepted.body.id);
+  });
+
+  it('a forged floor heals: an old one lets one create through, which runs and forgets it; none is learned above that disk again', async () => {
+    const image = TEMPLATES.forged.image;
+    const forged = (learnedAtMs: number) => ({
+      image,
+      template: 'forged',
+      rootfsMib: 1_048_576,
+      learnedAtMs,
+      operationId: 'op_forged',
+      tenantId: api.tenantB.id,
+      nodeName: 'sim-node-1',
+      reason: 'cloned rootfs size 1048576 MiB',
+    });
+    // Young, it refuses before 202, as any floor does.
+    expect(await api.stack.store.recordRootfsFloor(forged(Date.now()))).toBe(true);
+    const young = await post(api.app, 'forged', 2048);
+    expect(young.status, young.text).toBe(400);
+    // An hour old (ROOTFS_FLOOR_PROBE_AFTER_MS), it lets one create through: the node runs it.
+    await api.stack.store.deleteRootfsFloor(image);
+    expect(await api.stack.store.recordRootfsFloor(forged(Date.now() - 3_600_000))).toBe(true);
+    const probe = await post(api.app, 'forged', 2048);
+    expect(probe.status, probe.text).toBe(202);
+    expect((await awaitOperation(api.app, api.tenantA, probe.body.id)).status).toBe('succeeded');
+    // It ran with 2048 MiB: the floor is forgotten, and the same forgery is not learned again.
+    expect((await catalogEntry('forged')).rootfs_floor).toEqual({
+      source: 'unknown',
+      rootfs_mib: null,
+    });
+    expect(await api.stack.store.recordRootfsFloor(forged(Date.now()))).toBe(false);
+    const after = await post(api.app, 'forged', 2048);
+    expect(after.status, after.text).toBe(202);
+    await awaitOperation(api.app, api.tenantA, after.body.id);
+  });
+
+  it('an old true floor lets one create through per hour (half-open), which the node refuses, teaching it anew', async () => {
+    const image = TEMPLATES.halfopen.image;
+    const learnedAtMs = Date.now() - 2 * 3_600_000;
+    await api.stack.store.recordRootfsFloor({
+      image,
+      template: 'halfopen',
+      rootfsMib: 451,
+      learnedAtMs,
+      operationId: 'op_old',
+      tenantId: api.tenantA.id,
+      nodeName: 'sim-node-1',
+      reason: 'cloned rootfs size 451 MiB',
+    });
+    const podsBefore = podCreates();
+    const [first, second] = [
+      await post(api.app, 'halfopen', 300),
+      await post(api.app, 'halfopen', 300),
+    ];
+    // One probe: the first reaches the node, the second is refused before 202.
+    expect(first.status, first.text).toBe(202);
+    expect(second.status, second.text).toBe(400);
+    const refused = await awaitOperation(api.app, api.tenantA, first.body.id);
+    expect(refused.error?.code).toBe('invalid_request');
+    expect(podCreates()).toBe(podsBefore + 1);
+    // The node's refusal taught the floor again: learned now, closed for another hour.
+    const relearned = (await catalogEntry('halfopen')).rootfs_floor;
+    expect(relearned).toMatchObject({
+      source: 'learned',
+      rootfs_mib: 451,
+      operation_id: first.body.id,
+    });
+    expect(Date.parse(relearned.learned_at as string)).toBeGreaterThan(learnedAtMs);
+    const third = await post(api.app, 'halfopen', 300);
+    expect(third.status, third.text).toBe(400);
   });
 
   it('lists the catalog and answers 404 for an unknown template', async () => {

@@ -711,6 +711,68 @@ describe.each(storeBackends())('store on $name', (backend) => {
       expect(await store.listRootfsFloors([])).toEqual([]);
     });
 
+    it('never learns a floor above a disk the image ran with; a run below a floor forgets it', async () => {
+      const image = 'example.test/healing:1';
+      expect(await store.recordRootfsFloor(floor(1_048_576, at, image))).toBe(true);
+      // A sandbox of the image ran with 2048 MiB: the floor above it was wrong, and goes.
+      const forgotten = await store.noteImageRan({ image, diskMib: 2048, atMs: at + 1_000 });
+      expect(forgotten?.rootfsMib).toBe(1_048_576);
+      expect(await store.listRootfsFloors([image])).toEqual([]);
+      // Newer evidence above the disk it ran with is not learned; at or below it, it is.
+      expect(await store.recordRootfsFloor(floor(4096, at + 2_000, image))).toBe(false);
+      expect(await store.listRootfsFloors([image])).toEqual([]);
+      expect(await store.recordRootfsFloor(floor(451, at + 3_000, image))).toBe(true);
+      // A larger disk later keeps the smallest: 4096 is still above what the image ran with.
+      expect(await store.noteImageRan({ image, diskMib: 8192, atMs: at + 4_000 })).toBeUndefined();
+      expect(await store.recordRootfsFloor(floor(4096, at + 5_000, image))).toBe(false);
+      // A floor at or below the disk stays.
+      expect(await store.noteImageRan({ image, diskMib: 451, atMs: at + 6_000 })).toBeUndefined();
+      expect((await store.listRootfsFloors([image]))[0]?.rootfsMib).toBe(451);
+    });
+
+    it('lets one probe through an old floor per interval, only for the floor as read', async () => {
+      const image = 'example.test/probe:1';
+      const hour = 3_600_000;
+      await store.recordRootfsFloor(floor(451, at, image));
+      const probe = (nowMs: number, learnedAtMs = at) =>
+        store.claimRootfsFloorProbe({ image, learnedAtMs, nowMs, afterMs: hour });
+      // Young: closed.
+      expect(await probe(at + hour - 1)).toBe(false);
+      // Old: one claim wins, the next within the hour does not (another replica included).
+      expect(await probe(at + hour)).toBe(true);
+      const second = await openStore(options);
+      try {
+        expect(
+          await second.claimRootfsFloorProbe({
+            image,
+            learnedAtMs: at,
+            nowMs: at + hour + 1,
+            afterMs: hour,
+          }),
+        ).toBe(false);
+      } finally {
+        await second.close();
+      }
+      expect(await probe(at + 2 * hour - 1)).toBe(false);
+      // An hour after the last probe, the next.
+      expect(await probe(at + 2 * hour)).toBe(true);
+      // A floor read before it was learned anew is not the stored one.
+      expect(await probe(at + 5 * hour, at - 1)).toBe(false);
+      // New evidence closes it again for an hour from its own time.
+      expect(await store.recordRootfsFloor(floor(451, at + 4 * hour, image))).toBe(true);
+      expect(await probe(at + 5 * hour - 1, at + 4 * hour)).toBe(false);
+      expect(await probe(at + 5 * hour, at + 4 * hour)).toBe(true);
+      // No floor, no probe.
+      expect(
+        await store.claimRootfsFloorProbe({
+          image: 'example.test/none:1',
+          learnedAtMs: at,
+          nowMs: at + 9 * hour,
+          afterMs: hour,
+        }),
+      ).toBe(false);
+    });
+
     it('shares floors between two stores on one database', async () => {
       const second = await openStore(options);
       try {
