@@ -60,6 +60,19 @@ describe.each([
     expect(names).toEqual(expect.arrayContaining(['TEMPORAL_ADDRESS', 'SANDBOX_NAMESPACE']));
   });
 
+  it('connects to Temporal with mTLS: CA and client certificate from a mounted Secret, read-only', () => {
+    const env = new Map((container.env ?? []).map((variable) => [variable.name, variable.value]));
+    const mount = container.volumeMounts?.find((m) => m.name === 'temporal-tls');
+    expect(mount?.readOnly).toBe(true);
+    const dir = mount?.mountPath as string;
+    expect(env.get('TEMPORAL_TLS_SERVER_CA_CERT_PATH')).toBe(`${dir}/ca.crt`);
+    expect(env.get('TEMPORAL_TLS_CLIENT_CERT_PATH')).toBe(`${dir}/tls.crt`);
+    expect(env.get('TEMPORAL_TLS_CLIENT_KEY_PATH')).toBe(`${dir}/tls.key`);
+    const volume = pod.volumes?.find((v) => v.name === 'temporal-tls');
+    // One certificate per role, so the server's authorizer tells them apart.
+    expect(volume?.secret?.secretName).toBe(`${account}-temporal-tls`);
+  });
+
   it('sets LOG_FORMAT=json: JSON lines for the log collector, a failed start included', () => {
     expect(container.env?.find((variable) => variable.name === 'LOG_FORMAT')?.value).toBe('json');
   });
@@ -67,6 +80,19 @@ describe.each([
   it('has liveness and readiness probes', () => {
     expect(container.livenessProbe).toBeDefined();
     expect(container.readinessProbe).toBeDefined();
+  });
+});
+
+describe('operator routes', () => {
+  it('the api sets ADMIN_TOKENS from its Secret (the operators can clear a floor), the worker does not', () => {
+    const api = deployment('api.yaml').spec!.template.spec!.containers[0]!;
+    const admin = api.env?.find((variable) => variable.name === 'ADMIN_TOKENS');
+    expect(admin?.valueFrom?.secretKeyRef).toEqual({
+      name: 'durable-sandbox',
+      key: 'admin-tokens',
+    });
+    const worker = deployment('worker.yaml').spec!.template.spec!.containers[0]!;
+    expect(worker.env?.map((variable) => variable.name)).not.toContain('ADMIN_TOKENS');
   });
 });
 
