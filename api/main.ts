@@ -53,7 +53,11 @@ async function main(): Promise<void> {
   requireApiCredentials(config);
   const sqliteFile = join(config.dataDir, 'store.db');
   const store = await startupStep(storeStep(config, sqliteFile), () =>
-    openStore({ databaseUrl: config.databaseUrl, sqliteFile }),
+    openStore({
+      databaseUrl: config.databaseUrl,
+      sqliteFile,
+      webhookSecretKeys: config.webhooks.secretKeys,
+    }),
   );
   const temporalAddress = config.temporalAddress;
   for (const warning of temporalConnectionWarnings(temporalAddress, config.temporalCredentials)) {

@@ -3,6 +3,11 @@
  * (api, worker, embedded stack) calls {@link loadConfig} once at start; invalid values stop the
  * process with a message that names the variable.
  */
+import {
+  parseSecretKeyRing,
+  SecretKeyRingError,
+  type SecretKeyRing,
+} from '../webhooks/secret-box.js';
 import { existsSync, readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { OIDC_VARIABLES, OidcConfigProblem, parseOidc, type OidcConfig } from './oidc.js';
@@ -235,13 +240,15 @@ export interface Config {
    * (WEBHOOK_ALLOWED_CIDRS, default none), one attempt's timeout in ms (WEBHOOK_TIMEOUT_MS,
    * default 10 000, at most 60 000), response bytes read at most (WEBHOOK_MAX_RESPONSE_BYTES,
    * default 65 536), and how long a rotated-out secret still signs, in ms
-   * (WEBHOOK_SECRET_GRACE_MS, default 86 400 000: 24 h).
+   * (WEBHOOK_SECRET_GRACE_MS, default 86 400 000: 24 h); the keys that seal signing secrets at
+   * rest (WEBHOOK_SECRET_KEYS, `id:base64key` pairs, the first seals; unset: stored in clear).
    */
   webhooks: {
     allowedCidrs: string[];
     timeoutMs: number;
     maxResponseBytes: number;
     secretGraceMs: number;
+    secretKeys: SecretKeyRing | undefined;
   };
 }
 
@@ -293,6 +300,7 @@ export const CONFIG_VARIABLES = [
   'WEBHOOK_TIMEOUT_MS',
   'WEBHOOK_MAX_RESPONSE_BYTES',
   'WEBHOOK_SECRET_GRACE_MS',
+  'WEBHOOK_SECRET_KEYS',
   ...OIDC_VARIABLES,
 ] as const;
 
@@ -684,8 +692,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       timeoutMs: positiveInt(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 60_000),
       maxResponseBytes: positiveInt(env, 'WEBHOOK_MAX_RESPONSE_BYTES', 65_536, 16 * 1024 * 1024),
       secretGraceMs: positiveInt(env, 'WEBHOOK_SECRET_GRACE_MS', 86_400_000, 30 * 86_400_000),
+      secretKeys: parseSecretKeys(env.WEBHOOK_SECRET_KEYS),
     },
   };
+}
+
+/** WEBHOOK_SECRET_KEYS, checked (webhooks/secret-box.ts). */
+function parseSecretKeys(raw: string | undefined): SecretKeyRing | undefined {
+  try {
+    return parseSecretKeyRing(raw);
+  } catch (err) {
+    if (err instanceof SecretKeyRingError)
+      throw new ConfigError('WEBHOOK_SECRET_KEYS', err.message);
+    throw err;
+  }
 }
 
 /** WEBHOOK_ALLOWED_CIDRS, checked (webhooks/ssrf-guard.ts). */

@@ -113,7 +113,11 @@ async function main(): Promise<void> {
   const apiUrl = `http://127.0.0.1:${config.port}`;
   const sqliteFile = join(dataDir, 'store.db');
   const store = await startupStep(storeStep(config, sqliteFile), () =>
-    openStore({ databaseUrl: config.databaseUrl, sqliteFile }),
+    openStore({
+      databaseUrl: config.databaseUrl,
+      sqliteFile,
+      webhookSecretKeys: config.webhooks.secretKeys,
+    }),
   );
   cleanups.push(() => store.close());
   let explainMissingPod: ServeWorkerOptions['explainMissingPod'];

@@ -47,7 +47,7 @@ import {
 import { POD_LOST, exceededLimit, type HeldLimitRefusal } from '../contract/index.js';
 import { lockTenantAdmission, selectTenantUsage } from './tenant-usage.js';
 import type { Database, SandboxesTable } from './schema.js';
-import { webhookStore } from './webhooks.js';
+import { resealWebhookSecrets, webhookStore } from './webhooks.js';
 import { warmPoolStore } from './warm-pools.js';
 import type {
   NewSandboxInput,
@@ -83,6 +83,14 @@ export async function openStore(options: StoreOptions): Promise<Store> {
   } catch (error) {
     await db.destroy();
     throw error;
+  }
+  if (options.webhookSecretKeys) {
+    try {
+      await resealWebhookSecrets(db, options.webhookSecretKeys);
+    } catch (error) {
+      await db.destroy();
+      throw error;
+    }
   }
   const clock = options.clock ?? (() => new Date());
   const now = (): string => clock().toISOString();
@@ -185,7 +193,7 @@ export async function openStore(options: StoreOptions): Promise<Store> {
   }
 
   return {
-    webhooks: webhookStore(db, now),
+    webhooks: webhookStore(db, now, options.webhookSecretKeys),
     warmPools: warmPoolStore(db, now),
 
     async createSandbox(input) {

@@ -1,4 +1,5 @@
 /** The store's public types: what the API, the activities and the worker code against. */
+import type { SecretKeyRing } from '../webhooks/secret-box.js';
 import type { WebhookStore } from './webhooks.js';
 import type { WarmPoolStore } from './warm-pools.js';
 import type {
@@ -55,6 +56,12 @@ export interface StoreOptions {
   sqliteFile?: string;
   /** The clock used for created_at/updated_at/retired_at; defaults to the wall clock. For tests. */
   clock?: () => Date;
+  /**
+   * The keys that seal webhook signing secrets at rest (WEBHOOK_SECRET_KEYS,
+   * webhooks/secret-box.ts); unset: secrets are stored in clear. With keys, opening the store
+   * re-seals every stored secret under the first key.
+   */
+  webhookSecretKeys?: SecretKeyRing;
 }
 
 /**

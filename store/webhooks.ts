@@ -3,6 +3,7 @@
  * a tenant makes names its tenant, so one tenant never sees another's endpoints; the worker's
  * reads (which endpoints hear an event, an endpoint's signing secrets) are by id.
  */
+import { openSecret, sealSecret, type SecretKeyRing } from '../webhooks/secret-box.js';
 import type { Kysely, Selectable } from 'kysely';
 import {
   MAX_WEBHOOK_ENDPOINTS_PER_TENANT,
@@ -108,7 +109,11 @@ export interface WebhookStore {
 }
 
 /** Builds the webhook store over the store's database; `now` gives ISO-8601 UTC. */
-export function webhookStore(db: Kysely<Database>, now: () => string): WebhookStore {
+export function webhookStore(
+  db: Kysely<Database>,
+  now: () => string,
+  secretKeys?: SecretKeyRing,
+): WebhookStore {
   const owned = (tenant: string, id: string) =>
     db
       .selectFrom('webhook_endpoints')
@@ -133,7 +138,7 @@ export function webhookStore(db: Kysely<Database>, now: () => string): WebhookSt
           tenant: input.tenant,
           url: input.url,
           event_types: JSON.stringify(input.eventTypes),
-          secret: input.secret,
+          secret: sealSecret(input.secret, secretKeys),
           previous_secret: null,
           previous_secret_expires_at: null,
           created_at: at,
@@ -183,7 +188,7 @@ export function webhookStore(db: Kysely<Database>, now: () => string): WebhookSt
           .executeTakeFirst();
         if (!row) return undefined;
         const update = {
-          secret,
+          secret: sealSecret(secret, secretKeys),
           previous_secret: row.secret,
           previous_secret_expires_at: previousExpiresAt,
           updated_at: now(),
@@ -216,7 +221,8 @@ export function webhookStore(db: Kysely<Database>, now: () => string): WebhookSt
         row.previous_secret !== null &&
         row.previous_secret_expires_at !== null &&
         row.previous_secret_expires_at > at;
-      const secrets = previousValid ? [row.secret, row.previous_secret as string] : [row.secret];
+      const stored = previousValid ? [row.secret, row.previous_secret as string] : [row.secret];
+      const secrets = stored.map((secret) => openSecret(secret, secretKeys));
       const eventTypes = JSON.parse(row.event_types) as WebhookEventType[];
       return { tenant: row.tenant, url: row.url, eventTypes, secrets };
     },
@@ -291,6 +297,43 @@ export function webhookStore(db: Kysely<Database>, now: () => string): WebhookSt
       return rows.map(toDelivery);
     },
   };
+}
+
+/**
+ * Re-seals every stored webhook secret (current and previous) that is in clear or sealed under a
+ * key other than the ring's first, so a rotated-out key can be dropped after one start with the
+ * new ring. Each row is rewritten only if it still holds the value read (a concurrent rotation
+ * wins). Bounded: at most MAX_WEBHOOK_ENDPOINTS_PER_TENANT rows per tenant.
+ * @returns how many rows it rewrote
+ * @throws SealedSecretError when a stored secret is sealed under a key the ring lacks
+ */
+export async function resealWebhookSecrets(
+  db: Kysely<Database>,
+  ring: SecretKeyRing,
+): Promise<number> {
+  const current = `whenc:v1:${ring.current.id}:`;
+  const stale = (value: string | null) => value !== null && !value.startsWith(current);
+  const rows = await db
+    .selectFrom('webhook_endpoints')
+    .select(['id', 'secret', 'previous_secret'])
+    .execute();
+  let rewritten = 0;
+  for (const row of rows.filter((r) => stale(r.secret) || stale(r.previous_secret))) {
+    const reseal = (value: string | null) =>
+      value === null ? null : stale(value) ? sealSecret(openSecret(value, ring), ring) : value;
+    let update = db
+      .updateTable('webhook_endpoints')
+      .set({ secret: reseal(row.secret) as string, previous_secret: reseal(row.previous_secret) })
+      .where('id', '=', row.id)
+      .where('secret', '=', row.secret);
+    update =
+      row.previous_secret === null
+        ? update.where('previous_secret', 'is', null)
+        : update.where('previous_secret', '=', row.previous_secret);
+    const result = await update.executeTakeFirst();
+    rewritten += Number(result.numUpdatedRows ?? 0n);
+  }
+  return rewritten;
 }
 
 function toEndpoint(row: Selectable<WebhookEndpointsTable>): WebhookEndpointRecord {

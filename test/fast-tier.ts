@@ -35,5 +35,6 @@ export const FAST_TESTS = [
   'test/warm-pool-plan.test.ts',
   'test/watch-policy.test.ts',
   'test/webhook-delivery-workflow.test.ts',
+  'test/webhook-secret-box.test.ts',
   'test/webhook-targets.test.ts',
 ];

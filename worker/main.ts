@@ -66,7 +66,11 @@ async function main(): Promise<void> {
   );
   const sqliteFile = join(config.dataDir, 'store.db');
   const store = await startupStep(storeStep(config, sqliteFile), () =>
-    openStore({ databaseUrl: config.databaseUrl, sqliteFile }),
+    openStore({
+      databaseUrl: config.databaseUrl,
+      sqliteFile,
+      webhookSecretKeys: config.webhooks.secretKeys,
+    }),
   );
   served = await serveWorker({
     config,
