@@ -31,14 +31,26 @@ const PAGES = [
 
 /**
  * What the stack runs with beyond `npm start`'s defaults, as the pages' examples state it:
- * an operator (api.md, "Operator routes"), a second tenant `acme` allowed one sandbox at once
- * (api.md, "Tenant limits"), `base` with a warm pool of size 0 (api.md's scale example), and the
- * Nexus caller's namespace mapped to `dev` (nexus.md, "The sample caller").
+ * an operator (api.md, "Operator routes"), the `TENANT_LIMITS` example of configuration.md
+ * (cli.md's `quota`) with a second tenant `acme` allowed one sandbox at once (api.md, "Tenant
+ * limits"), `base` with a warm pool of size 0 (api.md's scale example), and the Nexus caller's
+ * namespace mapped to `dev` (nexus.md, "The sample caller").
  */
 export const DOCTEST_ENV = {
   API_TOKENS: 'dev:dev-token,acme:acme-token',
   ADMIN_TOKENS: 'operator:operator-token',
-  TENANT_LIMITS: JSON.stringify({ tenants: { acme: { sandboxes: 1 } } }),
+  TENANT_LIMITS: JSON.stringify({
+    default: {
+      sandboxes: 20,
+      cpu: 40,
+      memory_mib: 81920,
+      disk_mib: 409600,
+      creates_per_second: 5,
+      create_burst: 10,
+      waits: 100,
+    },
+    tenants: { acme: { sandboxes: 1 } },
+  }),
   SANDBOX_TEMPLATES: JSON.stringify({
     base: {
       image: 'ghcr.io/durable-sandbox/base:1',
@@ -151,7 +163,7 @@ describe('the examples of README.md and docs/ print what the pages show', () => 
           }
         }
       }
-      expect(failures, failures.join('\n\n')).toEqual([]);
+      expect(failures.length, failures.join('\n\n')).toBe(0);
     },
     600_000,
   );
