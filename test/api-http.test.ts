@@ -32,6 +32,11 @@ function expectErrorBody(body: unknown, code: string): void {
   });
 }
 
+/** An error body as the API answers it. */
+interface ErrorJson {
+  error: { code: string; message: string; details: Record<string, unknown> };
+}
+
 /** A client whose `workflow.start` always fails, everything else real. */
 function temporalFailingToStart(client: Client): Client {
   const workflow = Object.create(client.workflow) as Client['workflow'];
@@ -154,7 +159,7 @@ describe('errors', () => {
         body: bytes(createBody(2048)),
       });
       expect(response.status).toBe(415);
-      const body = await response.json();
+      const body = (await response.json()) as ErrorJson;
       expectErrorBody(body, 'unsupported_media_type');
       expect(body.error.message).toBe(
         'the request body must be JSON: send the header Content-Type: application/json ' +
@@ -174,7 +179,7 @@ describe('errors', () => {
           body: bytes({ size: 2 }),
         });
         expect(response.status, JSON.stringify(headers)).toBe(415);
-        const body = await response.json();
+        const body = (await response.json()) as ErrorJson;
         expectErrorBody(body, 'unsupported_media_type');
         expect(body.error.message).toContain('send the header Content-Type: application/json');
       }

@@ -3,9 +3,20 @@
  * how a marker skips one, and how a command's output is compared with what the page shows.
  * test/docs-examples.test.ts runs them against the embedded stack.
  */
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { extractExamples } from './support/doc-examples.js';
 import { outputMismatch, parseShownJson } from './support/output-match.js';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const PAGES = [
+  'README.md',
+  ...readdirSync(join(ROOT, 'docs'))
+    .filter((name) => name.endsWith('.md'))
+    .map((name) => `docs/${name}`),
+];
 
 describe('extractExamples', () => {
   it('takes indented and fenced blocks that start with $, commands with their output and continuations', () => {
@@ -84,6 +95,15 @@ describe('extractExamples', () => {
     ['<!-- doctest: run later (x) -->', /page\.md:1: unknown doctest marker/],
   ])('refuses the marker %s (a reason is required)', (marker, error) => {
     expect(() => extractExamples(`${marker}\n\n    $ ls\n`, 'page.md')).toThrow(error);
+  });
+
+  it('reads a marker shown inside a code block as code, not as a marker', () => {
+    const page = 'Mark it so:\n\n    <!-- doctest: skip (why) -->\n\nThen:\n\n    $ ls\n';
+    expect(extractExamples(page, 'page.md').map((e) => e.skip)).toEqual([undefined]);
+  });
+
+  it.each(PAGES)('%s: its markers are well formed', (page) => {
+    expect(() => extractExamples(readFileSync(join(ROOT, page), 'utf8'), page)).not.toThrow();
   });
 
   it('refuses a marker that no example follows', () => {

@@ -29,7 +29,7 @@ export interface DocExample {
   skip?: string;
 }
 
-const MARKER = /^\s*<!--\s*doctest:(.*?)-->\s*$/;
+const MARKER = /^ {0,3}<!--\s*doctest:(.*?)-->\s*$/;
 const SKIP = /^\s*skip\s*\((.+)\)\s*$/;
 const FENCE = /^(\s*)(```|~~~)/;
 
