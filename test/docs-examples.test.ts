@@ -36,7 +36,7 @@ const PAGES = [
  * limits"), `base` with a warm pool of size 0 (api.md's scale example), and the Nexus caller's
  * namespace mapped to `dev` (nexus.md, "The sample caller").
  */
-export const DOCTEST_ENV = {
+const DOCTEST_ENV = {
   API_TOKENS: 'dev:dev-token,acme:acme-token',
   ADMIN_TOKENS: 'operator:operator-token',
   TENANT_LIMITS: JSON.stringify({
@@ -92,7 +92,14 @@ afterAll(async () => {
   const skipped = examples.filter((e) => e.skip).flatMap((e) => e.commands).length;
   const all = examples.flatMap((e) => e.commands).length;
   console.log(`docs examples: ${ran} ran, ${skipped} marked not runnable, of ${all}`);
-  if (stack?.child.exitCode === null) await stack.interrupt();
+  if (stack?.child.exitCode === null) {
+    // A Ctrl-C, as a user stops it; whatever is left after 30 s is killed.
+    const stopped = await Promise.race([
+      stack.interrupt().then(() => true),
+      new Promise<false>((resolveLater) => setTimeout(() => resolveLater(false), 30_000)),
+    ]);
+    if (!stopped) stack.kill();
+  }
   rmSync(dataDir, { recursive: true, force: true });
 }, 60_000);
 
