@@ -1,6 +1,6 @@
 /**
  * The one Content-Type rule of every route that reads a body, tenant and operator routes alike
- * (docs/api.md, "Errors"): a request that carries a body must say it is JSON
+ * (docs/api.md, "Routes"): a request that carries a body must say it is JSON
  * (`Content-Type: application/json`, or another `+json` type), else it answers 415
  * `unsupported_media_type` naming the header to add, and nothing is parsed or started. A request
  * without a body (a cancel with none) needs no Content-Type.
