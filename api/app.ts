@@ -7,12 +7,8 @@ import express, { type RequestHandler } from 'express';
 import { bearerAuth, tenantOf } from './auth.js';
 import type { AppDeps } from './deps.js';
 import { createReadiness } from './readiness.js';
-import {
-  errorHandler,
-  methodNotAllowedHandler,
-  notFoundHandler,
-  requireJsonBody,
-} from './errors.js';
+import { errorHandler, methodNotAllowedHandler, notFoundHandler } from './errors.js';
+import { jsonBody } from './json-body.js';
 import { healthHandlers } from './handlers/health.js';
 import { httpMetrics, metricsHandlers } from './metrics.js';
 import { operationHandlers } from './handlers/operations.js';
@@ -70,9 +66,8 @@ export function createApp(appDeps: AppDeps): express.Express {
     markRequestTenant(tenantOf(res));
     next();
   };
-  // A body without `Content-Type` is read as JSON too (and validated); one that names another
-  // type is refused with 415 first (requireJsonBody).
-  const jsonBody = express.json({ limit: BODY_LIMIT_BYTES, strict: true, type: () => true });
+  // A body that does not say it is JSON is refused with 415 first (api/json-body.ts).
+  const body = jsonBody(BODY_LIMIT_BYTES);
 
   app.use(requestId());
   app.use(requestLog(deps.logger));
@@ -88,7 +83,7 @@ export function createApp(appDeps: AppDeps): express.Express {
         next();
       };
       const chain = route.auth
-        ? [named, authenticate, tenantSpan, requireJsonBody, jsonBody, handlers[route.name]]
+        ? [named, authenticate, tenantSpan, ...body, handlers[route.name]]
         : [named, handlers[route.name]];
       app[route.method](route.path, ...chain);
     }

@@ -100,29 +100,6 @@ export function methodNotAllowedHandler(allowed: readonly string[]): RequestHand
   };
 }
 
-/**
- * Refuses a body that says it is not JSON (`Content-Type: application/x-www-form-urlencoded`,
- * what `curl -d` sends without `-H 'Content-Type: application/json'`) with 415
- * `unsupported_media_type` naming the expected type. A body without `Content-Type` is read as
- * JSON (and validated); JSON types (`application/json`, `application/*+json`) pass.
- */
-export const requireJsonBody: RequestHandler = (req, _res, next) => {
-  if (
-    req.headers['content-type'] === undefined ||
-    req.is(['application/json', '+json']) !== false
-  ) {
-    next();
-    return;
-  }
-  next(
-    new ApiError(
-      'unsupported_media_type',
-      `the request body must be JSON (Content-Type: application/json), not ${req.headers['content-type']}`,
-      { content_type: req.headers['content-type'], expected: 'application/json' },
-    ),
-  );
-};
-
 /** body-parser's errors (express.json), recognised by their `type`. */
 const BODY_PARSER_ERRORS: Record<string, (limit: string) => string> = {
   'entity.parse.failed': () => 'the request body is not valid JSON',

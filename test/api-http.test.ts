@@ -2,6 +2,9 @@
  * The HTTP surface of the API: authentication, the error body, validation before any workflow,
  * health and readiness, and the OpenAPI document matching the routes.
  */
+import { once } from 'node:events';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import type { Client } from '@temporalio/client';
 import fc from 'fast-check';
@@ -27,6 +30,11 @@ function expectErrorBody(body: unknown, code: string): void {
   expect(body).toEqual({
     error: { code, message: expect.any(String), details: expect.any(Object) },
   });
+}
+
+/** An error body as the API answers it. */
+interface ErrorJson {
+  error: { code: string; message: string; details: Record<string, unknown> };
 }
 
 /** A client whose `workflow.start` always fails, everything else real. */
@@ -133,7 +141,8 @@ describe('errors', () => {
         expect(response.status, response.text).toBe(415);
         expectErrorBody(response.body, 'unsupported_media_type');
         expect(response.body.error.message).toBe(
-          'the request body must be JSON (Content-Type: application/json), not application/x-www-form-urlencoded',
+          'the request body must be JSON: send the header Content-Type: application/json ' +
+            '(this request sent Content-Type application/x-www-form-urlencoded)',
         );
       }
       expect(start).not.toHaveBeenCalled();
@@ -147,6 +156,79 @@ describe('errors', () => {
       .set('Content-Type', 'application/vnd.example+json; charset=utf-8')
       .send('{"template": "base",');
     expect(vendor.status).toBe(400);
+  });
+
+  describe('one Content-Type rule for every route with a body', () => {
+    let url: string;
+    let server: Server;
+    beforeAll(async () => {
+      server = api.appWith({ ADMIN_TOKENS: 'ops:operator-token-for-media-types' }).listen(0);
+      await once(server, 'listening');
+      url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    });
+    afterAll(() => server?.close());
+    const tenant = () => ({ authorization: bearer(api.tenantA).Authorization });
+    const operator = { authorization: 'Bearer operator-token-for-media-types' };
+    // fetch sends no Content-Type for a body of bytes.
+    const bytes = (value: unknown) => new TextEncoder().encode(JSON.stringify(value));
+
+    it('answers 415 for a body without Content-Type, naming the header to add', async () => {
+      const response = await fetch(`${url}/v1/sandboxes`, {
+        method: 'POST',
+        headers: tenant(),
+        body: bytes(createBody(2048)),
+      });
+      expect(response.status).toBe(415);
+      const body = (await response.json()) as ErrorJson;
+      expectErrorBody(body, 'unsupported_media_type');
+      expect(body.error.message).toBe(
+        'the request body must be JSON: send the header Content-Type: application/json ' +
+          '(this request sent no Content-Type)',
+      );
+      expect(body.error.details).toEqual({ content_type: null, expected: 'application/json' });
+    });
+
+    it('answers 415 on the operator routes as on the tenant routes (curl -d to scale a pool)', async () => {
+      for (const headers of [
+        { ...operator, 'content-type': 'application/x-www-form-urlencoded' },
+        operator,
+      ]) {
+        const response = await fetch(`${url}/admin/v1/warm-pools/base/scale`, {
+          method: 'PUT',
+          headers,
+          body: bytes({ size: 2 }),
+        });
+        expect(response.status, JSON.stringify(headers)).toBe(415);
+        const body = (await response.json()) as ErrorJson;
+        expectErrorBody(body, 'unsupported_media_type');
+        expect(body.error.message).toContain('send the header Content-Type: application/json');
+      }
+      // With the header, the same body reaches the route (base has no pool here: 404).
+      const json = await fetch(`${url}/admin/v1/warm-pools/base/scale`, {
+        method: 'PUT',
+        headers: { ...operator, 'content-type': 'application/json' },
+        body: bytes({ size: 2 }),
+      });
+      expect(json.status).toBe(404);
+    });
+
+    it('needs no Content-Type for a request without a body (a cancel), and does for one with', async () => {
+      const { body: accepted } = await request(api.app)
+        .post('/v1/sandboxes')
+        .set(bearer(api.tenantA))
+        .send(createBody(2048));
+      const cancel = (init: RequestInit) =>
+        fetch(`${url}/v1/operations/${accepted.id}/cancel`, {
+          method: 'POST',
+          headers: tenant(),
+          ...init,
+        });
+      const withBody = await cancel({ body: bytes({}) });
+      expect(withBody.status).toBe(415);
+      // fetch sends Content-Length: 0 for a POST without a body: no body, no rule.
+      const withoutBody = await cancel({});
+      expect([200, 202, 409], await withoutBody.text()).toContain(withoutBody.status);
+    });
   });
 
   it('answers 400 invalid_request for malformed JSON', async () => {

@@ -16,6 +16,7 @@ export const FAST_TESTS = [
   'test/config-tenant-limits.test.ts',
   'test/create-workflow-branches.test.ts',
   'test/credential-hint.test.ts',
+  'test/doc-examples-rules.test.ts',
   'test/fault-report.test.ts',
   'test/layers.test.ts',
   'test/lifetime-durations.test.ts',

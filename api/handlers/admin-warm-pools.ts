@@ -11,7 +11,7 @@
  *   start), which makes or deletes pods to match; no restart. 503 when Temporal cannot be told
  *   (the size is stored: the pool's next resync, at most 60 s away, applies it).
  */
-import express, { type Router } from 'express';
+import type { Router } from 'express';
 import { z } from 'zod';
 import {
   MAX_WARM_POOL_SIZE,
@@ -23,6 +23,7 @@ import { warmPoolOf, type TemplateConfig } from '../../config/index.js';
 import type { WarmPoolRecord } from '../../store/index.js';
 import type { AppDeps } from '../deps.js';
 import { ApiError } from '../errors.js';
+import { jsonBody } from '../json-body.js';
 import { operatorOf } from '../operator-auth.js';
 
 /** A pool as the operator routes show it. */
@@ -116,9 +117,8 @@ export function addWarmPoolRoutes(router: Router, deps: AppDeps): void {
     res.json(toJson(name, template, await deps.store.warmPools.get(name)));
   });
 
-  // A scale body is one small JSON object.
-  const jsonBody = express.json({ limit: '1kb', strict: true, type: () => true });
-  router.put('/warm-pools/:template/scale', jsonBody, async (req, res) => {
+  // A scale body is one small JSON object; the tenant routes' Content-Type rule applies.
+  router.put('/warm-pools/:template/scale', ...jsonBody(1024), async (req, res) => {
     const name = String(req.params.template);
     const template = poolTemplate(deps, name);
     const parsed = scaleBody.safeParse(req.body);
