@@ -67,7 +67,11 @@ export function lifetimeActivities(deps: LifetimeActivityDeps) {
       }
       const operationId = expiryOperationId(sandbox);
       if (!(await deps.store.getOperation(sandbox.tenant, operationId))) {
-        await deps.store.insertOperation(deleteOperationOf(sandbox, operationId, 'expired'));
+        const begun = await deps.store.beginDelete(
+          deleteOperationOf(sandbox, operationId, 'expired'),
+        );
+        // A caller's DELETE is already under way: the sandbox goes with it (one delete at a time).
+        if (!begun.inserted) return { kind: 'deleting', operationId: begun.operationId };
       }
       const context = Context.current();
       try {

@@ -21,7 +21,8 @@ export type DeleteWorkflowStarter = (
 ) => Promise<{ firstExecutionRunId: string }>;
 
 /**
- * Starts the delete of a sandbox the tenant owns.
+ * Starts the delete of a sandbox the tenant owns, or, while its delete runs (a DELETE sent twice,
+ * on any replica, or an expiry under way), answers that delete instead of starting another.
  * @returns the delete's operation id
  * @throws ApiError `already_done` (409) when the sandbox is already `deleted` (a `failed` one can
  *   be deleted: its pod is already gone, and it ends `deleted`, out of `?state=failed` lists)
@@ -39,8 +40,18 @@ export async function acceptDelete(
       state: sandbox.state,
     });
   }
-  const operationId = newOperationId();
-  await deps.store.insertOperation(deleteOperationOf(sandbox, operationId, 'requested'));
+  // One delete at a time: a DELETE while the sandbox's delete runs answers that operation.
+  const begun = await deps.store.beginDelete(
+    deleteOperationOf(sandbox, newOperationId(), 'requested'),
+  );
+  const operationId = begun.operationId;
+  if (!begun.inserted) {
+    deps.logger.info(
+      { operation_id: operationId, sandbox_id: sandbox.id, tenant: sandbox.tenant },
+      'delete already running; answering its operation',
+    );
+    return operationId;
+  }
   try {
     const handle = await startWorkflow(
       deleteWorkflowOptions(sandbox, operationId, deps.config.taskQueue, 'requested'),

@@ -340,6 +340,25 @@ export async function openStore(options: StoreOptions): Promise<Store> {
       });
     },
 
+    beginDelete(input) {
+      return writing(async (trx) => {
+        await lockSandbox(trx, dialect, input.sandboxId);
+        const running = await trx
+          .selectFrom('operations')
+          .select('id')
+          .where('tenant', '=', input.tenant)
+          .where('sandbox_id', '=', input.sandboxId)
+          .where('type', '=', 'sandbox.delete')
+          .where('status', '=', 'running')
+          .orderBy('created_at')
+          .executeTakeFirst();
+        if (running) return { operationId: running.id, inserted: false };
+        const operation = { ...input, type: 'sandbox.delete' as const, phase: 'deleting' as const };
+        await insertOperation(trx, { ...operation, deadlineAt: null }, now());
+        return { operationId: input.id, inserted: true };
+      });
+    },
+
     advanceOperation(id, transition) {
       return writing(async (trx, changed) => {
         const wrote = await advanceIn(trx, id, transition, now());

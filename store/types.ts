@@ -396,6 +396,20 @@ export interface Store {
     cause?: DeleteCause;
   }): Promise<void>;
   /**
+   * Begins a sandbox's delete unless one is already running (one delete at a time): inserts
+   * `input` as a running `sandbox.delete` operation, or, when the sandbox has a running delete
+   * already, inserts nothing and names that one. One transaction under the sandbox's row lock
+   * (PostgreSQL; SQLite's writes take turns), so concurrent DELETEs on any API replica, and an
+   * expiry racing a DELETE, get one operation.
+   * @returns the running delete's id, and whether this call inserted it
+   */
+  beginDelete(input: {
+    id: string;
+    tenant: string;
+    sandboxId: string;
+    cause: DeleteCause;
+  }): Promise<{ operationId: string; inserted: boolean }>;
+  /**
    * Moves an operation forward (phases only advance; the status leaves `running` once), e.g. a
    * delete to `finished`. Returns whether it wrote.
    */
