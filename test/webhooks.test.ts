@@ -468,6 +468,67 @@ describe('webhook delivery', () => {
     expect(target.forSandbox(created.sandbox_id)).toEqual([]);
   });
 
+  it('keeps recovered events queued when Temporal cannot be reached, and a repeated recover sends them once', async () => {
+    const target = await receiver();
+    const wider = api.appWith({ WEBHOOK_ALLOWED_CIDRS: '127.0.0.0/8' });
+    const registered = await request(wider)
+      .post('/v1/webhook-endpoints')
+      .set(bearer(api.tenantA))
+      .send({ url: `http://127.0.0.3:${target.port}/hook`, event_types: ['sandbox.running'] });
+    expect(registered.status, registered.text).toBe(201);
+    const endpoint = registered.body as { id: string };
+    const since = new Date().toISOString();
+    await finishedCreate(api.app, api.tenantA, createBody(2048));
+    const [refused] = await waitUntil(async () => {
+      const rows = await deliveries(endpoint.id);
+      return rows.length > 0 ? rows : undefined;
+    });
+    const eventId = String(refused!.event_id);
+    await waitUntil(async () => {
+      const state = await api.stack.store.webhooks.eventState(endpoint.id, eventId);
+      return state?.status === 'refused' ? state : undefined;
+    });
+
+    // Temporal down while recovering: 503, the event stays queued (round 1), nothing started.
+    const client = api.stack.temporal.client;
+    const workflow = Object.create(client.workflow) as typeof client.workflow;
+    Object.defineProperty(workflow, 'signalWithStart', {
+      value: () => Promise.reject(new Error('frontend unavailable')),
+    });
+    const temporal = Object.create(client) as typeof client;
+    Object.defineProperty(temporal, 'workflow', { value: workflow });
+    const down = await request(api.appWith({}, { temporal }))
+      .post(`/v1/webhook-endpoints/${endpoint.id}:recover`)
+      .set(bearer(api.tenantA))
+      .send({ since });
+    expect(down.status, down.text).toBe(503);
+    expect(down.body.error).toMatchObject({ code: 'unavailable', details: { queued: 1 } });
+    expect(down.body.error.message).toContain('they stay queued: repeat the recover');
+    expect(await api.stack.store.webhooks.eventState(endpoint.id, eventId)).toMatchObject({
+      status: 'queued',
+      round: 1,
+    });
+
+    // Repeated once Temporal answers: queued again (round 2), attempted once more.
+    const repeated = await request(api.app)
+      .post(`/v1/webhook-endpoints/${endpoint.id}:recover`)
+      .set(bearer(api.tenantA))
+      .send({ since });
+    expect(repeated.status, repeated.text).toBe(202);
+    expect(repeated.body.queued).toBe(1);
+    await waitUntil(async () => {
+      const state = await api.stack.store.webhooks.eventState(endpoint.id, eventId);
+      return state?.status === 'refused' && state.round === 2 ? state : undefined;
+    });
+    // A sleep: that the round-1 queueing sends nothing is what is proved.
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    expect((await deliveries(endpoint.id)).map((row) => row.status)).toEqual([
+      'refused',
+      'refused',
+    ]);
+    await request(api.app).delete(`/v1/webhook-endpoints/${endpoint.id}`).set(bearer(api.tenantA));
+  });
+
   it('answers a recover 404 for another tenant, 400 for a bad since, and 202 with 0 when nothing is to send', async () => {
     const target = await receiver();
     const endpoint = await register(target.url(), ['sandbox.running']);
