@@ -173,7 +173,7 @@ async function checkReachable(
       const { address, reason } = err.refused;
       throw new ApiError(
         'invalid_request',
-        `url ${err.message} (an operator allows it by adding it to WEBHOOK_ALLOWED_CIDRS, e.g. ${address}/${address.includes(':') ? 128 : 32})`,
+        `url ${err.message} (an operator may add e.g. ${address}/${address.includes(':') ? 128 : 32} to it)`,
         { field: 'url', address, address_class: reason, setting: 'WEBHOOK_ALLOWED_CIDRS' },
       );
     }
