@@ -1,9 +1,9 @@
 /**
  * Webhook endpoint routes (docs/webhooks.md): register, list, get the deliveries of, rotate the
  * secret of, recover the refused and given-up events of, and delete the calling tenant's
- * endpoints. The tenant is always the caller's (its
- * token or JWT, api/auth.ts), never a field of the body; another tenant's endpoint answers 404.
- * The signing secret is in the answer of a create and of a rotation only.
+ * endpoints. The tenant is always the caller's (its token or JWT, api/auth.ts), never a field of
+ * the body; another tenant's endpoint answers 404. The signing secret is in the answer of a
+ * create and of a rotation only.
  */
 import { randomUUID } from 'node:crypto';
 import type { RequestHandler } from 'express';
@@ -355,7 +355,7 @@ export function webhookHandlers(deps: AppDeps) {
       );
       throw new ApiError(
         'unavailable',
-        `queued ${queued.length} events of ${id} but could not start their delivery (Temporal: ${(err as Error).message}); they stay queued: repeat the recover`,
+        `queued ${queued.length} events of ${id} but could not start their delivery (Temporal could not be reached); they stay queued: repeat the recover`,
         { endpoint_id: id, queued: queued.length },
       );
     }
