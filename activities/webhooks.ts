@@ -99,6 +99,8 @@ export async function emitSandboxEvent(
     payload,
   });
   const ref: WebhookEventRef = { id: event.id, type, sandboxId };
+  // Each endpoint's state of the event (`pending`), before any delivery can take it.
+  await store.webhooks.trackEvent(ref, endpoints);
   const context = Context.current();
   for (const endpointId of endpoints) {
     await context.client.workflow.signalWithStart(WEBHOOK_DELIVERY_WORKFLOW, {
@@ -121,11 +123,14 @@ export function webhookActivities(deps: WebhookActivityDeps) {
   return {
     /**
      * Delivers one event to one endpoint: reads the event's body from the store (never from
-     * the input), signs it with the endpoint's secrets as they are now (a rotation's previous
-     * secret too, during its grace period), posts it, and records the attempt. A 2xx answer is
-     * success.
+     * the input), takes the event's round for this delivery (store/webhook-event-states.ts
+     * `claimEvent`: no other delivery sends it meanwhile), signs it with the endpoint's secrets
+     * as they are now (a rotation's previous secret too, during its grace period), posts it, and
+     * records the attempt. A 2xx answer is success. A refused target leaves the event `refused`,
+     * kept for a recover.
      * @returns `delivered`; `endpoint_gone` when the endpoint was deleted meanwhile;
-     *   `event_gone` when the store no longer holds the event
+     *   `event_gone` when the store no longer holds the event, or this delivery may not send it
+     *   (already sent in its round, held by another delivery, or queued again by a recover)
      * @throws ApplicationFailure `NotAdmitted` (non-retryable) when the event is not the
      *   endpoint's tenant's or not a type it subscribed to (a workflow the worker did not
      *   start); {@link WEBHOOK_TARGET_REFUSED} (non-retryable) for a refused target; a
@@ -152,9 +157,30 @@ export function webhookActivities(deps: WebhookActivityDeps) {
           nonRetryable: true,
         });
       }
+      const info = Context.current().info;
+      const execution = info.workflowExecution;
+      const claim = {
+        endpointId,
+        // The stored event's own type and sandbox, with the round the signal carried.
+        event: {
+          id: event.id,
+          type: event.type,
+          sandboxId: event.sandboxId,
+          round: input.event.round,
+        },
+        holder: `${execution?.workflowId}/${execution?.runId}/${info.activityId}`,
+      };
+      if (!(await deps.store.webhooks.claimEvent(claim))) {
+        log.info('webhook event not this delivery to send; skipped', {
+          endpoint_id: endpointId,
+          event_id: event.id,
+          round: input.event.round ?? 0,
+        });
+        return 'event_gone';
+      }
       const body = event.payload;
       const headers = signWebhook(event.id, startedAt, body, target.secrets);
-      const attempt = Context.current().info.attempt;
+      const attempt = info.attempt;
       const record = (
         status: WebhookDeliveryStatus,
         httpStatus: number | null,
@@ -181,11 +207,13 @@ export function webhookActivities(deps: WebhookActivityDeps) {
       } catch (err) {
         const message = err instanceof Error ? err.message : String(err);
         if (err instanceof WebhookTargetRefusedError) {
-          await record('refused', null, message);
+          const kept = `${message}; the event is kept: once the address is allowed, recover it (durable-sandbox webhooks recover ${endpointId} --since …)`;
+          await record('refused', null, kept);
+          await deps.store.webhooks.settleEvent(claim, 'refused');
           log.warn('webhook target refused', { ...fields, error: message });
           throw ApplicationFailure.create({
             type: WEBHOOK_TARGET_REFUSED,
-            message,
+            message: kept,
             nonRetryable: true,
           });
         }
@@ -203,6 +231,7 @@ export function webhookActivities(deps: WebhookActivityDeps) {
         throw ApplicationFailure.retryable(message, 'WebhookDeliveryFailed');
       }
       await record('succeeded', status, null);
+      await deps.store.webhooks.settleEvent(claim, 'succeeded');
       log.info('webhook delivered', { ...fields, http_status: status });
       return 'delivered';
     },

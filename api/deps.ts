@@ -7,6 +7,7 @@ import type { Store } from '../store/index.js';
 import type { Readiness } from './readiness.js';
 import type { SpanStore } from '../tracing/span-store.js';
 import type { TenantAdmission } from './tenant-admission.js';
+import type { HostLookup } from '../webhooks/ssrf-guard.js';
 
 /** Dependencies of {@link createApp} (api/app.ts). */
 export interface AppDeps {
@@ -37,4 +38,9 @@ export interface AppDeps {
    * (api/handlers/debug-traces.ts). Unset in production.
    */
   spanStore?: SpanStore;
+  /**
+   * How a webhook endpoint's host is resolved at registration (api/handlers/webhooks.ts); unset:
+   * node:dns `lookup`, as delivery. Tests set one that never answers.
+   */
+  webhookLookup?: HostLookup;
 }

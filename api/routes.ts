@@ -26,6 +26,7 @@ export type RouteName =
   | 'getWebhookEndpoint'
   | 'deleteWebhookEndpoint'
   | 'rotateWebhookSecret'
+  | 'recoverWebhookEvents'
   | 'listWebhookDeliveries';
 
 /** One route: method, Express path, whether it needs a bearer token, its handler's name. */
@@ -70,6 +71,13 @@ export const ROUTES: readonly RouteSpec[] = [
     path: '/v1/webhook-endpoints/:id/rotate-secret',
     auth: true,
     name: 'rotateWebhookSecret',
+  },
+  // A custom method (AIP-136), as `:extend`; Svix's "recover", GitHub's "redeliver".
+  {
+    method: 'post',
+    path: '/v1/webhook-endpoints/:id\\:recover',
+    auth: true,
+    name: 'recoverWebhookEvents',
   },
   {
     method: 'get',

@@ -1,8 +1,8 @@
 /**
- * `durable-sandbox webhooks create|list|delete|rotate-secret|deliveries` (docs/cli.md,
+ * `durable-sandbox webhooks create|list|delete|rotate-secret|deliveries|recover` (docs/cli.md,
  * docs/webhooks.md): the tenant's webhook endpoints through the typed client.
  */
-import { Command, Option } from 'commander';
+import { Command, InvalidArgumentError, Option } from 'commander';
 import { WEBHOOK_EVENT_TYPES } from '../contract/index.js';
 import type { DurableSandboxClient } from '../client/src/index.js';
 import type { WebhookDelivery, WebhookEndpoint } from '../client/src/index.js';
@@ -48,6 +48,30 @@ export function formatWebhookDeliveries(
     ['AT', 'EVENT', 'SANDBOX', 'ATTEMPT', 'STATUS', 'HTTP', 'ERROR'],
     rows,
     options.columns,
+  );
+}
+
+const SINCE_UNITS_MS: Readonly<Record<string, number>> = {
+  s: 1_000,
+  m: 60_000,
+  h: 3_600_000,
+  d: 86_400_000,
+};
+
+/**
+ * `--since` of `webhooks recover`: a duration back from `nowMs` (`90s`, `30m`, `1h`, `2d`) or an
+ * RFC 3339 time (`2026-12-06T10:00:00Z`), as ISO-8601 UTC.
+ * @throws InvalidArgumentError (commander: a usage error, exit 2) for anything else
+ */
+export function parseSince(text: string, nowMs = Date.now()): string {
+  const ago = /^(\d{1,9})([smhd])$/.exec(text.trim());
+  if (ago) return new Date(nowMs - Number(ago[1]) * SINCE_UNITS_MS[ago[2]!]!).toISOString();
+  const rfc3339 = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$/i;
+  if (rfc3339.test(text.trim()) && !Number.isNaN(Date.parse(text))) {
+    return new Date(Date.parse(text)).toISOString();
+  }
+  throw new InvalidArgumentError(
+    'expected a duration back from now (90s, 30m, 1h, 2d) or an RFC 3339 time',
   );
 }
 
@@ -113,6 +137,30 @@ export function addWebhookCommands(program: Command, action: WebhookAction): voi
           (e) =>
             `secret  ${e.secret}\nprevious secret signs until ${e.previous_secret_expires_at}\n`,
         );
+        return 0;
+      }),
+    );
+
+  webhooks
+    .command('recover')
+    .description(
+      "send again an endpoint's refused or given-up events emitted since a time (kept 7 days)",
+    )
+    .argument('<endpoint-id>')
+    .addOption(
+      new Option('--since <when>', 'how far back: 1h, 30m, 2d, or an RFC 3339 time')
+        .argParser((text: string) => parseSince(text))
+        .makeOptionMandatory(),
+    )
+    .action(
+      action(async (s, id: string, options: { since: string }) => {
+        const recovery = await s.client.recoverWebhookEvents(id, options.since);
+        s.show(
+          recovery,
+          (r) =>
+            `${r.queued} event${r.queued === 1 ? '' : 's'} of ${r.endpoint_id} queued again (emitted since ${r.since})\n`,
+        );
+        s.hint(`Follow them: npx durable-sandbox webhooks deliveries ${id}`);
         return 0;
       }),
     );

@@ -53,13 +53,42 @@ export interface WebhookEvent {
  * a workflow started by anyone but the worker can at most re-send a real event to an endpoint of
  * the event's own tenant.
  */
-export type WebhookEventRef = Pick<WebhookEvent, 'id' | 'type' | 'sandboxId'>;
+export type WebhookEventRef = Pick<WebhookEvent, 'id' | 'type' | 'sandboxId'> & {
+  /**
+   * Which sending of the event this is, for its endpoint: absent (0) for the first, the round a
+   * recover gave it (`POST /v1/webhook-endpoints/{id}:recover`) for a later one. Only the
+   * delivery holding the endpoint's current round of the event sends it
+   * (store/webhooks.ts `claimEvent`), so no two deliveries send one event at once.
+   */
+  round?: number;
+};
 
 /**
  * How long the store keeps an emitted event, in ms: 7 days, beyond the 3 days a delivery is
  * retried (workflows/webhook-delivery.ts).
  */
 export const WEBHOOK_EVENT_RETENTION_MS = 7 * 86_400_000;
+
+/**
+ * How long one event's delivery is retried, in ms (3 days: the activity's schedule-to-close,
+ * workflows/webhook-delivery.ts).
+ */
+export const WEBHOOK_DELIVERY_WINDOW_MS = 3 * 86_400_000;
+
+/**
+ * An event still `delivering` this long after its delivery took it, in ms, is given up: its
+ * delivery window has closed (the window, plus 10 minutes for an attempt that was running then).
+ */
+export const WEBHOOK_GIVEN_UP_AFTER_MS = WEBHOOK_DELIVERY_WINDOW_MS + 10 * 60_000;
+
+/**
+ * Where one event stands for one endpoint (store/webhooks.ts, migration 0017): `pending`
+ * (emitted, waiting for its delivery), `queued` (queued again by a recover), `delivering` (a
+ * delivery took it: an attempt runs or a retry is scheduled), `succeeded`, `refused` (its target
+ * resolved to an address delivery may not reach; kept for a recover). An event `delivering` for
+ * longer than {@link WEBHOOK_GIVEN_UP_AFTER_MS} is given up.
+ */
+export type WebhookEventState = 'pending' | 'queued' | 'delivering' | 'succeeded' | 'refused';
 
 /** Outcome of one delivery attempt. */
 export type WebhookDeliveryStatus = 'succeeded' | 'failed' | 'refused';
@@ -100,6 +129,18 @@ export interface WebhookEndpointRecord {
 /** Workflow id of the delivery workflow of one endpoint and one sandbox (order per sandbox). */
 export function webhookDeliveryWorkflowId(endpointId: string, sandboxId: string): string {
   return `webhook-delivery:${endpointId}:${sandboxId}`;
+}
+
+/**
+ * Workflow id of the delivery of one recover's events of one endpoint and one sandbox
+ * (`recoverId` is the recover's own, so it never meets a delivery that already took the id).
+ */
+export function webhookRecoverWorkflowId(
+  endpointId: string,
+  sandboxId: string,
+  recoverId: string,
+): string {
+  return `webhook-recover:${endpointId}:${sandboxId}:${recoverId}`;
 }
 
 /** The name the delivery workflow is registered under (workflows/index.ts). */

@@ -16,6 +16,11 @@ export type {
   NewWebhookEndpoint,
   StoredWebhookEvent,
 } from './webhooks.js';
+export type {
+  RequeuedWebhookEvent,
+  WebhookEventClaim,
+  WebhookEventStateRecord,
+} from './webhook-event-states.js';
 export type { WarmPoolRecord, WarmPoolStore } from './warm-pools.js';
 export { sandboxAsCreated } from './operation-results.js';
 export type {

@@ -180,6 +180,25 @@ export interface WebhookDeliveriesTable {
   created_at: string;
 }
 
+/**
+ * `webhook_endpoint_events`: one event as one endpoint hears it (migration 0017): where its
+ * delivery stands, and the round of its current sending (0 for the first; a recover raises it).
+ */
+export interface WebhookEndpointEventsTable {
+  endpoint_id: string;
+  event_id: string;
+  sandbox_id: string;
+  event_type: string;
+  /** contract/webhook.ts `WebhookEventState` */
+  status: string;
+  round: number;
+  /** The delivery that took this round (`workflow id/run id/activity id`); null until one does. */
+  holder: string | null;
+  /** When the event was emitted (ISO-8601 UTC): what a recover's `since` compares with. */
+  emitted_at: string;
+  updated_at: string;
+}
+
 /** The whole schema, for `Kysely<Database>`. */
 export interface Database {
   sandboxes: SandboxesTable;
@@ -191,6 +210,7 @@ export interface Database {
   webhook_endpoints: WebhookEndpointsTable;
   webhook_events: WebhookEventsTable;
   webhook_deliveries: WebhookDeliveriesTable;
+  webhook_endpoint_events: WebhookEndpointEventsTable;
   warm_pools: WarmPoolsTable;
   warm_pods: WarmPodsTable;
 }

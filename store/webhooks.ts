@@ -19,6 +19,7 @@ import type {
   WebhookEndpointsTable,
   WebhookEventsTable,
 } from './schema.js';
+import { webhookEventStates, type WebhookEventStates } from './webhook-event-states.js';
 
 /** A new endpoint, with its first secret (the caller generated both id and secret). */
 export interface NewWebhookEndpoint {
@@ -55,8 +56,11 @@ export class TooManyWebhookEndpointsError extends Error {
   }
 }
 
-/** The webhook part of the store (`store.webhooks`). */
-export interface WebhookStore {
+/**
+ * The webhook part of the store (`store.webhooks`); where each event stands for each endpoint is
+ * in store/webhook-event-states.ts.
+ */
+export interface WebhookStore extends WebhookEventStates {
   /**
    * Registers an endpoint.
    * @throws TooManyWebhookEndpointsError when the tenant already has
@@ -68,7 +72,7 @@ export interface WebhookStore {
   /** The tenant's endpoint; undefined when unknown or another tenant's. */
   getEndpoint(tenant: string, id: string): Promise<WebhookEndpointRecord | undefined>;
   /**
-   * Removes the tenant's endpoint and its delivery records; deliveries in flight stop at their
+   * Removes the tenant's endpoint, its delivery records and its events' states; deliveries in flight stop at their
    * next attempt (the endpoint is gone).
    * @returns whether it existed
    */
@@ -93,7 +97,8 @@ export interface WebhookStore {
   target(id: string, at: string): Promise<WebhookTarget | undefined>;
   /**
    * Keeps an emitted event for its deliveries; a second call with the same id changes nothing
-   * (the first body stays). Forgets events older than {@link WEBHOOK_EVENT_RETENTION_MS}.
+   * (the first body stays). Forgets events (and their states) older than
+   * {@link WEBHOOK_EVENT_RETENTION_MS}.
    */
   recordEvent(event: StoredWebhookEvent): Promise<void>;
   /** The event with this id; undefined when unknown or forgotten. */
@@ -122,6 +127,8 @@ export function webhookStore(
       .where('id', '=', id);
 
   return {
+    ...webhookEventStates(db, now),
+
     async createEndpoint(input) {
       return db.transaction().execute(async (trx) => {
         const { count } = await trx
@@ -174,6 +181,7 @@ export function webhookStore(
           .executeTakeFirst();
         if ((result.numDeletedRows ?? 0n) === 0n) return false;
         await trx.deleteFrom('webhook_deliveries').where('endpoint_id', '=', id).execute();
+        await trx.deleteFrom('webhook_endpoint_events').where('endpoint_id', '=', id).execute();
         return true;
       });
     },
@@ -244,6 +252,10 @@ export function webhookStore(
         .execute();
       const forgetBefore = new Date(Date.parse(at) - WEBHOOK_EVENT_RETENTION_MS).toISOString();
       await db.deleteFrom('webhook_events').where('created_at', '<', forgetBefore).execute();
+      await db
+        .deleteFrom('webhook_endpoint_events')
+        .where('emitted_at', '<', forgetBefore)
+        .execute();
     },
 
     async getEvent(id) {

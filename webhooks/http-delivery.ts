@@ -5,11 +5,16 @@
  * `timeoutMs` for the whole exchange. Redirects are never followed (node:http does not follow
  * them; a 3xx is a failed attempt).
  */
-import { lookup } from 'node:dns/promises';
 import http from 'node:http';
 import https from 'node:https';
-import { isIP, type LookupFunction } from 'node:net';
-import type { WebhookAddressGuard } from './ssrf-guard.js';
+import type { LookupFunction } from 'node:net';
+import {
+  vetWebhookTarget,
+  WebhookTargetRefusedError,
+  type WebhookAddressGuard,
+} from './ssrf-guard.js';
+
+export { WebhookTargetRefusedError };
 
 /** Limits of one attempt. */
 export interface WebhookHttpLimits {
@@ -17,14 +22,6 @@ export interface WebhookHttpLimits {
   timeoutMs: number;
   /** Bytes of the response body read at most; the rest is not read (the socket is closed). */
   maxResponseBytes: number;
-}
-
-/** Thrown when the target resolves to an address the guard refuses; retrying does not help. */
-export class WebhookTargetRefusedError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'WebhookTargetRefusedError';
-  }
 }
 
 /** What the receiver answered. */
@@ -50,22 +47,8 @@ export async function postWebhook(
   limits: WebhookHttpLimits,
 ): Promise<WebhookHttpResponse> {
   const target = new URL(url);
-  if (target.protocol !== 'https:' && target.protocol !== 'http:') {
-    throw new WebhookTargetRefusedError(`scheme ${target.protocol} is not http or https`);
-  }
   const signal = AbortSignal.timeout(limits.timeoutMs);
-  const host = target.hostname.replace(/^\[(.*)\]$/, '$1');
-  const addresses = isIP(host)
-    ? [{ address: host, family: isIP(host) }]
-    : await abortable(lookup(host, { all: true, verbatim: true }), signal);
-  for (const { address } of addresses) {
-    const reason = guard.refusal(address);
-    if (reason !== null) {
-      throw new WebhookTargetRefusedError(
-        `${host} resolves to ${address} (${reason}); WEBHOOK_ALLOWED_CIDRS does not allow it`,
-      );
-    }
-  }
+  const addresses = await vetWebhookTarget(target, guard, signal);
   // Connect only to the addresses just checked, whatever DNS answers next.
   const pinned: LookupFunction = (_hostname, options, callback) => {
     if (options.all) callback(null, addresses);
@@ -115,13 +98,5 @@ export async function postWebhook(
     );
     request.on('error', reject);
     request.end(body);
-  });
-}
-
-/** `promise`, or the signal's reason once it aborts. */
-function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    signal.addEventListener('abort', () => reject(signal.reason as Error), { once: true });
-    promise.then(resolve, reject);
   });
 }

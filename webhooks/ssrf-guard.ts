@@ -11,6 +11,7 @@
  * IPv4-mapped IPv6 addresses (`::ffff:127.0.0.1`) are checked as the IPv4 address they map
  * (node:net BlockList does this).
  */
+import { lookup as dnsLookup } from 'node:dns/promises';
 import { BlockList, isIP } from 'node:net';
 
 /** The refused ranges: [network, prefix length, family, what it is]. */
@@ -104,4 +105,77 @@ export class WebhookAddressGuard {
     if (!this.refused.check(address, family)) return null;
     return this.reasons.find(({ list }) => list.check(address, family))?.reason ?? 'refused';
   }
+}
+
+/** One address a host resolves to, as node:dns `lookup` answers it. */
+export interface ResolvedAddress {
+  address: string;
+  /** 4 or 6. */
+  family: number;
+}
+
+/** Resolves a host name to all its addresses (node:dns `lookup` with `all: true` by default). */
+export type HostLookup = (host: string) => Promise<ResolvedAddress[]>;
+
+const systemLookup: HostLookup = (host) => dnsLookup(host, { all: true, verbatim: true });
+
+/** Thrown when a webhook URL may not be reached: its scheme, or an address it resolves to. */
+export class WebhookTargetRefusedError extends Error {
+  /**
+   * @param refused the refused address and its range's description (`loopback`, …); absent when
+   *   the scheme is what is refused
+   */
+  constructor(
+    message: string,
+    readonly refused?: { host: string; address: string; reason: string },
+  ) {
+    super(message);
+    this.name = 'WebhookTargetRefusedError';
+  }
+}
+
+/**
+ * The one rule of where a webhook may go, for delivery (each attempt, webhooks/http-delivery.ts)
+ * and registration (api/handlers/webhooks.ts) alike: the URL is http or https, and every address
+ * its host is (an IP literal) or resolves to is allowed by `guard`.
+ * @returns the vetted addresses (delivery connects to exactly these)
+ * @throws WebhookTargetRefusedError naming the address and its range (`127.0.0.2 (loopback)`)
+ * @throws the DNS error (`ENOTFOUND`, …), or the signal's reason once it aborts
+ */
+export async function vetWebhookTarget(
+  target: URL,
+  guard: WebhookAddressGuard,
+  signal: AbortSignal,
+  lookup: HostLookup = systemLookup,
+): Promise<ResolvedAddress[]> {
+  if (target.protocol !== 'https:' && target.protocol !== 'http:') {
+    throw new WebhookTargetRefusedError(`scheme ${target.protocol} is not http or https`);
+  }
+  const host = target.hostname.replace(/^\[(.*)\]$/, '$1');
+  const literal = isIP(host);
+  const addresses = literal
+    ? [{ address: host, family: literal }]
+    : await abortable(lookup(host), signal);
+  for (const { address } of addresses) {
+    const reason = guard.refusal(address);
+    if (reason === null) continue;
+    const what = literal
+      ? `${address} (${reason}) is not an address webhooks may reach`
+      : `${host} resolves to ${address} (${reason}), not an address webhooks may reach`;
+    throw new WebhookTargetRefusedError(`${what}; WEBHOOK_ALLOWED_CIDRS does not allow it`, {
+      host,
+      address,
+      reason,
+    });
+  }
+  return addresses;
+}
+
+/** `promise`, or the signal's reason once it aborts. */
+function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    if (signal.aborted) reject(signal.reason as Error);
+    signal.addEventListener('abort', () => reject(signal.reason as Error), { once: true });
+    promise.then(resolve, reject);
+  });
 }

@@ -1,17 +1,24 @@
 /**
  * Webhook endpoint routes (docs/webhooks.md): register, list, get the deliveries of, rotate the
- * secret of, and delete the calling tenant's endpoints. The tenant is always the caller's (its
- * token or JWT, api/auth.ts), never a field of the body; another tenant's endpoint answers 404.
- * The signing secret is in the answer of a create and of a rotation only.
+ * secret of, recover the refused and given-up events of, and delete the calling tenant's
+ * endpoints. The tenant is always the caller's (its token or JWT, api/auth.ts), never a field of
+ * the body; another tenant's endpoint answers 404. The signing secret is in the answer of a
+ * create and of a rotation only.
  */
+import { randomUUID } from 'node:crypto';
 import type { RequestHandler } from 'express';
 import { z } from 'zod';
 import {
   MAX_WEBHOOK_URL_LENGTH,
   WEBHOOK_DELIVERY_LIST_LIMIT,
+  WEBHOOK_DELIVERY_WORKFLOW,
+  WEBHOOK_EVENT_RETENTION_MS,
+  WEBHOOK_EVENT_SIGNAL,
   WEBHOOK_EVENT_TYPES,
+  webhookRecoverWorkflowId,
   type WebhookDeliveryRecord,
   type WebhookEndpointRecord,
+  type WebhookEventRef,
 } from '../../contract/index.js';
 import { TooManyWebhookEndpointsError } from '../../store/index.js';
 import {
@@ -19,6 +26,11 @@ import {
   newWebhookEndpointId,
   newWebhookSecret,
 } from '../../webhooks/secrets.js';
+import {
+  vetWebhookTarget,
+  WebhookAddressGuard,
+  WebhookTargetRefusedError,
+} from '../../webhooks/ssrf-guard.js';
 import { tenantOf } from '../auth.js';
 import type { AppDeps } from '../deps.js';
 import { ApiError } from '../errors.js';
@@ -75,17 +87,29 @@ export function webhookDeliveryToWire(record: WebhookDeliveryRecord): WebhookDel
   };
 }
 
+/**
+ * Why `raw` is not a usable endpoint URL (the rule it breaks), or null when it is one. Parses it
+ * once: a string that is no URL at all never reaches a check that needs one.
+ */
+export function endpointUrlProblem(raw: string): string | null {
+  if (!URL.canParse(raw)) {
+    return 'must be an absolute http or https URL, e.g. https://hooks.example.com/sandboxes';
+  }
+  const url = new URL(raw);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return 'must use http or https';
+  if (url.hostname === '') return 'must name a host';
+  if (url.username || url.password) return 'must not carry credentials (user:password@)';
+  if (url.hash) return 'must not have a #fragment';
+  return null;
+}
+
 const endpointUrl = z
   .string({ error: 'is required, an http or https URL' })
   .max(MAX_WEBHOOK_URL_LENGTH, { error: `must be at most ${MAX_WEBHOOK_URL_LENGTH} characters` })
-  .refine((raw) => URL.canParse(raw), { error: 'must be an absolute http or https URL' })
-  .refine((raw) => ['http:', 'https:'].includes(new URL(raw).protocol), {
-    error: 'must use http or https',
-  })
-  .refine((raw) => !new URL(raw).username && !new URL(raw).password, {
-    error: 'must not carry credentials (user:password@)',
-  })
-  .refine((raw) => !new URL(raw).hash, { error: 'must not have a #fragment' });
+  .check((ctx) => {
+    const problem = endpointUrlProblem(ctx.value);
+    if (problem !== null) ctx.issues.push({ code: 'custom', message: problem, input: ctx.value });
+  });
 
 const createBody = z.strictObject({
   url: endpointUrl,
@@ -118,6 +142,85 @@ export function parseCreateWebhookEndpoint(body: unknown): z.infer<typeof create
   throw new ApiError('invalid_request', message.trim(), field ? { field } : {});
 }
 
+/**
+ * How long registration waits for the URL's host to resolve, in ms. A name that does not resolve
+ * within it (or at all) is accepted: DNS may answer later, and each delivery attempt checks again.
+ */
+export const REGISTRATION_LOOKUP_MS = 2_000;
+
+/**
+ * Checks, at registration, the rule delivery applies at each attempt (webhooks/ssrf-guard.ts
+ * `vetWebhookTarget`, with the same WEBHOOK_ALLOWED_CIDRS): a URL whose host is, or resolves to,
+ * an address delivery may not reach is refused now rather than every event being refused later.
+ * @returns the reason a name could not be checked (it is accepted), or null when it was
+ * @throws ApiError `invalid_request` naming the address, its range and WEBHOOK_ALLOWED_CIDRS
+ */
+async function checkReachable(
+  url: string,
+  guard: WebhookAddressGuard,
+  lookup: AppDeps['webhookLookup'],
+): Promise<string | null> {
+  try {
+    await vetWebhookTarget(
+      new URL(url),
+      guard,
+      AbortSignal.timeout(REGISTRATION_LOOKUP_MS),
+      lookup,
+    );
+    return null;
+  } catch (err) {
+    if (err instanceof WebhookTargetRefusedError && err.refused) {
+      const { address, reason } = err.refused;
+      throw new ApiError(
+        'invalid_request',
+        `url ${err.message} (an operator may add e.g. ${address}/${address.includes(':') ? 128 : 32} to it)`,
+        { field: 'url', address, address_class: reason, setting: 'WEBHOOK_ALLOWED_CIDRS' },
+      );
+    }
+    if (err instanceof WebhookTargetRefusedError) {
+      throw new ApiError('invalid_request', `url ${err.message}`, { field: 'url' });
+    }
+    return err instanceof Error ? err.message : String(err);
+  }
+}
+
+const recoverBody = z.strictObject({
+  since: z.iso.datetime({
+    offset: true,
+    error: 'is required, an RFC 3339 time such as 2026-12-06T10:00:00Z',
+  }),
+});
+
+/**
+ * The validated `since` of `POST /v1/webhook-endpoints/{id}:recover`, as ISO-8601 UTC.
+ * @param nowMs the current time, epoch ms
+ * @throws ApiError `invalid_request` naming the field: not RFC 3339, in the future, or older
+ *   than the events are kept (WEBHOOK_EVENT_RETENTION_MS, 7 days)
+ */
+export function parseRecoverSince(body: unknown, nowMs: number): string {
+  const parsed = recoverBody.safeParse(body ?? {});
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const message =
+      issue?.code === 'unrecognized_keys'
+        ? `unknown field ${issue.keys.join(', ')}`
+        : `since ${issue?.message ?? 'is invalid'}`;
+    throw new ApiError('invalid_request', message, { field: issue?.path.join('.') || 'since' });
+  }
+  const sinceMs = Date.parse(parsed.data.since);
+  if (sinceMs > nowMs) {
+    throw new ApiError('invalid_request', 'since must not be in the future', { field: 'since' });
+  }
+  if (sinceMs < nowMs - WEBHOOK_EVENT_RETENTION_MS) {
+    throw new ApiError(
+      'invalid_request',
+      `since must be within the last ${WEBHOOK_EVENT_RETENTION_MS / 86_400_000} days: events are kept that long`,
+      { field: 'since', oldest: new Date(nowMs - WEBHOOK_EVENT_RETENTION_MS).toISOString() },
+    );
+  }
+  return new Date(sinceMs).toISOString();
+}
+
 function notFound(id: string): ApiError {
   return new ApiError('not_found', `webhook endpoint ${id} does not exist`, { endpoint_id: id });
 }
@@ -125,16 +228,28 @@ function notFound(id: string): ApiError {
 /** Handlers of the webhook endpoint routes. */
 export function webhookHandlers(deps: AppDeps) {
   const webhooks = deps.store.webhooks;
+  // The worker's rule, from the same configuration (WEBHOOK_ALLOWED_CIDRS).
+  const guard = new WebhookAddressGuard(deps.config.webhooks.allowedCidrs);
   const idOf = (raw: unknown): string => {
     const id = String(raw);
     if (!WEBHOOK_ENDPOINT_ID.test(id)) throw notFound(id);
     return id;
   };
 
-  /** `POST /v1/webhook-endpoints`: 201 + the endpoint and its `secret` (shown this once). */
+  /**
+   * `POST /v1/webhook-endpoints`: 201 + the endpoint and its `secret` (shown this once); 400 for
+   * a URL delivery may not reach (checkReachable).
+   */
   const createWebhookEndpoint: RequestHandler = async (req, res) => {
     const tenant = tenantOf(res);
     const body = parseCreateWebhookEndpoint(req.body);
+    const unchecked = await checkReachable(body.url, guard, deps.webhookLookup);
+    if (unchecked !== null) {
+      deps.logger.info(
+        { url_host: new URL(body.url).hostname, error: unchecked },
+        'webhook endpoint host did not resolve at registration; delivery checks it at each attempt',
+      );
+    }
     const secret = newWebhookSecret();
     try {
       const endpoint = await webhooks.createEndpoint({
@@ -200,8 +315,57 @@ export function webhookHandlers(deps: AppDeps) {
     res.json({ deliveries: deliveries.map(webhookDeliveryToWire) });
   };
 
+  /**
+   * `POST /v1/webhook-endpoints/{id}:recover` with `{since}`: queues again the endpoint's events
+   * emitted since then that were refused, given up, or queued and not taken yet
+   * (store/webhook-event-states.ts), each under a new round that only the delivery started here
+   * holds, and signals-with-start one delivery workflow per sandbox of this recover, in the order
+   * the events were emitted. Each attempt then checks and signs as any delivery does. 202 with
+   * how many were queued.
+   * @throws ApiError `unavailable` when Temporal cannot be reached: the events stay queued, and
+   *   a repeated recover queues them again (superseding this one's rounds)
+   */
+  const recoverWebhookEvents: RequestHandler = async (req, res) => {
+    const tenant = tenantOf(res);
+    const id = idOf(req.params.id);
+    const since = parseRecoverSince(req.body, Date.now());
+    if (!(await webhooks.getEndpoint(tenant, id))) throw notFound(id);
+    const queued = await webhooks.requeueEvents(tenant, id, since);
+    const recoverId = randomUUID();
+    try {
+      for (const event of queued) {
+        const ref: WebhookEventRef = {
+          id: event.eventId,
+          type: event.type,
+          sandboxId: event.sandboxId,
+          round: event.round,
+        };
+        await deps.temporal.workflow.signalWithStart(WEBHOOK_DELIVERY_WORKFLOW, {
+          workflowId: webhookRecoverWorkflowId(id, event.sandboxId, recoverId),
+          taskQueue: deps.config.taskQueue,
+          args: [{ endpointId: id, sandboxId: event.sandboxId }],
+          signal: WEBHOOK_EVENT_SIGNAL,
+          signalArgs: [ref],
+        });
+      }
+    } catch (err) {
+      deps.logger.warn(
+        { endpoint_id: id, queued: queued.length, error: (err as Error).message },
+        'webhook recover could not start its deliveries',
+      );
+      throw new ApiError(
+        'unavailable',
+        `queued ${queued.length} events of ${id} but could not start their delivery (Temporal could not be reached); they stay queued: repeat the recover`,
+        { endpoint_id: id, queued: queued.length },
+      );
+    }
+    deps.logger.info({ endpoint_id: id, since, queued: queued.length }, 'webhook events recovered');
+    res.status(202).json({ endpoint_id: id, since, queued: queued.length });
+  };
+
   return {
     createWebhookEndpoint,
+    recoverWebhookEvents,
     listWebhookEndpoints,
     getWebhookEndpoint,
     deleteWebhookEndpoint,

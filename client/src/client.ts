@@ -29,6 +29,7 @@ import type {
   WebhookDelivery,
   WebhookEndpoint,
   WebhookEndpointWithSecret,
+  WebhookRecovery,
   CreateWebhookEndpointRequest,
 } from './types.js';
 import { pause, waitForOperation, type WaitOptions } from './wait.js';
@@ -364,6 +365,33 @@ export class DurableSandboxClient {
       await this.send(what, options, false, ({ signal, fetch }) =>
         this.raw.POST('/v1/webhook-endpoints/{id}/rotate-secret', {
           params: { path: { id } },
+          signal,
+          fetch,
+        }),
+      )
+    ).data;
+  }
+
+  /**
+   * Sends again the endpoint's events emitted since `since` (RFC 3339, within the last 7 days)
+   * that were refused, given up, or queued and not taken yet
+   * (`POST /v1/webhook-endpoints/{id}:recover`; docs/webhooks.md). Retried on transient errors:
+   * a repeat queues again only what no delivery has taken, and each event is sent by one
+   * delivery at a time.
+   * @returns how many events were queued
+   * @throws DurableSandboxError `invalid_request` for a bad `since`, `not_found`
+   */
+  async recoverWebhookEvents(
+    id: string,
+    since: string,
+    options: CallOptions = {},
+  ): Promise<WebhookRecovery> {
+    const what = 'POST /v1/webhook-endpoints/{id}:recover';
+    return (
+      await this.send(what, options, 'read', ({ signal, fetch }) =>
+        this.raw.POST('/v1/webhook-endpoints/{id}:recover', {
+          params: { path: { id } },
+          body: { since },
           signal,
           fetch,
         }),

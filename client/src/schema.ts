@@ -311,6 +311,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/webhook-endpoints/{id}:recover': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Send again the endpoint's events emitted since a time that were refused, given up, or queued and not yet taken (Svix's recover, GitHub's redeliver); each is delivered with the checks of any delivery, and by one delivery at a time
+     * @description A custom method (AIP-136). Events are kept 7 days: `since` must be within them and not in the future. Each event queued gets a new round that only the delivery this recover starts may send, so two recovers at once do not send one event twice at once, and a repeated recover (for instance after a 503) queues again what is not taken yet. An event still being retried within its 3-day window is left to its retries. See docs/webhooks.md, "What is kept, and recover".
+     */
+    post: operations['recoverWebhookEvents'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/webhook-endpoints/{id}/deliveries': {
     parameters: {
       query?: never;
@@ -636,7 +656,7 @@ export interface components {
       sandbox_id: string;
       attempt: number;
       /**
-       * @description succeeded: a 2xx answer; failed: another answer, a timeout or a network error (retried with back-off); refused: the target resolves to an address delivery may not reach (not retried).
+       * @description succeeded: a 2xx answer; failed: another answer, a timeout or a network error (retried with back-off); refused: the target resolves to an address delivery may not reach (not retried; the event is kept, and a recover sends it again).
        * @enum {string}
        */
       status: 'succeeded' | 'failed' | 'refused';
@@ -648,6 +668,23 @@ export interface components {
     };
     WebhookDeliveryList: {
       deliveries: components['schemas']['WebhookDelivery'][];
+    };
+    RecoverWebhookEventsRequest: {
+      /**
+       * Format: date-time
+       * @description RFC 3339: events emitted at or after it are sent again; within the last 7 days, not in the future.
+       */
+      since: string;
+    };
+    WebhookRecovery: {
+      endpoint_id: string;
+      /**
+       * Format: date-time
+       * @description The since asked, in UTC.
+       */
+      since: string;
+      /** @description Events queued again, each sent once more (in the order they were emitted, per sandbox). */
+      queued: number;
     };
     /**
      * @description Exactly one of ttl (a new lifetime counted from now) and expire_time.
@@ -1429,6 +1466,57 @@ export interface operations {
       };
       500: components['responses']['Error'];
       503: components['responses']['AuthUnavailable'];
+    };
+  };
+  recoverWebhookEvents: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The webhook endpoint id. */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['RecoverWebhookEventsRequest'];
+      };
+    };
+    responses: {
+      /** @description How many events were queued again. */
+      202: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['WebhookRecovery'];
+        };
+      };
+      400: components['responses']['Error'];
+      401: components['responses']['Unauthenticated'];
+      404: components['responses']['Error'];
+      /** @description unsupported_media_type: the body's Content-Type is not JSON (send Content-Type: application/json). */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      500: components['responses']['Error'];
+      /** @description jwks_unavailable (see AuthUnavailable), or unavailable: Temporal could not be reached to start the deliveries; the events stay queued, repeat the recover. */
+      503: {
+        headers: {
+          /** @description Seconds to wait before trying again. */
+          'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
     };
   };
   listWebhookDeliveries: {

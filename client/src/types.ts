@@ -34,6 +34,10 @@ export type WebhookEndpoint = Schemas['WebhookEndpoint'];
 export type WebhookEndpointWithSecret = Schemas['WebhookEndpointWithSecret'];
 /** One delivery attempt of a webhook endpoint. */
 export type WebhookDelivery = Schemas['WebhookDelivery'];
+/** The body of `POST /v1/webhook-endpoints/{id}:recover`: `{ since }`, RFC 3339. */
+export type RecoverWebhookEventsRequest = Schemas['RecoverWebhookEventsRequest'];
+/** The answer of a recover: how many events were queued again. */
+export type WebhookRecovery = Schemas['WebhookRecovery'];
 /** A webhook event type: `sandbox.running`, `sandbox.failed`, `sandbox.deleted`. */
 export type WebhookEventType = Schemas['WebhookEventType'];
 /** The error body every failing request answers with. */

@@ -59,6 +59,9 @@ export async function startApiStack(options: ApiStackOptions = {}): Promise<ApiS
     TEMPORAL_TASK_QUEUE: stack.taskQueue,
     CREATE_DEADLINE_MS: '60000',
     SYNC_READINESS_BUDGET_MS: '60000',
+    // The API checks a webhook URL at registration with the workers' allow-list, as a
+    // deployment gives both the same WEBHOOK_ALLOWED_CIDRS.
+    WEBHOOK_ALLOWED_CIDRS: (options.stack?.webhooks?.allowedCidrs ?? []).join(','),
     ...options.env,
   };
   const configOf = (env: Record<string, string>) => loadConfig({ ...baseEnv, ...env });
