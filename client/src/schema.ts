@@ -27,7 +27,10 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** Readiness: Temporal and the store answer, the namespace has the search attributes, the cluster can be used */
+    /**
+     * Readiness: Temporal and the store answer, the namespace has the search attributes, the cluster can be used
+     * @description Without a token: {"status":"ready"} alone, or 503 with a fixed message. With a valid bearer token: the checks and warnings too, and a 503 naming what is wrong. A token that is sent and refused answers 401 as on every other route.
+     */
     get: operations['readyz'];
     put?: never;
     post?: never;
@@ -521,11 +524,8 @@ export interface components {
       temporal_ui_url: string | null;
       /** @description The W3C trace id of the trace the create was recorded in (a caller's traceparent continues it); null when traces are off (docs/observability.md). */
       trace_id: string | null;
-      /**
-       * @description Why a delete was started: requested by a caller (DELETE), or expired when the sandbox reached its expire_time; null for a create.
-       * @enum {string|null}
-       */
-      cause: 'requested' | 'expired' | null;
+      /** @description Why a delete was started: requested by a caller (DELETE), or expired when the sandbox reached its expire_time; null for a create. */
+      cause: components['schemas']['DeleteCause'] | null;
     };
     SandboxPage: {
       sandboxes: components['schemas']['Sandbox'][];
@@ -546,7 +546,7 @@ export interface components {
       /** @description `ok`, or why the cluster cannot be used (unreachable, credentials refused, a permission of deploy/rbac.yaml missing); absent when the API has no kubeconfig */
       cluster?: string;
     };
-    /** @description The smallest disk_mib the template's current image runs with. A declared floor (SANDBOX_TEMPLATES rootfs_mib) wins over a learned one; a learned floor was stated by a node refusing the image (cloned rootfs size) and applies only to that image. */
+    /** @description The smallest disk_mib the template's current image runs with. A declared floor (SANDBOX_TEMPLATES rootfs_mib) wins over a learned one; a learned floor was stated by a node refusing the image (cloned rootfs size) and applies only to that image. A learned floor shows its evidence (learned_at, node_name, reason, operation_id) only to the tenant whose create taught it; any other tenant sees source and rootfs_mib alone. */
     RootfsFloor: {
       /** @enum {string} */
       source: 'declared' | 'learned' | 'unknown';
@@ -561,7 +561,7 @@ export interface components {
       node_name?: string | null;
       /** @description learned: the node's reason. */
       reason?: string;
-      /** @description learned: the refused create, when it was the caller's tenant's; else null. */
+      /** @description learned: the refused create (only to its own tenant). */
       operation_id?: string | null;
     };
     Template: {
@@ -578,22 +578,13 @@ export interface components {
       } | null;
     };
     /** @description The error body of a 401: code `unauthenticated`, the reason in `details.reason`. */
-    AuthRefusal: components['schemas']['Error'] & {
-      error?: {
-        details?: {
-          /** @enum {string} */
-          reason:
-            | 'missing_token'
-            | 'unknown_token'
-            | 'malformed'
-            | 'expired'
-            | 'not_yet_valid'
-            | 'wrong_issuer'
-            | 'wrong_audience'
-            | 'unknown_key'
-            | 'bad_signature'
-            | 'algorithm_not_allowed'
-            | 'missing_tenant_claim';
+    AuthRefusal: {
+      error: {
+        /** @constant */
+        code: 'unauthenticated';
+        message: string;
+        details: {
+          reason: components['schemas']['AuthRefusalReason'];
         };
       };
     };
@@ -700,7 +691,28 @@ export interface components {
        * @description The new expiry (RFC 3339), in the future.
        */
       expire_time?: string;
-    };
+    } & (unknown | unknown);
+    /**
+     * @description Why a bearer token was refused (api/auth-refusals.ts).
+     * @enum {string}
+     */
+    AuthRefusalReason:
+      | 'missing_token'
+      | 'unknown_token'
+      | 'malformed'
+      | 'expired'
+      | 'not_yet_valid'
+      | 'wrong_issuer'
+      | 'wrong_audience'
+      | 'unknown_key'
+      | 'bad_signature'
+      | 'algorithm_not_allowed'
+      | 'missing_tenant_claim';
+    /**
+     * @description Why a delete was started: requested by a caller (DELETE), or expired when the sandbox reached its expire_time.
+     * @enum {string}
+     */
+    DeleteCause: 'requested' | 'expired';
   };
   responses: {
     /** @description An error. */
@@ -794,10 +806,19 @@ export interface operations {
           'application/json': {
             /** @constant */
             status: 'ready';
-            checks: components['schemas']['ReadinessChecks'];
+            checks?: components['schemas']['ReadinessChecks'];
             /** @description What degrades the service without stopping it, e.g. no permission to watch events. */
             warnings?: string[];
           };
+        };
+      };
+      /** @description A bearer token was sent and refused (AuthRefusal). */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['AuthRefusal'];
         };
       };
       /** @description Not ready: `unavailable`, the message naming each failing check. */
@@ -857,7 +878,7 @@ export interface operations {
         state?: components['schemas']['SandboxState'];
         /** @description Page size, 1 to 200. */
         limit?: number;
-        /** @description next_page_token of the previous page. */
+        /** @description next_page_token of the previous page; empty or absent: the first page (AIP-158). A token the service did not issue answers 400. */
         page_token?: string;
       };
       header?: never;
@@ -1054,7 +1075,7 @@ export interface operations {
         status?: components['schemas']['OperationStatus'];
         /** @description Page size, 1 to 200. */
         limit?: number;
-        /** @description next_page_token of the previous page. */
+        /** @description next_page_token of the previous page; empty or absent: the first page (AIP-158). A token the service did not issue answers 400. */
         page_token?: string;
       };
       header?: never;
