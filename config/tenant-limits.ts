@@ -7,8 +7,9 @@
  *      "tenants": {"acme": {"sandboxes": 100}}}
  *
  * A field a tenant's entry leaves out comes from `default`; one `default` leaves out comes from
- * {@link DEFAULT_TENANT_LIMITS}. Enforced by api/tenant-admission.ts (rates, waits) and the
- * store's create transaction (sandboxes and their resources: store/tenant-usage.ts).
+ * {@link DEFAULT_TENANT_LIMITS}. Enforced by the store's create transaction (sandboxes and their
+ * resources: store/tenant-usage.ts; the create rate's bucket: store/create-rate.ts) and
+ * api/tenant-admission.ts (waits).
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { z } from 'zod';
@@ -51,7 +52,8 @@ const limitsSchema = z
     memory_mib: count('MiB'),
     disk_mib: count('MiB'),
     creates_per_second: z.number().int('must be a whole number').min(1, 'must be at least 1'),
-    create_burst: count('creates'),
+    // The bucket's size: below one token it would never admit a create.
+    create_burst: z.number().int('must be a whole number').min(1, 'must be at least 1'),
     waits: count('requests'),
   })
   .partial()

@@ -73,6 +73,7 @@ describe('TENANT_LIMITS', () => {
       '{"default": {"creates_per_second": 0}}',
       'TENANT_LIMITS: default.creates_per_second: must be at least 1',
     ],
+    ['{"default": {"create_burst": 0}}', 'TENANT_LIMITS: default.create_burst: must be at least 1'],
     [
       '{"default": {"memory_mib": 1.5}}',
       'TENANT_LIMITS: default.memory_mib: must be a whole number of MiB',

@@ -14,6 +14,7 @@ export const FAST_TESTS = [
   'test/bench-sizing.test.ts',
   'test/config-templates.test.ts',
   'test/config-tenant-limits.test.ts',
+  'test/create-rate.test.ts',
   'test/create-workflow-branches.test.ts',
   'test/credential-hint.test.ts',
   'test/fault-report.test.ts',
