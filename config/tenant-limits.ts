@@ -16,21 +16,21 @@ import { z } from 'zod';
 import type { TenantLimits } from '../contract/index.js';
 
 /**
- * The limits of a tenant that neither TENANT_LIMITS' `default` nor its own entry sets. Generous
- * on purpose (a deployment without TENANT_LIMITS behaves as before them; the bench holds 10 000
- * creates of one tenant waiting): 100 000 sandboxes at once of 100 000 cores, 40 TiB of memory
- * and 100 TiB of disk in all; 1 000 creates a second with a burst of 2 000; 5 000 long-polls
- * and synchronous creates waiting at once (above the per-process cap of 1 000 long-polls,
- * api/long-poll.ts).
+ * The limits of a tenant that neither TENANT_LIMITS' `default` nor its own entry sets: a shared
+ * installation's (docs/configuration.md, "Tenant limits", says why each): 20 sandboxes at once
+ * (E2B's default per team) of 40 cores, 80 GiB of memory and 400 GiB of disk in all (20 of 2
+ * cores, 4 GiB and 20 GiB); 5 creates a second with a burst of 10; 100 long-polls and
+ * synchronous creates waiting at once per API replica (a tenth of the per-process cap of 1,000
+ * long-polls, api/long-poll.ts, so ten tenants cannot take them all).
  */
 export const DEFAULT_TENANT_LIMITS: Readonly<TenantLimits> = {
-  sandboxes: 100_000,
-  cpu: 100_000,
-  memoryMib: 40 * 1024 * 1024,
-  diskMib: 100 * 1024 * 1024,
-  createsPerSecond: 1_000,
-  createBurst: 2_000,
-  waits: 5_000,
+  sandboxes: 20,
+  cpu: 40,
+  memoryMib: 80 * 1024,
+  diskMib: 400 * 1024,
+  createsPerSecond: 5,
+  createBurst: 10,
+  waits: 100,
 };
 
 /** TENANT_LIMITS as parsed: the default of every tenant and each tenant's own limits. */

@@ -10,6 +10,7 @@ import { SearchAttributeType } from '@temporalio/common';
 import { describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments } from 'yaml';
 import { CONFIG_VARIABLES, loadConfig } from '../config/index.js';
+import { DEFAULT_TENANT_LIMITS } from '../config/tenant-limits.js';
 import { SEARCH_ATTRIBUTE_KEYS } from '../temporal/search-attribute-keys.js';
 import {
   DYNAMIC_CONFIG,
@@ -130,6 +131,15 @@ describe('docker-compose.yml', () => {
       expect(url.pathname, name).toBe(`/${postgres.POSTGRES_DB}`);
     }
     expect(loadConfig(resolvedEnvironment('api')).devToken).toBe(false);
+  });
+
+  it("passes TENANT_LIMITS to the api and the workers, unset giving a shared installation's defaults", () => {
+    for (const name of APP_SERVICES) {
+      expect(service(name).environment?.TENANT_LIMITS, name).toBe('${TENANT_LIMITS:-}');
+      expect(loadConfig(resolvedEnvironment(name)).tenantLimits.default, name).toEqual(
+        DEFAULT_TENANT_LIMITS,
+      );
+    }
   });
 
   it('sets LOG_FORMAT=json for the api and the workers: JSON lines, a failed start included', () => {

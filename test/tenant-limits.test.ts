@@ -365,11 +365,12 @@ describe('GET /v1/quota and the refusal metric', () => {
       limits: {
         sandboxes: 3,
         cpu: 8,
-        memory_mib: 40 * 1024 * 1024,
-        disk_mib: 100 * 1024 * 1024,
+        // The fields its entry leaves out: the built-in defaults, a shared installation's.
+        memory_mib: 81920,
+        disk_mib: 409600,
         creates_per_second: 5,
-        create_burst: 2000,
-        waits: 5000,
+        create_burst: 10,
+        waits: 100,
       },
       usage: { sandboxes: 0, cpu: 0, memory_mib: 0, disk_mib: 0, waits: 0 },
     });
@@ -386,10 +387,10 @@ describe('GET /v1/quota and the refusal metric', () => {
       disk_mib: 2048,
       waits: 0,
     });
-    // Tenant B (defaults) sees its own figures only.
+    // Tenant B (the built-in defaults) sees its own figures only.
     const other = await request(app).get('/v1/quota').set(bearer(api.tenantB));
     expect(other.body.tenant).toBe(api.tenantB.id);
-    expect(other.body.limits.sandboxes).toBe(100_000);
+    expect(other.body.limits.sandboxes).toBe(20);
     await awaitOperation(app, who, accepted.body.id);
   });
 

@@ -12,6 +12,7 @@ import { expect } from 'vitest';
 import { createApp, type AppDeps } from '../../api/app.js';
 import { loadConfig, type Config } from '../../config/index.js';
 import { startTestStack, type TestStack, type TestStackOptions } from './stack.js';
+import { ROOMY_TENANT_LIMITS } from './tenant-limits.js';
 import { waitUntil } from '../../scripts/wait-until.js';
 
 /** A tenant and its bearer token. */
@@ -59,6 +60,8 @@ export async function startApiStack(options: ApiStackOptions = {}): Promise<ApiS
     TEMPORAL_TASK_QUEUE: stack.taskQueue,
     CREATE_DEADLINE_MS: '60000',
     SYNC_READINESS_BUDGET_MS: '60000',
+    // Limits for suites about something else; a suite's own TENANT_LIMITS replaces them.
+    TENANT_LIMITS: ROOMY_TENANT_LIMITS,
     ...options.env,
   };
   const configOf = (env: Record<string, string>) => loadConfig({ ...baseEnv, ...env });
