@@ -14,6 +14,7 @@ import type { createSandbox } from '../workflows/create-sandbox.js';
 import type { OperationMemo } from '../temporal/operation-memo.js';
 import { operationSearchAttributes } from '../temporal/search-attribute-keys.js';
 import { createSummary } from '../temporal/workflow-summaries.js';
+import { tenantPriority } from '../temporal/priority.js';
 import {
   formatDuration,
   matchesWarmPool,
@@ -136,6 +137,8 @@ export async function startCreateWorkflow(
       // A backstop only: the deadline itself is a timer inside the workflow, so compensation runs.
       workflowExecutionTimeout: deadlineMs + EXECUTION_TIMEOUT_MARGIN_MS,
       requestEagerStart: deps.eagerWorkflowStart === true,
+      // The tenant's fairness key and weight (temporal/priority.ts); its activities inherit them.
+      priority: tenantPriority(deps.config.tenantLimits, sandbox.tenant),
     });
     createsStarted().inc({ template: sandbox.template });
     await deps.store.recordOperationRunId(sandbox.operationId, handle.firstExecutionRunId);

@@ -31,6 +31,7 @@ export const DEFAULT_TENANT_LIMITS: Readonly<TenantLimits> = {
   createsPerSecond: 5,
   createBurst: 10,
   waits: 100,
+  fairnessWeight: 1,
 };
 
 /** TENANT_LIMITS as parsed: the default of every tenant and each tenant's own limits. */
@@ -55,6 +56,11 @@ const limitsSchema = z
     // The bucket's size: below one token it would never admit a create.
     create_burst: z.number().int('must be a whole number').min(1, 'must be at least 1'),
     waits: count('requests'),
+    // Temporal clamps weights to [0.001, 1000] (Priority.fairnessWeight).
+    fairness_weight: z
+      .number()
+      .min(0.001, 'must be at least 0.001')
+      .max(1000, 'must be at most 1000'),
   })
   .partial()
   .strict();
@@ -78,6 +84,7 @@ function over(base: TenantLimits, entry: LimitsEntry | undefined): TenantLimits 
     createsPerSecond: entry?.creates_per_second ?? base.createsPerSecond,
     createBurst: entry?.create_burst ?? base.createBurst,
     waits: entry?.waits ?? base.waits,
+    fairnessWeight: entry?.fairness_weight ?? base.fairnessWeight,
   };
 }
 

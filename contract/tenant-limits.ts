@@ -22,6 +22,11 @@ export interface TenantLimits {
   createsPerSecond: number;
   createBurst: number;
   waits: number;
+  /**
+   * The tenant's share of the task queues when they hold a backlog: Temporal's fairness weight
+   * of its workflows (temporal/priority.ts; 0.001 to 1000, default 1).
+   */
+  fairnessWeight: number;
 }
 
 /** The sandbox states that hold a share of the tenant's limits. */

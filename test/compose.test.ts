@@ -264,7 +264,7 @@ describe('docker-compose.yml', () => {
     expect(SETUP_SCRIPT).toBe(join(ROOT, 'environments/temporal-tier/setup.sh'));
   });
 
-  it("runs the server on the tier's dynamic config file, with eager activity dispatch on", () => {
+  it("runs the server on the tier's dynamic config file, with eager dispatch and task queue fairness on", () => {
     const server = service('temporal');
     const path = server.environment?.DYNAMIC_CONFIG_FILE_PATH;
     const mount = server.volumes?.find(
@@ -280,6 +280,8 @@ describe('docker-compose.yml', () => {
     expect(DYNAMIC_CONFIG).toBe(join(ROOT, 'environments/temporal-tier/dynamicconfig.yaml'));
     expect(parse(read('environments/temporal-tier/dynamicconfig.yaml'))).toMatchObject({
       'system.enableActivityEagerExecution': [{ value: true }],
+      // Each tenant's workflows a share of a backlog by their fairness key (temporal/priority.ts).
+      'matching.enableFairness': [{ value: true }],
     });
   });
 

@@ -17,6 +17,7 @@ export const FAST_TESTS = [
   'test/create-rate.test.ts',
   'test/create-workflow-branches.test.ts',
   'test/credential-hint.test.ts',
+  'test/fairness-keys.test.ts',
   'test/fault-report.test.ts',
   'test/layers.test.ts',
   'test/lifetime-durations.test.ts',
