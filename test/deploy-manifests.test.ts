@@ -137,9 +137,9 @@ describe('the sandbox namespace', () => {
   const isolation = documents('sandbox-isolation.yaml');
   const policy = isolation.find((doc) => doc.kind === 'NetworkPolicy') as V1NetworkPolicy;
 
-  it('enforces Pod Security baseline and warns and audits restricted', () => {
+  it('enforces Pod Security restricted, and warns and audits it', () => {
     expect(sandboxes.metadata?.labels).toEqual({
-      'pod-security.kubernetes.io/enforce': 'baseline',
+      'pod-security.kubernetes.io/enforce': 'restricted',
       'pod-security.kubernetes.io/enforce-version': 'latest',
       'pod-security.kubernetes.io/warn': 'restricted',
       'pod-security.kubernetes.io/warn-version': 'latest',
