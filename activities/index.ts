@@ -2,6 +2,7 @@
  * The create's activities, built from their dependencies so the worker wires real ones and
  * tests wire real ones pointed at the simulated cluster and a temporary database.
  */
+import type { TenantLimitsConfig } from '../config/index.js';
 import { admissionActivities } from './admission.js';
 import { podActivities, type PodActivityDeps } from './pods.js';
 import { operationActivities } from './operations.js';
@@ -11,7 +12,14 @@ import { webhookActivities, type WebhookActivityDeps } from './webhooks.js';
 import { warmPoolActivities } from './warm-pools.js';
 
 /** Everything the activities need. */
-export type ActivityDeps = PodActivityDeps & Pick<WebhookActivityDeps, 'webhooks'>;
+export type ActivityDeps = PodActivityDeps &
+  Pick<WebhookActivityDeps, 'webhooks'> & {
+    /**
+     * TENANT_LIMITS, as the API reads it: the fairness weight of the workflows the steps start
+     * (lifetimes, expiry deletes, webhook deliveries; temporal/priority.ts). Unset: weight 1.
+     */
+    tenantLimits?: TenantLimitsConfig;
+  };
 
 /** Builds every activity of the create workflow. */
 export function createActivities(deps: ActivityDeps) {

@@ -10,8 +10,10 @@ import { createHash } from 'node:crypto';
 import { Context, log } from '@temporalio/activity';
 import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
 import { lifetimeWorkflowId, operationIdOf, type ExpiryOutcome } from '../contract/index.js';
+import type { TenantLimitsConfig } from '../config/index.js';
 import type { SandboxRecord, Store } from '../store/index.js';
 import { deleteOperationOf, deleteWorkflowOptions } from '../temporal/delete-workflow.js';
+import { tenantPriority } from '../temporal/priority.js';
 import type { CreateMetrics } from './metrics.js';
 
 /**
@@ -43,6 +45,8 @@ export async function endLifetime(client: Context['client'], sandboxId: string):
 export interface LifetimeActivityDeps {
   store: Store;
   metrics?: CreateMetrics;
+  /** TENANT_LIMITS: the fairness weight of the deletes it starts (temporal/priority.ts). */
+  tenantLimits?: TenantLimitsConfig;
 }
 
 /** Builds the lifetime activities over their dependencies. */
@@ -77,7 +81,13 @@ export function lifetimeActivities(deps: LifetimeActivityDeps) {
       try {
         const handle = await context.client.workflow.start(
           'deleteSandbox',
-          deleteWorkflowOptions(sandbox, operationId, context.info.taskQueue, 'expired'),
+          deleteWorkflowOptions(
+            sandbox,
+            operationId,
+            context.info.taskQueue,
+            'expired',
+            tenantPriority(deps.tenantLimits, sandbox.tenant),
+          ),
         );
         await deps.store.recordOperationRunId(operationId, handle.firstExecutionRunId);
         deps.metrics?.sandboxesExpired.inc({ template: sandbox.template });

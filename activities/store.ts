@@ -4,6 +4,7 @@
  */
 import type { PodRef } from '../kubernetes/pods.js';
 import { Context, log } from '@temporalio/activity';
+import type { TenantLimitsConfig } from '../config/index.js';
 import type { SandboxRecord, Store } from '../store/index.js';
 import {
   type ExecutionRef,
@@ -16,6 +17,7 @@ import type { CreateMetrics } from './metrics.js';
 import { floorFields, rootfsFloorOf } from './rootfs-floor-evidence.js';
 import { emitSandboxEvent } from './webhooks.js';
 import { startLifetime } from '../temporal/lifetime-workflow.js';
+import { tenantPriority } from '../temporal/priority.js';
 import { endLifetime } from './lifetime.js';
 
 /**
@@ -37,6 +39,11 @@ export interface StoreActivityDeps {
    * the store its image ran with its disk (floors that heal). Absent: nothing is noted.
    */
   templates?: Record<string, { image: string }>;
+  /**
+   * TENANT_LIMITS: the fairness weight of the lifetimes and webhook deliveries its steps start
+   * (temporal/priority.ts); unset: weight 1.
+   */
+  tenantLimits?: TenantLimitsConfig;
 }
 
 /**
@@ -70,11 +77,16 @@ export function storeActivities(deps: StoreActivityDeps) {
       if (wrote) {
         const sandbox = await deps.store.getSandboxById(input.sandboxId);
         if (result === 'marked' && sandbox) await noteImageRan(deps, sandbox);
-        await emitSandboxEvent(deps.store, sandbox, ['running']);
+        await emitSandboxEvent(deps.store, sandbox, ['running'], deps.tenantLimits);
         // Its lifetime starts now, if it has one (docs/api.md, "Lifetimes"); a retry only signals.
         if (sandbox?.expireTime) {
           const context = Context.current();
-          await startLifetime(context.client, context.info.taskQueue, sandbox);
+          await startLifetime(
+            context.client,
+            context.info.taskQueue,
+            sandbox,
+            tenantPriority(deps.tenantLimits, sandbox.tenant),
+          );
         }
       }
       return wrote;
@@ -110,10 +122,12 @@ export function storeActivities(deps: StoreActivityDeps) {
         }
       }
       log.info('execution retired', { retired, reason: input.reason, code: input.failure?.code });
-      await emitSandboxEvent(deps.store, await deps.store.getSandboxById(input.sandboxId), [
-        'failed',
-        'deleted',
-      ]);
+      await emitSandboxEvent(
+        deps.store,
+        await deps.store.getSandboxById(input.sandboxId),
+        ['failed', 'deleted'],
+        deps.tenantLimits,
+      );
       return retired;
     },
 
@@ -184,7 +198,7 @@ export function storeActivities(deps: StoreActivityDeps) {
       });
       log.info('sandbox deleted', { deleted });
       const sandbox = await deps.store.getSandboxById(input.sandboxId);
-      await emitSandboxEvent(deps.store, sandbox, ['deleted']);
+      await emitSandboxEvent(deps.store, sandbox, ['deleted'], deps.tenantLimits);
       // No timer may fire on a deleted sandbox: one that had an expiry has a lifetime to end.
       if (sandbox?.expireTime) await endLifetime(Context.current().client, input.sandboxId);
       return deleted;

@@ -19,6 +19,8 @@ import {
   sandboxToWire,
 } from '../contract/index.js';
 import type { SandboxRecord, Store } from '../store/index.js';
+import { tenantPriority } from '../temporal/priority.js';
+import type { TenantLimitsConfig } from '../config/index.js';
 import { postWebhook, WebhookTargetRefusedError } from '../webhooks/http-delivery.js';
 import { newWebhookDeliveryId } from '../webhooks/secrets.js';
 import { signWebhook } from '../webhooks/signing.js';
@@ -66,7 +68,8 @@ export function webhookEventId(
  * calling step writes; of them only `running`, `failed` and `deleted` have events): keeps its
  * body in the store, then, for every endpoint of the sandbox's tenant subscribed to its type,
  * signals-with-start the endpoint's delivery workflow for this sandbox, which delivers its
- * events in order. Called after each store transition, also when a retried step finds it
+ * events in order, with the tenant's fairness key and the weight `tenantLimits` gives it.
+ * Called after each store transition, also when a retried step finds it
  * already written (the event id is stable, so the workflow drops the repeat).
  * @returns how many endpoints it signalled
  * @throws the store's or Temporal's error (the calling step is retried)
@@ -75,6 +78,7 @@ export async function emitSandboxEvent(
   store: Store,
   sandbox: SandboxRecord | undefined,
   states: readonly SandboxState[],
+  tenantLimits?: TenantLimitsConfig,
 ): Promise<number> {
   if (!sandbox || !states.includes(sandbox.state)) return 0;
   const sandboxId = sandbox.id;
@@ -109,6 +113,8 @@ export async function emitSandboxEvent(
       args: [{ endpointId, sandboxId }],
       signal: WEBHOOK_EVENT_SIGNAL,
       signalArgs: [ref],
+      // The tenant's fairness key and weight (temporal/priority.ts).
+      priority: tenantPriority(tenantLimits, sandbox.tenant),
     });
   }
   log.info('webhook event emitted', { event_id: event.id, type, endpoints: endpoints.length });

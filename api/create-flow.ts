@@ -14,6 +14,7 @@ import type { createSandbox } from '../workflows/create-sandbox.js';
 import type { OperationMemo } from '../temporal/operation-memo.js';
 import { operationSearchAttributes } from '../temporal/search-attribute-keys.js';
 import { createSummary } from '../temporal/workflow-summaries.js';
+import { tenantPriority } from '../temporal/priority.js';
 import {
   formatDuration,
   matchesWarmPool,
@@ -26,7 +27,7 @@ import { limitsOf, placementPolicyOf, warmPoolOf } from '../config/index.js';
 import type { AppDeps } from './deps.js';
 import { createsStarted } from './metrics.js';
 import { ApiError } from './errors.js';
-import { heldLimitRefusal } from './tenant-admission.js';
+import { createRateRefusal, heldLimitRefusal } from './tenant-admission.js';
 import { idempotencyKeyOf, requestHash } from './idempotency.js';
 import { refuseBelowRootfsFloor } from './rootfs-floors.js';
 import { parseCreateRequest, type CreateRequest } from './validation.js';
@@ -136,6 +137,8 @@ export async function startCreateWorkflow(
       // A backstop only: the deadline itself is a timer inside the workflow, so compensation runs.
       workflowExecutionTimeout: deadlineMs + EXECUTION_TIMEOUT_MARGIN_MS,
       requestEagerStart: deps.eagerWorkflowStart === true,
+      // The tenant's fairness key and weight (temporal/priority.ts); its activities inherit them.
+      priority: tenantPriority(deps.config.tenantLimits, sandbox.tenant),
     });
     createsStarted().inc({ template: sandbox.template });
     await deps.store.recordOperationRunId(sandbox.operationId, handle.firstExecutionRunId);
@@ -260,9 +263,10 @@ async function requireUsable(deps: AppDeps): Promise<void> {
  * @returns the operation and sandbox ids
  * @throws ApiError `invalid_request` (400) when `disk_mib` is below the template's rootfs floor
  *   (api/rootfs-floors.ts; nothing is stored or started)
- * @throws ApiError `rate_limited` (429) past the tenant's create rate, `quota_exceeded` (429)
- *   when the sandbox does not fit the tenant's held limits (api/tenant-admission.ts; nothing
- *   is stored or started and the `Idempotency-Key` stays unclaimed)
+ * @throws ApiError `rate_limited` (429) when the tenant's create-rate bucket holds no token,
+ *   `quota_exceeded` (429) when the sandbox does not fit the tenant's held limits (both in the
+ *   store's create transaction, api/tenant-admission.ts; nothing is stored or started, no token
+ *   is taken and the `Idempotency-Key` stays unclaimed)
  * @throws ApiError `idempotency_conflict` (409) when the tenant used the key with another body
  * @throws ApiError `unavailable` (503) when the service cannot create sandboxes (search
  *   attributes missing, cluster unusable), or when the workflow could not be started (the sandbox is
@@ -270,8 +274,6 @@ async function requireUsable(deps: AppDeps): Promise<void> {
  * @throws the store's error when the database fails
  */
 export async function acceptCreate(deps: AppDeps, command: CreateCommand): Promise<AcceptedCreate> {
-  // The cheapest refusal first: a tenant past its create rate costs no query.
-  await deps.admission?.takeCreate(command.tenant);
   // A request below a known floor is refused whatever the cluster's state: its answer is known.
   await refuseBelowRootfsFloor(deps, command);
   await requireUsable(deps);
@@ -279,6 +281,7 @@ export async function acceptCreate(deps: AppDeps, command: CreateCommand): Promi
   const sandboxId = newSandboxId();
   // The request's span names the operation; the operation keeps the trace id (null when off).
   const traceId = markOperationSpan(operationId, sandboxId);
+  const limits = limitsOf(deps.config.tenantLimits, command.tenant);
   const stored = await deps.store.createSandbox({
     id: sandboxId,
     tenant: command.tenant,
@@ -288,8 +291,10 @@ export async function acceptCreate(deps: AppDeps, command: CreateCommand): Promi
     deadlineMs: command.deadlineMs,
     ttlMs: command.request.lifetime?.ttlMs,
     traceId,
-    // Checked with the insert in one transaction: exact across API replicas.
-    limits: limitsOf(deps.config.tenantLimits, command.tenant),
+    // Checked with the insert in one transaction: exact across API replicas, and one bucket of
+    // the create rate for every replica and the Nexus handler.
+    limits,
+    createRate: { perSecond: limits.createsPerSecond, burst: limits.createBurst },
     idempotency:
       command.idempotencyKey === undefined
         ? undefined
@@ -312,6 +317,8 @@ export async function acceptCreate(deps: AppDeps, command: CreateCommand): Promi
   switch (stored.kind) {
     case 'refused':
       throw heldLimitRefusal(deps.config, command.tenant, stored.refusal);
+    case 'rate_limited':
+      throw createRateRefusal(deps.config, command.tenant, stored.refusal);
     case 'conflict':
       throw new ApiError(
         'idempotency_conflict',

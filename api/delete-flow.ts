@@ -6,6 +6,7 @@ import type { WorkflowStartOptions } from '@temporalio/client';
 import { newOperationId } from '../contract/index.js';
 import type { SandboxRecord } from '../store/index.js';
 import { deleteOperationOf, deleteWorkflowOptions } from '../temporal/delete-workflow.js';
+import { tenantPriority } from '../temporal/priority.js';
 import type { deleteSandbox } from '../workflows/delete-sandbox.js';
 import type { AppDeps } from './deps.js';
 import { ApiError } from './errors.js';
@@ -54,7 +55,13 @@ export async function acceptDelete(
   }
   try {
     const handle = await startWorkflow(
-      deleteWorkflowOptions(sandbox, operationId, deps.config.taskQueue, 'requested'),
+      deleteWorkflowOptions(
+        sandbox,
+        operationId,
+        deps.config.taskQueue,
+        'requested',
+        tenantPriority(deps.config.tenantLimits, sandbox.tenant),
+      ),
     );
     await deps.store.recordOperationRunId(operationId, handle.firstExecutionRunId);
   } catch (err) {

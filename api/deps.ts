@@ -27,8 +27,8 @@ export interface AppDeps {
    */
   kubernetes?: KubernetesClient;
   /**
-   * This process's per-replica tenant limits (create rate, waits: api/tenant-admission.ts);
-   * createApp builds one from `config` when unset. Unset outside an app: no per-replica limits.
+   * This process's per-replica tenant limit (waits: api/tenant-admission.ts); createApp builds
+   * one from `config` when unset. Unset outside an app: no per-replica limit.
    */
   admission?: TenantAdmission;
   /** The readiness source; createApp builds one over the others when unset. */

@@ -8,6 +8,7 @@ import { lifetimeOf } from '../config/index.js';
 import { MAX_TTL_LIMIT_MS, formatDuration } from '../contract/index.js';
 import type { SandboxRecord } from '../store/index.js';
 import { startLifetime } from '../temporal/lifetime-workflow.js';
+import { tenantPriority } from '../temporal/priority.js';
 import type { AppDeps } from './deps.js';
 import { ApiError } from './errors.js';
 import type { ExtendRequest } from './validation.js';
@@ -68,7 +69,12 @@ export async function extendLifetime(
     });
   }
   try {
-    await startLifetime(deps.temporal, deps.config.taskQueue, stored);
+    await startLifetime(
+      deps.temporal,
+      deps.config.taskQueue,
+      stored,
+      tenantPriority(deps.config.tenantLimits, stored.tenant),
+    );
   } catch (err) {
     deps.logger.error({ err, sandbox_id: sandbox.id }, 'could not signal the lifetime workflow');
     throw new ApiError('unavailable', 'the workflow service is unavailable; try again', {

@@ -6,15 +6,14 @@
  * | limit                                     | code             | where it is enforced           | Retry-After            |
  * | ----------------------------------------- | ---------------- | ------------------------------ | ---------------------- |
  * | `sandboxes`, `cpu`, `memory_mib`, `disk_mib` | `quota_exceeded` | the store's create transaction (exact across replicas) | {@link HELD_LIMIT_RETRY_AFTER_S} |
- * | `creates_per_second` (+ `create_burst`)    | `rate_limited`   | this replica (rate-limiter-flexible, in memory) | until the window frees a create |
+ * | `creates_per_second` (+ `create_burst`)    | `rate_limited`   | the store's create transaction: one token bucket per tenant (contract/create-rate.ts), shared by every replica and the Nexus handler | until the bucket holds a token |
  * | `waits` (long-polls + synchronous creates) | `rate_limited`   | this replica (a counter)       | {@link WAITS_RETRY_AFTER_S} |
  *
- * The per-replica limits hold per API process: behind N replicas a tenant may reach N times
- * them (an operator divides by the replica count when that matters).
+ * `waits` holds per API process: behind N replicas a tenant may reach N times it (an operator
+ * divides by the replica count when that matters).
  */
-import { BurstyRateLimiter, RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import { limitsOf, type Config } from '../config/index.js';
-import type { HeldLimitRefusal, LimitName, TenantLimits } from '../contract/index.js';
+import type { CreateRateRefusal, HeldLimitRefusal, LimitName } from '../contract/index.js';
 import { ApiError } from './errors.js';
 import { quotaRefusals } from './metrics.js';
 
@@ -66,7 +65,7 @@ export function heldLimitRefusal(
   );
 }
 
-/** A 429 `rate_limited` naming a per-replica limit. */
+/** A 429 `rate_limited` naming the create rate or the waits. */
 function rateRefusal(
   config: Config,
   tenant: string,
@@ -84,29 +83,27 @@ function rateRefusal(
   );
 }
 
-/** The limiter of one (rate, burst) pair: a one-second window plus a burst allowance. */
-function burstyLimiter(limits: TenantLimits): BurstyRateLimiter {
-  const rate = new RateLimiterMemory({
-    keyPrefix: 'creates',
-    points: limits.createsPerSecond,
-    duration: 1,
-  });
-  // The burst refills at the sustained rate, as a token bucket's would.
-  const burst = new RateLimiterMemory({
-    keyPrefix: 'creates-burst',
-    points: limits.createBurst,
-    duration: Math.max(1, Math.ceil(limits.createBurst / limits.createsPerSecond)),
-  });
-  return new BurstyRateLimiter(rate, burst);
+/**
+ * The 429 `rate_limited` of a create the tenant's token bucket refused (store/create-rate.ts):
+ * `Retry-After` is the time until the bucket holds one token, in whole seconds (≥ 1).
+ * @returns the error to throw; counts it in the refusal metric
+ */
+export function createRateRefusal(
+  config: Config,
+  tenant: string,
+  refusal: CreateRateRefusal,
+): ApiError {
+  return rateRefusal(
+    config,
+    tenant,
+    { limit: 'creates_per_second', usage: refusal.usage, limitValue: refusal.limitValue },
+    Math.max(1, Math.ceil(refusal.retryAfterMs / 1000)),
+    { burst: refusal.burst },
+  );
 }
 
-/** One API process's per-replica admission: the create rate and the waits of each tenant. */
+/** One API process's per-replica admission: the waits of each tenant. */
 export interface TenantAdmission {
-  /**
-   * Takes one create from the tenant's `creates_per_second` (+ burst).
-   * @throws ApiError 429 `rate_limited` when none is left, with `Retry-After` until one is
-   */
-  takeCreate(tenant: string): Promise<void>;
   /**
    * Holds one of the tenant's `waits` until `release` is called (call it once, when the
    * long-poll or synchronous create answers).
@@ -122,42 +119,9 @@ export interface TenantAdmission {
  * @param config TENANT_LIMITS and whether refusals are counted by tenant
  */
 export function createTenantAdmission(config: Config): TenantAdmission {
-  // One limiter per distinct (rate, burst): tenants sharing the default share the instance,
-  // each under its own key.
-  const limiters = new Map<string, BurstyRateLimiter>();
   const waits = new Map<string, number>();
 
-  function limiterOf(limits: TenantLimits): BurstyRateLimiter {
-    const key = `${limits.createsPerSecond}/${limits.createBurst}`;
-    let limiter = limiters.get(key);
-    if (!limiter) {
-      limiter = burstyLimiter(limits);
-      limiters.set(key, limiter);
-    }
-    return limiter;
-  }
-
   return {
-    async takeCreate(tenant) {
-      const limits = limitsOf(config.tenantLimits, tenant);
-      try {
-        await limiterOf(limits).consume(tenant);
-      } catch (err) {
-        if (!(err instanceof RateLimiterRes)) throw err;
-        throw rateRefusal(
-          config,
-          tenant,
-          {
-            limit: 'creates_per_second',
-            usage: err.consumedPoints - 1,
-            limitValue: limits.createsPerSecond,
-          },
-          Math.max(1, Math.ceil(err.msBeforeNext / 1000)),
-          { burst: limits.createBurst },
-        );
-      }
-    },
-
     holdWait(tenant) {
       const limit = limitsOf(config.tenantLimits, tenant).waits;
       const held = waits.get(tenant) ?? 0;

@@ -19,7 +19,7 @@ import {
   type SandboxJson,
   type WireResources,
 } from '../contract/index.js';
-import { warmPoolOf, type TemplateConfig } from '../config/index.js';
+import { runsAsRoot, warmPoolOf, type TemplateConfig } from '../config/index.js';
 import type { OperationPage } from './operation-list.js';
 import type { Operation, OperationType } from './operations.js';
 
@@ -196,12 +196,21 @@ export interface TemplateJson {
    * and status are the operator's (`/admin/v1/warm-pools`).
    */
   warm_pool: { resources: WireResources } | null;
+  /**
+   * True when the template opted out of running as a non-root user (`run_as_root`, for an image
+   * that needs root): its pods meet Pod Security `baseline` only, and a namespace enforcing
+   * `restricted` refuses them. False: the default, `runAsNonRoot` (docs/configuration.md).
+   */
+  run_as_root: boolean;
 }
 
 /** A template, its image, its effective floor and its lifetimes as the API shows them. */
 export function templateToWire(
   name: string,
-  template: Pick<TemplateConfig, 'image' | 'default_ttl' | 'max_ttl' | 'warm_pool'>,
+  template: Pick<
+    TemplateConfig,
+    'image' | 'default_ttl' | 'max_ttl' | 'warm_pool' | 'run_as_root' | 'run_as_non_root'
+  >,
   floor: RootfsFloor,
   tenant: string,
 ): TemplateJson {
@@ -213,5 +222,6 @@ export function templateToWire(
     default_ttl: template.default_ttl ?? null,
     max_ttl: template.max_ttl ?? null,
     warm_pool: pool ? { resources: resourcesToWire(pool.resources) } : null,
+    run_as_root: runsAsRoot(template),
   };
 }

@@ -226,8 +226,8 @@ export function formatTemplateList(templates: Template[], options: TableOptions 
 
 /**
  * The tenant's limits and usage (`GET /v1/quota`) as a table: LIMIT, USED, OF (the limit's
- * value), SCOPE (`all replicas`: the held limits, checked in the store; `this replica`: the
- * create rate and the waits, held per API process; docs/api.md, "Tenant limits").
+ * value), SCOPE (`all replicas`: the held limits and the create rate, checked in the store;
+ * `this replica`: the waits, held per API process; docs/api.md, "Tenant limits").
  */
 export function formatQuota(quota: Quota, options: TableOptions = {}): string {
   const { limits, usage } = quota;
@@ -240,7 +240,7 @@ export function formatQuota(quota: Quota, options: TableOptions = {}): string {
       'creates_per_second',
       '-',
       `${limits.creates_per_second} (burst ${limits.create_burst})`,
-      'this replica',
+      'all replicas',
     ],
     ['waits', String(usage.waits), String(limits.waits), 'this replica'],
   ];

@@ -30,6 +30,7 @@ import {
 
 export type { OidcConfig } from './oidc.js';
 export { limitsOf, type TenantLimitsConfig } from './tenant-limits.js';
+export { runsAsRoot } from './pod-settings.js';
 import {
   DEFAULT_MAX_PLACEMENTS,
   MAX_PLACEMENTS_LIMIT,
@@ -48,8 +49,9 @@ import {
 } from '../contract/index.js';
 
 /**
- * One entry of the template catalog. The pod-isolation fields (`run_as_non_root`,
- * `runtime_class_name`, `node_selector`, `tolerations`) are config/pod-settings.ts's.
+ * One entry of the template catalog. The pod-isolation fields (`run_as_root`, the older
+ * `run_as_non_root`, `runtime_class_name`, `node_selector`, `tolerations`) are
+ * config/pod-settings.ts's.
  */
 export interface TemplateConfig extends TemplatePodFields {
   /** Container image of the sandbox. */
@@ -403,6 +405,17 @@ const templateSchema = z
         code: 'custom',
         path: ['default_ttl'],
         message: `is above max_ttl (${template.max_ttl}): no create could use it`,
+      });
+    }
+    if (
+      template.run_as_root !== undefined &&
+      template.run_as_non_root !== undefined &&
+      template.run_as_root === template.run_as_non_root
+    ) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['run_as_non_root'],
+        message: `contradicts run_as_root: ${template.run_as_root}; set run_as_root alone`,
       });
     }
     if (template.max_placements !== undefined && !template.replace_on?.length) {

@@ -1,6 +1,7 @@
 /**
  * The pod-isolation fields of a SANDBOX_TEMPLATES entry (docs/configuration.md, "Templates"):
- * `run_as_non_root`, `runtime_class_name`, `node_selector` and `tolerations`, checked with the
+ * `run_as_root` (and the older `run_as_non_root`), `runtime_class_name`, `node_selector` and
+ * `tolerations`, checked with the
  * rules kube-apiserver applies to the same pod fields (k8s.io/apimachinery validation:
  * qualified names, label values, DNS-1123 subdomains; core/v1 toleration rules), so a template
  * the apiserver would refuse stops the process at start instead of failing every create.
@@ -74,6 +75,7 @@ const toleration = z
 
 /** The zod shape of the pod-isolation fields, merged into the template schema (config/index.ts). */
 export const podSettingsFields = {
+  run_as_root: z.boolean().optional(),
   run_as_non_root: z.boolean().optional(),
   runtime_class_name: z
     .string()
@@ -95,9 +97,15 @@ export const podSettingsFields = {
 /** The pod-isolation fields of a template as SANDBOX_TEMPLATES spells them. */
 export interface TemplatePodFields {
   /**
-   * Run the container as a non-root user (`securityContext.runAsNonRoot`); default false, since
-   * an arbitrary image may need root. True makes the pod meet Pod Security `restricted`; the
-   * image must then name a numeric non-root USER, or the kubelet refuses to start it.
+   * The opt-out for an image that needs root: no `securityContext.runAsNonRoot`, so the pod
+   * meets Pod Security `baseline` only and a namespace enforcing `restricted` (deploy/'s
+   * `sandboxes`) refuses it. Default false: every sandbox runs as a non-root user (the image
+   * must name a numeric non-root USER, or the kubelet refuses to start it).
+   */
+  run_as_root?: boolean;
+  /**
+   * The setting of the release before, still read: `false` is `run_as_root: true`, `true` the
+   * default. A template that sets both to the same side is refused (config/index.ts).
    */
   run_as_non_root?: boolean;
   /** A RuntimeClass the pod runs with (gVisor, Kata); it must exist in the cluster. */
@@ -108,10 +116,17 @@ export interface TemplatePodFields {
   tolerations?: SandboxToleration[];
 }
 
+/** Whether a template opted out of `runAsNonRoot` (`run_as_root`, or `run_as_non_root: false`). */
+export function runsAsRoot(
+  template: Pick<TemplatePodFields, 'run_as_root' | 'run_as_non_root'>,
+): boolean {
+  return template.run_as_root ?? template.run_as_non_root === false;
+}
+
 /** The pod settings a template decides (contract/template.ts), with the defaults applied. */
 export function podSettingsOf(template: TemplatePodFields): SandboxPodSettings {
   return {
-    runAsNonRoot: template.run_as_non_root ?? false,
+    runAsNonRoot: !runsAsRoot(template),
     ...(template.runtime_class_name ? { runtimeClassName: template.runtime_class_name } : {}),
     ...(template.node_selector && Object.keys(template.node_selector).length > 0
       ? { nodeSelector: { ...template.node_selector } }

@@ -7,29 +7,31 @@
  *      "tenants": {"acme": {"sandboxes": 100}}}
  *
  * A field a tenant's entry leaves out comes from `default`; one `default` leaves out comes from
- * {@link DEFAULT_TENANT_LIMITS}. Enforced by api/tenant-admission.ts (rates, waits) and the
- * store's create transaction (sandboxes and their resources: store/tenant-usage.ts).
+ * {@link DEFAULT_TENANT_LIMITS}. Enforced by the store's create transaction (sandboxes and their
+ * resources: store/tenant-usage.ts; the create rate's bucket: store/create-rate.ts) and
+ * api/tenant-admission.ts (waits).
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { z } from 'zod';
 import type { TenantLimits } from '../contract/index.js';
 
 /**
- * The limits of a tenant that neither TENANT_LIMITS' `default` nor its own entry sets. Generous
- * on purpose (a deployment without TENANT_LIMITS behaves as before them; the bench holds 10 000
- * creates of one tenant waiting): 100 000 sandboxes at once of 100 000 cores, 40 TiB of memory
- * and 100 TiB of disk in all; 1 000 creates a second with a burst of 2 000; 5 000 long-polls
- * and synchronous creates waiting at once (above the per-process cap of 1 000 long-polls,
- * api/long-poll.ts).
+ * The limits of a tenant that neither TENANT_LIMITS' `default` nor its own entry sets: a shared
+ * installation's (docs/configuration.md, "Tenant limits", says why each): 20 sandboxes at once
+ * (E2B's default per team) of 40 cores, 80 GiB of memory and 400 GiB of disk in all (20 of 2
+ * cores, 4 GiB and 20 GiB); 5 creates a second with a burst of 10; 100 long-polls and
+ * synchronous creates waiting at once per API replica (a tenth of the per-process cap of 1,000
+ * long-polls, api/long-poll.ts, so ten tenants cannot take them all).
  */
 export const DEFAULT_TENANT_LIMITS: Readonly<TenantLimits> = {
-  sandboxes: 100_000,
-  cpu: 100_000,
-  memoryMib: 40 * 1024 * 1024,
-  diskMib: 100 * 1024 * 1024,
-  createsPerSecond: 1_000,
-  createBurst: 2_000,
-  waits: 5_000,
+  sandboxes: 20,
+  cpu: 40,
+  memoryMib: 80 * 1024,
+  diskMib: 400 * 1024,
+  createsPerSecond: 5,
+  createBurst: 10,
+  waits: 100,
+  fairnessWeight: 1,
 };
 
 /** TENANT_LIMITS as parsed: the default of every tenant and each tenant's own limits. */
@@ -51,8 +53,14 @@ const limitsSchema = z
     memory_mib: count('MiB'),
     disk_mib: count('MiB'),
     creates_per_second: z.number().int('must be a whole number').min(1, 'must be at least 1'),
-    create_burst: count('creates'),
+    // The bucket's size: below one token it would never admit a create.
+    create_burst: z.number().int('must be a whole number').min(1, 'must be at least 1'),
     waits: count('requests'),
+    // Temporal clamps weights to [0.001, 1000] (Priority.fairnessWeight).
+    fairness_weight: z
+      .number()
+      .min(0.001, 'must be at least 0.001')
+      .max(1000, 'must be at most 1000'),
   })
   .partial()
   .strict();
@@ -76,6 +84,7 @@ function over(base: TenantLimits, entry: LimitsEntry | undefined): TenantLimits 
     createsPerSecond: entry?.creates_per_second ?? base.createsPerSecond,
     createBurst: entry?.create_burst ?? base.createBurst,
     waits: entry?.waits ?? base.waits,
+    fairnessWeight: entry?.fairness_weight ?? base.fairnessWeight,
   };
 }
 

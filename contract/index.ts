@@ -13,6 +13,7 @@ export * from './template.js';
 export * from './placement.js';
 export * from './readiness-wait.js';
 export * from './tenant-limits.js';
+export * from './create-rate.js';
 export * from './webhook.js';
 export * from './lifetime.js';
 export * from './warm-pool.js';

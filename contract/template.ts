@@ -64,9 +64,9 @@ export interface SandboxToleration {
  * What a template decides about its pod's isolation (docs/configuration.md, "Templates";
  * docs/security.md, "What the worker trusts"): read by the worker from its own catalog, never
  * from a workflow's input.
- * - `runAsNonRoot`: the pod's `securityContext.runAsNonRoot`; true only for an image whose user
- *   is not root (the kubelet refuses to start the container otherwise). With it the pod meets
- *   Pod Security `restricted`.
+ * - `runAsNonRoot`: the pod's `securityContext.runAsNonRoot`; true by default (the kubelet then
+ *   refuses to start an image whose user is root), false for a template that opted out with
+ *   `run_as_root`. With it the pod meets Pod Security `restricted`, without it `baseline`.
  * - `runtimeClassName`: a RuntimeClass (gVisor, Kata) the pod runs with.
  * - `nodeSelector`: node labels the pod's node must carry.
  * - `tolerations`: taints of dedicated sandbox nodes the pod tolerates.

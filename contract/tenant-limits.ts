@@ -9,8 +9,9 @@ import type { SandboxResources } from './sandbox.js';
 /**
  * One tenant's limits. The held ones count the tenant's sandboxes in an active state
  * ({@link ACTIVE_SANDBOX_STATES}): `sandboxes` of them at once, with at most `cpu` cores,
- * `memoryMib` and `diskMib` MiB requested in all. `createsPerSecond` creates a second, plus a
- * burst of `createBurst` (rate-limiter-flexible's BurstyRateLimiter, per API replica);
+ * `memoryMib` and `diskMib` MiB requested in all. `createsPerSecond` creates a second, with a
+ * burst of `createBurst`: a token bucket of `createBurst` tokens refilled at `createsPerSecond`
+ * a second, kept in the store for every API replica (contract/create-rate.ts);
  * `waits` long-polls and synchronous creates waiting at once (per API replica).
  */
 export interface TenantLimits {
@@ -21,6 +22,11 @@ export interface TenantLimits {
   createsPerSecond: number;
   createBurst: number;
   waits: number;
+  /**
+   * The tenant's share of the task queues when they hold a backlog: Temporal's fairness weight
+   * of its workflows (temporal/priority.ts; 0.001 to 1000, default 1).
+   */
+  fairnessWeight: number;
 }
 
 /** The sandbox states that hold a share of the tenant's limits. */
@@ -37,7 +43,7 @@ export interface TenantUsage {
 /** A limit the store checks in the create's transaction, as the API names it. */
 export type HeldLimitName = 'sandboxes' | 'cpu' | 'memory_mib' | 'disk_mib';
 
-/** Every limit a 429 can name (`details.limit`): the held ones and the per-replica ones. */
+/** Every limit a 429 can name (`details.limit`): the held ones, the create rate and the waits. */
 export type LimitName = HeldLimitName | 'creates_per_second' | 'waits';
 
 /** A create that does not fit: the limit, the tenant's usage of it, the limit's value. */

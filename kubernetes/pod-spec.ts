@@ -66,14 +66,15 @@ export interface SandboxPodInput {
 
 /**
  * The pod-level securityContext of every sandbox: the container runtime's default seccomp
- * profile, and `runAsNonRoot` when the template says its image runs as a non-root user.
- * With `runAsNonRoot` (and {@link SANDBOX_CONTAINER_SECURITY}) the pod meets Pod Security
- * `restricted` (Kubernetes, "Pod Security Standards"); without it, `baseline`.
+ * profile, and `runAsNonRoot` unless the template opted out (`run_as_root`, for an image that
+ * needs root; settings without a word on it run as non-root). With `runAsNonRoot` (and
+ * {@link SANDBOX_CONTAINER_SECURITY}) the pod meets Pod Security `restricted` (Kubernetes, "Pod
+ * Security Standards"); without it, `baseline`.
  */
 export function sandboxPodSecurity(settings?: SandboxPodSettings): V1PodSecurityContext {
   return {
     seccompProfile: { type: 'RuntimeDefault' },
-    ...(settings?.runAsNonRoot ? { runAsNonRoot: true } : {}),
+    ...(settings?.runAsNonRoot === false ? {} : { runAsNonRoot: true }),
   };
 }
 

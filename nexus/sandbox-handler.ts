@@ -21,7 +21,6 @@ import { acceptCreate } from '../api/create-flow.js';
 import { acceptDelete } from '../api/delete-flow.js';
 import type { AppDeps } from '../api/deps.js';
 import { ApiError } from '../api/errors.js';
-import { createTenantAdmission, type TenantAdmission } from '../api/tenant-admission.js';
 import type { OperationMemo } from '../temporal/operation-memo.js';
 import { parseCreateRequest } from '../api/validation.js';
 import type { Config } from '../config/index.js';
@@ -41,16 +40,16 @@ export interface SandboxNexusDeps {
 }
 
 /**
- * The API's dependencies inside a Nexus handler: the worker's client, no readiness source, and
- * this process's per-replica tenant admission (create rate: api/tenant-admission.ts).
+ * The API's dependencies inside a Nexus handler: the worker's client and no readiness source.
+ * The tenant's create rate and held limits are the store's (api/tenant-admission.ts), shared
+ * with every API replica; a Nexus start holds no wait.
  */
-function appDeps(deps: SandboxNexusDeps, admission: TenantAdmission): AppDeps {
+function appDeps(deps: SandboxNexusDeps): AppDeps {
   return {
     temporal: getClient(),
     store: deps.store,
     config: deps.config,
     logger: deps.logger,
-    admission,
   };
 }
 
@@ -141,7 +140,6 @@ async function cancelOperation(
 
 /** Builds the `sandbox` service handler the worker registers (`nexusServices`). */
 export function sandboxNexusHandler(deps: SandboxNexusDeps) {
-  const admission = createTenantAdmission(deps.config);
   return nexus.serviceHandler(sandboxService, {
     create: {
       /**
@@ -151,7 +149,7 @@ export function sandboxNexusHandler(deps: SandboxNexusDeps) {
        */
       async start(ctx, input: NexusCreateInput) {
         const tenant = tenantOf(ctx, deps);
-        const app = appDeps(deps, admission);
+        const app = appDeps(deps);
         try {
           const accepted = await acceptCreate(app, {
             tenant,
@@ -184,7 +182,7 @@ export function sandboxNexusHandler(deps: SandboxNexusDeps) {
           if (!sandbox) {
             throw new ApiError('not_found', `sandbox ${String(input?.sandbox_id)} not found`);
           }
-          const operationId = await acceptDelete(appDeps(deps, admission), sandbox, (options) =>
+          const operationId = await acceptDelete(appDeps(deps), sandbox, (options) =>
             startWorkflow(ctx, 'deleteSandbox', options).then((handle) => ({
               firstExecutionRunId: handle.runId ?? '',
             })),

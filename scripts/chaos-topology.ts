@@ -8,6 +8,7 @@
  * `postgres-outage`).
  */
 import { startTopology } from '../environments/topology/index.js';
+import { ROOMY_TENANT_LIMITS_ENV } from './roomy-tenant-limits.js';
 import { ALL_SCENARIOS, FaultMatrix } from '../environments/topology/fault-matrix.js';
 import { isPerfect, renderFaultTable, type FaultRow } from '../environments/fault-report.js';
 
@@ -26,6 +27,8 @@ export async function runTopologyMatrix(options: {
       WATCH_RETRY_DELAY_MS: '200',
       SYNC_READINESS_BUDGET_MS: '120000',
       ALLOW_DEV_TOKEN: 'true', // the matrix calls with the dev token
+      // The matrix's creates of one tenant come at once: faults, not a shared installation's limits.
+      TENANT_LIMITS: ROOMY_TENANT_LIMITS_ENV,
     },
   });
   const stop = () => void topology.stop().finally(() => process.exit(130));

@@ -32,6 +32,7 @@ import { createApp } from '../api/app.js';
 import { READINESS_CACHE_MS } from '../api/readiness.js';
 import { freePort } from '../config/free-port.js';
 import { loadConfig } from '../config/index.js';
+import { ROOMY_TENANT_LIMITS_ENV } from './roomy-tenant-limits.js';
 import { createKubernetesClient } from '../kubernetes/client.js';
 import { POD_LABELS } from '../kubernetes/pod-spec.js';
 import {
@@ -105,6 +106,8 @@ const env = {
   ORPHAN_SWEEP_INTERVAL_MS: '0',
   LOG_LEVEL: 'error',
   LOG_FORMAT: 'json',
+  // 500 concurrent creates of one tenant: a chaos run, not a shared installation's limits.
+  TENANT_LIMITS: ROOMY_TENANT_LIMITS_ENV,
 };
 const config = loadConfig(env);
 const connection = await Connection.connect({ address: devServer.address });

@@ -51,6 +51,8 @@ try {
       'CREATE_DEADLINE_MS',
       'SYNC_READINESS_BUDGET_MS',
       'SANDBOX_TEMPLATES',
+      // Unset: the built-in defaults, a shared installation's (docs/configuration.md).
+      'TENANT_LIMITS',
     ]
       .filter((name) => process.env[name])
       .map((name) => [name, process.env[name]!]),

@@ -213,6 +213,18 @@ export interface Database {
   webhook_endpoint_events: WebhookEndpointEventsTable;
   warm_pools: WarmPoolsTable;
   warm_pods: WarmPodsTable;
+  tenant_rate_buckets: TenantRateBucketsTable;
+}
+
+/**
+ * `tenant_rate_buckets` (migration 0019): a tenant's create-rate token bucket
+ * (contract/create-rate.ts): its tokens in thousandths at `updated_at_ms` (epoch ms). PostgreSQL
+ * answers bigint as a string.
+ */
+export interface TenantRateBucketsTable {
+  tenant: string;
+  millitokens: number | string;
+  updated_at_ms: number | string;
 }
 
 /**

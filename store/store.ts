@@ -44,7 +44,14 @@ import {
   selectCreatingPodUids,
   setLost,
 } from './sandboxes.js';
-import { POD_LOST, exceededLimit, type HeldLimitRefusal } from '../contract/index.js';
+import {
+  POD_LOST,
+  createsOutstanding,
+  exceededLimit,
+  type CreateRateRefusal,
+  type HeldLimitRefusal,
+} from '../contract/index.js';
+import { takeCreateTokenIn } from './create-rate.js';
 import { lockTenantAdmission, selectTenantUsage } from './tenant-usage.js';
 import type { Database, SandboxesTable } from './schema.js';
 import { resealWebhookSecrets, webhookStore } from './webhooks.js';
@@ -60,8 +67,14 @@ import type {
 
 /** Thrown inside the create's transaction to roll it back when the create does not fit. */
 class AdmissionRefused extends Error {
-  constructor(readonly refusal: HeldLimitRefusal) {
-    super(`tenant limit ${refusal.limit} reached`);
+  constructor(
+    readonly outcome:
+      | { kind: 'refused'; refusal: HeldLimitRefusal }
+      | { kind: 'rate_limited'; refusal: CreateRateRefusal },
+  ) {
+    super(
+      `tenant limit ${outcome.kind === 'refused' ? outcome.refusal.limit : 'creates_per_second'} reached`,
+    );
     this.name = 'AdmissionRefused';
   }
 }
@@ -137,8 +150,9 @@ export async function openStore(options: StoreOptions): Promise<Store> {
   };
 
   /**
-   * The create's transaction: the tenant's admission lock, the idempotency key, the limits
-   * check (store/tenant-usage.ts), then the sandbox, its first execution and its operation.
+   * The create's transaction: the tenant's admission lock, the idempotency key, a token of the
+   * create rate (store/create-rate.ts), the held limits check (store/tenant-usage.ts), then the
+   * sandbox, its first execution and its operation. A replay takes no token.
    * @throws AdmissionRefused when the create does not fit (the transaction rolls back)
    */
   function createSandboxIn(input: NewSandboxInput): Promise<NewSandboxOutcome> {
@@ -165,10 +179,25 @@ export async function openStore(options: StoreOptions): Promise<Store> {
             : { kind: 'conflict', operationId: earlier.operationId };
         }
       }
+      if (input.createRate !== undefined) {
+        const rate = input.createRate;
+        const take = await takeCreateTokenIn(trx, input.tenant, rate, Date.parse(createdAt));
+        if (!take.admitted) {
+          throw new AdmissionRefused({
+            kind: 'rate_limited',
+            refusal: {
+              usage: createsOutstanding(take.millitokens, rate),
+              limitValue: rate.perSecond,
+              burst: rate.burst,
+              retryAfterMs: take.retryAfterMs,
+            },
+          });
+        }
+      }
       if (input.limits !== undefined) {
         const usage = await selectTenantUsage(trx, input.tenant);
         const refusal = exceededLimit(usage, input.resources, input.limits);
-        if (refusal) throw new AdmissionRefused(refusal);
+        if (refusal) throw new AdmissionRefused({ kind: 'refused', refusal });
       }
       const sandbox = await insertSandbox(trx, input, createdAt);
       await insertExecution(trx, { sandboxId: input.id, generation: 1, attempt: 1 }, createdAt);
@@ -200,8 +229,8 @@ export async function openStore(options: StoreOptions): Promise<Store> {
       try {
         return await createSandboxIn(input);
       } catch (err) {
-        // Rolled back: no row, no execution, no operation, and the key is not claimed.
-        if (err instanceof AdmissionRefused) return { kind: 'refused', refusal: err.refusal };
+        // Rolled back: no row, no execution, no operation, no token, and the key is not claimed.
+        if (err instanceof AdmissionRefused) return err.outcome;
         throw err;
       }
     },

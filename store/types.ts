@@ -15,6 +15,8 @@ import type {
   SandboxPodState,
   SandboxResources,
   SandboxState,
+  CreateRate,
+  CreateRateRefusal,
   HeldLimitRefusal,
   TenantLimits,
   TenantUsage,
@@ -99,6 +101,12 @@ export interface NewSandboxInput {
    * (store/tenant-usage.ts). Unset: no check.
    */
   limits?: Pick<TenantLimits, 'sandboxes' | 'cpu' | 'memoryMib' | 'diskMib'>;
+  /**
+   * The tenant's create rate: when given, the create is stored only if the tenant's token
+   * bucket (contract/create-rate.ts, store/create-rate.ts) holds a token, taken in the create's
+   * transaction before the held limits are checked. Unset: no bucket.
+   */
+  createRate?: CreateRate;
 }
 
 /**
@@ -195,7 +203,8 @@ export type NewSandboxOutcome =
   | { kind: 'created'; sandbox: SandboxRecord }
   | { kind: 'replay'; operationId: string; sandboxId: string }
   | { kind: 'conflict'; operationId: string }
-  | { kind: 'refused'; refusal: HeldLimitRefusal };
+  | { kind: 'refused'; refusal: HeldLimitRefusal }
+  | { kind: 'rate_limited'; refusal: CreateRateRefusal };
 
 /** Options of {@link Store.listSandboxes}. */
 export interface ListSandboxesOptions {

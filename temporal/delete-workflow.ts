@@ -5,6 +5,7 @@
  * (activities/lifetime.ts).
  */
 import type { WorkflowStartOptions } from '@temporalio/client';
+import type { Priority } from '@temporalio/common';
 import type { DeleteCause, DeleteSandboxInput, DeleteSandboxResult } from '../contract/index.js';
 import type { SandboxRecord } from '../store/index.js';
 import type { OperationMemo } from './operation-memo.js';
@@ -36,12 +37,14 @@ export function deleteOperationOf(sandbox: SandboxRecord, operationId: string, c
  * The start options of the `deleteSandbox` workflow of `sandbox` under `operationId` (its
  * workflow id): the one shape of a delete, whether a caller asked for it (`requested`) or the
  * sandbox's lifetime ended (`expired`, activities/lifetime.ts).
+ * @param priority the tenant's fairness key and weight (temporal/priority.ts)
  */
 export function deleteWorkflowOptions(
   sandbox: SandboxRecord,
   operationId: string,
   taskQueue: string,
   cause: DeleteCause,
+  priority: Priority,
 ): WorkflowStartOptions<DeleteSandboxWorkflow> {
   const input: DeleteSandboxInput = {
     operationId,
@@ -69,5 +72,7 @@ export function deleteWorkflowOptions(
     memo: { ...memo },
     ...deleteSummary(sandbox, cause),
     workflowExecutionTimeout: DELETE_EXECUTION_TIMEOUT_MS,
+    // The tenant's fairness key and weight (temporal/priority.ts).
+    priority,
   };
 }

@@ -5,6 +5,7 @@
  * workflow deletes the sandbox when its timer fires (activities/lifetime.ts).
  */
 import type { Client } from '@temporalio/client';
+import type { Priority } from '@temporalio/common';
 import {
   EXPIRE_TIME_SIGNAL,
   LIFETIME_WORKFLOW,
@@ -17,6 +18,7 @@ import type { SandboxRecord } from '../store/index.js';
  * Starts the sandbox's lifetime workflow, or tells the running one its `expire_time` (signal
  * {@link EXPIRE_TIME_SIGNAL}), when the sandbox runs with an expiry. Called after each store
  * transition to `running` and after an extend; a repeat only signals again.
+ * @param priority the tenant's fairness key and weight (temporal/priority.ts)
  * @returns whether a lifetime was started or signalled (false: not running, or no expiry)
  * @throws Temporal's error (the calling step is retried)
  */
@@ -24,6 +26,7 @@ export async function startLifetime(
   client: Client,
   taskQueue: string,
   sandbox: SandboxRecord | undefined,
+  priority: Priority,
 ): Promise<boolean> {
   if (!sandbox || sandbox.state !== 'running' || !sandbox.expireTime) return false;
   const input: SandboxLifetimeInput = {
@@ -41,6 +44,8 @@ export async function startLifetime(
     staticDetails:
       `**Sandbox** ${sandbox.id} (tenant ${sandbox.tenant}), expiring at ${sandbox.expireTime} ` +
       'when it started; a timer until its expire_time, then the delete (cause expired)',
+    // The tenant's fairness key and weight (temporal/priority.ts).
+    priority,
   });
   return true;
 }

@@ -656,10 +656,10 @@ describe('cli', () => {
         expect.stringMatching(/^LIMIT\s+USED\s+OF\s+SCOPE$/),
         expect.stringMatching(/^sandboxes\s+1\s+1\s+all replicas$/),
         expect.stringMatching(/^cpu\s+1\s+4\s+all replicas$/),
-        expect.stringMatching(/^memory_mib\s+1024\s+41943040\s+all replicas$/),
-        expect.stringMatching(/^disk_mib\s+2048\s+104857600\s+all replicas$/),
-        expect.stringMatching(/^creates_per_second\s+-\s+1000 \(burst 2000\)\s+this replica$/),
-        expect.stringMatching(/^waits\s+0\s+5000\s+this replica$/),
+        expect.stringMatching(/^memory_mib\s+1024\s+81920\s+all replicas$/),
+        expect.stringMatching(/^disk_mib\s+2048\s+409600\s+all replicas$/),
+        expect.stringMatching(/^creates_per_second\s+-\s+5 \(burst 10\)\s+all replicas$/),
+        expect.stringMatching(/^waits\s+0\s+100\s+this replica$/),
       ]);
       const json = await as('quota', '-o', 'json');
       expect(JSON.parse(json.stdout)).toMatchObject({

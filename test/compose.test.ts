@@ -10,6 +10,7 @@ import { SearchAttributeType } from '@temporalio/common';
 import { describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments } from 'yaml';
 import { CONFIG_VARIABLES, loadConfig } from '../config/index.js';
+import { DEFAULT_TENANT_LIMITS } from '../config/tenant-limits.js';
 import { SEARCH_ATTRIBUTE_KEYS } from '../temporal/search-attribute-keys.js';
 import {
   DYNAMIC_CONFIG,
@@ -130,6 +131,15 @@ describe('docker-compose.yml', () => {
       expect(url.pathname, name).toBe(`/${postgres.POSTGRES_DB}`);
     }
     expect(loadConfig(resolvedEnvironment('api')).devToken).toBe(false);
+  });
+
+  it("passes TENANT_LIMITS to the api and the workers, unset giving a shared installation's defaults", () => {
+    for (const name of APP_SERVICES) {
+      expect(service(name).environment?.TENANT_LIMITS, name).toBe('${TENANT_LIMITS:-}');
+      expect(loadConfig(resolvedEnvironment(name)).tenantLimits.default, name).toEqual(
+        DEFAULT_TENANT_LIMITS,
+      );
+    }
   });
 
   it('sets LOG_FORMAT=json for the api and the workers: JSON lines, a failed start included', () => {
@@ -254,7 +264,7 @@ describe('docker-compose.yml', () => {
     expect(SETUP_SCRIPT).toBe(join(ROOT, 'environments/temporal-tier/setup.sh'));
   });
 
-  it("runs the server on the tier's dynamic config file, with eager activity dispatch on", () => {
+  it("runs the server on the tier's dynamic config file, with eager dispatch and task queue fairness on", () => {
     const server = service('temporal');
     const path = server.environment?.DYNAMIC_CONFIG_FILE_PATH;
     const mount = server.volumes?.find(
@@ -270,6 +280,8 @@ describe('docker-compose.yml', () => {
     expect(DYNAMIC_CONFIG).toBe(join(ROOT, 'environments/temporal-tier/dynamicconfig.yaml'));
     expect(parse(read('environments/temporal-tier/dynamicconfig.yaml'))).toMatchObject({
       'system.enableActivityEagerExecution': [{ value: true }],
+      // Each tenant's workflows a share of a backlog by their fairness key (temporal/priority.ts).
+      'matching.enableFairness': [{ value: true }],
     });
   });
 

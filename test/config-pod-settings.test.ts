@@ -24,7 +24,6 @@ function refusal(json: unknown): string {
 
 const ISOLATED = {
   image: 'i:1',
-  run_as_non_root: true,
   runtime_class_name: 'gvisor',
   node_selector: { 'example.com/pool': 'sandboxes' },
   tolerations: [
@@ -34,7 +33,7 @@ const ISOLATED = {
 };
 
 describe('SANDBOX_TEMPLATES pod-isolation fields', () => {
-  it('reads them, and defaults to root allowed with no RuntimeClass, selector or tolerations', () => {
+  it('reads them, and defaults to a non-root user with no RuntimeClass, selector or tolerations', () => {
     const catalog = templates({ isolated: ISOLATED, plain: { image: 'i:1' } });
     expect(podSettingsOf(catalog.isolated!)).toEqual({
       runAsNonRoot: true,
@@ -42,12 +41,29 @@ describe('SANDBOX_TEMPLATES pod-isolation fields', () => {
       nodeSelector: { 'example.com/pool': 'sandboxes' },
       tolerations: ISOLATED.tolerations,
     });
-    expect(podSettingsOf(catalog.plain!)).toEqual({ runAsNonRoot: false });
+    expect(podSettingsOf(catalog.plain!)).toEqual({ runAsNonRoot: true });
+  });
+
+  it('runs as root only for a template that opts out with run_as_root (or the older run_as_non_root: false)', () => {
+    const catalog = templates({
+      rooted: { image: 'i:1', run_as_root: true },
+      older: { image: 'i:1', run_as_non_root: false },
+      said: { image: 'i:1', run_as_root: false, run_as_non_root: true },
+    });
+    expect(podSettingsOf(catalog.rooted!)).toEqual({ runAsNonRoot: false });
+    expect(podSettingsOf(catalog.older!)).toEqual({ runAsNonRoot: false });
+    expect(podSettingsOf(catalog.said!)).toEqual({ runAsNonRoot: true });
+    expect(refusal({ base: { image: 'i:1', run_as_root: true, run_as_non_root: true } })).toBe(
+      'SANDBOX_TEMPLATES: base.run_as_non_root: contradicts run_as_root: true; set run_as_root alone',
+    );
   });
 
   it('refuses values kube-apiserver would refuse, naming the field', () => {
     expect(refusal({ base: { image: 'i:1', run_as_non_root: 'yes' } })).toMatch(
       /^SANDBOX_TEMPLATES: base\.run_as_non_root: /,
+    );
+    expect(refusal({ base: { image: 'i:1', run_as_root: 'yes' } })).toMatch(
+      /^SANDBOX_TEMPLATES: base\.run_as_root: /,
     );
     expect(refusal({ base: { image: 'i:1', runtime_class_name: 'gVisor_1' } })).toBe(
       'SANDBOX_TEMPLATES: base.runtime_class_name: must be a RuntimeClass name (a DNS-1123 subdomain, e.g. "gvisor")',
@@ -94,9 +110,12 @@ describe("the sandbox pod's securityContext", () => {
     resources: { cpu: 1, memoryMib: 1024, diskMib: 2048 },
   };
 
-  it('is restrictive by default: RuntimeDefault seccomp, no privilege escalation, no capability', () => {
+  it('meets Pod Security restricted by default: non-root, RuntimeDefault seccomp, no privilege escalation, no capability', () => {
     const pod = sandboxPod(input);
-    expect(pod.spec?.securityContext).toEqual({ seccompProfile: { type: 'RuntimeDefault' } });
+    expect(pod.spec?.securityContext).toEqual({
+      seccompProfile: { type: 'RuntimeDefault' },
+      runAsNonRoot: true,
+    });
     expect(pod.spec?.containers[0]?.securityContext).toEqual({
       allowPrivilegeEscalation: false,
       capabilities: { drop: ['ALL'] },

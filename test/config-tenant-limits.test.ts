@@ -73,6 +73,11 @@ describe('TENANT_LIMITS', () => {
       '{"default": {"creates_per_second": 0}}',
       'TENANT_LIMITS: default.creates_per_second: must be at least 1',
     ],
+    ['{"default": {"create_burst": 0}}', 'TENANT_LIMITS: default.create_burst: must be at least 1'],
+    [
+      '{"tenants": {"acme": {"fairness_weight": 0}}}',
+      'TENANT_LIMITS: tenants.acme.fairness_weight: must be at least 0.001',
+    ],
     [
       '{"default": {"memory_mib": 1.5}}',
       'TENANT_LIMITS: default.memory_mib: must be a whole number of MiB',

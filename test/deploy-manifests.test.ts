@@ -17,7 +17,8 @@ import type {
 } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments } from 'yaml';
-import { CONFIG_VARIABLES } from '../config/index.js';
+import { CONFIG_VARIABLES, loadConfig } from '../config/index.js';
+import { DEFAULT_TENANT_LIMITS } from '../config/tenant-limits.js';
 
 const ROOT = normalize(join(import.meta.dirname, '..'));
 const documents = (file: string) =>
@@ -81,6 +82,25 @@ describe.each([
     expect(container.livenessProbe).toBeDefined();
     expect(container.readinessProbe).toBeDefined();
   });
+
+  it("sets TENANT_LIMITS to the built-in defaults, a shared installation's, spelled out", () => {
+    const raw = container.env?.find((variable) => variable.name === 'TENANT_LIMITS')?.value;
+    expect(loadConfig({ TENANT_LIMITS: raw }).tenantLimits).toEqual({
+      default: DEFAULT_TENANT_LIMITS,
+      tenants: {},
+    });
+    expect(JSON.parse(raw ?? '')).toEqual({
+      default: {
+        sandboxes: 20,
+        cpu: 40,
+        memory_mib: 81920,
+        disk_mib: 409600,
+        creates_per_second: 5,
+        create_burst: 10,
+        waits: 100,
+      },
+    });
+  });
 });
 
 describe('operator routes', () => {
@@ -143,9 +163,9 @@ describe('the sandbox namespace', () => {
   const isolation = documents('sandbox-isolation.yaml');
   const policy = isolation.find((doc) => doc.kind === 'NetworkPolicy') as V1NetworkPolicy;
 
-  it('enforces Pod Security baseline and warns and audits restricted', () => {
+  it('enforces Pod Security restricted, and warns and audits it', () => {
     expect(sandboxes.metadata?.labels).toEqual({
-      'pod-security.kubernetes.io/enforce': 'baseline',
+      'pod-security.kubernetes.io/enforce': 'restricted',
       'pod-security.kubernetes.io/enforce-version': 'latest',
       'pod-security.kubernetes.io/warn': 'restricted',
       'pod-security.kubernetes.io/warn-version': 'latest',

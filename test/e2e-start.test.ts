@@ -65,6 +65,22 @@ describe('npm start, driven through the CLI', () => {
     );
   });
 
+  it("runs with a shared installation's tenant limits when TENANT_LIMITS is unset", async () => {
+    const quota = await fetch(`${apiUrl}/v1/quota`, {
+      headers: { Authorization: 'Bearer dev-token' },
+    });
+    expect(quota.status).toBe(200);
+    expect(((await quota.json()) as { limits: unknown }).limits).toEqual({
+      sandboxes: 20,
+      cpu: 40,
+      memory_mib: 81920,
+      disk_mib: 409600,
+      creates_per_second: 5,
+      create_burst: 10,
+      waits: 100,
+    });
+  });
+
   it('fails a disk-300 create with invalid_request naming 451 MiB (exit 1)', async () => {
     const result = await cli('create', '--template', 'base', '--disk-mib', '300', '--wait');
     expect(result.code, result.stderr).toBe(1);

@@ -160,10 +160,10 @@ describe("the worker's account (deploy/rbac.yaml's Role)", () => {
 });
 
 describe('the sandbox namespace (deploy/namespaces.yaml, deploy/sandbox-isolation.yaml)', () => {
-  it('keeps the Pod Security labels: enforce baseline, warn and audit restricted', async () => {
+  it('keeps the Pod Security labels: enforce, warn and audit restricted', async () => {
     const namespace = await real.adminCore.readNamespace({ name: SANDBOX_NAMESPACE });
     expect(namespace.metadata?.labels).toMatchObject({
-      'pod-security.kubernetes.io/enforce': 'baseline',
+      'pod-security.kubernetes.io/enforce': 'restricted',
       'pod-security.kubernetes.io/warn': 'restricted',
       'pod-security.kubernetes.io/audit': 'restricted',
     });
@@ -179,8 +179,24 @@ describe('the sandbox namespace (deploy/namespaces.yaml, deploy/sandbox-isolatio
     const answer = await createPod(coreOf(workerKubeconfig), SANDBOX_NAMESPACE, body);
     expect(answer.status, answer.message).toBe(403);
     expect(answer.message).toMatch(
-      /^pods "[^"]+" is forbidden: violates PodSecurity "baseline:latest": non-default capabilities \(container "sandbox" must not include "SYS_ADMIN" in securityContext\.capabilities\.add\), host namespaces \(hostNetwork=true\)$/,
+      /^pods "[^"]+" is forbidden: violates PodSecurity "restricted:latest": host namespaces \(hostNetwork=true\), .*must not include "SYS_ADMIN" in securityContext\.capabilities\.add\)$/,
     );
+  });
+
+  it("refuses a root pod (a template's run_as_root) in PodSecurity admission, admitting the default", async () => {
+    const root = podBody();
+    delete root.spec!.securityContext!.runAsNonRoot;
+    const refused = await createPod(coreOf(workerKubeconfig), SANDBOX_NAMESPACE, root);
+    expect(refused.status, refused.message).toBe(403);
+    expect(refused.message).toMatch(
+      /^pods "[^"]+" is forbidden: violates PodSecurity "restricted:latest": runAsNonRoot != true \(pod or container "sandbox" must set securityContext\.runAsNonRoot=true\)$/,
+    );
+    const admitted = await createPod(coreOf(workerKubeconfig), SANDBOX_NAMESPACE, podBody());
+    expect(admitted.status, admitted.message).toBe(201);
+    await real.adminCore.deleteNamespacedPod({
+      name: admitted.name!,
+      namespace: SANDBOX_NAMESPACE,
+    });
   });
 
   it('holds the default-deny NetworkPolicy as written: no ingress, egress to DNS only', async () => {

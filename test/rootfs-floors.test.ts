@@ -254,6 +254,7 @@ describe('learned rootfs floors', () => {
       default_ttl: null,
       max_ttl: null,
       warm_pool: null,
+      run_as_root: false,
     });
     const accepted = await post(app, 'moving', 300);
     expect(accepted.status, accepted.text).toBe(202);

@@ -261,27 +261,30 @@ describe('a share that ends is free at once', () => {
   });
 });
 
-describe('per-replica limits: creates_per_second, waits', () => {
-  it('refuses creates past the rate and burst with 429 rate_limited and Retry-After, starting nothing', async () => {
+describe('the create rate and the waits: creates_per_second, waits', () => {
+  it('refuses creates past the bucket with 429 rate_limited and Retry-After, starting nothing', async () => {
     const { who, app } = tenantWith({ creates_per_second: 1, create_burst: 2 });
     const podsBefore = podCreates();
-    // At once, so every one is counted within the same second: 1 by the rate, 2 by the burst.
+    // At once (well within the second a token takes to refill): the bucket's 2 tokens admit 2.
     const answers = await Promise.all(Array.from({ length: 5 }, () => create(app, who)));
     const statuses = answers.map((a) => a.status).sort();
-    expect(statuses).toEqual([202, 202, 202, 429, 429]);
+    expect(statuses).toEqual([202, 202, 429, 429, 429]);
     for (const refused of answers.filter((a) => a.status === 429)) {
-      expect(Number(refused.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+      // A token refills in 1 s at 1/s: the whole seconds until then.
+      expect(refused.headers['retry-after']).toBe('1');
       expect(refused.body.error.code).toBe('rate_limited');
-      expect(refused.body.error.details).toMatchObject({
+      // usage: the admitted creates the bucket has not refilled, not the attempts.
+      expect(refused.body.error.details).toEqual({
         limit: 'creates_per_second',
+        usage: 2,
         limit_value: 1,
         burst: 2,
       });
     }
     const accepted = answers.filter((a) => a.status === 202);
     for (const one of accepted) await awaitOperation(app, who, one.body.id);
-    expect((await storedOf(who.id)).operations).toHaveLength(3);
-    expect(podCreates() - podsBefore).toBe(3);
+    expect((await storedOf(who.id)).operations).toHaveLength(2);
+    expect(podCreates() - podsBefore).toBe(2);
   });
 
   it('refuses a long-poll and a synchronous create past waits with 429 rate_limited, creating nothing', async () => {
@@ -362,11 +365,12 @@ describe('GET /v1/quota and the refusal metric', () => {
       limits: {
         sandboxes: 3,
         cpu: 8,
-        memory_mib: 40 * 1024 * 1024,
-        disk_mib: 100 * 1024 * 1024,
+        // The fields its entry leaves out: the built-in defaults, a shared installation's.
+        memory_mib: 81920,
+        disk_mib: 409600,
         creates_per_second: 5,
-        create_burst: 2000,
-        waits: 5000,
+        create_burst: 10,
+        waits: 100,
       },
       usage: { sandboxes: 0, cpu: 0, memory_mib: 0, disk_mib: 0, waits: 0 },
     });
@@ -383,10 +387,10 @@ describe('GET /v1/quota and the refusal metric', () => {
       disk_mib: 2048,
       waits: 0,
     });
-    // Tenant B (defaults) sees its own figures only.
+    // Tenant B (the built-in defaults) sees its own figures only.
     const other = await request(app).get('/v1/quota').set(bearer(api.tenantB));
     expect(other.body.tenant).toBe(api.tenantB.id);
-    expect(other.body.limits.sandboxes).toBe(100_000);
+    expect(other.body.limits.sandboxes).toBe(20);
     await awaitOperation(app, who, accepted.body.id);
   });
 

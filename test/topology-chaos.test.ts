@@ -24,6 +24,7 @@ import { DEV_TOKEN } from '../config/index.js';
 import { httpStatusOf } from '../kubernetes/client.js';
 import { sandboxPod } from '../kubernetes/pod-spec.js';
 import { startTopology, type Topology } from '../environments/topology/index.js';
+import { ROOMY_TENANT_LIMITS } from './support/tenant-limits.js';
 import { FaultMatrix, type FaultScenario } from '../environments/topology/fault-matrix.js';
 import { waitUntil } from '../scripts/wait-until.js';
 
@@ -33,7 +34,12 @@ let matrix: FaultMatrix;
 beforeAll(async () => {
   topology = await startTopology({
     nodeDelayMs: 1_500,
-    env: { LOG_LEVEL: 'warn', WATCH_RETRY_DELAY_MS: '200', ALLOW_DEV_TOKEN: 'true' },
+    env: {
+      LOG_LEVEL: 'warn',
+      WATCH_RETRY_DELAY_MS: '200',
+      ALLOW_DEV_TOKEN: 'true',
+      TENANT_LIMITS: ROOMY_TENANT_LIMITS,
+    },
     log: process.env.TEST_LOGS ? (line) => process.stderr.write(`${line}\n`) : undefined,
   });
   matrix = new FaultMatrix(topology);

@@ -14,7 +14,7 @@ import { ReadinessDecider, type ReadinessDeciderOptions } from '../activities/re
 import { floorLearning } from '../activities/outcome-at-decision.js';
 import type { KubernetesClient } from '../kubernetes/client.js';
 import { RefusalBounds } from '../kubernetes/refusal-bounds.js';
-import type { TemplateConfig } from '../config/index.js';
+import type { TemplateConfig, TenantLimitsConfig } from '../config/index.js';
 import {
   SandboxInformers,
   type InformerLogger,
@@ -67,6 +67,11 @@ export interface StartSandboxWorkerOptions {
    * activities/webhooks.ts's DEFAULT_WEBHOOK_DELIVERY: no private targets).
    */
   webhooks?: WebhookDeliveryOptions;
+  /**
+   * TENANT_LIMITS (config.tenantLimits): the fairness weight of the workflows its steps start
+   * (temporal/priority.ts); unset: weight 1.
+   */
+  tenantLimits?: TenantLimitsConfig;
   /** More options of the decider (its intervals and pages; default: the decider's). */
   decider?: Omit<ReadinessDeciderOptions, 'informers' | 'store' | 'client' | 'logger' | 'bounds'>;
   /** More options of the Temporal worker (default: worker/worker.ts's). */
@@ -163,6 +168,7 @@ export async function startSandboxWorker(
         warmPods,
         refusalBoundsMs: options.refusalBoundsMs,
         webhooks: options.webhooks,
+        tenantLimits: options.tenantLimits,
       },
     });
   } catch (err) {

@@ -149,6 +149,7 @@ export async function serveWorker(options: ServeWorkerOptions): Promise<ServedWo
     explainMissingPod: options.explainMissingPod,
     templates: config.templates,
     webhooks: config.webhooks,
+    tenantLimits: config.tenantLimits,
     worker: {
       maxCachedWorkflows: config.maxCachedWorkflows,
       // The `sandbox` Nexus service, when NEXUS_TENANTS maps a calling namespace (docs/nexus.md).

@@ -576,6 +576,8 @@ export interface components {
       warm_pool?: {
         resources: components['schemas']['Resources'];
       } | null;
+      /** @description True when the template opted out of running as a non-root user (run_as_root, for an image that needs root): its pods meet Pod Security baseline only, and a namespace enforcing restricted refuses them. False (the default): runAsNonRoot. */
+      run_as_root?: boolean;
     };
     /** @description The error body of a 401: code `unauthenticated`, the reason in `details.reason`. */
     AuthRefusal: {

@@ -2,9 +2,9 @@
  * Prepares a namespace of the real apiserver tier for the service, as a cluster operator would
  * (docs/production.md, deploy/rbac.yaml):
  *
- * - the Namespace, labelled for PodSecurity `enforce: baseline`, as deploy/namespaces.yaml does
- *   (the default template's pod meets `restricted` except `runAsNonRoot`, which a template sets
- *   with `run_as_non_root`; `baseline` admits it and still refuses privileged pods);
+ * - the Namespace, labelled for PodSecurity `enforce: baseline` (deploy/namespaces.yaml enforces
+ *   `restricted`, which the default sandbox pod meets; `baseline` admits a template's
+ *   `run_as_root` pods too and still refuses privileged pods), or the level asked for;
  * - its `default` ServiceAccount: there is no controller-manager to create it, and the
  *   ServiceAccount admission plugin (kept on, as in every real cluster) refuses pods until it
  *   exists;

@@ -90,6 +90,10 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
     // them (docs/architecture.md, "Round trips per create"); the server's default is off.
     '--dynamic-config-value',
     'system.enableActivityEagerExecution=true',
+    // Task queue fairness: each tenant's workflows a share of the backlog by their fairness key
+    // (temporal/priority.ts, docs/architecture.md "Fairness between tenants"); default off.
+    '--dynamic-config-value',
+    'matching.enableFairness=true',
     '--log-level',
     'warn',
     ...SEARCH_ATTRIBUTE_KEYS.flatMap((key) => ['--search-attribute', `${key.name}=Keyword`]),

@@ -3,7 +3,8 @@
  * docs/api.md, "Tenant limits"), the baseline beside this checkout. For each checkout, servers of
  * its own: a Temporal dev server, a simulated cluster, and the checkout's `api/main.ts` and
  * `worker/main.ts` as child processes on a SQLite store, with two tenants: `flooder` (tenant A,
- * limited by TENANT_LIMITS to {@link FLOODER_LIMITS}) and `neighbour` (tenant B, the defaults).
+ * limited by TENANT_LIMITS to {@link FLOODER_LIMITS}) and `neighbour` (tenant B, the bench's
+ * roomy default, BENCH_TENANT_LIMITS).
  * A checkout without tenant limits (the baseline) ignores TENANT_LIMITS.
  *
  * 1. alone: B makes synchronous creates (`POST /sync/v1/sandboxes`), one at a time;
@@ -17,7 +18,14 @@
 import { loadavg } from 'node:os';
 import { checkoutsOfRun, type Checkout } from './checkouts.js';
 import { ProcessRig } from './process-rig.js';
-import { errorText, problems, sleep, summary, type Summary } from './support.js';
+import {
+  BENCH_TENANT_LIMITS,
+  errorText,
+  problems,
+  sleep,
+  summary,
+  type Summary,
+} from './support.js';
 
 const NAMESPACE = 'sandboxes';
 /** The simulated node's answer delay, as the embedded stack's default. */
@@ -160,7 +168,10 @@ class Rig {
           API_TOKENS: Object.values(TENANTS)
             .map(({ id, token }) => `${id}:${token}`)
             .join(','),
-          TENANT_LIMITS: JSON.stringify({ tenants: { [TENANTS.flooder.id]: FLOODER_LIMITS } }),
+          TENANT_LIMITS: JSON.stringify({
+            default: BENCH_TENANT_LIMITS,
+            tenants: { [TENANTS.flooder.id]: FLOODER_LIMITS },
+          }),
         },
       }),
     );

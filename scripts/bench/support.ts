@@ -11,19 +11,24 @@ import { join } from 'node:path';
 import { CoreV1Api, KubeConfig, Watch, type CoreV1Event } from '@kubernetes/client-node';
 import { freePort } from '../../config/free-port.js';
 import { DEV_TOKEN } from '../../config/index.js';
+import { ROOMY_TENANT_LIMITS, ROOMY_TENANT_LIMITS_ENV } from '../roomy-tenant-limits.js';
 
 /** The embedded stack's development token. */
 export const TOKEN = DEV_TOKEN;
 
+/** Every tenant's limits in a bench run: roomy (scripts/roomy-tenant-limits.ts). */
+export const BENCH_TENANT_LIMITS = ROOMY_TENANT_LIMITS;
+
 /**
  * What every bench rig adds to the environment of the API and worker processes it starts
- * (scripts/bench/waits.ts, replace.ts, topology.ts): JSON logs, and ALLOW_DEV_TOKEN so an API
+ * (scripts/bench/waits.ts, replace.ts, topology.ts): JSON logs, ALLOW_DEV_TOKEN so an API
  * started with `npm run api` accepts {@link TOKEN} (config/api-credentials.ts refuses to start
- * without credentials otherwise, docs/security.md).
+ * without credentials otherwise, docs/security.md), and {@link BENCH_TENANT_LIMITS}.
  */
 export const BENCH_SERVICE_ENV: Readonly<Record<string, string>> = {
   ALLOW_DEV_TOKEN: 'true',
   LOG_FORMAT: 'json',
+  TENANT_LIMITS: ROOMY_TENANT_LIMITS_ENV,
 };
 
 /** The checks that failed in this run; any entry makes the process exit 1 (see `finish`). */
@@ -196,6 +201,7 @@ export async function startStack(
       LOG_LEVEL: 'warn',
       LOG_FORMAT: 'json',
       SANDBOX_TEMPLATES: catalogFile,
+      TENANT_LIMITS: BENCH_SERVICE_ENV.TENANT_LIMITS,
       ...options.env,
     },
     stdio: ['ignore', 'pipe', 'inherit'],

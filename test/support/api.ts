@@ -12,6 +12,7 @@ import { expect } from 'vitest';
 import { createApp, type AppDeps } from '../../api/app.js';
 import { loadConfig, type Config } from '../../config/index.js';
 import { startTestStack, type TestStack, type TestStackOptions } from './stack.js';
+import { ROOMY_TENANT_LIMITS } from './tenant-limits.js';
 import { waitUntil } from '../../scripts/wait-until.js';
 
 /** A tenant and its bearer token. */
@@ -62,6 +63,8 @@ export async function startApiStack(options: ApiStackOptions = {}): Promise<ApiS
     // The API checks a webhook URL at registration with the workers' allow-list, as a
     // deployment gives both the same WEBHOOK_ALLOWED_CIDRS.
     WEBHOOK_ALLOWED_CIDRS: (options.stack?.webhooks?.allowedCidrs ?? []).join(','),
+    // Limits for suites about something else; a suite's own TENANT_LIMITS replaces them.
+    TENANT_LIMITS: ROOMY_TENANT_LIMITS,
     ...options.env,
   };
   const configOf = (env: Record<string, string>) => loadConfig({ ...baseEnv, ...env });

@@ -18,7 +18,11 @@ import {
 } from '../../environments/simulated-cluster/index.js';
 import { openStore, type Store, type StoreOptions } from '../../store/index.js';
 import { startSandboxWorker } from '../../worker/sandbox-worker.js';
-import { DEFAULT_TEMPLATES, type TemplateConfig } from '../../config/index.js';
+import {
+  DEFAULT_TEMPLATES,
+  type TemplateConfig,
+  type TenantLimitsConfig,
+} from '../../config/index.js';
 import { freshPostgresTarget, type StoreTarget } from './store.js';
 import {
   connectToTestServer,
@@ -62,6 +66,8 @@ export interface TestStackOptions {
   learnRootfsFloors?: boolean;
   /** How the workers deliver webhooks (default: the service's, no private targets). */
   webhooks?: WebhookDeliveryOptions;
+  /** The workers' TENANT_LIMITS (fairness weights of what their steps start; default: none). */
+  tenantLimits?: TenantLimitsConfig;
   /** The workers' activity slots (default: the worker's, MAX_CONCURRENT_ACTIVITIES). */
   maxConcurrentActivities?: number;
   /**
@@ -175,6 +181,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
         refusalBoundsMs: options.refusalBoundsMs,
         templates: stack.templates,
         webhooks: options.webhooks,
+        tenantLimits: options.tenantLimits,
         decider: { reconcileIntervalMs: options.reconcileIntervalMs, ...options.decider },
         worker: {
           workflowBundle: temporal.workflowBundle,
