@@ -17,6 +17,7 @@ import {
 } from '../store/index.js';
 import { bearer, createBody, startApiStack, type ApiStack } from './support/api.js';
 import { storeBackends, type StoreTarget } from './support/store.js';
+import { ROOMY_TENANT_LIMITS } from '../scripts/roomy-tenant-limits.js';
 import { waitUntil } from '../scripts/wait-until.js';
 
 const RACERS = 200;
@@ -157,8 +158,10 @@ describe.each(storeBackends())('two API replicas on one $name store', (backend) 
     });
     const tenant = api.tenantA;
     const env = {
+      // Roomy but for the rate: the built-in held limits (20 sandboxes, 40 cores) would bind first.
       TENANT_LIMITS: JSON.stringify({
-        tenants: { [tenant.id]: { sandboxes: 1_000, creates_per_second: 5, create_burst: 10 } },
+        default: ROOMY_TENANT_LIMITS,
+        tenants: { [tenant.id]: { creates_per_second: 5, create_burst: 10 } },
       }),
     };
     second = await openStore(api.stack.storeOptions);
@@ -233,7 +236,11 @@ describe.skipIf(!databaseUrl)('two API replicas on one PostgreSQL', () => {
     api = await startApiStack({ stack: { databaseUrl, worker: false } });
     const tenant = api.tenantA;
     const env = {
-      TENANT_LIMITS: JSON.stringify({ tenants: { [tenant.id]: { sandboxes: LIMIT } } }),
+      // Roomy but for the sandboxes: the built-in rate (5 a second) would refuse most at once.
+      TENANT_LIMITS: JSON.stringify({
+        default: ROOMY_TENANT_LIMITS,
+        tenants: { [tenant.id]: { sandboxes: LIMIT } },
+      }),
     };
     second = await openStore(api.stack.storeOptions);
     // Two replicas: each its own app, its own store (its own connection pool), its own port.
