@@ -274,6 +274,13 @@ async function requireUsable(deps: AppDeps): Promise<void> {
  * @throws the store's error when the database fails
  */
 export async function acceptCreate(deps: AppDeps, command: CreateCommand): Promise<AcceptedCreate> {
+  // The cheapest refusal first: a bucket this replica saw empty stays empty until its refill
+  // time, so a flood past the rate costs no query (a create with an Idempotency-Key goes to the
+  // store, which may replay it).
+  if (command.idempotencyKey === undefined) {
+    const known = deps.admission?.knownRateRefusal(command.tenant, Date.now());
+    if (known) throw createRateRefusal(deps.config, command.tenant, known);
+  }
   // A request below a known floor is refused whatever the cluster's state: its answer is known.
   await refuseBelowRootfsFloor(deps, command);
   await requireUsable(deps);
@@ -282,6 +289,9 @@ export async function acceptCreate(deps: AppDeps, command: CreateCommand): Promi
   // The request's span names the operation; the operation keeps the trace id (null when off).
   const traceId = markOperationSpan(operationId, sandboxId);
   const limits = limitsOf(deps.config.tenantLimits, command.tenant);
+  // No later than the store's own clock reading: a refusal remembered from here ends no later
+  // than the bucket's true refill time.
+  const askedAtMs = Date.now();
   const stored = await deps.store.createSandbox({
     id: sandboxId,
     tenant: command.tenant,
@@ -318,6 +328,7 @@ export async function acceptCreate(deps: AppDeps, command: CreateCommand): Promi
     case 'refused':
       throw heldLimitRefusal(deps.config, command.tenant, stored.refusal);
     case 'rate_limited':
+      deps.admission?.noteRateRefusal(command.tenant, stored.refusal, askedAtMs);
       throw createRateRefusal(deps.config, command.tenant, stored.refusal);
     case 'conflict':
       throw new ApiError(

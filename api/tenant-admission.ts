@@ -112,6 +112,19 @@ export interface TenantAdmission {
   holdWait(tenant: string): () => void;
   /** The waits the tenant holds on this replica now. */
   waitsHeld(tenant: string): number;
+  /**
+   * Remembers a refusal of the tenant's create-rate bucket until the bucket holds a token again
+   * (`nowMs + retryAfterMs`, epoch ms), so this replica refuses the tenant's next creates before
+   * then without asking the store. Exact, not an estimate: a bucket refills at a fixed rate and
+   * other replicas and the Nexus handler only take from it, so it holds less than one token
+   * until that time whatever they do (contract/create-rate.ts).
+   */
+  noteRateRefusal(tenant: string, refusal: CreateRateRefusal, nowMs: number): void;
+  /**
+   * The refusal a remembered empty bucket gives at `nowMs`, its `retryAfterMs` counted from
+   * `nowMs`; undefined once the bucket may hold a token (the store decides then).
+   */
+  knownRateRefusal(tenant: string, nowMs: number): CreateRateRefusal | undefined;
 }
 
 /**
@@ -120,6 +133,8 @@ export interface TenantAdmission {
  */
 export function createTenantAdmission(config: Config): TenantAdmission {
   const waits = new Map<string, number>();
+  /** Tenant -> its bucket's last refusal and when the bucket holds a token again (epoch ms). */
+  const emptyUntil = new Map<string, { refusal: CreateRateRefusal; untilMs: number }>();
 
   return {
     holdWait(tenant) {
@@ -146,6 +161,20 @@ export function createTenantAdmission(config: Config): TenantAdmission {
 
     waitsHeld(tenant) {
       return waits.get(tenant) ?? 0;
+    },
+
+    noteRateRefusal(tenant, refusal, nowMs) {
+      emptyUntil.set(tenant, { refusal, untilMs: nowMs + refusal.retryAfterMs });
+    },
+
+    knownRateRefusal(tenant, nowMs) {
+      const known = emptyUntil.get(tenant);
+      if (!known) return undefined;
+      if (nowMs >= known.untilMs) {
+        emptyUntil.delete(tenant);
+        return undefined;
+      }
+      return { ...known.refusal, retryAfterMs: known.untilMs - nowMs };
     },
   };
 }

@@ -8,6 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Express } from 'express';
 import request from 'supertest';
+import type { Store } from '../store/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apiRegistry } from '../api/metrics.js';
 import {
@@ -285,6 +286,45 @@ describe('the create rate and the waits: creates_per_second, waits', () => {
     for (const one of accepted) await awaitOperation(app, who, one.body.id);
     expect((await storedOf(who.id)).operations).toHaveLength(2);
     expect(podCreates() - podsBefore).toBe(2);
+  });
+
+  it('a replica that saw the bucket empty refuses until its refill time without asking the store, then admits', async () => {
+    const id = `q-${randomUUID().slice(0, 12)}`;
+    const who = { id, token: `token-${id}` };
+    let storeCreates = 0;
+    const counting: Store = {
+      ...api.stack.store,
+      createSandbox(input) {
+        storeCreates += 1;
+        return api.stack.store.createSandbox(input);
+      },
+    };
+    const app = api.appWith(
+      {
+        API_TOKENS: `${id}:${who.token}`,
+        TENANT_LIMITS: JSON.stringify({
+          tenants: { [id]: { creates_per_second: 1, create_burst: 1 } },
+        }),
+      },
+      { store: counting },
+    );
+    expect((await create(app, who)).status).toBe(202);
+    const first = await create(app, who);
+    expect(first.status, first.text).toBe(429);
+    const asked = storeCreates;
+    // The store said: no token for about a second. Until then this replica knows without asking.
+    const refused = await Promise.all(Array.from({ length: 10 }, () => create(app, who)));
+    for (const answer of refused) {
+      expect(answer.status).toBe(429);
+      expect(answer.headers['retry-after']).toBe('1');
+      expect(answer.body.error.details).toMatchObject({ limit: 'creates_per_second', usage: 1 });
+    }
+    expect(storeCreates).toBe(asked);
+    // Once the bucket refilled, the store decides again and admits.
+    await new Promise((resolve) => setTimeout(resolve, 1_100));
+    const later = await create(app, who);
+    expect(later.status, later.text).toBe(202);
+    expect(storeCreates).toBe(asked + 1);
   });
 
   it('refuses a long-poll and a synchronous create past waits with 429 rate_limited, creating nothing', async () => {

@@ -7,13 +7,19 @@
  * roomy default, BENCH_TENANT_LIMITS).
  * A checkout without tenant limits (the baseline) ignores TENANT_LIMITS.
  *
- * 1. alone: B makes synchronous creates (`POST /sync/v1/sandboxes`), one at a time;
+ * 1. alone: B makes synchronous creates (`POST /sync/v1/sandboxes`), one at a time, deleting
+ *    each sandbox once it runs (a well-behaved tenant, within any limit);
  * 2. flood: A sends `POST /v1/sandboxes` open loop at {@link FLOOD_RATE}/s for 20 s (`--quick`:
- *    5 s) while B makes synchronous creates one at a time, as in 1.
+ *    5 s; 1,000 creates) while B makes synchronous creates one at a time, as in 1.
  *
- * Goal (issue 29): B's p95 during the flood ≤ 1.5× its p95 alone; A's excess answered 429 and
- * none of A's or B's answers 5xx; every B create 201. A missed goal of the candidate is a problem
- * (exit 1); the baseline's are figures.
+ * Each checkout runs three rows ({@link ROWS}): `defaults`, no TENANT_LIMITS at all (what a fresh
+ * install does, issue 47); `limited`, A limited by TENANT_LIMITS as an operator would (issue
+ * 29); `roomy`, limits so high nothing is refused, so the row shows what Temporal's fairness
+ * alone gives B.
+ *
+ * Goals of `defaults` and `limited`: B's p95 during the flood ≤ 1.5× its p95 alone; A's excess
+ * answered 429, each with Retry-After; none of A's or B's answers 5xx; every B create 201. A
+ * missed goal of the candidate is a problem (exit 1); the baseline's, and `roomy`'s, are figures.
  */
 import { loadavg } from 'node:os';
 import { checkoutsOfRun, type Checkout } from './checkouts.js';
@@ -51,11 +57,27 @@ const BODY = JSON.stringify({
   resources: { cpu: 1, memory_mib: 256, disk_mib: 2048 },
 });
 
+/** The rows of a checkout: which limits its API and worker run with. */
+const ROWS = {
+  /** No TENANT_LIMITS: the service's built-in defaults for both tenants. */
+  defaults: { limits: undefined, goals: true },
+  /** A limited by TENANT_LIMITS ({@link FLOODER_LIMITS}), B roomy. */
+  limited: {
+    limits: { default: BENCH_TENANT_LIMITS, tenants: { flooder: FLOODER_LIMITS } },
+    goals: true,
+  },
+  /** Both roomy: nothing refused; what fairness alone gives. */
+  roomy: { limits: { default: BENCH_TENANT_LIMITS }, goals: false },
+} as const;
+type RowName = keyof typeof ROWS;
+
 /** One checkout's figures. */
 export interface NoisyFigures {
+  row: RowName;
   flood_rate_per_s: number;
   flood_seconds: number;
-  flooder_limits: typeof FLOODER_LIMITS;
+  /** A's limits: TENANT_LIMITS' entry, or the row's name (`defaults`, `roomy`). */
+  flooder_limits: typeof FLOODER_LIMITS | RowName;
   /** B's synchronous creates alone and during the flood, POST to 201 (ms). */
   neighbour_alone_ms: Summary;
   neighbour_during_flood_ms: Summary;
@@ -63,6 +85,8 @@ export interface NoisyFigures {
   /** Answers by HTTP status. */
   neighbour_statuses: Record<string, number>;
   flooder_statuses: Record<string, number>;
+  /** A's 429 answers without a Retry-After header (0 is the goal). */
+  flooder_429_without_retry_after: number;
   goal_met: { p95: boolean; flooder_excess_429: boolean; no_5xx: boolean };
   load_average: { before: number[]; after: number[] };
 }
@@ -73,17 +97,22 @@ export interface NoisyFigures {
  */
 export async function measureNoisyNeighbour(quick: boolean): Promise<Record<string, unknown>> {
   const results: Record<string, NoisyFigures | { error: string }> = {};
-  for (const checkout of checkoutsOfRun()) {
-    try {
-      const figures = await measureCheckout(checkout, quick);
-      results[checkout.label] = figures;
-      print(checkout.label, figures);
-      const missed = Object.entries(figures.goal_met).filter(([, met]) => !met);
-      if (checkout.label === 'candidate' && missed.length > 0)
-        problems.push(`noisy: candidate missed ${missed.map(([name]) => name).join(', ')}`);
-    } catch (err) {
-      problems.push(`noisy: ${checkout.label}: ${errorText(err)}`);
-      results[checkout.label] = { error: errorText(err) };
+  const rows = (process.env.NOISY_ROWS?.split(',') ?? Object.keys(ROWS)) as RowName[];
+  // Rows outside, checkouts inside: each row's baseline and candidate run back to back.
+  for (const row of rows) {
+    for (const checkout of checkoutsOfRun()) {
+      const label = `${row}/${checkout.label}`;
+      try {
+        const figures = await measureCheckout(checkout, row, quick);
+        results[label] = figures;
+        print(label, figures);
+        const missed = Object.entries(figures.goal_met).filter(([, met]) => !met);
+        if (checkout.label === 'candidate' && ROWS[row].goals && missed.length > 0)
+          problems.push(`noisy: ${label} missed ${missed.map(([name]) => name).join(', ')}`);
+      } catch (err) {
+        problems.push(`noisy: ${label}: ${errorText(err)}`);
+        results[label] = { error: errorText(err) };
+      }
     }
   }
   return { noisy: results };
@@ -95,18 +124,26 @@ function print(label: string, figures: NoisyFigures): void {
     console.log(`  ${name.padEnd(28)} ${JSON.stringify(value)}`);
 }
 
-async function measureCheckout(checkout: Checkout, quick: boolean): Promise<NoisyFigures> {
+async function measureCheckout(
+  checkout: Checkout,
+  row: RowName,
+  quick: boolean,
+): Promise<NoisyFigures> {
   const loadBefore = loadavg().map((v) => Math.round(v * 10) / 10);
-  const rig = await Rig.start(checkout);
+  const rig = await Rig.start(checkout, row);
   try {
     const neighbourStatuses: Record<string, number> = {};
     const flooderStatuses: Record<string, number> = {};
+    let withoutRetryAfter = 0;
     const syncCreate = async (): Promise<number> => {
       const startedAtMs = performance.now();
       const response = await rig.post('/sync/v1/sandboxes', TENANTS.neighbour.token);
-      await response.text();
+      const body = (await response.json().catch(() => ({}))) as { id?: string };
+      const elapsed = performance.now() - startedAtMs;
       neighbourStatuses[response.status] = (neighbourStatuses[response.status] ?? 0) + 1;
-      return performance.now() - startedAtMs;
+      // B stays within its own limits: its sandbox goes once it ran (not timed).
+      if (response.status === 201 && body.id) await rig.delete(body.id, TENANTS.neighbour.token);
+      return elapsed;
     };
     console.log(`noisy: ${checkout.label}: servers up; B alone`);
     await syncCreate(); // warm-up
@@ -117,8 +154,9 @@ async function measureCheckout(checkout: Checkout, quick: boolean): Promise<Nois
 
     const seconds = FLOOD_SECONDS[quick ? 'quick' : 'full'];
     console.log(`noisy: ${checkout.label}: A floods ${FLOOD_RATE}/s for ${seconds} s`);
-    const flood = rig.flood(seconds, (status) => {
+    const flood = rig.flood(seconds, (status, retryAfter) => {
       flooderStatuses[status] = (flooderStatuses[status] ?? 0) + 1;
+      if (status === 429 && !retryAfter) withoutRetryAfter += 1;
     });
     const during: number[] = [];
     let flooding = true;
@@ -133,17 +171,19 @@ async function measureCheckout(checkout: Checkout, quick: boolean): Promise<Nois
       Object.keys(statuses).some((status) => Number(status) >= 500 || Number(status) === 0),
     );
     return {
+      row,
       flood_rate_per_s: FLOOD_RATE,
       flood_seconds: seconds,
-      flooder_limits: FLOODER_LIMITS,
+      flooder_limits: row === 'limited' ? FLOODER_LIMITS : row,
       neighbour_alone_ms: aloneSummary,
       neighbour_during_flood_ms: duringSummary,
       p95_ratio: ratio,
       neighbour_statuses: neighbourStatuses,
       flooder_statuses: flooderStatuses,
+      flooder_429_without_retry_after: withoutRetryAfter,
       goal_met: {
         p95: ratio <= P95_RATIO_GOAL && Object.keys(neighbourStatuses).every((s) => s === '201'),
-        flooder_excess_429: (flooderStatuses['429'] ?? 0) > 0,
+        flooder_excess_429: (flooderStatuses['429'] ?? 0) > 0 && withoutRetryAfter === 0,
         no_5xx: !fiveHundreds,
       },
       load_average: { before: loadBefore, after: loadavg().map((v) => Math.round(v * 10) / 10) },
@@ -157,10 +197,11 @@ async function measureCheckout(checkout: Checkout, quick: boolean): Promise<Nois
 class Rig {
   private constructor(private readonly rig: ProcessRig) {}
 
-  static async start(checkout: Checkout): Promise<Rig> {
+  static async start(checkout: Checkout, row: RowName): Promise<Rig> {
+    const limits = ROWS[row].limits;
     return new Rig(
       await ProcessRig.start({
-        label: `noisy-${checkout.label}`,
+        label: `noisy-${row}-${checkout.label}`,
         checkout,
         cluster: { startupDelayMs: NODE_DELAY_MS },
         namespace: NAMESPACE,
@@ -168,13 +209,21 @@ class Rig {
           API_TOKENS: Object.values(TENANTS)
             .map(({ id, token }) => `${id}:${token}`)
             .join(','),
-          TENANT_LIMITS: JSON.stringify({
-            default: BENCH_TENANT_LIMITS,
-            tenants: { [TENANTS.flooder.id]: FLOODER_LIMITS },
-          }),
+          ...(limits && { TENANT_LIMITS: JSON.stringify(limits) }),
         },
+        withoutEnv: limits ? [] : ['TENANT_LIMITS'],
       }),
     );
+  }
+
+  /** Deletes a sandbox; the answer is read and dropped (a failure shows in the next create). */
+  async delete(id: string, token: string): Promise<void> {
+    await fetch(`${this.base}/v1/sandboxes/${id}`, {
+      method: 'DELETE',
+      headers: { Authorization: `Bearer ${token}` },
+    })
+      .then((response) => response.text())
+      .catch(() => undefined);
   }
 
   get base(): string {
@@ -195,9 +244,12 @@ class Rig {
 
   /**
    * Tenant A's open loop: create n is sent at n / FLOOD_RATE s whatever the answers before it.
-   * @param onStatus each answer's HTTP status (0 when the request failed)
+   * @param onStatus each answer's HTTP status (0 when the request failed) and its Retry-After
    */
-  async flood(seconds: number, onStatus: (status: number) => void): Promise<void> {
+  async flood(
+    seconds: number,
+    onStatus: (status: number, retryAfter: string | null) => void,
+  ): Promise<void> {
     const started = performance.now();
     const sent: Array<Promise<void>> = [];
     for (let n = 0; n < seconds * FLOOD_RATE; n++) {
@@ -207,7 +259,10 @@ class Rig {
       sent.push(
         this.post('/v1/sandboxes', TENANTS.flooder.token).then(async (response) => {
           await response.text().catch(() => undefined);
-          onStatus(response.status === 599 ? 0 : response.status);
+          onStatus(
+            response.status === 599 ? 0 : response.status,
+            response.headers.get('retry-after'),
+          );
         }),
       );
     }

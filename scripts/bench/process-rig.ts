@@ -30,6 +30,11 @@ export interface ProcessRigOptions {
   namespace: string;
   /** Variables added to both processes' (e.g. SANDBOX_TEMPLATES, API_TOKENS, TENANT_LIMITS). */
   env: Record<string, string>;
+  /**
+   * Variables the processes must not have, even the rig's own (e.g. `TENANT_LIMITS`, for the
+   * service's built-in defaults).
+   */
+  withoutEnv?: readonly string[];
 }
 
 /** How long a loaded machine may take to build the worker's bundle and answer, in ms. */
@@ -66,7 +71,8 @@ export class ProcessRig {
       DATA_DIR: dataDir,
       LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'error',
       ...options.env,
-    };
+    } as Record<string, string>;
+    for (const name of options.withoutEnv ?? []) delete env[name];
     const apiPort = await freePort();
     const workerMetricsPort = await freePort();
     const children = [
