@@ -17,6 +17,7 @@ export const FAST_TESTS = [
   'test/create-workflow-branches.test.ts',
   'test/credential-hint.test.ts',
   'test/fault-report.test.ts',
+  'test/labels.test.ts',
   'test/layers.test.ts',
   'test/lifetime-durations.test.ts',
   'test/lifetime-workflow.test.ts',

@@ -20,6 +20,7 @@ import { webhooks } from './0013-webhooks.js';
 import { sandboxLifetimes } from './0014-sandbox-lifetimes.js';
 import { warmPools } from './0015-warm-pools.js';
 import { dropReadinessWaits } from './0016-drop-readiness-waits.js';
+import { sandboxLabels } from './0017-sandbox-labels.js';
 
 /** Every migration by name. */
 export const MIGRATIONS: Readonly<Record<string, Migration>> = {
@@ -38,6 +39,7 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0014-sandbox-lifetimes': sandboxLifetimes,
   '0015-warm-pools': warmPools,
   '0016-drop-readiness-waits': dropReadinessWaits,
+  '0017-sandbox-labels': sandboxLabels,
 };
 
 const provider: MigrationProvider = {
