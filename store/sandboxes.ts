@@ -3,7 +3,7 @@
  * docs/architecture.md, "Consistency between Temporal and the store".
  * Writes made for an execution are fenced (fencing.ts) and report whether they wrote.
  */
-import { sql, type Kysely, type Selectable } from 'kysely';
+import { sql, type Kysely, type Selectable, type SelectQueryBuilder } from 'kysely';
 import { isCurrentExecution } from './fencing.js';
 import { insertLabelRows, labelsColumn, labelsOfColumn, requirementCondition } from './labels.js';
 import { decodePageToken, encodePageToken, filterDigest } from './page-token.js';
@@ -248,10 +248,7 @@ export async function selectSandboxPage(
 }
 
 /** A query over `sandboxes` (alone, or joined to the driver's label rows). */
-type SandboxQuery = ReturnType<typeof sandboxQueryShape>;
-function sandboxQueryShape(db: Kysely<Database>) {
-  return db.selectFrom('sandboxes').selectAll('sandboxes');
-}
+type SandboxQuery = SelectQueryBuilder<Database, 'sandboxes', Selectable<SandboxesTable>>;
 
 /**
  * Records the pod's name and uid, fenced by the execution.
