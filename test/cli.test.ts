@@ -554,6 +554,7 @@ describe('cli', () => {
       created_at: '2026-01-01T00:00:00.000Z',
       updated_at: '2026-01-01T00:00:01.000Z',
       expire_time: null,
+      labels: {},
     };
     const nowMs = Date.parse(sandbox.created_at) + 330_000;
     const table = formatSandboxList([sandbox], { columns: 80, nowMs });
