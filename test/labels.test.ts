@@ -21,6 +21,22 @@ import {
   selectorMatches,
   type LabelRequirement,
 } from '../contract/labels.js';
+import {
+  POD_ANNOTATIONS,
+  POD_LABELS,
+  sandboxPod,
+  tenantLabelValue,
+  type SandboxPodInput,
+} from '../kubernetes/pod-spec.js';
+
+/** A sandbox pod's input, for the tenant label's tests. */
+const POD: SandboxPodInput = {
+  sandboxId: 'sbx_aaaaaaaaaaaaaaaaaaaaaaaaaa',
+  generation: 1,
+  template: 'base',
+  image: 'busybox',
+  resources: { cpu: 1, memoryMib: 256, diskMib: 1024 },
+};
 
 /** The error a selector throws, or a failure naming the selector that parsed. */
 function selectorError(text: string): LabelSelectorError {
@@ -399,6 +415,51 @@ describe('selector properties', () => {
         expect(parseLabels(labels)).toEqual({ labels });
       }),
       { numRuns: 300 },
+    );
+  });
+});
+
+describe("the pod's tenant label (kubernetes/pod-spec.ts tenantLabelValue)", () => {
+  it('is the tenant itself when it is a valid label value, with no annotation', () => {
+    const pod = sandboxPod({ ...POD, tenant: 'payments' });
+    expect(pod.metadata?.labels?.[POD_LABELS.tenant]).toBe('payments');
+    expect(pod.metadata?.annotations).not.toHaveProperty(POD_ANNOTATIONS.tenant);
+  });
+
+  it('is a readable prefix and a hash otherwise, the tenant as it is in the annotation', () => {
+    const pod = sandboxPod({ ...POD, tenant: 'alice@example.com' });
+    const value = pod.metadata?.labels?.[POD_LABELS.tenant] ?? '';
+    expect(value).toMatch(/^alice-example\.com-h[0-9a-f]{32}$/);
+    expect(isLabelValue(value)).toBe(true);
+    expect(pod.metadata?.annotations?.[POD_ANNOTATIONS.tenant]).toBe('alice@example.com');
+    expect(tenantLabelValue('@@@')).toMatch(/^h[0-9a-f]{32}$/);
+    expect(tenantLabelValue('x'.repeat(64))).toMatch(/^x{28}-h[0-9a-f]{32}$/);
+  });
+
+  it('cannot be taken by a tenant named after another tenant’s hash', () => {
+    const hashed = tenantLabelValue('alice@example.com');
+    expect(tenantLabelValue(hashed)).not.toBe(hashed);
+    expect(tenantLabelValue(hashed)).toMatch(/-h[0-9a-f]{32}$/);
+  });
+
+  it('is a valid label value for any tenant, and two tenants never share one', () => {
+    fc.assert(
+      fc.property(
+        fc.uniqueArray(fc.string({ maxLength: 80 }), { minLength: 2, maxLength: 8 }),
+        (tenants) => {
+          const values = tenants.map(tenantLabelValue);
+          for (const value of values) expect(isLabelValue(value) && value !== '').toBe(true);
+          expect(new Set(values).size).toBe(tenants.length);
+        },
+      ),
+      { numRuns: 500 },
+    );
+  });
+
+  it("a pod has no label but the service's: managed-by, sandbox id, tenant", () => {
+    const pod = sandboxPod({ ...POD, tenant: 'payments' });
+    expect(Object.keys(pod.metadata?.labels ?? {}).sort()).toEqual(
+      [POD_LABELS.managedBy, POD_LABELS.sandboxId, POD_LABELS.tenant].sort(),
     );
   });
 });
