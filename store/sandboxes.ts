@@ -4,6 +4,7 @@
  * Writes made for an execution are fenced (fencing.ts) and report whether they wrote.
  */
 import { sql, type Kysely, type Selectable, type SelectQueryBuilder } from 'kysely';
+import type { DialectName } from './database.js';
 import { isCurrentExecution } from './fencing.js';
 import { insertLabelRows, labelsColumn, labelsOfColumn, requirementCondition } from './labels.js';
 import { decodePageToken, encodePageToken, filterDigest } from './page-token.js';
@@ -143,7 +144,12 @@ async function driverOf(
       .select((eb) => eb.fn.countAll<number | string>().as('rows'))
       .executeTakeFirstOrThrow();
     const rows = Number(counted.rows);
-    if (best === undefined || rows < best.rows) best = { requirement, rows };
+    // Equal counts (both at the cap): the one of fewer values, whose branches read less.
+    const better =
+      best === undefined ||
+      rows < best.rows ||
+      (rows === best.rows && requirement.values.length < best.requirement.values.length);
+    if (better) best = { requirement, rows };
     if (rows === 0) break;
   }
   return best?.requirement;
@@ -161,6 +167,7 @@ async function driverOf(
  */
 export async function selectSandboxPage(
   db: Kysely<Database>,
+  dialect: DialectName,
   tenant: string,
   options: ListSandboxesOptions,
 ): Promise<SandboxPage> {
@@ -182,7 +189,7 @@ export async function selectSandboxPage(
     if (options.template !== undefined) q = q.where('sandboxes.template', '=', options.template);
     for (const requirement of selector) {
       if (requirement === driver) continue;
-      q = q.where((eb) => requirementCondition(eb, requirement));
+      q = q.where((eb) => requirementCondition(eb, requirement, dialect));
     }
     if (options.createdAfter !== undefined)
       q = q.where(sql.ref(created), '>=', options.createdAfter);

@@ -224,7 +224,7 @@ export async function openStore(options: StoreOptions): Promise<Store> {
     },
 
     listSandboxes(tenant, options) {
-      return selectSandboxPage(db, tenant, options);
+      return selectSandboxPage(db, dialect, tenant, options);
     },
 
     updateLabels(tenant, sandboxId, update) {
