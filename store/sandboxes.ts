@@ -132,18 +132,25 @@ async function driverOf(
   if (candidates.length <= 1) return candidates[0];
   let best: { requirement: LabelRequirement; rows: number } | undefined;
   for (const requirement of candidates) {
-    const probe = db
-      .selectFrom('sandbox_labels')
-      .select(sql.lit(1).as('one'))
-      .where('tenant', '=', tenant)
-      .where('key', '=', requirement.key)
-      .where('value', 'in', requirement.values)
-      .limit(DRIVER_PROBE_CAP);
-    const counted = await db
-      .selectFrom(probe.as('p'))
-      .select((eb) => eb.fn.countAll<number | string>().as('rows'))
-      .executeTakeFirstOrThrow();
-    const rows = Number(counted.rows);
+    // Value by value, each in the index's order, so a count reads the index alone (a planner
+    // would otherwise scan the table for a common label until it found the cap's rows).
+    let rows = 0;
+    for (const value of requirement.values) {
+      const probe = db
+        .selectFrom('sandbox_labels')
+        .select(sql.lit(1).as('one'))
+        .where('tenant', '=', tenant)
+        .where('key', '=', requirement.key)
+        .where('value', '=', value)
+        .orderBy('created_at', 'desc')
+        .limit(DRIVER_PROBE_CAP - rows);
+      const counted = await db
+        .selectFrom(probe.as('p'))
+        .select((eb) => eb.fn.countAll<number | string>().as('rows'))
+        .executeTakeFirstOrThrow();
+      rows += Number(counted.rows);
+      if (rows >= DRIVER_PROBE_CAP) break;
+    }
     // Equal counts (both at the cap): the one of fewer values, whose branches read less.
     const better =
       best === undefined ||
