@@ -113,7 +113,7 @@ describe.each(storeBackends())('labels and filters on $name', (backend) => {
       expect(result).toMatchObject({ kind: 'updated', sandbox: { labels: { owner: 'bob' } } });
       const after = await store.getSandbox('acme', 'sbx_0001');
       expect(after?.labels).toEqual({ owner: 'bob' });
-      expect((after?.updatedAt ?? "") > before.updatedAt).toBe(true);
+      expect((after?.updatedAt ?? '') > before.updatedAt).toBe(true);
       expect(
         ids(await allPages(store, 'acme', { limit: 5, selector: parseLabelSelector('team') })),
       ).toEqual([]);
