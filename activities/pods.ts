@@ -170,10 +170,14 @@ export function podActivities(deps: PodActivityDeps) {
           workflow_image: input.image,
         });
       }
+      // The tenant the pod is labelled with is the store's (the admission step checked the
+      // input's against it), not a field of the workflow's input.
+      const tenant = (await deps.store.getSandboxById(input.sandboxId))?.tenant;
       let pod: PodRef & { adopted: boolean };
       try {
         pod = await createPod(deps.kubernetes, {
           operationId: input.operationId,
+          tenant,
           sandboxId: input.sandboxId,
           generation: input.generation,
           template: input.template,

@@ -146,6 +146,8 @@ export function warmPoolActivities(deps: WarmPoolActivityDeps) {
       if (!template || !pool || !matchesWarmPool(input.resources, pool)) return null;
       const claim = {
         sandboxId: input.sandboxId,
+        // The store's tenant, as the pod activities' (activities/pods.ts).
+        tenant: (await deps.store.getSandboxById(input.sandboxId))?.tenant,
         generation: input.generation,
         template: input.template,
       };

@@ -300,6 +300,7 @@ export async function acceptCreate(deps: AppDeps, command: CreateCommand): Promi
     operationId,
     deadlineMs: command.deadlineMs,
     ttlMs: command.request.lifetime?.ttlMs,
+    labels: command.request.labels,
     traceId,
     // Checked with the insert in one transaction: exact across API replicas, and one bucket of
     // the create rate for every replica and the Nexus handler.
@@ -319,6 +320,9 @@ export async function acceptCreate(deps: AppDeps, command: CreateCommand): Promi
                 ...(command.request.lifetime?.from === 'request' && {
                   ttl: formatDuration(command.request.lifetime.ttlMs),
                 }),
+                // Labels are part of the body: the same key with other labels conflicts. None
+                // hashes as before labels existed, so keys stored then still replay.
+                ...(command.request.labels && { labels: command.request.labels }),
               },
               command.route,
             ),

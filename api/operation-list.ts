@@ -26,7 +26,11 @@ export async function listOperations(
 ): Promise<OperationPage> {
   try {
     const page = await deps.store.listOperations(tenant, {
-      status: query.status,
+      statuses: query.status,
+      types: query.type,
+      sandboxId: query.sandbox_id,
+      createdAfter: query.create_time_after,
+      createdBefore: query.create_time_before,
       limit: query.limit,
       pageToken: query.page_token,
     });

@@ -15,6 +15,7 @@ export type RouteName =
   | 'getSandbox'
   | 'deleteSandbox'
   | 'extendSandbox'
+  | 'updateSandbox'
   | 'listOperations'
   | 'getOperation'
   | 'cancelOperation'
@@ -31,7 +32,7 @@ export type RouteName =
 
 /** One route: method, Express path, whether it needs a bearer token, its handler's name. */
 export interface RouteSpec {
-  method: 'get' | 'post' | 'delete';
+  method: 'get' | 'post' | 'patch' | 'delete';
   /** Express 5 path syntax, e.g. `/v1/sandboxes/:id`. */
   path: string;
   auth: boolean;
@@ -48,6 +49,7 @@ export const ROUTES: readonly RouteSpec[] = [
   { method: 'get', path: '/v1/sandboxes', auth: true, name: 'listSandboxes' },
   { method: 'get', path: '/v1/sandboxes/:id', auth: true, name: 'getSandbox' },
   { method: 'delete', path: '/v1/sandboxes/:id', auth: true, name: 'deleteSandbox' },
+  { method: 'patch', path: '/v1/sandboxes/:id', auth: true, name: 'updateSandbox' },
   // A custom method (AIP-136): the colon is literal, escaped for Express.
   { method: 'post', path: '/v1/sandboxes/:id\\:extend', auth: true, name: 'extendSandbox' },
   { method: 'get', path: '/v1/operations', auth: true, name: 'listOperations' },

@@ -6,8 +6,18 @@
 import { z } from 'zod';
 import { lifetimeOf, type TemplateConfig } from '../config/index.js';
 import {
+  LabelSelectorError,
   OPERATION_STATUSES,
+  OPERATION_TYPES,
   PAGE_SIZE,
+  SANDBOX_ID,
+  parseLabelSelector,
+  parseLabels,
+  labelKeyErrors,
+  type LabelSelector,
+  type OperationStatus,
+  type OperationType,
+  type SandboxState,
   RESOURCE_LIMITS,
   SANDBOX_STATES,
   MAX_TTL_LIMIT_MS,
@@ -30,6 +40,8 @@ export interface CreateRequest {
    * which (only the request's is part of its idempotency hash).
    */
   lifetime?: { ttlMs: number; from: 'request' | 'template' };
+  /** The sandbox's labels (docs/api.md, "Labels and filters"); absent or {}: none. */
+  labels?: Record<string, string>;
 }
 
 /** A size in MiB: a JSON integer from 1 to `max` (a quantity string such as "1Gi" is refused). */
@@ -111,6 +123,8 @@ export function createRequestSchema(templates: Record<string, TemplateConfig>) {
           },
         ),
         ttl: ttlDuration.optional(),
+        // Checked by parseLabels (contract/labels.ts), whose problems name the label.
+        labels: z.unknown().optional(),
       },
       { error: 'must be a JSON object' },
     )
@@ -154,6 +168,8 @@ function schemaOf(templates: Record<string, TemplateConfig>) {
 export interface FieldProblem {
   field: string;
   message: string;
+  /** Where in the field's text the problem is (1-based): a malformed label selector's. */
+  position?: number;
 }
 
 /** The message of a field the schema does not have. */
@@ -168,7 +184,14 @@ function problemsOf(error: z.ZodError, root: string): FieldProblem[] {
         message: UNKNOWN_FIELD,
       }));
     }
-    return [{ field: path || root, message: issue.message }];
+    const position = issue.code === 'custom' ? issue.params?.position : undefined;
+    return [
+      {
+        field: path || root,
+        message: issue.message,
+        ...(typeof position === 'number' && { position }),
+      },
+    ];
   });
 }
 
@@ -200,7 +223,14 @@ export function parseCreateRequest(
     });
   }
   const parsed = schemaOf(templates).safeParse(body);
-  if (!parsed.success) throw invalid(problemsOf(parsed.error, 'body'), 'body');
+  const labels = labelsOf(body);
+  const labelProblems = 'problems' in labels ? labels.problems : [];
+  if (!parsed.success || labelProblems.length > 0) {
+    throw invalid(
+      [...(parsed.success ? [] : problemsOf(parsed.error, 'body')), ...labelProblems],
+      'body',
+    );
+  }
   const { template, resources, ttl } = parsed.data;
   const defaultMs = lifetimeOf(templates[template] ?? {}).defaultMs;
   const lifetime =
@@ -209,7 +239,23 @@ export function parseCreateRequest(
       : defaultMs !== undefined
         ? { ttlMs: defaultMs, from: 'template' as const }
         : undefined;
-  return { template, resources: resourcesFromWire(resources), ...(lifetime && { lifetime }) };
+  return {
+    template,
+    resources: resourcesFromWire(resources),
+    ...(lifetime && { lifetime }),
+    ...('labels' in labels && Object.keys(labels.labels).length > 0 && { labels: labels.labels }),
+  };
+}
+
+/** The `labels` of a request body, checked (contract/labels.ts `parseLabels`); none: {}. */
+function labelsOf(
+  body: unknown,
+): { labels: Record<string, string> } | { problems: FieldProblem[] } {
+  const value =
+    body !== null && typeof body === 'object' && !Array.isArray(body)
+      ? (body as { labels?: unknown }).labels
+      : undefined;
+  return value === undefined ? { labels: {} } : parseLabels(value);
 }
 
 const pageSize = z
@@ -227,26 +273,154 @@ const pageToken = z
   .optional()
   .transform((token) => (token === '' ? undefined : token));
 
+/**
+ * A query parameter that takes several values, repeated (`state=a&state=b`) or comma separated
+ * (`state=a,b`), each one of `allowed`.
+ */
+function valuesOf<T extends string>(allowed: readonly T[]) {
+  const message = `must be one or more of: ${allowed.join(', ')} (repeated, or comma separated)`;
+  return z
+    .union([z.string(), z.array(z.string())], { error: message })
+    .transform((given, ctx) => {
+      const values = [given]
+        .flat()
+        .flatMap((part) => part.split(','))
+        .map((part) => part.trim());
+      if (values.some((value) => !(allowed as readonly string[]).includes(value))) {
+        ctx.addIssue({ code: 'custom', message });
+        return z.NEVER;
+      }
+      return [...new Set(values)] as T[];
+    })
+    .optional();
+}
+
+/** A moment as RFC 3339 sends it, in the store's spelling (ISO-8601 UTC, milliseconds). */
+export interface Moment {
+  /** The moment, rounded down to the millisecond, as `toISOString()` writes it. */
+  iso: string;
+  /** True when the text had digits below the millisecond that were not all zero. */
+  finer: boolean;
+}
+
+const RFC_3339 =
+  /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?([Zz]|[+-]\d{2}:\d{2})$/;
+
+/**
+ * Reads an RFC 3339 date-time (`2026-12-03T10:00:00Z`, `…T10:00:00.5+02:00`): a real date and
+ * time with a `Z` or numeric offset (RFC 3339 section 5.6).
+ * @returns the moment, or undefined for any other text
+ */
+export function parseRfc3339(text: string): Moment | undefined {
+  const match = RFC_3339.exec(text);
+  if (!match) return undefined;
+  const [, year, month, day, hour, minute, second, fraction = '', offset] =
+    match as unknown as string[];
+  const ms = Date.parse(
+    `${year}-${month}-${day}T${hour}:${minute}:${second}.${fraction.padEnd(3, '0').slice(0, 3)}${offset === 'z' ? 'Z' : offset}`,
+  );
+  if (!Number.isFinite(ms)) return undefined;
+  // Date.parse rolls 2026-02-30 over to March: only a date that exists reads back the same.
+  const date = new Date(Date.UTC(Number(year), Number(month) - 1, Number(day)));
+  if (
+    date.getUTCMonth() !== Number(month) - 1 ||
+    Number(hour) > 23 ||
+    Number(minute) > 59 ||
+    Number(second) > 59
+  ) {
+    return undefined;
+  }
+  return { iso: new Date(ms).toISOString(), finer: /[1-9]/.test(fraction.slice(3)) };
+}
+
+/**
+ * `create_time_after` / `create_time_before`: an RFC 3339 time. After is inclusive, before
+ * exclusive; a time finer than the store's milliseconds is rounded so neither moves past a row
+ * it should not.
+ */
+function createTime() {
+  const message = 'must be an RFC 3339 time such as "2026-12-03T10:00:00Z"';
+  return z
+    .string({ error: 'must be given once' })
+    .transform((text, ctx) => {
+      const moment = parseRfc3339(text);
+      if (!moment) {
+        ctx.addIssue({ code: 'custom', message });
+        return z.NEVER;
+      }
+      // Rows are stored at whole milliseconds: "at or after 10.0005" is "at or after 10.001",
+      // and "before 10.0005" is "before 10.001".
+      return moment.finer ? new Date(Date.parse(moment.iso) + 1).toISOString() : moment.iso;
+    })
+    .optional();
+}
+
+/** `label_selector`: a Kubernetes label selector (contract/labels.ts), parsed. */
+const labelSelector = z
+  .string({ error: 'must be given once' })
+  .max(4096, { error: 'must be at most 4096 characters' })
+  .transform((text, ctx) => {
+    try {
+      return parseLabelSelector(text);
+    } catch (err) {
+      if (!(err instanceof LabelSelectorError)) throw err;
+      ctx.addIssue({
+        code: 'custom',
+        message: `is not a valid label selector: ${err.message}`,
+        params: { position: err.position },
+      });
+      return z.NEVER;
+    }
+  })
+  .optional();
+
 const sandboxListQuery = z.strictObject({
-  state: z
-    .enum(SANDBOX_STATES, { error: `must be one of: ${SANDBOX_STATES.join(', ')}` })
+  state: valuesOf(SANDBOX_STATES),
+  template: z
+    .string({ error: 'must be given once' })
+    .min(1, { error: 'must not be empty' })
+    .max(253, { error: 'must be at most 253 characters' })
     .optional(),
+  label_selector: labelSelector,
+  create_time_after: createTime(),
+  create_time_before: createTime(),
   limit: pageSize,
   page_token: pageToken,
 });
 
 const operationListQuery = z.strictObject({
-  status: z
-    .enum(OPERATION_STATUSES, { error: `must be one of: ${OPERATION_STATUSES.join(', ')}` })
+  status: valuesOf(OPERATION_STATUSES),
+  type: valuesOf(OPERATION_TYPES),
+  sandbox_id: z
+    .string({ error: 'must be given once' })
+    .regex(SANDBOX_ID, { error: 'must be a sandbox id (sbx_…)' })
     .optional(),
+  create_time_after: createTime(),
+  create_time_before: createTime(),
   limit: pageSize,
   page_token: pageToken,
 });
 
 /** A validated `GET /v1/sandboxes` query. */
-export type SandboxListQuery = z.output<typeof sandboxListQuery>;
+export interface SandboxListQuery {
+  state?: SandboxState[];
+  template?: string;
+  label_selector?: LabelSelector;
+  create_time_after?: string;
+  create_time_before?: string;
+  limit: number;
+  page_token?: string;
+}
 /** A validated `GET /v1/operations` query. */
-export type OperationListQuery = z.output<typeof operationListQuery>;
+export interface OperationListQuery {
+  status?: OperationStatus[];
+  type?: OperationType[];
+  sandbox_id?: string;
+  create_time_after?: string;
+  create_time_before?: string;
+  limit: number;
+  page_token?: string;
+}
 
 function parseQuery<T>(schema: z.ZodType<T>, query: unknown): T {
   const parsed = schema.safeParse(query ?? {});
@@ -255,19 +429,123 @@ function parseQuery<T>(schema: z.ZodType<T>, query: unknown): T {
 }
 
 /**
- * Checks `GET /v1/sandboxes` query parameters (`state`, `limit` 1..200 default 50, `page_token`).
- * @throws ApiError `invalid_request` naming the parameter
+ * Checks `GET /v1/sandboxes` query parameters: `state` (several), `template`, `label_selector`,
+ * `create_time_after`, `create_time_before`, `limit` 1..200 default 50, `page_token`.
+ * @throws ApiError `invalid_request` naming the parameter (a bad selector: where, as
+ *   `details.position`, 1-based)
  */
 export function parseSandboxListQuery(query: unknown): SandboxListQuery {
   return parseQuery(sandboxListQuery, query);
 }
 
 /**
- * Checks `GET /v1/operations` query parameters (`status`, `limit` 1..200 default 50, `page_token`).
+ * Checks `GET /v1/operations` query parameters: `status` and `type` (several), `sandbox_id`,
+ * `create_time_after`, `create_time_before`, `limit` 1..200 default 50, `page_token`.
  * @throws ApiError `invalid_request` naming the parameter
  */
 export function parseOperationListQuery(query: unknown): OperationListQuery {
   return parseQuery(operationListQuery, query);
+}
+
+/**
+ * A validated label change (`PATCH /v1/sandboxes/{id}`, AIP-134): the new labels, and with an
+ * update mask of `labels.<key>` paths the keys it changes (absent: the whole map).
+ */
+export interface LabelUpdate {
+  labels: Record<string, string>;
+  keys?: string[];
+}
+
+/** The fields `PATCH /v1/sandboxes/{id}` may change. */
+const UPDATABLE = 'labels';
+
+/**
+ * The paths of an update mask (AIP-161): comma separated, a map key after `labels.`, in
+ * backticks when it holds characters other than letters, digits and `_` (backticks are also
+ * accepted around a plain key; a key without them is the rest of the path).
+ */
+function maskPaths(mask: string): string[] {
+  const paths: string[] = [];
+  let current = '';
+  let quoted = false;
+  for (const ch of mask) {
+    if (ch === '`') quoted = !quoted;
+    if (ch === ',' && !quoted) {
+      paths.push(current.trim());
+      current = '';
+    } else {
+      current += ch;
+    }
+  }
+  paths.push(current.trim());
+  return paths;
+}
+
+/**
+ * Checks a label change: the body `{"labels": {...}}` (labels as on a create), and the
+ * `update_mask` query parameter (AIP-134): absent, `*` or `labels` replaces the whole map;
+ * `labels.team,labels.\`example.com/env\`` changes those keys alone (set from the body, or
+ * removed when the body has no such key); labels of the body outside the mask are ignored.
+ * @throws ApiError `invalid_request` naming the field or the path
+ */
+export function parseLabelUpdate(body: unknown, query: unknown): LabelUpdate {
+  const problem = (field: string, message: string) =>
+    new ApiError('invalid_request', `${field} ${message}`, { problems: [{ field, message }] });
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+    throw problem('body', 'must be a JSON object such as {"labels": {"team": "a"}}');
+  }
+  for (const field of Object.keys(body)) {
+    if (field !== UPDATABLE) {
+      throw problem(
+        field,
+        `cannot be changed: a sandbox's ${UPDATABLE} alone can (or is not a known field)`,
+      );
+    }
+  }
+  const rawMask = (query as Record<string, unknown> | undefined)?.update_mask;
+  if (rawMask !== undefined && typeof rawMask !== 'string') {
+    throw problem('query.update_mask', 'must be given once');
+  }
+  const unknown = Object.keys((query as Record<string, unknown> | undefined) ?? {}).find(
+    (name) => name !== 'update_mask',
+  );
+  if (unknown !== undefined) throw problem(`query.${unknown}`, 'is not a known field');
+  const given = (body as { labels?: unknown }).labels;
+  const parsed = given === undefined ? { labels: {} } : parseLabels(given);
+  if ('problems' in parsed) throw invalid(parsed.problems, 'body');
+  const paths = rawMask === undefined ? ['labels'] : maskPaths(rawMask);
+  if (paths.includes('*') || paths.includes(UPDATABLE)) {
+    if (paths.length > 1) {
+      throw problem(
+        'query.update_mask',
+        `names ${UPDATABLE} whole: it cannot also name paths inside it`,
+      );
+    }
+    if (given === undefined && rawMask !== '*') {
+      throw problem('body.labels', 'is required (send {"labels": {}} to remove every label)');
+    }
+    return { labels: parsed.labels };
+  }
+  const keys: string[] = [];
+  for (const path of paths) {
+    if (!path.startsWith(`${UPDATABLE}.`)) {
+      throw problem(
+        'query.update_mask',
+        `path ${JSON.stringify(path)} cannot be changed: only ${UPDATABLE} and ${UPDATABLE}.<key> can`,
+      );
+    }
+    let key = path.slice(UPDATABLE.length + 1);
+    if (key.startsWith('`') && key.endsWith('`') && key.length >= 2) key = key.slice(1, -1);
+    const errors = labelKeyErrors(key);
+    if (errors.length > 0) {
+      throw problem(
+        'query.update_mask',
+        `path ${JSON.stringify(path)} names no label key: ${errors.join('; ')}`,
+      );
+    }
+    keys.push(key);
+  }
+  return { labels: parsed.labels, keys: [...new Set(keys)] };
 }
 
 /** A validated extend (`POST /v1/sandboxes/{id}:extend`): a new lifetime from now, or a time. */

@@ -12,6 +12,14 @@ export interface TableOptions {
   columns?: number;
   /** The clock AGE is computed from, in epoch ms (default now). */
   nowMs?: number;
+  /** Adds a LABELS column (`list --show-labels`, as kubectl's). */
+  showLabels?: boolean;
+}
+
+/** Labels as kubectl prints them: `k=v` by key, comma separated; `<none>` for none. */
+export function formatLabels(labels: Record<string, string> | undefined): string {
+  const keys = Object.keys(labels ?? {}).sort();
+  return keys.length === 0 ? '<none>' : keys.map((key) => `${key}=${labels?.[key]}`).join(',');
 }
 
 /**
@@ -102,6 +110,9 @@ export function formatSandbox(sandbox: Sandbox): string {
     `pod        ${sandbox.pod.name ?? '-'} uid=${sandbox.pod.uid ?? '-'} ip=${sandbox.pod.ip ?? '-'}`,
   ];
   if (sandbox.failure) lines.push(`failure    ${sandbox.failure.code}: ${sandbox.failure.message}`);
+  if (Object.keys(sandbox.labels ?? {}).length > 0) {
+    lines.push(`labels     ${formatLabels(sandbox.labels)}`);
+  }
   lines.push(`created    ${sandbox.created_at}`);
   if (sandbox.expire_time) lines.push(`expires    ${sandbox.expire_time}`);
   return `${lines.join('\n')}\n`;
@@ -137,6 +148,33 @@ export function formatSandboxList(sandboxes: Sandbox[], options: TableOptions = 
   const now = options.nowMs ?? Date.now();
   const reason = (s: Sandbox) => (s.failure ? `${s.failure.code}: ${s.failure.message}` : '');
   const age = (s: Sandbox) => humanDuration(now - Date.parse(s.created_at));
+  if (options.showLabels) {
+    // REASON stays last, so a row cut to the terminal's width loses the reason's end first.
+    const headers = options.wide
+      ? ['ID', 'STATE', 'TEMPLATE', 'CPU', 'MEMORY', 'DISK', 'POD', 'IP', 'AGE', 'LABELS', 'REASON']
+      : ['ID', 'STATE', 'TEMPLATE', 'AGE', 'LABELS', 'REASON'];
+    return renderTable(
+      headers,
+      sandboxes.map((s) =>
+        options.wide
+          ? [
+              s.id,
+              s.state,
+              s.template,
+              String(s.resources.cpu),
+              `${s.resources.memory_mib}Mi`,
+              `${s.resources.disk_mib}Mi`,
+              s.pod.name ?? '-',
+              s.pod.ip ?? '-',
+              age(s),
+              formatLabels(s.labels),
+              reason(s),
+            ]
+          : [s.id, s.state, s.template, age(s), formatLabels(s.labels), reason(s)],
+      ),
+      options.columns,
+    );
+  }
   if (options.wide) {
     return renderTable(
       ['ID', 'STATE', 'TEMPLATE', 'CPU', 'MEMORY', 'DISK', 'POD', 'IP', 'AGE', 'REASON'],

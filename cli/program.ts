@@ -1,6 +1,6 @@
 /**
- * The `durable-sandbox` command line (commander): create, get, wait, cancel, delete, list, templates,
- * quota.
+ * The `durable-sandbox` command line (commander): create, get, wait, cancel, delete, list, label,
+ * templates, quota.
  * `run(argv)` is the whole program, so tests call it in process; cli/main.ts wires it to the
  * process (and Ctrl-C to `io.signal`). Every call to the API goes through the typed client
  * (client/, `@durable-sandbox/client`), so a route, body or header the API does not take is a
@@ -12,7 +12,14 @@
  */
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import { CPU_FORMS, RESOURCE_LIMITS, SANDBOX_STATES, parseCpuQuantity } from '../contract/index.js';
+import {
+  CPU_FORMS,
+  RESOURCE_LIMITS,
+  SANDBOX_STATES,
+  labelKeyErrors,
+  parseCpuQuantity,
+  parseLabels,
+} from '../contract/index.js';
 import type { Ora } from 'ora';
 import {
   DurableSandboxClient,
@@ -21,6 +28,7 @@ import {
 } from '../client/src/index.js';
 import {
   formatOperation,
+  formatLabels,
   formatOperationList,
   formatSandbox,
   formatSandboxList,
@@ -152,6 +160,58 @@ function cpuQuantity(value: string): string {
   const parsed = parseCpuQuantity(value, RESOURCE_LIMITS.cpu);
   if ('problem' in parsed) throw new InvalidArgumentError(parsed.problem);
   return value;
+}
+
+/** `--label k=v` (repeatable): collects the labels, refusing a pair without `=`. */
+function collectLabel(
+  value: string,
+  previous: Record<string, string> = {},
+): Record<string, string> {
+  const at = value.indexOf('=');
+  if (at < 0) throw new InvalidArgumentError(`expects key=value (e.g. team=a), got "${value}"`);
+  return { ...previous, [value.slice(0, at)]: value.slice(at + 1) };
+}
+
+/**
+ * Checks labels as the API will (contract/labels.ts), before anything is sent.
+ * @throws UsageError naming the label and the rule
+ */
+function checkLabels(labels: Record<string, string>): void {
+  const parsed = parseLabels(labels);
+  if ('problems' in parsed) {
+    const [first] = parsed.problems;
+    throw new UsageError(`${first?.field} ${first?.message}`);
+  }
+}
+
+/**
+ * The arguments of `label` as kubectl reads them: `key=value` sets, `key-` removes.
+ * @throws UsageError for an argument that is neither, or a key given twice
+ */
+export function parseLabelArguments(args: readonly string[]): {
+  set: Record<string, string>;
+  remove: string[];
+} {
+  const set: Record<string, string> = {};
+  const remove: string[] = [];
+  const seen = new Set<string>();
+  for (const arg of args) {
+    const at = arg.indexOf('=');
+    const key = at >= 0 ? arg.slice(0, at) : arg.endsWith('-') ? arg.slice(0, -1) : undefined;
+    if (key === undefined || key === '') {
+      throw new UsageError(`label expects key=value or key-, got "${arg}"`);
+    }
+    if (seen.has(key)) throw new UsageError(`label: key "${key}" is given twice`);
+    seen.add(key);
+    if (at >= 0) set[key] = arg.slice(at + 1);
+    else remove.push(key);
+  }
+  checkLabels(set);
+  for (const key of remove) {
+    const errors = labelKeyErrors(key);
+    if (errors.length > 0) throw new UsageError(`label key "${key}" is invalid: ${errors[0]}`);
+  }
+  return { set, remove };
 }
 
 /**
@@ -401,6 +461,11 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
     )
     .option('--idempotency-key <key>', 'send Idempotency-Key')
     .option('--ttl <duration>', "lifetime from running, e.g. 3600s (default: the template's)")
+    .option(
+      '-l, --label <key=value>',
+      'a label (repeatable): --label team=a --label env=prod',
+      collectLabel,
+    )
     .action(
       action(
         async (
@@ -414,8 +479,10 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
             sync: boolean;
             idempotencyKey?: string;
             ttl?: string;
+            label?: Record<string, string>;
           },
         ) => {
+          if (options.label) checkLabels(options.label);
           const body = {
             template: options.template,
             resources: {
@@ -424,6 +491,7 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
               disk_mib: options.diskMib,
             },
             ...(options.ttl !== undefined && { ttl: options.ttl }),
+            ...(options.label && { labels: options.label }),
           };
           // The API replays the first answer to a repeated key (docs/api.md, `Idempotency-Key`).
           // Without --idempotency-key the client makes one key per create, kept on its retries.
@@ -545,37 +613,74 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
 
   program
     .command('list')
-    .description('list sandboxes (by --state), or failed operations (--failed)')
+    .description(
+      'list sandboxes (by --state, --template, -l selector, creation time), or failed operations (--failed)',
+    )
     .option('--failed', 'list failed operations, newest first', false)
     .addOption(
       new Option('--state <state>', 'only sandboxes in this state').choices(SANDBOX_STATES),
     )
+    .option('-l, --selector <selector>', 'a label selector, e.g. "team=a,env in (prod,dev)"')
+    .option('--template <name>', 'only sandboxes of this template')
+    .option('--created-after <time>', 'only those created at or after this RFC 3339 time')
+    .option('--created-before <time>', 'only those created before this RFC 3339 time')
+    .option('--show-labels', 'add a LABELS column', false)
     .option('--limit <n>', 'page size (1-200)', positiveInteger, 50)
     .option('--page-token <token>', 'the next page, as the previous page printed it')
     .action(
       action(
         async (
           s,
-          options: { failed: boolean; state?: string; limit: number; pageToken?: string },
+          options: {
+            failed: boolean;
+            state?: string;
+            selector?: string;
+            template?: string;
+            createdAfter?: string;
+            createdBefore?: string;
+            showLabels: boolean;
+            limit: number;
+            pageToken?: string;
+          },
         ) => {
-          const query = { limit: options.limit, pageToken: options.pageToken || undefined };
+          const query = {
+            limit: options.limit,
+            pageToken: options.pageToken || undefined,
+            createTimeAfter: options.createdAfter,
+            createTimeBefore: options.createdBefore,
+          };
           let page: { next_page_token: string | null };
           if (options.failed) {
+            if (options.selector !== undefined || options.template !== undefined) {
+              throw new UsageError('--failed lists operations: -l and --template filter sandboxes');
+            }
             const body = await s.client.listOperations({ ...query, status: 'failed' });
             s.show(body, () => formatOperationList(body.operations, s.table()));
             page = body;
           } else {
             // commander has checked the state against SANDBOX_STATES (.choices).
             const state = options.state as SandboxState | undefined;
-            const body = await s.client.listSandboxes({ ...query, state });
-            s.show(body, () => formatSandboxList(body.sandboxes, s.table()));
+            const body = await s.client.listSandboxes({
+              ...query,
+              state,
+              template: options.template,
+              labelSelector: options.selector,
+            });
+            const table = { ...s.table(), showLabels: options.showLabels };
+            s.show(body, () => formatSandboxList(body.sandboxes, table));
             page = body;
           }
           if (page.next_page_token) {
+            const quote = (text: string) => (/^[\w.:=,/-]+$/.test(text) ? text : `'${text}'`);
             const args = [
               'list',
               ...(options.failed ? ['--failed'] : []),
               ...(options.state ? ['--state', options.state] : []),
+              ...(options.selector !== undefined ? ['-l', quote(options.selector)] : []),
+              ...(options.template ? ['--template', options.template] : []),
+              ...(options.createdAfter ? ['--created-after', options.createdAfter] : []),
+              ...(options.createdBefore ? ['--created-before', options.createdBefore] : []),
+              ...(options.showLabels ? ['--show-labels'] : []),
               '--limit',
               String(options.limit),
               '--page-token',
@@ -583,6 +688,59 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
             ];
             s.hint(`More results: ${RUN} ${args.join(' ')}`);
           }
+          return 0;
+        },
+      ),
+    );
+
+  program
+    .command('label')
+    .description(
+      "set (key=value) or remove (key-) a sandbox's labels, as kubectl label does; any state",
+    )
+    .argument('<sandbox-id>')
+    .argument('[labels...]', 'key=value to set, key- to remove')
+    .option('--overwrite', 'allow changing the value of a label the sandbox already has', false)
+    .option('--list', "print the sandbox's labels, one key=value a line", false)
+    .action(
+      action(
+        async (s, id: string, args: string[], options: { overwrite: boolean; list: boolean }) => {
+          expectId(id, 'sbx', 'label');
+          if (options.list) {
+            if (args.length > 0) throw new UsageError('label --list takes no key=value or key-');
+            const sandbox = await s.client.getSandbox(id);
+            s.show(sandbox.labels, (labels) =>
+              Object.keys(labels)
+                .sort()
+                .map((key) => `${key}=${labels[key]}\n`)
+                .join(''),
+            );
+            return 0;
+          }
+          if (args.length === 0) throw new UsageError('label needs at least one key=value or key-');
+          const { set, remove } = parseLabelArguments(args);
+          // kubectl's rule: a label that has another value changes only with --overwrite.
+          const current = (await s.client.getSandbox(id)).labels;
+          if (!options.overwrite) {
+            const changed = Object.keys(set).find(
+              (key) => Object.hasOwn(current, key) && current[key] !== set[key],
+            );
+            if (changed !== undefined) {
+              throw new UsageError(
+                `'${changed}' already has a value (${current[changed]}), and --overwrite is false`,
+              );
+            }
+          }
+          for (const key of remove.filter((key) => !Object.hasOwn(current, key))) {
+            s.hint(`label "${key}" not found.`);
+          }
+          // Only the named keys change (update_mask labels.<key>): a concurrent change of
+          // another key is kept.
+          const sandbox = await s.client.updateSandboxLabels(id, set, {
+            keys: [...Object.keys(set), ...remove],
+          });
+          if (s.json) s.show(sandbox, formatSandbox);
+          else s.out(`${id} labeled: ${formatLabels(sandbox.labels)}\n`);
           return 0;
         },
       ),

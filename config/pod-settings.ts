@@ -8,6 +8,8 @@
  */
 import { z } from 'zod';
 import {
+  isLabelValue,
+  isQualifiedName,
   TAINT_EFFECTS,
   TOLERATION_OPERATORS,
   type SandboxPodSettings,
@@ -16,23 +18,6 @@ import {
 
 /** A DNS-1123 subdomain (RuntimeClass names, label key prefixes): at most 253 characters. */
 const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
-/** The name part of a qualified name, and a non-empty label value: at most 63 characters. */
-const QUALIFIED_NAME_PART = /^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$/;
-
-/** Whether `key` is a Kubernetes qualified name (`[prefix/]name`), as label keys must be. */
-export function isQualifiedName(key: string): boolean {
-  const slash = key.lastIndexOf('/');
-  const prefix = slash >= 0 ? key.slice(0, slash) : undefined;
-  const name = slash >= 0 ? key.slice(slash + 1) : key;
-  if (prefix !== undefined && (prefix.length > 253 || !DNS_SUBDOMAIN.test(prefix))) return false;
-  return name.length <= 63 && QUALIFIED_NAME_PART.test(name);
-}
-
-/** Whether `value` is a Kubernetes label value (empty, or at most 63 of [A-Za-z0-9-_.]). */
-export function isLabelValue(value: string): boolean {
-  return value === '' || (value.length <= 63 && QUALIFIED_NAME_PART.test(value));
-}
-
 const LABEL_KEY_RULE = 'must be a Kubernetes label key such as "example.com/pool"';
 const qualifiedName = z.string().refine(isQualifiedName, LABEL_KEY_RULE);
 const labelValue = z

@@ -18,3 +18,4 @@ export * from './webhook.js';
 export * from './lifetime.js';
 export * from './warm-pool.js';
 export * from './ids.js';
+export * from './labels.js';

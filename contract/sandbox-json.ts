@@ -3,6 +3,7 @@
  * and as every webhook event carries it (`data`, activities/webhooks.ts), snake_case, with its
  * resources in the API's spelling. Pure, so the API and the webhook activities share one shape.
  */
+import type { Labels } from './labels.js';
 import type { SandboxFailure, SandboxPodState, SandboxResources, SandboxState } from './sandbox.js';
 
 /**
@@ -41,6 +42,8 @@ export interface SandboxJsonSource {
   createdAt: string;
   updatedAt: string;
   expireTime: string | null;
+  /** Absent on a record from before labels: none. */
+  labels?: Labels;
 }
 
 /** A sandbox as the API shows it. Timestamps are ISO-8601 UTC. */
@@ -60,6 +63,8 @@ export interface SandboxJson {
    * UTC; null when it never expires or does not run yet.
    */
   expire_time: string | null;
+  /** The caller's labels (docs/api.md, "Labels and filters"); {} for none. */
+  labels: Record<string, string>;
 }
 
 /** Maps a stored sandbox to its API JSON (no tenant, no fencing fields). */
@@ -75,5 +80,6 @@ export function sandboxToWire(record: SandboxJsonSource): SandboxJson {
     created_at: record.createdAt,
     updated_at: record.updatedAt,
     expire_time: record.expireTime,
+    labels: { ...record.labels },
   };
 }

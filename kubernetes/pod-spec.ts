@@ -6,8 +6,14 @@
  * The name is deterministic per sandbox, generation and placement so a retried create finds its
  * own pod.
  */
+import { createHash } from 'node:crypto';
 import type { V1Pod, V1PodSecurityContext, V1SecurityContext } from '@kubernetes/client-node';
-import { cpuQuantity, type SandboxPodSettings, type SandboxResources } from '../contract/index.js';
+import {
+  cpuQuantity,
+  isLabelValue,
+  type SandboxPodSettings,
+  type SandboxResources,
+} from '../contract/index.js';
 
 /** Label and annotation keys the service sets and reads. */
 export const POD_LABELS = {
@@ -15,6 +21,11 @@ export const POD_LABELS = {
   sandboxId: 'durable-sandbox.dev/sandbox-id',
   /** On a warm pool's unclaimed pod: the template whose pool it is (kubernetes/warm-pods.ts). */
   warmPool: 'durable-sandbox.dev/warm-pool',
+  /**
+   * The sandbox's tenant ({@link tenantLabelValue}), so cost tools and policies can count a
+   * tenant's pods. The service's label: a caller's own labels are never on the pod.
+   */
+  tenant: 'durable-sandbox.dev/tenant',
 } as const;
 export const POD_ANNOTATIONS = {
   template: 'durable-sandbox.dev/template',
@@ -34,7 +45,43 @@ export const POD_ANNOTATIONS = {
    * separated, which also end its readiness wait (contract/placement.ts, WaitPlacement).
    */
   replaceOn: 'durable-sandbox.dev/replace-on',
+  /** The tenant as it is, on a pod whose tenant label had to be hashed ({@link tenantLabelValue}). */
+  tenant: 'durable-sandbox.dev/tenant',
 } as const;
+
+/** The form of a hashed tenant label value: an optional readable prefix, then `h` and 32 hex. */
+const HASHED_TENANT = /(^|-)h[0-9a-f]{32}$/;
+
+/**
+ * The value of a pod's tenant label ({@link POD_LABELS.tenant}): the tenant itself when it is a
+ * valid label value (at most 63 of [A-Za-z0-9-_.], starting and ending with an alphanumeric:
+ * Kubernetes' `IsValidLabelValue`), else a readable prefix of it (its label characters, at most
+ * 28) and `-h` with 32 hex digits of its SHA-256, or `h` and the digits alone. One tenant, one
+ * value, and two tenants never share one: a tenant that is itself of the hashed form is hashed
+ * too, so no tenant can name itself after another's hash. The tenant as it is then goes in the
+ * annotation of the same name ({@link tenantAnnotations}).
+ */
+export function tenantLabelValue(tenant: string): string {
+  if (tenant !== '' && isLabelValue(tenant) && !HASHED_TENANT.test(tenant)) return tenant;
+  const digest = createHash('sha256').update(tenant, 'utf8').digest('hex').slice(0, 32);
+  const readable = tenant
+    .replace(/[^A-Za-z0-9._-]+/g, '-')
+    .slice(0, 28)
+    .replace(/^[^A-Za-z0-9]+|[^A-Za-z0-9]+$/g, '');
+  return readable ? `${readable}-h${digest}` : `h${digest}`;
+}
+
+/** The pod's tenant label ({@link tenantLabelValue}); none without a tenant. */
+export function tenantLabels(tenant: string | undefined): Record<string, string> {
+  return tenant === undefined ? {} : { [POD_LABELS.tenant]: tenantLabelValue(tenant) };
+}
+
+/** The tenant as it is, annotated when its label had to be hashed; else none. */
+export function tenantAnnotations(tenant: string | undefined): Record<string, string> {
+  return tenant === undefined || tenantLabelValue(tenant) === tenant
+    ? {}
+    : { [POD_ANNOTATIONS.tenant]: tenant };
+}
 /** The node label kubelet sets to the node's name, which the re-placement affinity reads. */
 export const HOSTNAME_LABEL = 'kubernetes.io/hostname';
 export const MANAGED_BY = 'durable-sandbox';
@@ -43,6 +90,8 @@ export const MANAGED_BY = 'durable-sandbox';
 export interface SandboxPodInput {
   /** The create operation (= workflow id) the pod is made for; absent: no annotation. */
   operationId?: string;
+  /** The sandbox's tenant, labelled on the pod ({@link tenantLabelValue}); absent: no label. */
+  tenant?: string;
   sandboxId: string;
   generation: number;
   template: string;
@@ -151,8 +200,13 @@ export function sandboxPod(input: SandboxPodInput): V1Pod {
     kind: 'Pod',
     metadata: {
       name: podNameFor(input.sandboxId, input.generation, placement),
-      labels: { [POD_LABELS.managedBy]: MANAGED_BY, [POD_LABELS.sandboxId]: input.sandboxId },
+      labels: {
+        [POD_LABELS.managedBy]: MANAGED_BY,
+        [POD_LABELS.sandboxId]: input.sandboxId,
+        ...tenantLabels(input.tenant),
+      },
       annotations: {
+        ...tenantAnnotations(input.tenant),
         [POD_ANNOTATIONS.template]: input.template,
         [POD_ANNOTATIONS.diskMib]: String(diskMib),
         [POD_ANNOTATIONS.generation]: String(input.generation),

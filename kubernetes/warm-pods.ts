@@ -11,7 +11,14 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { CoreV1Event, V1Pod } from '@kubernetes/client-node';
 import type { SandboxPodSettings, SandboxResources } from '../contract/index.js';
 import { httpStatusOf, type KubernetesClient } from './client.js';
-import { MANAGED_BY, POD_ANNOTATIONS, POD_LABELS, sandboxPod } from './pod-spec.js';
+import {
+  MANAGED_BY,
+  POD_ANNOTATIONS,
+  POD_LABELS,
+  sandboxPod,
+  tenantAnnotations,
+  tenantLabels,
+} from './pod-spec.js';
 import type { PodRef } from './pods.js';
 import { REFUSAL_RULES } from './refusal.js';
 
@@ -104,6 +111,8 @@ export function warmPodsOf(objects: readonly V1Pod[], template: string): WarmPod
 /** The sandbox a claim hands a warm pod to. */
 export interface WarmPodClaim {
   sandboxId: string;
+  /** The sandbox's tenant, labelled on the claimed pod; absent: no tenant label. */
+  tenant?: string;
   generation: number;
   template: string;
 }
@@ -130,8 +139,13 @@ export async function claimWarmPod(
   body.metadata = {
     ...body.metadata,
     resourceVersion: pod.resourceVersion,
-    labels: { [POD_LABELS.managedBy]: MANAGED_BY, [POD_LABELS.sandboxId]: claim.sandboxId },
+    labels: {
+      [POD_LABELS.managedBy]: MANAGED_BY,
+      [POD_LABELS.sandboxId]: claim.sandboxId,
+      ...tenantLabels(claim.tenant),
+    },
     annotations: {
+      ...tenantAnnotations(claim.tenant),
       [POD_ANNOTATIONS.template]: claim.template,
       [POD_ANNOTATIONS.diskMib]: String(pod.diskMib),
       [POD_ANNOTATIONS.generation]: String(claim.generation),

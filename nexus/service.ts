@@ -21,6 +21,8 @@ export interface NexusCreateInput {
     memory_mib: number;
     disk_mib: number;
   };
+  /** Labels, with the API's rules (docs/api.md, "Labels and filters"). */
+  labels?: Record<string, string>;
 }
 
 /** Input of `sandbox.delete`: the id of a sandbox of the caller's tenant. */

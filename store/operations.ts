@@ -9,7 +9,7 @@
  * run in the same transaction as that execution's fenced sandbox write (store.ts).
  */
 import { sql, type Kysely, type Selectable } from 'kysely';
-import { decodePageToken, encodePageToken } from './page-token.js';
+import { decodePageToken, encodePageToken, filterDigest } from './page-token.js';
 import type { Database, OperationsTable, SandboxesTable } from './schema.js';
 import { operationResult, resultColumn } from './operation-results.js';
 import { toRecord } from './sandboxes.js';
@@ -22,7 +22,12 @@ import {
   type OperationType,
   type PlacementRecord,
 } from '../contract/index.js';
-import type { OperationPage, OperationRecord, OperationTransition } from './types.js';
+import type {
+  ListOperationsOptions,
+  OperationPage,
+  OperationRecord,
+  OperationTransition,
+} from './types.js';
 
 /** The phases an operation may be in before it moves to the key's phase. */
 const EARLIER_PHASES: Record<OperationPhase, OperationPhase[]> = {
@@ -200,6 +205,7 @@ const SANDBOX_COLUMNS = [
   'ttl_ms',
   'running_at',
   'expire_time',
+  'labels',
 ] as const satisfies ReadonlyArray<keyof SandboxesTable>;
 
 function operationsWithSandbox(db: Kysely<Database>) {
@@ -274,34 +280,59 @@ export async function selectOperation(
   return row && toOperationRecord(row);
 }
 
+/** An operation filter in one canonical form, for the page token's digest; undefined: none. */
+function canonicalFilter(options: ListOperationsOptions): unknown {
+  const statuses = [
+    ...new Set([...(options.statuses ?? []), ...(options.status ? [options.status] : [])]),
+  ].sort();
+  const types = [...new Set(options.types ?? [])].sort();
+  const filter = {
+    list: 'operations',
+    ...(statuses.length > 0 && { statuses }),
+    ...(types.length > 0 && { types }),
+    ...(options.sandboxId !== undefined && { sandbox: options.sandboxId }),
+    ...(options.createdAfter !== undefined && { after: options.createdAfter }),
+    ...(options.createdBefore !== undefined && { before: options.createdBefore }),
+  };
+  return Object.keys(filter).length > 1 ? filter : undefined;
+}
+
 /**
  * A page of the tenant's operations with their sandboxes, newest first (created_at desc, id
- * desc), keyset-paged over the index `operations_tenant_created_at` (or
- * `operations_tenant_status_created_at` with a status).
+ * desc), keyset-paged over the index `operations_tenant_created_at` (with one status,
+ * `operations_tenant_status_created_at`; with a sandbox, `operations_tenant_sandbox`), with the
+ * filter of `options` (statuses, types, sandbox, creation time).
  * @throws RangeError when `limit` is not an integer in 1..PAGE_SIZE.max
- * @throws InvalidPageTokenError for a token this function did not issue
+ * @throws InvalidPageTokenError for a token this function did not issue for this filter
  */
 export async function selectOperationPage(
   db: Kysely<Database>,
   tenant: string,
-  options: { status?: OperationStatus; limit: number; pageToken?: string },
+  options: ListOperationsOptions,
 ): Promise<OperationPage> {
   const { limit } = options;
   if (!Number.isInteger(limit) || limit < 1 || limit > PAGE_SIZE.max) {
     throw new RangeError(`limit must be an integer from 1 to ${PAGE_SIZE.max}, got ${limit}`);
   }
-  const after = options.pageToken === undefined ? undefined : decodePageToken(options.pageToken);
+  const digest = filterDigest(canonicalFilter(options));
+  const after =
+    options.pageToken === undefined ? undefined : decodePageToken(options.pageToken, digest);
+  const statuses = [...(options.statuses ?? []), ...(options.status ? [options.status] : [])];
   let query = operationsWithSandbox(db).where('operations.tenant', '=', tenant);
-  if (options.status !== undefined) query = query.where('operations.status', '=', options.status);
+  if (statuses.length > 0) query = query.where('operations.status', 'in', statuses);
+  if (options.types?.length) query = query.where('operations.type', 'in', options.types);
+  if (options.sandboxId !== undefined) {
+    query = query.where('operations.sandbox_id', '=', options.sandboxId);
+  }
+  if (options.createdAfter !== undefined) {
+    query = query.where('operations.created_at', '>=', options.createdAfter);
+  }
+  if (options.createdBefore !== undefined) {
+    query = query.where('operations.created_at', '<', options.createdBefore);
+  }
   if (after !== undefined) {
-    query = query.where((eb) =>
-      eb.or([
-        eb('operations.created_at', '<', after.createdAt),
-        eb.and([
-          eb('operations.created_at', '=', after.createdAt),
-          eb('operations.id', '<', after.id),
-        ]),
-      ]),
+    query = query.where(
+      sql<boolean>`(operations.created_at, operations.id) < (${after.createdAt}, ${after.id})`,
     );
   }
   const rows = (await query
@@ -314,7 +345,7 @@ export async function selectOperationPage(
   return {
     operations: page.map(toOperationRecord),
     ...(rows.length > limit && last
-      ? { nextPageToken: encodePageToken({ createdAt: last.created_at, id: last.id }) }
+      ? { nextPageToken: encodePageToken({ createdAt: last.created_at, id: last.id }, digest) }
       : {}),
   };
 }

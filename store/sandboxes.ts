@@ -3,19 +3,23 @@
  * docs/architecture.md, "Consistency between Temporal and the store".
  * Writes made for an execution are fenced (fencing.ts) and report whether they wrote.
  */
-import type { Kysely, Selectable } from 'kysely';
+import { sql, type Kysely, type Selectable, type SelectQueryBuilder } from 'kysely';
+import type { DialectName } from './database.js';
 import { isCurrentExecution } from './fencing.js';
-import { decodePageToken, encodePageToken } from './page-token.js';
+import { insertLabelRows, labelsColumn, labelsOfColumn, requirementCondition } from './labels.js';
+import { decodePageToken, encodePageToken, filterDigest } from './page-token.js';
 import type { Database, SandboxesTable } from './schema.js';
 import {
   MILLICORES_PER_CORE,
   PAGE_SIZE,
   coresOf,
+  formatRequirement,
   millicoresOf,
   type ExecutionRef,
+  type LabelRequirement,
   type SandboxState,
 } from '../contract/index.js';
-import type { NewSandboxInput, SandboxPage, SandboxRecord } from './types.js';
+import type { ListSandboxesOptions, NewSandboxInput, SandboxPage, SandboxRecord } from './types.js';
 
 /**
  * Inserts a fresh sandbox: state `creating`, generation 1, no pod, no failure.
@@ -48,8 +52,14 @@ export async function insertSandbox(
     ttl_ms: input.ttlMs ?? null,
     running_at: null,
     expire_time: null,
+    labels: labelsColumn(input.labels),
   };
   await db.insertInto('sandboxes').values(row).execute();
+  await insertLabelRows(
+    db,
+    { id: input.id, tenant: input.tenant, createdAt: now },
+    input.labels ?? {},
+  );
   return toRecord(row);
 }
 
@@ -77,45 +87,182 @@ export async function selectSandboxRow(
   return query.executeTakeFirst();
 }
 
+/** Requirements of one `in`/`=` a page reads from the label index, one branch per value. */
+const MAX_DRIVER_VALUES = 16;
+/** How many label rows a driver candidate's count reads at most (store/labels.ts). */
+const DRIVER_PROBE_CAP = 1_000;
+
+/** A filter in one canonical form, for the page token's digest; undefined: no filter. */
+function canonicalFilter(options: ListSandboxesOptions): unknown {
+  const states = [
+    ...new Set([...(options.states ?? []), ...(options.state ? [options.state] : [])]),
+  ].sort();
+  const selector = (options.selector ?? []).map((requirement) =>
+    // `=` and `==` select the same sandboxes: one spelling.
+    formatRequirement(
+      requirement.operator === '==' ? { ...requirement, operator: '=' } : requirement,
+    ),
+  );
+  const filter = {
+    list: 'sandboxes',
+    ...(states.length > 0 && { states }),
+    ...(options.template !== undefined && { template: options.template }),
+    ...(selector.length > 0 && { selector: [...new Set(selector)].sort() }),
+    ...(options.createdAfter !== undefined && { after: options.createdAfter }),
+    ...(options.createdBefore !== undefined && { before: options.createdBefore }),
+  };
+  return Object.keys(filter).length > 1 ? filter : undefined;
+}
+
 /**
- * A page of the tenant's sandboxes, newest first (created_at desc, id desc), keyset-paged.
+ * The requirement whose label rows a page reads first (its "driver"): an `=`, `==` or `in` with
+ * at most {@link MAX_DRIVER_VALUES} values, so the index `sandbox_labels_selector` gives its
+ * sandboxes newest first and a page reads about a page of rows. Of several, the one with the
+ * fewest rows (each counted up to {@link DRIVER_PROBE_CAP}): the rarest label bounds the work.
+ * @returns undefined when there is none (the page then reads the tenant's sandboxes in order)
+ */
+async function driverOf(
+  db: Kysely<Database>,
+  tenant: string,
+  selector: readonly LabelRequirement[],
+): Promise<LabelRequirement | undefined> {
+  const candidates = selector.filter(
+    (r) => ['=', '==', 'in'].includes(r.operator) && r.values.length <= MAX_DRIVER_VALUES,
+  );
+  if (candidates.length <= 1) return candidates[0];
+  let best: { requirement: LabelRequirement; rows: number } | undefined;
+  for (const requirement of candidates) {
+    // Value by value, each in the index's order, so a count reads the index alone (a planner
+    // would otherwise scan the table for a common label until it found the cap's rows).
+    let rows = 0;
+    for (const value of requirement.values) {
+      const probe = db
+        .selectFrom('sandbox_labels')
+        .select(sql.lit(1).as('one'))
+        .where('tenant', '=', tenant)
+        .where('key', '=', requirement.key)
+        .where('value', '=', value)
+        .orderBy('created_at', 'desc')
+        .limit(DRIVER_PROBE_CAP - rows);
+      const counted = await db
+        .selectFrom(probe.as('p'))
+        .select((eb) => eb.fn.countAll<number | string>().as('rows'))
+        .executeTakeFirstOrThrow();
+      rows += Number(counted.rows);
+      if (rows >= DRIVER_PROBE_CAP) break;
+    }
+    // Equal counts (both at the cap): the one of fewer values, whose branches read less.
+    const better =
+      best === undefined ||
+      rows < best.rows ||
+      (rows === best.rows && requirement.values.length < best.requirement.values.length);
+    if (better) best = { requirement, rows };
+    if (rows === 0) break;
+  }
+  return best?.requirement;
+}
+
+/**
+ * A page of the tenant's sandboxes, newest first (created_at desc, id desc), keyset-paged, with
+ * the filter of `options` (states, template, label selector, creation time: docs/api.md,
+ * "Labels and filters"). With a label selector that has an `=`, `==` or `in` requirement, the
+ * page reads that label's rows from the index `sandbox_labels_selector` newest first (one
+ * ordered branch per value, merged), checking the rest on each; otherwise it reads the tenant's
+ * sandboxes over `sandboxes_tenant_created_at`.
  * @throws RangeError when `limit` is not an integer in 1..{@link PAGE_SIZE.max}
- * @throws InvalidPageTokenError for a token this function did not issue
+ * @throws InvalidPageTokenError for a token this function did not issue for this filter
  */
 export async function selectSandboxPage(
   db: Kysely<Database>,
+  dialect: DialectName,
   tenant: string,
-  options: { state?: SandboxState; limit: number; pageToken?: string },
+  options: ListSandboxesOptions,
 ): Promise<SandboxPage> {
   const { limit } = options;
   if (!Number.isInteger(limit) || limit < 1 || limit > PAGE_SIZE.max) {
     throw new RangeError(`limit must be an integer from 1 to ${PAGE_SIZE.max}, got ${limit}`);
   }
-  const after = options.pageToken === undefined ? undefined : decodePageToken(options.pageToken);
-  let query = db.selectFrom('sandboxes').selectAll().where('tenant', '=', tenant);
-  if (options.state !== undefined) query = query.where('state', '=', options.state);
-  if (after !== undefined) {
-    query = query.where((eb) =>
-      eb.or([
-        eb('created_at', '<', after.createdAt),
-        eb.and([eb('created_at', '=', after.createdAt), eb('id', '<', after.id)]),
-      ]),
+  const digest = filterDigest(canonicalFilter(options));
+  const after =
+    options.pageToken === undefined ? undefined : decodePageToken(options.pageToken, digest);
+  const states = [...(options.states ?? []), ...(options.state ? [options.state] : [])];
+  const selector = options.selector ?? [];
+  const driver = await driverOf(db, tenant, selector);
+
+  /** The filter's conditions on the sandbox row, and on its position (`created`, `id`). */
+  const filtered = <Q>(query: Q, created: string, id: string): Q => {
+    let q = query as unknown as SandboxQuery;
+    if (states.length > 0) q = q.where('sandboxes.state', 'in', states);
+    if (options.template !== undefined) q = q.where('sandboxes.template', '=', options.template);
+    for (const requirement of selector) {
+      if (requirement === driver) continue;
+      q = q.where((eb) => requirementCondition(eb, requirement, dialect));
+    }
+    if (options.createdAfter !== undefined)
+      q = q.where(sql.ref(created), '>=', options.createdAfter);
+    if (options.createdBefore !== undefined)
+      q = q.where(sql.ref(created), '<', options.createdBefore);
+    if (after !== undefined) {
+      q = q.where(
+        sql<boolean>`(${sql.ref(created)}, ${sql.ref(id)}) < (${after.createdAt}, ${after.id})`,
+      );
+    }
+    return q as unknown as Q;
+  };
+
+  let rows: Selectable<SandboxesTable>[];
+  if (driver === undefined) {
+    const query = db
+      .selectFrom('sandboxes')
+      .selectAll('sandboxes')
+      .where('sandboxes.tenant', '=', tenant);
+    rows = await filtered(query, 'sandboxes.created_at', 'sandboxes.id')
+      .orderBy('sandboxes.created_at', 'desc')
+      .orderBy('sandboxes.id', 'desc')
+      .limit(limit + 1)
+      .execute();
+  } else {
+    // One branch per value, each newest first over the index; the page is the newest of them.
+    const branches = driver.values.map((value) =>
+      filtered(
+        db
+          .selectFrom('sandbox_labels as d')
+          .innerJoin('sandboxes', 'sandboxes.id', 'd.sandbox_id')
+          .selectAll('sandboxes')
+          .where('d.tenant', '=', tenant)
+          .where('d.key', '=', driver.key)
+          .where('d.value', '=', value),
+        'd.created_at',
+        'd.sandbox_id',
+      )
+        .orderBy('d.created_at', 'desc')
+        .orderBy('d.sandbox_id', 'desc')
+        .limit(limit + 1),
     );
+    if (branches.length === 1) {
+      rows = await (branches[0] as (typeof branches)[number]).execute();
+    } else {
+      const union = sql.join(
+        branches.map((branch, i) => sql`select * from (${branch}) as ${sql.id(`b${i}`)}`),
+        sql` union all `,
+      );
+      const merged = await sql<Selectable<SandboxesTable>>`select * from (${union}) as merged
+        order by created_at desc, id desc limit ${limit + 1}`.execute(db);
+      rows = merged.rows;
+    }
   }
-  const rows = await query
-    .orderBy('created_at', 'desc')
-    .orderBy('id', 'desc')
-    .limit(limit + 1)
-    .execute();
   const page = rows.slice(0, limit);
   const last = page.at(-1);
   return {
     sandboxes: page.map(toRecord),
     ...(rows.length > limit && last
-      ? { nextPageToken: encodePageToken({ createdAt: last.created_at, id: last.id }) }
+      ? { nextPageToken: encodePageToken({ createdAt: last.created_at, id: last.id }, digest) }
       : {}),
   };
 }
+
+/** A query over `sandboxes` (alone, or joined to the driver's label rows). */
+type SandboxQuery = SelectQueryBuilder<Database, 'sandboxes', Selectable<SandboxesTable>>;
 
 /**
  * Records the pod's name and uid, fenced by the execution.
@@ -416,5 +563,7 @@ export function toRecord(row: Selectable<SandboxesTable>): SandboxRecord {
     ttlMs: row.ttl_ms == null ? null : Number(row.ttl_ms),
     runningAt: row.running_at ?? null,
     expireTime: row.expire_time ?? null,
+    // Rows of the release before have no labels column value: no labels.
+    labels: labelsOfColumn(row.labels),
   };
 }

@@ -38,6 +38,26 @@ export interface SandboxesTable {
   running_at: string | null;
   /** When the sandbox expires (ISO-8601); null: never. */
   expire_time: string | null;
+  /**
+   * The sandbox's labels, a JSON object (migration 0018); null: none (also every row of the
+   * release before). `sandbox_labels` holds the same labels, one row each, for selectors.
+   */
+  labels: string | null;
+}
+
+/**
+ * `sandbox_labels` (migration 0018): one row per label of a sandbox, written with
+ * `sandboxes.labels` in one transaction (store/labels.ts). `created_at` is the sandbox's;
+ * `numeric_value` the value as 19 zero-padded digits when it is an int64 (contract/labels.ts
+ * `numericLabelKey`), else null.
+ */
+export interface SandboxLabelsTable {
+  sandbox_id: string;
+  tenant: string;
+  key: string;
+  value: string;
+  numeric_value: string | null;
+  created_at: string;
 }
 
 /**
@@ -202,6 +222,7 @@ export interface WebhookEndpointEventsTable {
 /** The whole schema, for `Kysely<Database>`. */
 export interface Database {
   sandboxes: SandboxesTable;
+  sandbox_labels: SandboxLabelsTable;
   executions: ExecutionsTable;
   idempotency_keys: IdempotencyKeysTable;
   rootfs_floors: RootfsFloorsTable;

@@ -45,13 +45,17 @@ import {
   setLost,
 } from './sandboxes.js';
 import {
+  MAX_LABELS,
   POD_LOST,
   createsOutstanding,
   exceededLimit,
+  sameLabels,
   type CreateRateRefusal,
   type HeldLimitRefusal,
+  type Labels,
 } from '../contract/index.js';
 import { takeCreateTokenIn } from './create-rate.js';
+import { replaceLabels } from './labels.js';
 import { lockTenantAdmission, selectTenantUsage } from './tenant-usage.js';
 import type { Database, SandboxesTable } from './schema.js';
 import { resealWebhookSecrets, webhookStore } from './webhooks.js';
@@ -255,7 +259,24 @@ export async function openStore(options: StoreOptions): Promise<Store> {
     },
 
     listSandboxes(tenant, options) {
-      return selectSandboxPage(db, tenant, options);
+      return selectSandboxPage(db, dialect, tenant, options);
+    },
+
+    updateLabels(tenant, sandboxId, update) {
+      return writing(async (trx) => {
+        await lockSandbox(trx, dialect, sandboxId);
+        const current = await selectSandbox(trx, sandboxId, tenant);
+        if (!current) return { kind: 'not_found' as const };
+        const labels = nextLabels(current.labels, update);
+        const count = Object.keys(labels).length;
+        if (count > MAX_LABELS) return { kind: 'too_many' as const, count };
+        if (sameLabels(labels, current.labels))
+          return { kind: 'updated' as const, sandbox: current };
+        await replaceLabels(trx, current, labels, now());
+        const sandbox = await selectSandbox(trx, sandboxId, tenant);
+        if (!sandbox) throw new Error(`sandbox ${sandboxId} vanished while its labels changed`);
+        return { kind: 'updated' as const, sandbox };
+      });
     },
 
     recordPod(input) {
@@ -515,6 +536,23 @@ export async function openStore(options: StoreOptions): Promise<Store> {
       await db.destroy();
     },
   };
+}
+
+/**
+ * A sandbox's labels after an update (Store.updateLabels): `labels` itself without `keys`, else
+ * `current` with each key of `keys` set from `labels`, or removed when `labels` has none.
+ */
+export function nextLabels(
+  current: Labels,
+  update: { labels: Labels; keys?: readonly string[] },
+): Record<string, string> {
+  if (update.keys === undefined) return { ...update.labels };
+  const next: Record<string, string> = { ...current };
+  for (const key of update.keys) {
+    if (Object.hasOwn(update.labels, key)) next[key] = update.labels[key] as string;
+    else delete next[key];
+  }
+  return next;
 }
 
 /** What a retirement does to the sandbox (see Store.retireExecution). */

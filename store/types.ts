@@ -4,6 +4,8 @@ import type { WebhookStore } from './webhooks.js';
 import type { WarmPoolStore } from './warm-pools.js';
 import type {
   DeleteCause,
+  LabelSelector,
+  Labels,
   ExecutionRef,
   LearnedRootfsFloor,
   OperationErrorRecord,
@@ -46,6 +48,8 @@ export interface SandboxRecord {
   runningAt: string | null;
   /** When it expires (ISO-8601); null: never, or not running yet. */
   expireTime: string | null;
+  /** The caller's labels (docs/api.md, "Labels and filters"); {} for none. */
+  labels: Record<string, string>;
 }
 
 /**
@@ -95,6 +99,8 @@ export interface NewSandboxInput {
   ttlMs?: number;
   /** The W3C trace id the create is recorded in (32 hex digits); unset when traces are off. */
   traceId?: string;
+  /** The sandbox's labels, already valid (contract/labels.ts `parseLabels`); unset: none. */
+  labels?: Labels;
   /**
    * The tenant's held limits: when given, the create is stored only if the tenant's active
    * sandboxes plus this one fit them, checked in the create's transaction
@@ -169,9 +175,19 @@ export interface OperationPage {
   nextPageToken?: string;
 }
 
-/** Options of {@link Store.listOperations}. */
+/** Options of {@link Store.listOperations}: the filter (each part ANDed) and the page. */
 export interface ListOperationsOptions {
   status?: OperationStatus;
+  /** Only operations in one of these statuses (with `status`, either). */
+  statuses?: OperationStatus[];
+  /** Only operations of one of these types. */
+  types?: OperationType[];
+  /** Only the operations of this sandbox. */
+  sandboxId?: string;
+  /** Only operations created at or after this time (ISO-8601 UTC, as stored). */
+  createdAfter?: string;
+  /** Only operations created before this time (ISO-8601 UTC, as stored). */
+  createdBefore?: string;
   /** Page size, an integer in 1..PAGE_SIZE.max. */
   limit: number;
   pageToken?: string;
@@ -206,10 +222,20 @@ export type NewSandboxOutcome =
   | { kind: 'refused'; refusal: HeldLimitRefusal }
   | { kind: 'rate_limited'; refusal: CreateRateRefusal };
 
-/** Options of {@link Store.listSandboxes}. */
+/** Options of {@link Store.listSandboxes}: the filter (each part ANDed) and the page. */
 export interface ListSandboxesOptions {
   /** Only sandboxes in this state. */
   state?: SandboxState;
+  /** Only sandboxes in one of these states (with `state`, either). */
+  states?: SandboxState[];
+  /** Only sandboxes of this template. */
+  template?: string;
+  /** Only sandboxes whose labels this selector selects (contract/labels.ts). */
+  selector?: LabelSelector;
+  /** Only sandboxes created at or after this time (ISO-8601 UTC, as stored). */
+  createdAfter?: string;
+  /** Only sandboxes created before this time (ISO-8601 UTC, as stored). */
+  createdBefore?: string;
   /** Page size, an integer in 1..PAGE_SIZE.max (contract/sandbox.ts). */
   limit: number;
   /** `nextPageToken` of the previous page. Opaque. */
@@ -292,11 +318,31 @@ export interface Store {
     expireTime: string,
   ): Promise<SandboxRecord | undefined>;
   /**
-   * The tenant's sandboxes, newest first (created_at, then id, descending).
+   * The tenant's sandboxes that match the filter of `options`, newest first (created_at, then
+   * id, descending).
    * @throws RangeError when `limit` is not an integer in 1..PAGE_SIZE.max
-   * @throws InvalidPageTokenError when `pageToken` was not produced by this method
+   * @throws InvalidPageTokenError when `pageToken` was not produced by this method for this
+   *   filter
    */
   listSandboxes(tenant: string, options: ListSandboxesOptions): Promise<SandboxPage>;
+  /**
+   * Changes the labels of the tenant's sandbox, in any state, in one transaction: without
+   * `keys`, its labels become `labels`; with `keys` (an update mask's `labels.<key>` paths),
+   * each key takes its value in `labels`, or is removed when `labels` has none. Writes (and
+   * moves `updated_at`) only when the labels change, so the same update twice is one change.
+   * @returns `updated` with the sandbox as stored after it; `not_found` when the tenant has no
+   *   such sandbox; `too_many` (nothing written) when the result would carry more than
+   *   MAX_LABELS labels
+   */
+  updateLabels(
+    tenant: string,
+    sandboxId: string,
+    update: { labels: Labels; keys?: readonly string[] },
+  ): Promise<
+    | { kind: 'updated'; sandbox: SandboxRecord }
+    | { kind: 'not_found' }
+    | { kind: 'too_many'; count: number }
+  >;
   /**
    * Records the pod's name and uid. Fenced: writes only when the sandbox is at `generation` and
    * the execution (generation, attempt) is active with no newer one. Returns whether it wrote.

@@ -101,9 +101,9 @@ describe('errors', () => {
     );
     // One source: the body lists what the header lists.
     expect(put.body.error.details.allowed.join(', ')).toBe(put.headers.allow);
-    const patch = await request(api.app).patch('/v1/sandboxes/sbx_x').set(bearer(api.tenantA));
-    expect(patch.status).toBe(405);
-    expect(patch.headers.allow).toBe('GET, HEAD, DELETE, OPTIONS');
+    const putOne = await request(api.app).put('/v1/sandboxes/sbx_x').set(bearer(api.tenantA));
+    expect(putOne.status).toBe(405);
+    expect(putOne.headers.allow).toBe('GET, HEAD, DELETE, PATCH, OPTIONS');
     const options = await request(api.app).options('/v1/operations/op_x/cancel');
     expect(options.status).toBe(204);
     expect(options.headers.allow).toBe('POST, OPTIONS');

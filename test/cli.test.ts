@@ -113,6 +113,83 @@ async function cli(...args: string[]) {
 }
 
 describe('cli', () => {
+  it('create --label sets labels; list -l finds the sandbox by them; --show-labels shows them', async () => {
+    const created = await cli(
+      'create',
+      '--disk-mib',
+      '2048',
+      '-l',
+      'team=cli',
+      '--label',
+      'env=dev',
+      '-o',
+      'json',
+    );
+    expect(created.code, created.stderr).toBe(0);
+    const sandboxId = (JSON.parse(created.stdout) as { sandbox_id: string }).sandbox_id;
+    const found = await cli('list', '-l', 'team=cli,env in (dev,prod)', '--show-labels');
+    expect(found.code, found.stderr).toBe(0);
+    expect(found.stdout).toMatch(/LABELS/);
+    expect(found.stdout).toContain(sandboxId);
+    expect(found.stdout).toContain('env=dev,team=cli');
+    const none = await cli('list', '-l', 'team=cli,env notin (dev)');
+    expect(none.stdout).not.toContain(sandboxId);
+  });
+
+  it('label sets and removes as kubectl label: --overwrite to change a value, --list to print', async () => {
+    const created = await cli(
+      'create',
+      '--disk-mib',
+      '2048',
+      '-l',
+      'team=a',
+      '-l',
+      'env=dev',
+      '-o',
+      'json',
+    );
+    const sandboxId = (JSON.parse(created.stdout) as { sandbox_id: string }).sandbox_id;
+
+    const refused = await cli('label', sandboxId, 'team=b');
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain("'team' already has a value (a), and --overwrite is false");
+
+    const changed = await cli(
+      'label',
+      sandboxId,
+      'team=b',
+      'env-',
+      'owner=bob',
+      'gone-',
+      '--overwrite',
+    );
+    expect(changed.code, changed.stderr).toBe(0);
+    expect(changed.stdout).toBe(`${sandboxId} labeled: owner=bob,team=b\n`);
+    expect(changed.stderr).toContain('label "gone" not found.');
+    expect((await cli('label', sandboxId, '--list')).stdout).toBe('owner=bob\nteam=b\n');
+  });
+
+  it('a bad label is a usage error naming the label and the rule; nothing is sent', async () => {
+    const create = await cli('create', '--disk-mib', '2048', '-l', 'Bad Key=x');
+    expect(create.code).toBe(2);
+    expect(create.stderr).toContain('labels["Bad Key"] key is not a valid label key');
+    const label = await cli('label', 'sbx_aaaaaaaaaaaaaaaaaaaaaaaaaa', 'team=a b');
+    expect(label.code).toBe(2);
+    expect(label.stderr).toContain('labels["team"] value "a b" is invalid');
+    const pair = await cli('create', '--disk-mib', '2048', '-l', 'team');
+    expect(pair.code).toBe(2);
+    expect(pair.stderr).toContain('expects key=value');
+  });
+
+  it('list -l with a malformed selector exits 1 naming where', async () => {
+    const result = await cli('list', '-l', 'team in (a');
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain(
+      'error: invalid_request: label_selector is not a valid label selector',
+    );
+    expect(result.stderr).toContain('at character 11');
+  });
+
   it('list --state with an unknown state is a usage error (exit 2) naming the states', async () => {
     const result = await cli('list', '--state', 'bogus');
     expect(result.code).toBe(2);
@@ -554,6 +631,7 @@ describe('cli', () => {
       created_at: '2026-01-01T00:00:00.000Z',
       updated_at: '2026-01-01T00:00:01.000Z',
       expire_time: null,
+      labels: {},
     };
     const nowMs = Date.parse(sandbox.created_at) + 330_000;
     const table = formatSandboxList([sandbox], { columns: 80, nowMs });

@@ -20,6 +20,7 @@ export const FAST_TESTS = [
   'test/doc-examples-rules.test.ts',
   'test/fairness-keys.test.ts',
   'test/fault-report.test.ts',
+  'test/labels.test.ts',
   'test/layers.test.ts',
   'test/lifetime-durations.test.ts',
   'test/lifetime-workflow.test.ts',

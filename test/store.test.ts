@@ -600,8 +600,10 @@ describe.each(storeBackends())('store on $name', (backend) => {
       try {
         const migration = MIGRATIONS['0002-sandbox-state-lost']!;
         // Undone in reverse order: the later migrations that add sandboxes columns first.
+        const labels = MIGRATIONS['0018-sandbox-labels']!;
         const lifetimes = MIGRATIONS['0014-sandbox-lifetimes']!;
         const cpuMillicores = MIGRATIONS['0008-sandbox-cpu-millicores']!;
+        await labels.down!(db as never);
         await lifetimes.down!(db as never);
         await cpuMillicores.down!(db as never);
         await migration.down!(db as never);
@@ -611,6 +613,7 @@ describe.each(storeBackends())('store on $name', (backend) => {
         await migration.up(db as never);
         await cpuMillicores.up(db as never);
         await lifetimes.up(db as never);
+        await labels.up(db as never);
         expect(await count('sandboxes')).toBe(2);
         expect(await count('executions')).toBe(2);
       } finally {

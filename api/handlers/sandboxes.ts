@@ -9,10 +9,10 @@ import { acceptCreateRequest } from '../create-flow.js';
 import { acceptDelete } from '../delete-flow.js';
 import type { AppDeps } from '../deps.js';
 import { ApiError } from '../errors.js';
-import { SANDBOX_ID, sandboxToWire } from '../../contract/index.js';
+import { SANDBOX_ID, countProblem, sandboxToWire } from '../../contract/index.js';
 import { readOperation, type Operation } from '../operations.js';
 import { operationToWire } from '../wire.js';
-import { parseExtendRequest, parseSandboxListQuery } from '../validation.js';
+import { parseExtendRequest, parseLabelUpdate, parseSandboxListQuery } from '../validation.js';
 import { extendLifetime } from '../extend-flow.js';
 
 /** Seconds a client should wait before polling a running operation again. */
@@ -70,12 +70,20 @@ export function sandboxHandlers(deps: AppDeps) {
     res.json(sandboxToWire(sandbox));
   };
 
-  /** `GET /v1/sandboxes?state=&limit=&page_token=`: the tenant's sandboxes, newest first. */
+  /**
+   * `GET /v1/sandboxes?state=&template=&label_selector=&create_time_after=&create_time_before=
+   * &limit=&page_token=`: the tenant's sandboxes that match, newest first (docs/api.md, "Labels
+   * and filters").
+   */
   const listSandboxes: RequestHandler = async (req, res) => {
     const query = parseSandboxListQuery(req.query);
     try {
       const page = await deps.store.listSandboxes(tenantOf(res), {
-        state: query.state,
+        states: query.state,
+        template: query.template,
+        selector: query.label_selector,
+        createdAfter: query.create_time_after,
+        createdBefore: query.create_time_before,
         limit: query.limit,
         pageToken: query.page_token,
       });
@@ -84,9 +92,7 @@ export function sandboxHandlers(deps: AppDeps) {
         next_page_token: page.nextPageToken ?? null,
       });
     } catch (err) {
-      if (err instanceof InvalidPageTokenError) {
-        throw new ApiError('invalid_request', 'page_token is not a token this service issued');
-      }
+      if (err instanceof InvalidPageTokenError) throw new ApiError('invalid_request', err.message);
       throw err;
     }
   };
@@ -114,5 +120,31 @@ export function sandboxHandlers(deps: AppDeps) {
     res.json(sandboxToWire(await extendLifetime(deps, sandbox, request, Date.now())));
   };
 
-  return { createSandbox, getSandbox, listSandboxes, deleteSandbox, extendSandbox };
+  /**
+   * `PATCH /v1/sandboxes/{id}?update_mask=labels` with `{"labels": {...}}` (AIP-134): 200 + the
+   * Sandbox with its new labels, in any state; the same request again changes nothing. 400 for
+   * a bad label, mask or count (past MAX_LABELS), 404 for an unknown sandbox.
+   */
+  const updateSandbox: RequestHandler = async (req, res) => {
+    const tenant = tenantOf(res);
+    const id = String(req.params.id);
+    const update = parseLabelUpdate(req.body, req.query);
+    const result = SANDBOX_ID.test(id)
+      ? await deps.store.updateLabels(tenant, id, update)
+      : ({ kind: 'not_found' } as const);
+    if (result.kind === 'not_found') throw notFound(id);
+    if (result.kind === 'too_many') {
+      const message = countProblem(result.count);
+      throw new ApiError('invalid_request', `labels ${message}`, {
+        problems: [{ field: 'labels', message }],
+      });
+    }
+    deps.logger.info(
+      { sandbox_id: id, tenant, labels: Object.keys(result.sandbox.labels).length },
+      'labels changed',
+    );
+    res.json(sandboxToWire(result.sandbox));
+  };
+
+  return { createSandbox, getSandbox, listSandboxes, deleteSandbox, extendSandbox, updateSandbox };
 }

@@ -21,6 +21,7 @@ import type {
   Operation,
   OperationPage,
   OperationStatus,
+  OperationType,
   Quota,
   Sandbox,
   SandboxPage,
@@ -256,16 +257,40 @@ export class DurableSandboxClient {
     ).data;
   }
 
-  /** A page of the tenant's sandboxes, newest first (`GET /v1/sandboxes`). */
+  /**
+   * A page of the tenant's sandboxes that match the filter, newest first (`GET /v1/sandboxes`):
+   * `state` one or several, `template`, `labelSelector` (Kubernetes' syntax, e.g.
+   * `team=a,env in (prod,dev)`), `createTimeAfter` (inclusive) and `createTimeBefore`
+   * (exclusive), RFC 3339. Send the next page with the same filter.
+   * @throws DurableSandboxError `invalid_request` for a malformed selector (its `details`
+   *   name the position) or a page token of another filter
+   */
   async listSandboxes(
-    query: PageQuery & { state?: SandboxState } = {},
+    query: PageQuery & {
+      state?: SandboxState | SandboxState[];
+      template?: string;
+      labelSelector?: string;
+      createTimeAfter?: string;
+      createTimeBefore?: string;
+    } = {},
     options: CallOptions = {},
   ): Promise<SandboxPage> {
-    const { state, limit, pageToken: page_token } = query;
+    const { limit, pageToken: page_token, template } = query;
+    const state = query.state === undefined ? undefined : [query.state].flat();
     return (
       await this.send('GET /v1/sandboxes', options, 'read', ({ signal, fetch }) =>
         this.raw.GET('/v1/sandboxes', {
-          params: { query: { state, limit, page_token } },
+          params: {
+            query: {
+              state,
+              template,
+              label_selector: query.labelSelector,
+              create_time_after: query.createTimeAfter,
+              create_time_before: query.createTimeBefore,
+              limit,
+              page_token,
+            },
+          },
           signal,
           fetch,
         }),
@@ -273,16 +298,66 @@ export class DurableSandboxClient {
     ).data;
   }
 
-  /** A page of the tenant's operations, newest first (`GET /v1/operations`). */
+  /**
+   * Changes a sandbox's labels (`PATCH /v1/sandboxes/{id}`, AIP-134), in any state. Without
+   * `keys` its labels become `labels`; with `keys`, each key is set from `labels`, or removed
+   * when `labels` has none (the others stay). Idempotent, so retried like a read.
+   * @returns the sandbox with its new labels
+   * @throws DurableSandboxError `invalid_request` (a bad label, or more than 64), `not_found`
+   */
+  async updateSandboxLabels(
+    id: string,
+    labels: Record<string, string>,
+    change: { keys?: readonly string[] } & CallOptions = {},
+  ): Promise<Sandbox> {
+    const update_mask =
+      change.keys === undefined
+        ? 'labels'
+        : change.keys.map((key) => `labels.\`${key}\``).join(',');
+    return (
+      await this.send('PATCH /v1/sandboxes/{id}', change, 'read', ({ signal, fetch }) =>
+        this.raw.PATCH('/v1/sandboxes/{id}', {
+          params: { path: { id }, query: { update_mask } },
+          body: { labels },
+          signal,
+          fetch,
+        }),
+      )
+    ).data;
+  }
+
+  /**
+   * A page of the tenant's operations that match the filter, newest first (`GET
+   * /v1/operations`): `status` and `type` one or several, `sandboxId`, `createTimeAfter`
+   * (inclusive) and `createTimeBefore` (exclusive), RFC 3339.
+   */
   async listOperations(
-    query: PageQuery & { status?: OperationStatus } = {},
+    query: PageQuery & {
+      status?: OperationStatus | OperationStatus[];
+      type?: OperationType | OperationType[];
+      sandboxId?: string;
+      createTimeAfter?: string;
+      createTimeBefore?: string;
+    } = {},
     options: CallOptions = {},
   ): Promise<OperationPage> {
-    const { status, limit, pageToken: page_token } = query;
+    const { limit, pageToken: page_token } = query;
+    const status = query.status === undefined ? undefined : [query.status].flat();
+    const type = query.type === undefined ? undefined : [query.type].flat();
     return (
       await this.send('GET /v1/operations', options, 'read', ({ signal, fetch }) =>
         this.raw.GET('/v1/operations', {
-          params: { query: { status, limit, page_token } },
+          params: {
+            query: {
+              status,
+              type,
+              sandbox_id: query.sandboxId,
+              create_time_after: query.createTimeAfter,
+              create_time_before: query.createTimeBefore,
+              limit,
+              page_token,
+            },
+          },
           signal,
           fetch,
         }),

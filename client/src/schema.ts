@@ -84,7 +84,7 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** The tenant's sandboxes, newest first */
+    /** The tenant's sandboxes, newest first, by state, template, label selector and creation time */
     get: operations['listSandboxes'];
     put?: never;
     /**
@@ -113,7 +113,11 @@ export interface paths {
     delete: operations['deleteSandbox'];
     options?: never;
     head?: never;
-    patch?: never;
+    /**
+     * Change a sandbox's labels (AIP-134), in any state
+     * @description Idempotent: the same request again changes nothing (updated_at moves only when the labels change). Labels are not search attributes in the Temporal UI and are not on the pod (docs/api.md, "Labels and filters").
+     */
+    patch: operations['updateSandbox'];
     trace?: never;
   };
   '/v1/sandboxes/{id}:extend': {
@@ -412,6 +416,7 @@ export interface components {
       resources: components['schemas']['ResourcesRequest'];
       /** @description The sandbox's lifetime (AIP-142 duration, e.g. "3600s"), counted from when it runs; at most the template's max_ttl. Absent: the template's default_ttl, else no expiry. Input only: the sandbox shows expire_time. */
       ttl?: string;
+      labels?: components['schemas']['Labels'];
     };
     /** @enum {string} */
     SandboxState: 'creating' | 'running' | 'failed' | 'deleted' | 'lost';
@@ -453,6 +458,7 @@ export interface components {
        * @description When the sandbox is deleted for its lifetime (AIP-214); null when it never expires or does not run yet.
        */
       expire_time: string | null;
+      labels: components['schemas']['Labels'];
     };
     /** @enum {string} */
     OperationStatus: 'running' | 'succeeded' | 'failed' | 'cancelled';
@@ -715,6 +721,27 @@ export interface components {
      * @enum {string}
      */
     DeleteCause: 'requested' | 'expired';
+    /**
+     * @description The caller's labels, Kubernetes' rules (docs/api.md, "Labels and filters"): at most 64; a key is an optional DNS subdomain prefix (at most 253 characters) and '/', then a name of at most 63 characters of [A-Za-z0-9-_.] that starts and ends with an alphanumeric; a value is empty or at most 63 of the same. Labels never steer the cluster: they are not on the pod. A bad key, value or count answers 400 naming the label and the rule.
+     * @example {
+     *       "team": "a",
+     *       "example.com/env": "prod"
+     *     }
+     */
+    Labels: {
+      [key: string]: string;
+    };
+    /**
+     * @description The fields to change; only labels can be. With update_mask labels (or none) the labels become these; with labels.<key> paths, each named key is set from these labels, or removed when they have no such key.
+     * @example {
+     *       "labels": {
+     *         "team": "b"
+     *       }
+     *     }
+     */
+    UpdateSandboxRequest: {
+      labels?: components['schemas']['Labels'];
+    };
   };
   responses: {
     /** @description An error. */
@@ -877,10 +904,22 @@ export interface operations {
   listSandboxes: {
     parameters: {
       query?: {
-        state?: components['schemas']['SandboxState'];
+        /** @description Only sandboxes in one of these states: repeated (state=creating&state=running) or comma separated. */
+        state?: components['schemas']['SandboxState'][];
+        /** @description Only sandboxes of this template. */
+        template?: string;
+        /**
+         * @description A Kubernetes label selector, e.g. team=a,env in (prod,dev): requirements key=v, key==v, key!=v, key in (v1,v2), key notin (v1,v2), key, !key, key>n, key<n, ANDed by commas, with Kubernetes' meaning (key!=v and notin also select sandboxes without the key). A malformed one answers 400 naming the 1-based character position (details.problems[0].position).
+         * @example team=a,env in (prod,dev)
+         */
+        label_selector?: string;
+        /** @description Only those created at or after this RFC 3339 time (inclusive). */
+        create_time_after?: string;
+        /** @description Only those created before this RFC 3339 time (exclusive). */
+        create_time_before?: string;
         /** @description Page size, 1 to 200. */
         limit?: number;
-        /** @description next_page_token of the previous page; empty or absent: the first page (AIP-158). A token the service did not issue answers 400. */
+        /** @description next_page_token of the previous page, sent with the same filter (a token issued for another filter answers 400); empty or absent: the first page (AIP-158). */
         page_token?: string;
       };
       header?: never;
@@ -1029,6 +1068,53 @@ export interface operations {
       };
     };
   };
+  updateSandbox: {
+    parameters: {
+      query?: {
+        /**
+         * @description Comma separated paths (AIP-161): labels (or *, or absent) replaces the whole map; labels.team,labels.`example.com/env` change those keys alone, set from the body's labels or removed when the body has none.
+         * @example labels
+         */
+        update_mask?: string;
+      };
+      header?: never;
+      path: {
+        /** @description The sandbox id. */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['UpdateSandboxRequest'];
+      };
+    };
+    responses: {
+      /** @description The sandbox with its new labels. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Sandbox'];
+        };
+      };
+      400: components['responses']['Error'];
+      401: components['responses']['Unauthenticated'];
+      404: components['responses']['Error'];
+      /** @description unsupported_media_type: the body's Content-Type is not JSON. */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      500: components['responses']['Error'];
+      503: components['responses']['AuthUnavailable'];
+    };
+  };
   extendSandbox: {
     parameters: {
       query?: never;
@@ -1074,10 +1160,19 @@ export interface operations {
   listOperations: {
     parameters: {
       query?: {
-        status?: components['schemas']['OperationStatus'];
+        /** @description Only operations in one of these statuses: repeated or comma separated. */
+        status?: components['schemas']['OperationStatus'][];
+        /** @description Only operations of one of these types: repeated or comma separated. */
+        type?: ('sandbox.create' | 'sandbox.delete')[];
+        /** @description Only the operations of this sandbox. */
+        sandbox_id?: string;
+        /** @description Only those created at or after this RFC 3339 time (inclusive). */
+        create_time_after?: string;
+        /** @description Only those created before this RFC 3339 time (exclusive). */
+        create_time_before?: string;
         /** @description Page size, 1 to 200. */
         limit?: number;
-        /** @description next_page_token of the previous page; empty or absent: the first page (AIP-158). A token the service did not issue answers 400. */
+        /** @description next_page_token of the previous page, sent with the same filter (a token issued for another filter answers 400); empty or absent: the first page (AIP-158). */
         page_token?: string;
       };
       header?: never;

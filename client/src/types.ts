@@ -16,6 +16,12 @@ export type ExtendSandboxRequest = Schemas['ExtendSandboxRequest'];
 export type SandboxState = Schemas['SandboxState'];
 /** An operation (a create or a delete); docs/api.md, "Operations". */
 export type Operation = Schemas['Operation'];
+/** An operation's type: `sandbox.create`, `sandbox.delete`. */
+export type OperationType = Operation['type'];
+/** A sandbox's labels (docs/api.md, "Labels and filters"). */
+export type Labels = Schemas['Labels'];
+/** The body of `PATCH /v1/sandboxes/{id}`. */
+export type UpdateSandboxRequest = Schemas['UpdateSandboxRequest'];
 /** An operation's status: `running`, `succeeded`, `failed`, `cancelled`. */
 export type OperationStatus = Schemas['OperationStatus'];
 /** A template of the catalog, with its rootfs floor. */

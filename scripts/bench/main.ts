@@ -28,7 +28,10 @@
  *     a no-op (scripts/bench/shapes.ts) -> bench-results/bench-shapes-<time>.json;
  *   - `expiry`: lateness of expiring sandboxes (scripts/bench/expiry.ts);
  *   - `pool`: a warm pool's claim beside a cold create and the one-activity floor, one at a time
- *     and at 50/s (scripts/bench/pool.ts) -> bench-results/bench-pool-<time>.json.
+ *     and at 50/s (scripts/bench/pool.ts) -> bench-results/bench-pool-<time>.json;
+ *   - `list`: a page of `GET /v1/sandboxes` by label selector beside the unfiltered page, over
+ *     100,000 sandboxes of one tenant, on SQLite and PostgreSQL (scripts/bench/list.ts)
+ *     -> bench-results/bench-list-<time>.json.
  *
  * `--quick` runs smaller counts (a trial, not the issue's figures). The baseline is the
  * checkout at BASELINE_DIR, the candidate the one at CANDIDATE_DIR (default: this one).
@@ -55,6 +58,7 @@ import { measureReplacement } from './replace.js';
 import { measureShapes } from './shapes.js';
 import { measureSplitProcesses } from './split.js';
 import { measureExpiry } from './expiry.js';
+import { measureList } from './list.js';
 import { measurePool } from './pool.js';
 import { measureTopologyThroughput } from './topology.js';
 import { errorText, finish, problems, writeResults } from './support.js';
@@ -168,6 +172,7 @@ const MODES: Record<string, (quick: boolean) => Promise<Record<string, unknown>>
   shapes: (quick) => measureShapes(quick),
   expiry: (quick) => measureExpiry(quick),
   pool: (quick) => measurePool(quick),
+  list: (quick) => measureList(quick),
 };
 
 /** The mode named by the arguments (`real`, `--real`, ...), `default` when none is. */
@@ -177,7 +182,7 @@ function modeOf(args: string[]): string {
   const unknown = args.filter((arg) => !(arg.replace(/^--/, '') in MODES) && arg !== '--quick');
   if (unknown.length > 0)
     throw new Error(
-      `unknown argument ${unknown.join(' ')}; modes: real, floors, waits, goals, notify, replace, topology, noisy, split, shapes, expiry, pool`,
+      `unknown argument ${unknown.join(' ')}; modes: real, floors, waits, goals, notify, replace, topology, noisy, split, shapes, expiry, pool, list`,
     );
   return named[0] ?? 'default';
 }

@@ -21,6 +21,7 @@ import { sandboxLifetimes } from './0014-sandbox-lifetimes.js';
 import { warmPools } from './0015-warm-pools.js';
 import { dropReadinessWaits } from './0016-drop-readiness-waits.js';
 import { webhookEndpointEvents } from './0017-webhook-endpoint-events.js';
+import { sandboxLabels } from './0018-sandbox-labels.js';
 import { tenantRateBuckets } from './0019-tenant-rate-buckets.js';
 import { rootfsFloorHealing } from './0020-rootfs-floor-healing.js';
 
@@ -42,6 +43,7 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0015-warm-pools': warmPools,
   '0016-drop-readiness-waits': dropReadinessWaits,
   '0017-webhook-endpoint-events': webhookEndpointEvents,
+  '0018-sandbox-labels': sandboxLabels,
   '0019-tenant-rate-buckets': tenantRateBuckets,
   '0020-rootfs-floor-healing': rootfsFloorHealing,
 };
