@@ -126,7 +126,7 @@ describe('errors', () => {
     expect(del.status, del.text).toBe(405);
     // The resource itself keeps its own.
     const resource = await request(api.app).options('/v1/sandboxes/sbx_x');
-    expect(resource.headers.allow).toBe('GET, HEAD, DELETE, OPTIONS');
+    expect(resource.headers.allow).toBe('GET, HEAD, DELETE, PATCH, OPTIONS');
   });
 
   it('answers 415 unsupported_media_type for a form-encoded body (curl -d without a header), creating nothing', async () => {
