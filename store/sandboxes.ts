@@ -87,9 +87,9 @@ export async function selectSandboxRow(
   return query.executeTakeFirst();
 }
 
-/** Requirements of one `in`/`=` a page reads from the label index, one branch per value. */
+/** The most values an `in` read first may have: the page reads one ordered branch per value. */
 const MAX_DRIVER_VALUES = 16;
-/** How many label rows a driver candidate's count reads at most (store/labels.ts). */
+/** How many label rows the count of a requirement that could be read first reads, at most. */
 const DRIVER_PROBE_CAP = 1_000;
 
 /** A filter in one canonical form, for the page token's digest; undefined: no filter. */
