@@ -142,60 +142,34 @@ export function formatOperation(
   return operation.result ? `${text}\n${formatSandbox(operation.result.sandbox)}` : text;
 }
 
-/** Sandboxes as a table: ID, STATE, TEMPLATE, AGE, REASON (wide: resources, pod and IP too). */
+/**
+ * Sandboxes as a table: ID, STATE, TEMPLATE, AGE, REASON; wide adds CPU, MEMORY, DISK, POD and IP
+ * before AGE, and `showLabels` LABELS before REASON (REASON stays last, so a row cut to the
+ * terminal's width loses the reason's end first).
+ */
 export function formatSandboxList(sandboxes: Sandbox[], options: TableOptions = {}): string {
   if (sandboxes.length === 0) return 'No sandboxes found.\n';
   const now = options.nowMs ?? Date.now();
-  const reason = (s: Sandbox) => (s.failure ? `${s.failure.code}: ${s.failure.message}` : '');
-  const age = (s: Sandbox) => humanDuration(now - Date.parse(s.created_at));
-  if (options.showLabels) {
-    // REASON stays last, so a row cut to the terminal's width loses the reason's end first.
-    const headers = options.wide
-      ? ['ID', 'STATE', 'TEMPLATE', 'CPU', 'MEMORY', 'DISK', 'POD', 'IP', 'AGE', 'LABELS', 'REASON']
-      : ['ID', 'STATE', 'TEMPLATE', 'AGE', 'LABELS', 'REASON'];
-    return renderTable(
-      headers,
-      sandboxes.map((s) =>
-        options.wide
-          ? [
-              s.id,
-              s.state,
-              s.template,
-              String(s.resources.cpu),
-              `${s.resources.memory_mib}Mi`,
-              `${s.resources.disk_mib}Mi`,
-              s.pod.name ?? '-',
-              s.pod.ip ?? '-',
-              age(s),
-              formatLabels(s.labels),
-              reason(s),
-            ]
-          : [s.id, s.state, s.template, age(s), formatLabels(s.labels), reason(s)],
-      ),
-      options.columns,
-    );
-  }
-  if (options.wide) {
-    return renderTable(
-      ['ID', 'STATE', 'TEMPLATE', 'CPU', 'MEMORY', 'DISK', 'POD', 'IP', 'AGE', 'REASON'],
-      sandboxes.map((s) => [
-        s.id,
-        s.state,
-        s.template,
-        String(s.resources.cpu),
-        `${s.resources.memory_mib}Mi`,
-        `${s.resources.disk_mib}Mi`,
-        s.pod.name ?? '-',
-        s.pod.ip ?? '-',
-        age(s),
-        reason(s),
-      ]),
-      options.columns,
-    );
-  }
+  const wide = options.wide === true;
+  const labels = options.showLabels === true;
+  // Each column, and whether this table shows it (unset: always).
+  const columns: Array<{ header: string; cell: (s: Sandbox) => string; shown?: boolean }> = [
+    { header: 'ID', cell: (s) => s.id },
+    { header: 'STATE', cell: (s) => s.state },
+    { header: 'TEMPLATE', cell: (s) => s.template },
+    { header: 'CPU', cell: (s) => String(s.resources.cpu), shown: wide },
+    { header: 'MEMORY', cell: (s) => `${s.resources.memory_mib}Mi`, shown: wide },
+    { header: 'DISK', cell: (s) => `${s.resources.disk_mib}Mi`, shown: wide },
+    { header: 'POD', cell: (s) => s.pod.name ?? '-', shown: wide },
+    { header: 'IP', cell: (s) => s.pod.ip ?? '-', shown: wide },
+    { header: 'AGE', cell: (s) => humanDuration(now - Date.parse(s.created_at)) },
+    { header: 'LABELS', cell: (s) => formatLabels(s.labels), shown: labels },
+    { header: 'REASON', cell: (s) => (s.failure ? `${s.failure.code}: ${s.failure.message}` : '') },
+  ];
+  const shown = columns.filter((column) => column.shown ?? true);
   return renderTable(
-    ['ID', 'STATE', 'TEMPLATE', 'AGE', 'REASON'],
-    sandboxes.map((s) => [s.id, s.state, s.template, age(s), reason(s)]),
+    shown.map((column) => column.header),
+    sandboxes.map((s) => shown.map((column) => column.cell(s))),
     options.columns,
   );
 }
