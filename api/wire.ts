@@ -20,6 +20,7 @@ import {
   type WireResources,
 } from '../contract/index.js';
 import { warmPoolOf, type TemplateConfig } from '../config/index.js';
+import type { FeedEventRecord } from '../store/index.js';
 import type { OperationPage } from './operation-list.js';
 import type { Operation, OperationType } from './operations.js';
 
@@ -129,6 +130,31 @@ export function operationPageToWire(page: OperationPage): {
   next_page_token: string | null;
 } {
   return { operations: page.operations.map(operationToWire), next_page_token: page.nextPageToken };
+}
+
+/**
+ * One event of the feed as the API shows it: the webhook's `webhook-id` as `id`, and its body
+ * (`type`, `timestamp`, `data`) as a delivery sends it.
+ */
+export interface EventJson {
+  id: string;
+  type: string;
+  timestamp: string;
+  data: Record<string, unknown>;
+}
+
+/** A page of the event feed: the events, oldest first, and the cursor after the last. */
+export function eventPageToWire(
+  events: readonly FeedEventRecord[],
+  nextCursor: string,
+): { events: EventJson[]; next_cursor: string } {
+  return {
+    events: events.map((event) => ({
+      id: event.id,
+      ...(JSON.parse(event.payload) as Omit<EventJson, 'id'>),
+    })),
+    next_cursor: nextCursor,
+  };
 }
 
 /** A template's rootfs floor as the API shows it (see {@link rootfsFloorToWire}). */

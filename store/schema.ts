@@ -162,6 +162,11 @@ export interface WebhookEventsTable {
   type: string;
   payload: string;
   created_at: string;
+  /**
+   * Its place in the event feed (migration 0021): increasing in the order events were written,
+   * across tenants; null only on a row the release before wrote.
+   */
+  seq?: number | string | null;
 }
 
 /** `webhook_deliveries`: one row per delivery attempt (migration 0013). */

@@ -1,6 +1,7 @@
 /** The store's public types: what the API, the activities and the worker code against. */
 import type { SecretKeyRing } from '../webhooks/secret-box.js';
 import type { WebhookStore } from './webhooks.js';
+import type { FeedEventRecord, FeedQuery } from './event-feed.js';
 import type { WarmPoolStore } from './warm-pools.js';
 import type {
   DeleteCause,
@@ -242,6 +243,18 @@ export interface MarkSandboxFailedInput {
   message: string;
 }
 
+/** The event feed's reads (store/event-feed.ts). */
+export interface EventFeedStore {
+  /** The tenant's kept events after `query.afterSeq`, oldest first (`GET /v1/events`). */
+  list(tenant: string, query: FeedQuery): Promise<FeedEventRecord[]>;
+  /**
+   * Resolves true when an event of `tenant` is written (here or, on PostgreSQL, by any
+   * process), false at `timeoutMs` or when `signal` aborts; listens before it returns, so an
+   * event written after the call is never missed (store/operation-notifier.ts).
+   */
+  waitForEvent(tenant: string, timeoutMs: number, signal?: AbortSignal): Promise<boolean>;
+}
+
 /**
  * The sandbox store (docs/api.md, and docs/architecture.md, "Consistency between Temporal
  * and the store"). SQLite or PostgreSQL behind one set of queries.
@@ -251,6 +264,8 @@ export interface MarkSandboxFailedInput {
 export interface Store {
   /** Webhook endpoints and delivery attempts (store/webhooks.ts, docs/webhooks.md). */
   readonly webhooks: WebhookStore;
+  /** The event feed (store/event-feed.ts, docs/webhooks.md, "The event feed"). */
+  readonly events: EventFeedStore;
   /** Warm pools' sizes, claims and status (store/warm-pools.ts). */
   readonly warmPools: WarmPoolStore;
   /**

@@ -22,6 +22,7 @@ import { warmPools } from './0015-warm-pools.js';
 import { dropReadinessWaits } from './0016-drop-readiness-waits.js';
 import { webhookEndpointEvents } from './0017-webhook-endpoint-events.js';
 import { rootfsFloorHealing } from './0020-rootfs-floor-healing.js';
+import { eventFeed } from './0021-event-feed.js';
 
 /** Every migration by name. */
 export const MIGRATIONS: Readonly<Record<string, Migration>> = {
@@ -42,6 +43,7 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0016-drop-readiness-waits': dropReadinessWaits,
   '0017-webhook-endpoint-events': webhookEndpointEvents,
   '0020-rootfs-floor-healing': rootfsFloorHealing,
+  '0021-event-feed': eventFeed,
 };
 
 const provider: MigrationProvider = {
