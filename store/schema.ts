@@ -131,6 +131,12 @@ export interface OperationsTable {
   updated_at: string;
   /** Why a delete was started: `requested` or `expired` (migration 0014); null for creates. */
   cause: string | null;
+  /** When the phase became `finished` (migration 0021); null before. */
+  end_time?: string | null;
+  /** When a cancel of the create was first asked (migration 0021); null: never. */
+  cancel_requested_at?: string | null;
+  /** How a create got its pod, `warm` or `cold` (migration 0021); null until it has one. */
+  create_path?: string | null;
 }
 
 /**

@@ -30,7 +30,9 @@ import {
   advanceOperation,
   appendPlacement,
   insertOperation,
+  markCancellationRequested,
   outcomeRecorded,
+  setCreatePath,
   selectOperation,
   selectOperationPage,
 } from './operations.js';
@@ -279,6 +281,10 @@ export async function openStore(options: StoreOptions): Promise<Store> {
         if (wrote) {
           const transition = { phase: 'waiting_for_ip' as const, runId: input.runId };
           note(changed, await advanceIn(trx, input.operationId, transition, at));
+          if (input.operationId && input.createPath) {
+            await setCreatePath(trx, input.operationId, input.createPath);
+            changed.add(input.operationId);
+          }
         }
         return wrote;
       });
@@ -448,6 +454,14 @@ export async function openStore(options: StoreOptions): Promise<Store> {
         if (!wrote) return false;
         changed.add(operationId);
         return true;
+      });
+    },
+
+    markCancellationRequested(id) {
+      return writing(async (trx, changed) => {
+        const wrote = await markCancellationRequested(trx, id, now());
+        if (wrote) changed.add(id);
+        return wrote;
       });
     },
 

@@ -4,6 +4,7 @@ import type { WebhookStore } from './webhooks.js';
 import type { FeedEventRecord, FeedQuery } from './event-feed.js';
 import type { WarmPoolStore } from './warm-pools.js';
 import type {
+  CreatePath,
   DeleteCause,
   ExecutionRef,
   LearnedRootfsFloor,
@@ -130,6 +131,12 @@ export interface OperationRecord {
   traceId: string | null;
   createdAt: string;
   updatedAt: string;
+  /** When the operation finished (AIP-151 `end_time`); null while it runs. */
+  endTime: string | null;
+  /** Whether a cancel was asked (AIP-151 `requested_cancellation`): a cancel or a DELETE. */
+  cancellationRequested: boolean;
+  /** How a create got its pod: `warm` (claimed from a pool) or `cold`; null until it had one. */
+  createPath: CreatePath | null;
   /** The sandbox as it is now. */
   sandbox: SandboxRecord | null;
   /**
@@ -218,6 +225,8 @@ export interface SandboxPage {
 export interface RecordPodInput extends ExecutionRef, OperationStepRef {
   podName: string;
   podUid: string;
+  /** How the create got this pod (written on its operation); absent: not recorded. */
+  createPath?: CreatePath;
 }
 
 /** Outcome of {@link Store.markSandboxRunning}. */
@@ -429,6 +438,13 @@ export interface Store {
    * delete to `finished`. Returns whether it wrote.
    */
   advanceOperation(id: string, transition: OperationTransition): Promise<boolean>;
+  /**
+   * Records that a cancel of operation `id` was asked (AIP-151 `requested_cancellation`): by
+   * `POST /v1/operations/{id}/cancel`, or a DELETE of the sandbox it creates. The first time
+   * stays; wakes the operation's long-polls.
+   * @returns whether it wrote
+   */
+  markCancellationRequested(id: string): Promise<boolean>;
   /**
    * The moment a create's outcome is known: status failed/cancelled, the error, phase
    * `compensating` (done stays false until compensation finishes). Monotonic like

@@ -523,6 +523,11 @@ export interface components {
           at: string;
           pod_name: string;
         }[];
+        /**
+         * @description How a create got its pod: warm (claimed ready from its template's warm pool) or cold (made for it); null until it had a pod, and for a delete.
+         * @enum {string|null}
+         */
+        path: 'warm' | 'cold' | null;
       };
       /** @description What the operation produced when it ended, once it succeeded (null otherwise): a create's sandbox as the create left it (running, with its pod and IP), whatever became of the sandbox later; a delete's sandbox as it deleted it. The sandbox's state now is GET /v1/sandboxes/{id}. */
       result: null | {
@@ -546,6 +551,18 @@ export interface components {
       trace_id: string | null;
       /** @description Why a delete was started: requested by a caller (DELETE), or expired when the sandbox reached its expire_time; null for a create. */
       cause: components['schemas']['DeleteCause'] | null;
+      /**
+       * Format: date-time
+       * @description When the operation was created: AIP-151's name for created_at (the same time; created_at stays for compatibility).
+       */
+      create_time: string;
+      /**
+       * Format: date-time
+       * @description When the operation finished (done became true), AIP-151; null while it runs.
+       */
+      end_time: string | null;
+      /** @description AIP-151: true once a cancel was asked (POST /v1/operations/{id}/cancel, or a DELETE of the sandbox a create makes), whatever came of it. */
+      requested_cancellation: boolean;
     };
     SandboxPage: {
       sandboxes: components['schemas']['Sandbox'][];

@@ -23,6 +23,7 @@ import { dropReadinessWaits } from './0016-drop-readiness-waits.js';
 import { webhookEndpointEvents } from './0017-webhook-endpoint-events.js';
 import { rootfsFloorHealing } from './0020-rootfs-floor-healing.js';
 import { eventFeed } from './0021-event-feed.js';
+import { operationAip151 } from './0021-operation-aip151.js';
 
 /** Every migration by name. */
 export const MIGRATIONS: Readonly<Record<string, Migration>> = {
@@ -44,6 +45,7 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0017-webhook-endpoint-events': webhookEndpointEvents,
   '0020-rootfs-floor-healing': rootfsFloorHealing,
   '0021-event-feed': eventFeed,
+  '0021-operation-aip151': operationAip151,
 };
 
 const provider: MigrationProvider = {
