@@ -202,6 +202,7 @@ export function podActivities(deps: PodActivityDeps) {
         podUid: pod.uid,
         operationId: input.operationId,
         runId: Context.current().info.workflowExecution?.runId,
+        createPath: 'cold',
       });
       log.info('pod created', { pod_name: pod.name, pod_uid: pod.uid, adopted: pod.adopted });
       return {

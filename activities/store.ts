@@ -5,7 +5,7 @@
 import type { PodRef } from '../kubernetes/pods.js';
 import { Context, log } from '@temporalio/activity';
 import type { TenantLimitsConfig } from '../config/index.js';
-import type { SandboxRecord, Store } from '../store/index.js';
+import { deletionCauseOf, type SandboxRecord, type Store } from '../store/index.js';
 import {
   type ExecutionRef,
   type OperationErrorCode,
@@ -122,12 +122,10 @@ export function storeActivities(deps: StoreActivityDeps) {
         }
       }
       log.info('execution retired', { retired, reason: input.reason, code: input.failure?.code });
-      await emitSandboxEvent(
-        deps.store,
-        await deps.store.getSandboxById(input.sandboxId),
-        ['failed', 'deleted'],
-        deps.tenantLimits,
-      );
+      const sandbox = await deps.store.getSandboxById(input.sandboxId);
+      // A create's retirement deletes only on a caller's DELETE (or a pod already lost).
+      const cause = sandbox ? deletionCauseOf(sandbox, 'requested') : undefined;
+      await emitSandboxEvent(deps.store, sandbox, ['failed', 'deleted'], deps.tenantLimits, cause);
       return retired;
     },
 
@@ -198,7 +196,11 @@ export function storeActivities(deps: StoreActivityDeps) {
       });
       log.info('sandbox deleted', { deleted });
       const sandbox = await deps.store.getSandboxById(input.sandboxId);
-      await emitSandboxEvent(deps.store, sandbox, ['deleted'], deps.tenantLimits);
+      // `data.delete_cause` (docs/webhooks.md): the delete operation's cause, or `lost`.
+      const operation =
+        sandbox && (await deps.store.getOperation(sandbox.tenant, input.operationId));
+      const cause = sandbox ? deletionCauseOf(sandbox, operation?.cause) : undefined;
+      await emitSandboxEvent(deps.store, sandbox, ['deleted'], deps.tenantLimits, cause);
       // No timer may fire on a deleted sandbox: one that had an expiry has a lifetime to end.
       if (sandbox?.expireTime) await endLifetime(Context.current().client, input.sandboxId);
       return deleted;

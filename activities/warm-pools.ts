@@ -209,6 +209,7 @@ export function warmPoolActivities(deps: WarmPoolActivityDeps) {
         podUid: claimed.uid,
         operationId: input.operationId,
         runId: Context.current().info.workflowExecution?.runId,
+        createPath: 'warm',
       });
       log.info('warm pod claimed', { pod_name: claimed.name, pod_uid: claimed.uid });
       // Marked running in the same step: a claimed pod has its IP already.

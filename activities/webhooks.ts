@@ -3,22 +3,26 @@
  * delivery workflow of each subscribed endpoint (workflows/webhook-delivery.ts), and
  * `deliverWebhook` makes one signed, SSRF-checked POST, retried by Temporal with back-off.
  */
-import { createHash } from 'node:crypto';
 import { ApplicationFailure, Context, log } from '@temporalio/activity';
 import {
   EVENT_TYPE_OF_STATE,
   WEBHOOK_EVENT_SIGNAL,
   webhookDeliveryWorkflowId,
   type SandboxState,
+  type SandboxDeletionCause,
   type WebhookDeliveryStatus,
-  type WebhookEvent,
   type WebhookEventRef,
   NOT_ADMITTED_FAILURE_TYPE,
   WEBHOOK_DELIVERY_WORKFLOW,
   WEBHOOK_TARGET_REFUSED,
-  sandboxToWire,
 } from '../contract/index.js';
-import type { SandboxRecord, Store } from '../store/index.js';
+import {
+  sandboxEventBody,
+  webhookEventId,
+  type SandboxRecord,
+  type Store,
+} from '../store/index.js';
+import type { Client } from '@temporalio/client';
 import { tenantPriority } from '../temporal/priority.js';
 import type { TenantLimitsConfig } from '../config/index.js';
 import { postWebhook, WebhookTargetRefusedError } from '../webhooks/http-delivery.js';
@@ -50,27 +54,18 @@ export interface WebhookActivityDeps {
   webhooks?: WebhookDeliveryOptions;
 }
 
-/**
- * The stable id of a transition's event: the same sandbox, generation and type give the same
- * id, so a retried step that emits again is de-duplicated (`webhook-id`).
- */
-export function webhookEventId(
-  sandbox: Pick<SandboxRecord, 'id' | 'generation'>,
-  type: string,
-): string {
-  const digest = createHash('sha256').update(`${sandbox.id}/${sandbox.generation}/${type}`);
-  return `evt_${digest.digest('hex').slice(0, 32)}`;
-}
+export { webhookEventId };
 
 /**
  * Emits the event of `sandbox` (as the calling step read it after its transition; undefined
  * when it is gone) when its state is one of `states` (the ones the
- * calling step writes; of them only `running`, `failed` and `deleted` have events): keeps its
- * body in the store, then, for every endpoint of the sandbox's tenant subscribed to its type,
- * signals-with-start the endpoint's delivery workflow for this sandbox, which delivers its
- * events in order, with the tenant's fairness key and the weight `tenantLimits` gives it.
- * Called after each store transition, also when a retried step finds it
- * already written (the event id is stable, so the workflow drops the repeat).
+ * calling step writes; of them only `running`, `failed` and `deleted` have events; `lost` is
+ * kept by the store as it marks the sandbox): keeps its body in the store, where the event feed
+ * serves it (`GET /v1/events`, docs/webhooks.md, "The event feed"), then {@link announceEvent}s it to the tenant's
+ * subscribed endpoints. Called after each store transition, also when a retried step finds it
+ * already written (the event id is stable, so the store and the workflow drop the repeat).
+ * Each signal carries the tenant's fairness key and the weight `tenantLimits` gives it.
+ * @param deleteCause a `sandbox.deleted` event's `data.delete_cause` (default `requested`)
  * @returns how many endpoints it signalled
  * @throws the store's or Temporal's error (the calling step is retried)
  */
@@ -79,46 +74,80 @@ export async function emitSandboxEvent(
   sandbox: SandboxRecord | undefined,
   states: readonly SandboxState[],
   tenantLimits?: TenantLimitsConfig,
+  deleteCause?: SandboxDeletionCause,
 ): Promise<number> {
   if (!sandbox || !states.includes(sandbox.state)) return 0;
   const sandboxId = sandbox.id;
   const type = EVENT_TYPE_OF_STATE[sandbox.state];
   if (!type) return 0;
-  const endpoints = await store.webhooks.endpointsFor(sandbox.tenant, type);
+  const id = webhookEventId(sandbox, type);
+  // The body is kept in the store (for the feed, and for deliveries, which read it by id).
+  const payload = JSON.stringify(sandboxEventBody(sandbox, type, deleteCause));
+  await store.webhooks.recordEvent({ id, tenant: sandbox.tenant, sandboxId, type, payload });
+  const context = Context.current();
+  const endpoints = await announceEvent(
+    { client: context.client, taskQueue: context.info.taskQueue, store, tenantLimits },
+    { id, type, sandboxId },
+    sandbox.tenant,
+  );
+  log.info('webhook event emitted', { event_id: id, type, endpoints });
+  return endpoints;
+}
+
+/** What {@link announceEvent} signals with. */
+export interface EventAnnouncer {
+  client: Pick<Client, 'workflow'>;
+  /** The worker's task queue, where delivery workflows run. */
+  taskQueue: string;
+  store: Store;
+  /** TENANT_LIMITS: the fairness weight of the delivery workflows (temporal/priority.ts); unset: 1. */
+  tenantLimits?: TenantLimitsConfig;
+}
+
+/**
+ * Hands a kept event to the delivery workflow of each endpoint of `tenant` subscribed to its
+ * type (signal-with-start of `webhook-delivery:<endpoint>:<sandbox>`), after tracking it as
+ * `pending` for each. Safe to repeat: the delivery drops an id it already took.
+ * @returns how many endpoints it signalled
+ * @throws the store's or Temporal's error
+ */
+export async function announceEvent(
+  announcer: EventAnnouncer,
+  ref: WebhookEventRef,
+  tenant: string,
+): Promise<number> {
+  const { store, client, taskQueue } = announcer;
+  const endpoints = await store.webhooks.endpointsFor(tenant, ref.type);
   if (endpoints.length === 0) return 0;
-  const event: WebhookEvent = {
-    id: webhookEventId(sandbox, type),
-    type,
-    timestamp: sandbox.updatedAt,
-    sandboxId,
-    data: sandboxToWire(sandbox) as unknown as Record<string, unknown>,
-  };
-  // The body is kept in the store; the workflow carries only the reference.
-  const payload = JSON.stringify({ type, timestamp: event.timestamp, data: event.data });
-  await store.webhooks.recordEvent({
-    id: event.id,
-    tenant: sandbox.tenant,
-    sandboxId,
-    type,
-    payload,
-  });
-  const ref: WebhookEventRef = { id: event.id, type, sandboxId };
   // Each endpoint's state of the event (`pending`), before any delivery can take it.
   await store.webhooks.trackEvent(ref, endpoints);
-  const context = Context.current();
   for (const endpointId of endpoints) {
-    await context.client.workflow.signalWithStart(WEBHOOK_DELIVERY_WORKFLOW, {
-      workflowId: webhookDeliveryWorkflowId(endpointId, sandboxId),
-      taskQueue: context.info.taskQueue,
-      args: [{ endpointId, sandboxId }],
+    await client.workflow.signalWithStart(WEBHOOK_DELIVERY_WORKFLOW, {
+      workflowId: webhookDeliveryWorkflowId(endpointId, ref.sandboxId),
+      taskQueue,
+      args: [{ endpointId, sandboxId: ref.sandboxId }],
       signal: WEBHOOK_EVENT_SIGNAL,
       signalArgs: [ref],
       // The tenant's fairness key and weight (temporal/priority.ts).
-      priority: tenantPriority(tenantLimits, sandbox.tenant),
+      priority: tenantPriority(announcer.tenantLimits, tenant),
     });
   }
-  log.info('webhook event emitted', { event_id: event.id, type, endpoints: endpoints.length });
   return endpoints.length;
+}
+
+/**
+ * Announces the `sandbox.lost` event the store kept when it marked `sandbox` lost
+ * (store/store.ts `markSandboxLost`) to the tenant's subscribed endpoints.
+ * @returns how many endpoints it signalled
+ * @throws the store's or Temporal's error
+ */
+export function announceLostEvent(
+  announcer: EventAnnouncer,
+  sandbox: Pick<SandboxRecord, 'id' | 'generation' | 'tenant'>,
+): Promise<number> {
+  const type = 'sandbox.lost';
+  const ref = { id: webhookEventId(sandbox, type), type, sandboxId: sandbox.id } as const;
+  return announceEvent(announcer, ref, sandbox.tenant);
 }
 
 /** Builds the webhook activities over their dependencies. */

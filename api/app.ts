@@ -21,6 +21,7 @@ import { requestId } from './request-id.js';
 import { createTenantAdmission } from './tenant-admission.js';
 import { quotaHandlers } from './handlers/quota.js';
 import { webhookHandlers } from './handlers/webhooks.js';
+import { eventHandlers } from './handlers/events.js';
 import { requestLog } from './request-log.js';
 import { ROUTES, pathsInMatchOrder, type RouteName } from './routes.js';
 import { markRequestTenant, nameRequestSpan } from '../tracing/spans.js';
@@ -60,6 +61,7 @@ export function createApp(appDeps: AppDeps): express.Express {
     ...templateHandlers(deps),
     ...quotaHandlers(deps),
     ...webhookHandlers(deps),
+    ...eventHandlers(deps),
   };
   // The request's span names its tenant: the embedded stack shows a trace to that tenant only.
   const tenantSpan: RequestHandler = (_req, res, next) => {

@@ -46,6 +46,10 @@ export async function acceptDelete(
     deleteOperationOf(sandbox, newOperationId(), 'requested'),
   );
   const operationId = begun.operationId;
+  // A DELETE of a sandbox still creating cancels its create (AIP-151 `requested_cancellation`).
+  if (begun.inserted && sandbox.state === 'creating') {
+    await deps.store.markCancellationRequested(sandbox.operationId);
+  }
   if (!begun.inserted) {
     deps.logger.info(
       { operation_id: operationId, sandbox_id: sandbox.id, tenant: sandbox.tenant },

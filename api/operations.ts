@@ -24,6 +24,7 @@ import { WorkflowNotFoundError, type WorkflowExecutionDescription } from '@tempo
 import {
   isCreatePhase,
   OPERATION_ID,
+  type CreatePath,
   type DeleteCause,
   type OperationErrorCode,
   type OperationPhase,
@@ -115,6 +116,15 @@ export interface Operation {
   updatedAt: string;
   /** When a create's deadline passes; null for deletes, which have none. */
   deadlineAt: string | null;
+  /** When it finished (AIP-151 `end_time`); null while it runs. */
+  endTime: string | null;
+  /**
+   * Whether a cancel was asked (AIP-151 `requested_cancellation`): `POST …/cancel`, or a DELETE
+   * of the sandbox a create makes.
+   */
+  cancellationRequested: boolean;
+  /** How a create got its pod, `warm` or `cold`; null until it had one, and for a delete. */
+  createPath: CreatePath | null;
   /**
    * Why a delete was started (`requested`, `expired`: docs/api.md, "Lifetimes"); null for a
    * create. Deletes stored before lifetimes existed were all `requested`.
@@ -268,6 +278,10 @@ export async function operationOf(
         ? null
         : new Date(description.startTime.getTime() + memo.deadlineMs).toISOString(),
     cause: causeOf(memo.type, memo.cause ?? null),
+    endTime: done ? (description.closeTime ?? description.startTime).toISOString() : null,
+    // Read back from Temporal: a cancel asked is recorded only in the missing row.
+    cancellationRequested: status === 'cancelled',
+    createPath: null,
     placements: [],
     temporalUiUrl: deps.config.temporalUiUrl
       ? temporalUiUrl(
@@ -307,6 +321,10 @@ export function operationOfRecord(
     updatedAt: record.updatedAt,
     deadlineAt: record.deadlineAt,
     cause: causeOf(record.type, record.cause),
+    // A row finished by the release before has no end_time: its last write is when it ended.
+    endTime: record.done ? (record.endTime ?? record.updatedAt) : null,
+    cancellationRequested: record.cancellationRequested,
+    createPath: record.createPath,
     placements: record.placements,
     temporalUiUrl:
       deps.config.temporalUiUrl && record.runId

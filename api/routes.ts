@@ -28,7 +28,8 @@ export type RouteName =
   | 'deleteWebhookEndpoint'
   | 'rotateWebhookSecret'
   | 'recoverWebhookEvents'
-  | 'listWebhookDeliveries';
+  | 'listWebhookDeliveries'
+  | 'listEvents';
 
 /** One route: method, Express path, whether it needs a bearer token, its handler's name. */
 export interface RouteSpec {
@@ -87,6 +88,7 @@ export const ROUTES: readonly RouteSpec[] = [
     auth: true,
     name: 'listWebhookDeliveries',
   },
+  { method: 'get', path: '/v1/events', auth: true, name: 'listEvents' },
 ];
 
 /**

@@ -27,8 +27,11 @@ import {
   parseCpuQuantity,
   resourcesFromWire,
   type SandboxResources,
+  type WebhookEventType,
+  WEBHOOK_EVENT_TYPES,
 } from '../contract/index.js';
 import { ApiError } from './errors.js';
+import { MAX_WAIT_MS, parseWait } from './long-poll.js';
 
 /** A validated create request, in the contract's spelling. */
 export interface CreateRequest {
@@ -400,6 +403,88 @@ const operationListQuery = z.strictObject({
   limit: pageSize,
   page_token: pageToken,
 });
+
+/** Events one `GET /v1/events` page holds at most, and by default. */
+export const EVENT_PAGE_SIZE = { default: 100, max: 500 } as const;
+
+const eventTypeList = z
+  .union([z.string(), z.array(z.string())])
+  .optional()
+  .transform((given) => [
+    ...new Set((given === undefined ? [] : [given].flat()).flatMap((v) => v.split(','))),
+  ])
+  .pipe(
+    z.array(
+      z.enum(WEBHOOK_EVENT_TYPES, {
+        error: `must each be one of ${WEBHOOK_EVENT_TYPES.join(', ')}`,
+      }),
+    ),
+  );
+
+const eventListQuery = z.strictObject({
+  after: z
+    .string({ error: 'must be given once' })
+    .max(512, { error: 'is not a cursor this service issued' })
+    .optional()
+    .transform((token) => (token === '' ? undefined : token)),
+  type: eventTypeList,
+  sandbox: z
+    .string({ error: 'must be given once' })
+    .min(1, { error: 'must be a sandbox id' })
+    .max(64, { error: 'must be a sandbox id' })
+    .optional(),
+  limit: z
+    .string({ error: 'must be given once' })
+    .regex(/^\d{1,4}$/, { error: `must be an integer from 1 to ${EVENT_PAGE_SIZE.max}` })
+    .transform(Number)
+    .refine((n) => n >= 1 && n <= EVENT_PAGE_SIZE.max, {
+      error: `must be an integer from 1 to ${EVENT_PAGE_SIZE.max}`,
+    })
+    .default(EVENT_PAGE_SIZE.default),
+  wait: z
+    .string({ error: 'must be given once' })
+    .optional()
+    .transform((value, ctx) => {
+      if (value === undefined) return 0;
+      const ms = parseWait(value);
+      if (ms === undefined) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `must be a duration such as 30s or 500ms (capped at ${MAX_WAIT_MS / 1000}s)`,
+        });
+        return z.NEVER;
+      }
+      return ms;
+    }),
+});
+
+/** A validated `GET /v1/events` query. */
+export interface EventListQuery {
+  /** The cursor, undecoded; undefined: from the oldest kept event. */
+  after?: string;
+  /** Types asked for, without repeats; []: every type. */
+  types: WebhookEventType[];
+  sandbox?: string;
+  limit: number;
+  /** How long to wait for an event, in ms (0: no wait). */
+  waitMs: number;
+}
+
+/**
+ * Checks `GET /v1/events` query parameters (`after`, `type` repeated or comma-separated,
+ * `sandbox`, `limit` 1..500 default 100, `wait` a duration up to 60 s).
+ * @throws ApiError `invalid_request` naming the parameter
+ */
+export function parseEventListQuery(query: unknown): EventListQuery {
+  const parsed = parseQuery(eventListQuery, query);
+  return {
+    ...(parsed.after !== undefined && { after: parsed.after }),
+    types: parsed.type,
+    ...(parsed.sandbox !== undefined && { sandbox: parsed.sandbox }),
+    limit: parsed.limit,
+    waitMs: parsed.wait,
+  };
+}
 
 /** A validated `GET /v1/sandboxes` query. */
 export interface SandboxListQuery {

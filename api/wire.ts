@@ -8,6 +8,7 @@
 import {
   resourcesToWire,
   sandboxToWire,
+  type CreatePath,
   type DeleteCause,
   type LearnedRootfsFloor,
   type RootfsFloor,
@@ -20,6 +21,7 @@ import {
   type WireResources,
 } from '../contract/index.js';
 import { runsAsRoot, warmPoolOf, type TemplateConfig } from '../config/index.js';
+import type { FeedEventRecord } from '../store/index.js';
 import type { OperationPage } from './operation-list.js';
 import type { Operation, OperationType } from './operations.js';
 
@@ -71,8 +73,21 @@ export interface OperationJson {
   temporal_ui_url: string | null;
   /** W3C trace id (32 hex digits) of the trace the create was recorded in; null when traces are off. */
   trace_id: string | null;
-  /** A create's refused placements (docs/architecture.md, "Re-placement"); empty when none. */
-  details: { placements: PlacementJson[] };
+  /** AIP-151's name of `created_at` (the same time); `created_at` stays for compatibility. */
+  create_time: string;
+  /** When the operation finished (AIP-151); null while it runs. */
+  end_time: string | null;
+  /**
+   * AIP-151: true once a cancel was asked (`POST /v1/operations/{id}/cancel`, or a DELETE of the
+   * sandbox a create makes), whatever came of it.
+   */
+  requested_cancellation: boolean;
+  /**
+   * A create's refused placements (docs/architecture.md, "Re-placement"); empty when none. `path`:
+   * how a create got its pod, `warm` (from its template's pool) or `cold`; null until it had
+   * one, and for a delete.
+   */
+  details: { placements: PlacementJson[]; path: CreatePath | null };
 }
 
 /** One refused placement as the API shows it; `at` is ISO-8601 UTC. */
@@ -118,7 +133,10 @@ export function operationToWire(operation: Operation): OperationJson {
     deadline_at: operation.deadlineAt,
     cause: operation.cause,
     temporal_ui_url: operation.temporalUiUrl,
-    details: { placements: operation.placements.map(placementToWire) },
+    create_time: operation.createdAt,
+    end_time: operation.endTime,
+    requested_cancellation: operation.cancellationRequested,
+    details: { placements: operation.placements.map(placementToWire), path: operation.createPath },
     trace_id: operation.traceId,
   };
 }
@@ -129,6 +147,31 @@ export function operationPageToWire(page: OperationPage): {
   next_page_token: string | null;
 } {
   return { operations: page.operations.map(operationToWire), next_page_token: page.nextPageToken };
+}
+
+/**
+ * One event of the feed as the API shows it: the webhook's `webhook-id` as `id`, and its body
+ * (`type`, `timestamp`, `data`) as a delivery sends it.
+ */
+export interface EventJson {
+  id: string;
+  type: string;
+  timestamp: string;
+  data: Record<string, unknown>;
+}
+
+/** A page of the event feed: the events, oldest first, and the cursor after the last. */
+export function eventPageToWire(
+  events: readonly FeedEventRecord[],
+  nextCursor: string,
+): { events: EventJson[]; next_cursor: string } {
+  return {
+    events: events.map((event) => ({
+      id: event.id,
+      ...(JSON.parse(event.payload) as Omit<EventJson, 'id'>),
+    })),
+    next_cursor: nextCursor,
+  };
 }
 
 /** A template's rootfs floor as the API shows it (see {@link rootfsFloorToWire}). */

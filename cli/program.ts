@@ -39,6 +39,7 @@ import {
 import type { Operation, SandboxState } from './types.js';
 import { formatTraceTree } from './trace-tree.js';
 import { missingTraceMessage } from './trace-missing.js';
+import { addEventCommands } from './events.js';
 import { addWebhookCommands } from './webhooks.js';
 
 /** The API used when neither `--api-url` nor DURABLE_SANDBOX_URL is given. */
@@ -272,6 +273,21 @@ class Session {
 
   error(code: string, message: string): void {
     this.io.stderr.write(`error: ${code}: ${message}\n`);
+  }
+
+  /** Aborts on Ctrl-C or SIGTERM (the CLI's `io.signal`). */
+  get signal(): AbortSignal | undefined {
+    return this.io.signal;
+  }
+
+  /** The exit code after the signal aborted the command: 130 (Ctrl-C) or 143 (SIGTERM). */
+  interruptedExitCode(): number {
+    return interruptedExitCode(this.io.signal);
+  }
+
+  /** Prints a line on stderr, also with `-o json` (what a stopped command leaves to resume). */
+  note(text: string): void {
+    this.io.stderr.write(`${text}\n`);
   }
 
   /** Prints a hint for a person on stderr (never with `-o json`). */
@@ -801,6 +817,7 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
     );
 
   addWebhookCommands(program, action);
+  addEventCommands(program, action);
 
   // A usage error names the problem and where the help is, without printing the whole help.
   for (const command of [program, ...program.commands]) {

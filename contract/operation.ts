@@ -110,3 +110,11 @@ export function errorCodeOfFailureType(type: string | undefined | null): Operati
   const entry = Object.entries(OPERATION_ERRORS).find(([, row]) => row.failureType === type);
   return (entry?.[0] as OperationErrorCode | undefined) ?? 'internal';
 }
+
+/**
+ * How a create got its pod (an operation's `details.path`): `warm`, claimed ready from its
+ * template's warm pool (docs/architecture.md, "Warm pools"), or `cold`, made for it.
+ */
+export const CREATE_PATHS = ['warm', 'cold'] as const;
+/** A create's path. */
+export type CreatePath = (typeof CREATE_PATHS)[number];

@@ -6,11 +6,13 @@
 
 /**
  * Event types, one per sandbox transition a tenant may want to hear about: the sandbox became
- * `running`, `failed` (a create's failure or cancellation), or `deleted`.
+ * `running`, `failed` (a create's failure or cancellation), `lost` (its pod vanished while it
+ * ran), or `deleted`.
  */
 export const WEBHOOK_EVENT_TYPES = [
   'sandbox.running',
   'sandbox.failed',
+  'sandbox.lost',
   'sandbox.deleted',
 ] as const;
 /** A webhook event type. */
@@ -20,8 +22,18 @@ export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 export const EVENT_TYPE_OF_STATE: Readonly<Record<string, WebhookEventType>> = {
   running: 'sandbox.running',
   failed: 'sandbox.failed',
+  lost: 'sandbox.lost',
   deleted: 'sandbox.deleted',
 };
+
+/**
+ * Why a sandbox was deleted, as its `sandbox.deleted` event says (`data.delete_cause`):
+ * `requested` by a caller (`DELETE /v1/sandboxes/{id}`), `expired` at its `expire_time`, or
+ * `lost` when its pod was already gone (the sandbox was `lost`) when it was deleted.
+ */
+export const SANDBOX_DELETION_CAUSES = ['requested', 'expired', 'lost'] as const;
+/** A `sandbox.deleted` event's cause. */
+export type SandboxDeletionCause = (typeof SANDBOX_DELETION_CAUSES)[number];
 
 /** Endpoints one tenant may register. */
 export const MAX_WEBHOOK_ENDPOINTS_PER_TENANT = 20;

@@ -11,6 +11,7 @@
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { Client } from '@temporalio/client';
+import { announceLostEvent, type EventAnnouncer } from '../activities/webhooks.js';
 import { createApp } from '../api/app.js';
 import { listenApi } from '../api/http-server.js';
 import { rootfsFloorsOf } from '../api/rootfs-floors.js';
@@ -121,12 +122,14 @@ async function main(): Promise<void> {
   );
   cleanups.push(() => store.close());
   let explainMissingPod: ServeWorkerOptions['explainMissingPod'];
+  let lostInRestart: string[] = [];
   if (!config.kubeconfig) {
     // The stack's cluster starts empty (scripts/cluster-reset.ts): the pods of before are gone.
     const reset = clusterResetReason(realCluster !== undefined);
     explainMissingPod = await explainPodsOfBefore(store, reset);
     // A sandbox still `running` from before lost its pod.
     const lost = await store.markRunningSandboxesLost({ reason: `its pod is gone: ${reset}` });
+    lostInRestart = lost;
     if (lost.length > 0) {
       logger.warn({ sandbox_ids: lost }, 'running sandboxes lost their pods in the restart');
       notes.push(
@@ -159,6 +162,11 @@ async function main(): Promise<void> {
     namespace: config.temporalNamespace,
     interceptors: { workflow: tracingClientInterceptors(traces.tracing) },
   });
+  // Their `sandbox.lost` events are in the store (the feed); hand them to webhooks too.
+  await announceLostInRestart(
+    { client: temporal, taskQueue: config.taskQueue, store },
+    lostInRestart,
+  );
   // Operations link to their workflow page in the UI the stack started (or TEMPORAL_UI_URL's).
   const apiConfig = { ...config, temporalAddress, temporalUiUrl: config.temporalUiUrl ?? uiUrl };
   // One process, two endpoints: its process metrics are the API's (the worker serves its own).
@@ -428,4 +436,18 @@ function simulatedRootfsMib(templates: Config['templates']): Record<string, numb
   return Object.fromEntries(
     Object.entries(templates).map(([name, template]) => [name, template.rootfs_mib ?? 451]),
   );
+}
+
+/**
+ * Announces to webhooks the `sandbox.lost` events of the sandboxes a restart found lost; a
+ * failure is logged (the events stay in the feed, and a recover does not cover them).
+ */
+async function announceLostInRestart(announcer: EventAnnouncer, ids: string[]): Promise<void> {
+  for (const id of ids) {
+    const sandbox = await announcer.store.getSandboxById(id);
+    if (!sandbox) continue;
+    await announceLostEvent(announcer, sandbox).catch((err: unknown) => {
+      logger.warn({ err, sandbox_id: id }, 'announcing a lost sandbox to webhooks failed');
+    });
+  }
 }

@@ -10,6 +10,13 @@ export { MigrationError } from './migrations/index.js';
 export { InvalidPageTokenError } from './page-token.js';
 export { isStoreUnavailable } from './unavailable.js';
 export { TooManyWebhookEndpointsError } from './webhooks.js';
+export {
+  deletionCauseOf,
+  sandboxEventBody,
+  webhookEventId,
+  type FeedEventRecord,
+  type FeedQuery,
+} from './event-feed.js';
 export type {
   WebhookStore,
   WebhookTarget,
@@ -40,6 +47,7 @@ export type {
   SandboxPage,
   SandboxRecord,
   Store,
+  EventFeedStore,
   StoreOptions,
   WaitingPod,
 } from './types.js';

@@ -15,6 +15,7 @@ import { operationResult, resultColumn } from './operation-results.js';
 import { toRecord } from './sandboxes.js';
 import {
   PAGE_SIZE,
+  type CreatePath,
   type DeleteCause,
   type OperationErrorRecord,
   type OperationPhase,
@@ -107,6 +108,7 @@ export async function advanceOperation(
     .set({
       phase: transition.phase,
       updated_at: now,
+      ...(transition.phase === 'finished' ? { end_time: now } : {}),
       ...(runId ? { run_id: runId } : {}),
       ...(status
         ? {
@@ -252,6 +254,9 @@ function toOperationRecord(row: JoinedRow): OperationRecord {
     traceId: row.trace_id,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
+    endTime: row.end_time ?? null,
+    cancellationRequested: (row.cancel_requested_at ?? null) !== null,
+    createPath: (row.create_path as CreatePath | null | undefined) ?? null,
     sandbox,
     result: operationResult(
       {
@@ -348,4 +353,32 @@ export async function selectOperationPage(
       ? { nextPageToken: encodePageToken({ createdAt: last.created_at, id: last.id }, digest) }
       : {}),
   };
+}
+
+/**
+ * Records that a cancel of the operation was asked (AIP-151 `requested_cancellation`), once:
+ * the first time stays.
+ * @returns whether it wrote (false: unknown, or already recorded)
+ */
+export async function markCancellationRequested(
+  db: Kysely<Database>,
+  id: string,
+  now: string,
+): Promise<boolean> {
+  const result = await db
+    .updateTable('operations')
+    .set({ cancel_requested_at: now })
+    .where('id', '=', id)
+    .where('cancel_requested_at', 'is', null)
+    .executeTakeFirst();
+  return result.numUpdatedRows > 0n;
+}
+
+/** Records how a create got its pod (the last pod recorded for it wins). */
+export async function setCreatePath(
+  db: Kysely<Database>,
+  id: string,
+  path: CreatePath,
+): Promise<void> {
+  await db.updateTable('operations').set({ create_path: path }).where('id', '=', id).execute();
 }

@@ -151,6 +151,12 @@ export interface OperationsTable {
   updated_at: string;
   /** Why a delete was started: `requested` or `expired` (migration 0014); null for creates. */
   cause: string | null;
+  /** When the phase became `finished` (migration 0022); null before. */
+  end_time?: string | null;
+  /** When a cancel of the create was first asked (migration 0022); null: never. */
+  cancel_requested_at?: string | null;
+  /** How a create got its pod, `warm` or `cold` (migration 0022); null until it has one. */
+  create_path?: string | null;
 }
 
 /**
@@ -182,6 +188,11 @@ export interface WebhookEventsTable {
   type: string;
   payload: string;
   created_at: string;
+  /**
+   * Its place in the event feed (migration 0021): increasing in the order events were written,
+   * across tenants; null only on a row the release before wrote.
+   */
+  seq?: number | string | null;
 }
 
 /** `webhook_deliveries`: one row per delivery attempt (migration 0013). */

@@ -20,10 +20,19 @@ import {
 } from './rootfs-floors.js';
 import { createOperationNotifier } from './operation-notifier.js';
 import {
+  feedChangeKey,
+  insertEvent,
+  sandboxEventBody,
+  selectFeedEvents,
+  webhookEventId,
+} from './event-feed.js';
+import {
   advanceOperation,
   appendPlacement,
   insertOperation,
+  markCancellationRequested,
   outcomeRecorded,
+  setCreatePath,
   selectOperation,
   selectOperationPage,
 } from './operations.js';
@@ -32,6 +41,7 @@ import {
   selectSandbox,
   selectSandboxPage,
   selectSandboxRow,
+  toRecord,
   setFailedWhileCreating,
   setPod,
   setRetiredOutcome,
@@ -148,6 +158,32 @@ export async function openStore(options: StoreOptions): Promise<Store> {
     return result;
   }
 
+  /**
+   * Keeps the `sandbox.lost` event of a sandbox just marked lost, in the same transaction, so
+   * the feed has it whatever happens next (its webhooks are signalled by the caller's process:
+   * activities/webhooks.ts `announceEvent`).
+   * @returns the sandbox's tenant (undefined when the row is gone)
+   */
+  async function recordLostEvent(
+    trx: Kysely<Database>,
+    sandboxId: string,
+    at: string,
+  ): Promise<string | undefined> {
+    const row = await selectSandboxRow(trx, sandboxId);
+    if (!row) return undefined;
+    const sandbox = toRecord(row);
+    const type = 'sandbox.lost';
+    await insertEvent(trx, dialect, {
+      id: webhookEventId(sandbox, type),
+      tenant: sandbox.tenant,
+      sandbox_id: sandbox.id,
+      type,
+      payload: JSON.stringify(sandboxEventBody(sandbox, type)),
+      created_at: at,
+    });
+    return sandbox.tenant;
+  }
+
   /** Adds `id` to `changed` when defined. */
   const note = (changed: Set<string>, id: string | undefined): void => {
     if (id !== undefined) changed.add(id);
@@ -226,7 +262,15 @@ export async function openStore(options: StoreOptions): Promise<Store> {
   }
 
   return {
-    webhooks: webhookStore(db, now, options.webhookSecretKeys),
+    webhooks: webhookStore(db, now, options.webhookSecretKeys, {
+      dialect,
+      onEvent: (tenant) => notifier.notify(feedChangeKey(tenant)),
+    }),
+    events: {
+      list: (tenant, query) => selectFeedEvents(db, tenant, query),
+      waitForEvent: (tenant, timeoutMs, signal) =>
+        notifier.waitForChange(feedChangeKey(tenant), timeoutMs, signal),
+    },
     warmPools: warmPoolStore(db, now),
 
     async createSandbox(input) {
@@ -287,6 +331,10 @@ export async function openStore(options: StoreOptions): Promise<Store> {
         if (wrote) {
           const transition = { phase: 'waiting_for_ip' as const, runId: input.runId };
           note(changed, await advanceIn(trx, input.operationId, transition, at));
+          if (input.operationId && input.createPath) {
+            await setCreatePath(trx, input.operationId, input.createPath);
+            changed.add(input.operationId);
+          }
         }
         return wrote;
       });
@@ -459,6 +507,14 @@ export async function openStore(options: StoreOptions): Promise<Store> {
       });
     },
 
+    markCancellationRequested(id) {
+      return writing(async (trx, changed) => {
+        const wrote = await markCancellationRequested(trx, id, now());
+        if (wrote) changed.add(id);
+        return wrote;
+      });
+    },
+
     getOperation(tenant, id) {
       return selectOperation(db, id, tenant);
     },
@@ -471,13 +527,20 @@ export async function openStore(options: StoreOptions): Promise<Store> {
       return notifier.waitForChange(id, timeoutMs, signal);
     },
 
-    markRunningSandboxesLost(input) {
-      return db.transaction().execute(async (trx) => {
+    async markRunningSandboxesLost(input) {
+      const tenants = new Set<string>();
+      const ids = await db.transaction().execute(async (trx) => {
         const at = now();
-        const ids = await setRunningLost(trx, { code: POD_LOST, message: input.reason }, at);
-        for (const id of ids) await retireActiveExecutions(trx, id, POD_LOST, at);
-        return ids;
+        const lost = await setRunningLost(trx, { code: POD_LOST, message: input.reason }, at);
+        for (const id of lost) {
+          await retireActiveExecutions(trx, id, POD_LOST, at);
+          const tenant = await recordLostEvent(trx, id, at);
+          if (tenant !== undefined) tenants.add(tenant);
+        }
+        return lost;
       });
+      for (const tenant of tenants) notifier.notify(feedChangeKey(tenant));
+      return ids;
     },
 
     recordRootfsFloor(floor) {
@@ -504,15 +567,18 @@ export async function openStore(options: StoreOptions): Promise<Store> {
       return findIdempotencyKey(db, tenant, key);
     },
 
-    markSandboxLost(input) {
-      return db.transaction().execute(async (trx) => {
+    async markSandboxLost(input) {
+      const tenant = await db.transaction().execute(async (trx) => {
         await lockSandbox(trx, dialect, input.sandboxId);
         const at = now();
         const failure = { code: POD_LOST, message: input.reason };
-        const lost = await setLost(trx, input, failure, at);
-        if (lost) await retireActiveExecutions(trx, input.sandboxId, POD_LOST, at);
-        return lost;
+        if (!(await setLost(trx, input, failure, at))) return undefined;
+        await retireActiveExecutions(trx, input.sandboxId, POD_LOST, at);
+        return recordLostEvent(trx, input.sandboxId, at);
       });
+      if (tenant === undefined) return false;
+      notifier.notify(feedChangeKey(tenant));
+      return true;
     },
 
     listRunningSandboxes(input) {

@@ -1,8 +1,10 @@
 /** The store's public types: what the API, the activities and the worker code against. */
 import type { SecretKeyRing } from '../webhooks/secret-box.js';
 import type { WebhookStore } from './webhooks.js';
+import type { FeedEventRecord, FeedQuery } from './event-feed.js';
 import type { WarmPoolStore } from './warm-pools.js';
 import type {
+  CreatePath,
   DeleteCause,
   LabelSelector,
   Labels,
@@ -143,6 +145,12 @@ export interface OperationRecord {
   traceId: string | null;
   createdAt: string;
   updatedAt: string;
+  /** When the operation finished (AIP-151 `end_time`); null while it runs. */
+  endTime: string | null;
+  /** Whether a cancel was asked (AIP-151 `requested_cancellation`): a cancel or a DELETE. */
+  cancellationRequested: boolean;
+  /** How a create got its pod: `warm` (claimed from a pool) or `cold`; null until it had one. */
+  createPath: CreatePath | null;
   /** The sandbox as it is now. */
   sandbox: SandboxRecord | null;
   /**
@@ -252,6 +260,8 @@ export interface SandboxPage {
 export interface RecordPodInput extends ExecutionRef, OperationStepRef {
   podName: string;
   podUid: string;
+  /** How the create got this pod (written on its operation); absent: not recorded. */
+  createPath?: CreatePath;
 }
 
 /** Outcome of {@link Store.markSandboxRunning}. */
@@ -277,6 +287,18 @@ export interface MarkSandboxFailedInput {
   message: string;
 }
 
+/** The event feed's reads (store/event-feed.ts). */
+export interface EventFeedStore {
+  /** The tenant's kept events after `query.afterSeq`, oldest first (`GET /v1/events`). */
+  list(tenant: string, query: FeedQuery): Promise<FeedEventRecord[]>;
+  /**
+   * Resolves true when an event of `tenant` is written (here or, on PostgreSQL, by any
+   * process), false at `timeoutMs` or when `signal` aborts; listens before it returns, so an
+   * event written after the call is never missed (store/operation-notifier.ts).
+   */
+  waitForEvent(tenant: string, timeoutMs: number, signal?: AbortSignal): Promise<boolean>;
+}
+
 /**
  * The sandbox store (docs/api.md, and docs/architecture.md, "Consistency between Temporal
  * and the store"). SQLite or PostgreSQL behind one set of queries.
@@ -286,6 +308,8 @@ export interface MarkSandboxFailedInput {
 export interface Store {
   /** Webhook endpoints and delivery attempts (store/webhooks.ts, docs/webhooks.md). */
   readonly webhooks: WebhookStore;
+  /** The event feed (store/event-feed.ts, docs/webhooks.md, "The event feed"). */
+  readonly events: EventFeedStore;
   /** Warm pools' sizes, claims and status (store/warm-pools.ts). */
   readonly warmPools: WarmPoolStore;
   /**
@@ -469,6 +493,13 @@ export interface Store {
    * delete to `finished`. Returns whether it wrote.
    */
   advanceOperation(id: string, transition: OperationTransition): Promise<boolean>;
+  /**
+   * Records that a cancel of operation `id` was asked (AIP-151 `requested_cancellation`): by
+   * `POST /v1/operations/{id}/cancel`, or a DELETE of the sandbox it creates. The first time
+   * stays; wakes the operation's long-polls.
+   * @returns whether it wrote
+   */
+  markCancellationRequested(id: string): Promise<boolean>;
   /**
    * The moment a create's outcome is known: status failed/cancelled, the error, phase
    * `compensating` (done stays false until compensation finishes). Monotonic like

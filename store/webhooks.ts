@@ -19,6 +19,8 @@ import type {
   WebhookEndpointsTable,
   WebhookEventsTable,
 } from './schema.js';
+import type { DialectName } from './database.js';
+import { insertEvent } from './event-feed.js';
 import { webhookEventStates, type WebhookEventStates } from './webhook-event-states.js';
 
 /** A new endpoint, with its first secret (the caller generated both id and secret). */
@@ -96,9 +98,10 @@ export interface WebhookStore extends WebhookEventStates {
    */
   target(id: string, at: string): Promise<WebhookTarget | undefined>;
   /**
-   * Keeps an emitted event for its deliveries; a second call with the same id changes nothing
-   * (the first body stays). Forgets events (and their states) older than
-   * {@link WEBHOOK_EVENT_RETENTION_MS}.
+   * Keeps an emitted event for its deliveries and the event feed (store/event-feed.ts: it takes
+   * the next number of the feed), then wakes the tenant's feed waiters; a second call with the
+   * same id changes nothing (the first body and number stay). Forgets events (and their states)
+   * older than {@link WEBHOOK_EVENT_RETENTION_MS}.
    */
   recordEvent(event: StoredWebhookEvent): Promise<void>;
   /** The event with this id; undefined when unknown or forgotten. */
@@ -113,11 +116,19 @@ export interface WebhookStore extends WebhookEventStates {
   ): Promise<WebhookDeliveryRecord[]>;
 }
 
+/** How the webhook store numbers events for the feed and says one was written. */
+export interface EventFeedWriting {
+  dialect: DialectName;
+  /** Called after an event of `tenant` was committed (wakes the feed's long-polls). */
+  onEvent(tenant: string): void;
+}
+
 /** Builds the webhook store over the store's database; `now` gives ISO-8601 UTC. */
 export function webhookStore(
   db: Kysely<Database>,
   now: () => string,
-  secretKeys?: SecretKeyRing,
+  secretKeys: SecretKeyRing | undefined,
+  feed: EventFeedWriting,
 ): WebhookStore {
   const owned = (tenant: string, id: string) =>
     db
@@ -245,11 +256,8 @@ export function webhookStore(
         payload: event.payload,
         created_at: at,
       };
-      await db
-        .insertInto('webhook_events')
-        .values(row)
-        .onConflict((c) => c.column('id').doNothing())
-        .execute();
+      const inserted = await db.transaction().execute((trx) => insertEvent(trx, feed.dialect, row));
+      if (inserted) feed.onEvent(event.tenant);
       const forgetBefore = new Date(Date.parse(at) - WEBHOOK_EVENT_RETENTION_MS).toISOString();
       await db.deleteFrom('webhook_events').where('created_at', '<', forgetBefore).execute();
       await db

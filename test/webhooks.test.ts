@@ -25,6 +25,8 @@ import {
 } from './support/api.js';
 import { waitUntil } from '../scripts/wait-until.js';
 import { Receiver } from './support/webhook-receiver.js';
+import { announceLostEvent } from '../activities/webhooks.js';
+import { sweepOrphanPods } from '../worker/orphan-sweeper.js';
 
 let api: ApiStack;
 const receivers: Receiver[] = [];
@@ -305,6 +307,37 @@ describe('webhook endpoints: the target rule at registration', () => {
 });
 
 describe('webhook delivery', () => {
+  it('delivers sandbox.lost when the sweep finds the pod gone, then sandbox.deleted with delete_cause lost', async () => {
+    const target = await receiver();
+    await register(target.url(), ['sandbox.lost', 'sandbox.deleted']);
+    const created = await finishedCreate(api.app, api.tenantA, createBody(2048));
+    expect(created.status).toBe('succeeded');
+    const pod = (await api.stack.store.getSandboxById(created.sandbox_id))!.pod;
+    await api.stack.kubernetes.core.deleteNamespacedPod({
+      name: pod.name!,
+      namespace: api.stack.namespace,
+    });
+    // As the worker wires its sweep (worker/serve.ts).
+    const announcer = {
+      client: api.stack.temporal.client,
+      taskQueue: api.stack.taskQueue,
+      store: api.stack.store,
+    };
+    const sweep = await sweepOrphanPods({
+      ...api.stack,
+      graceMs: 0,
+      announceLost: (sandbox) => announceLostEvent(announcer, sandbox),
+    });
+    expect(sweep.lost).toContain(created.sandbox_id);
+    await receivedFor(target, created.sandbox_id, 1);
+    await deleteSandbox(created.sandbox_id);
+    const got = await receivedFor(target, created.sandbox_id, 2);
+    expect(got.map((r) => [r.json.type, r.json.data.state, r.json.data.delete_cause])).toEqual([
+      ['sandbox.lost', 'lost', undefined],
+      ['sandbox.deleted', 'deleted', 'lost'],
+    ]);
+  });
+
   it('delivers running then deleted, each id once, signed so the library verifies it', async () => {
     const target = await receiver();
     const endpoint = await register(target.url());

@@ -56,6 +56,12 @@ export interface OrphanSweepDeps {
    * Unset: pool pods are left alone.
    */
   templates?: Record<string, TemplateConfig>;
+  /**
+   * Hands a sandbox just marked lost (its `sandbox.lost` event is in the store) to its tenant's
+   * webhook endpoints (activities/webhooks.ts `announceLostEvent`). Unset: the event is only in
+   * the feed. A failure is logged; the event stays in the feed.
+   */
+  announceLost?: (sandbox: SandboxRecord) => Promise<unknown>;
 }
 
 /**
@@ -261,6 +267,12 @@ async function markLostOf(
       continue;
     }
     lost.push(sandbox.id);
+    await deps.announceLost?.(sandbox).catch((err: unknown) => {
+      deps.logger.warn(
+        { err, sandbox_id: sandbox.id },
+        'announcing a lost sandbox to webhooks failed',
+      );
+    });
     sandboxesLost ??= new Counter({
       name: 'durable_sandbox_sandboxes_lost_total',
       help: 'Running sandboxes the sweep marked lost because their pod was gone',

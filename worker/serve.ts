@@ -8,6 +8,7 @@ import type { Server } from 'node:http';
 import { NativeConnection, type Worker } from '@temporalio/worker';
 import type { Logger } from 'pino';
 import { workerRegistry } from '../activities/metrics.js';
+import { announceLostEvent } from '../activities/webhooks.js';
 import type { SandboxInformersOptions } from '../kubernetes/sandbox-informers.js';
 import { collectProcessMetrics } from '../config/process-metrics.js';
 import { freePort } from '../config/free-port.js';
@@ -176,6 +177,11 @@ export async function serveWorker(options: ServeWorkerOptions): Promise<ServedWo
           isWorkflowOpen: (workflowId) =>
             isWorkflowOpen(connection, config.temporalNamespace, workflowId),
           listRunningCreates: () => listRunningWorkflowIds(client, 'createSandbox'),
+          announceLost: (sandbox) =>
+            announceLostEvent(
+              { client, taskQueue: config.taskQueue, store: options.store },
+              sandbox,
+            ),
         })
       : () => undefined;
   // The worker's connection takes its certificate at connect only: when a file rotates, the

@@ -92,6 +92,8 @@ export function operationHandlers(deps: AppDeps) {
     if (!described || described.description.status.name !== 'RUNNING') {
       throw alreadyDone((await readOperation(deps, tenant, id)) ?? current);
     }
+    // AIP-151 `requested_cancellation`: asked, whatever comes of it.
+    await deps.store.markCancellationRequested(id);
     try {
       await deps.temporal.workflow.getHandle(id).cancel();
     } catch (err) {

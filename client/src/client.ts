@@ -17,6 +17,9 @@ import {
 import type { paths } from './schema.js';
 import type {
   CreateSandboxRequest,
+  Event,
+  EventPage,
+  WebhookEventType,
   ExtendSandboxRequest,
   Operation,
   OperationPage,
@@ -71,6 +74,18 @@ export interface PageQuery {
   limit?: number;
   /** `next_page_token` of the previous page (same filter). */
   pageToken?: string;
+}
+
+/** Which events to read (`GET /v1/events`). */
+export interface EventQuery {
+  /** `next_cursor` of an earlier page (of the same filter); absent: from the oldest kept event. */
+  after?: string;
+  /** Only these types. */
+  types?: WebhookEventType[];
+  /** Only this sandbox's events. */
+  sandbox?: string;
+  /** 1 to 500; the API's default is 100. */
+  limit?: number;
 }
 
 /** What one try gives to the request it makes. */
@@ -363,6 +378,57 @@ export class DurableSandboxClient {
         }),
       )
     ).data;
+  }
+
+  /**
+   * A page of the tenant's events after a cursor, oldest first (`GET /v1/events`,
+   * docs/webhooks.md, "The event feed"): the events webhooks carry, with the same ids and bodies.
+   * @param options.waitS long-poll: when none is past the cursor, answer as soon as one is, or
+   *   with an empty page after this many seconds (at most 60)
+   * @throws DurableSandboxError `invalid_request` for a cursor of another tenant or filter
+   */
+  async listEvents(
+    query: EventQuery = {},
+    options: CallOptions & { waitS?: number } = {},
+  ): Promise<EventPage> {
+    const wait = options.waitS === undefined ? undefined : `${options.waitS}s`;
+    const { after, types, sandbox, limit } = query;
+    return (
+      await this.send('GET /v1/events', options, 'read', ({ signal, fetch }) =>
+        this.raw.GET('/v1/events', {
+          params: { query: { after, type: types, sandbox, limit, wait } },
+          signal,
+          fetch,
+        }),
+      )
+    ).data;
+  }
+
+  /**
+   * Follows the tenant's events from `query.after` (default: the oldest kept), one long-poll
+   * at a time, yielding each event once, in order, for as long as the caller iterates; ends
+   * (without throwing) when `options.signal` aborts. `break` out of the loop to stop.
+   * @param options.waitS each long-poll's wait in seconds (default 30, at most 60)
+   * @throws DurableSandboxError when a read is refused, or the API stays unreachable through
+   *   the retries (./retry.ts)
+   */
+  async *followEvents(
+    query: EventQuery = {},
+    options: CallOptions & { waitS?: number } = {},
+  ): AsyncGenerator<Event, void, undefined> {
+    const waitS = options.waitS ?? 30;
+    let after = query.after;
+    for (;;) {
+      let page: EventPage;
+      try {
+        page = await this.listEvents({ ...query, after }, { signal: options.signal, waitS });
+      } catch (err) {
+        if (err instanceof RequestAbortedError) return;
+        throw err;
+      }
+      for (const event of page.events) yield event;
+      after = page.next_cursor;
+    }
   }
 
   /** The template catalog (`GET /v1/templates`). */

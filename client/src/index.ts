@@ -8,6 +8,7 @@ export {
   type CallOptions,
   type ClientOptions,
   type CreateOptions,
+  type EventQuery,
   type PageQuery,
 } from './client.js';
 export { DurableSandboxError, RequestAbortedError, isErrorCode } from './errors.js';

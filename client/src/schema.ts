@@ -355,6 +355,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/events': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * The tenant's events after a cursor, oldest first; with `wait`, a long-poll
+     * @description The events webhooks carry (same ids, same bodies), in one order per tenant, for as long as they are kept (7 days), for callers that cannot run a webhook receiver (docs/webhooks.md, The event feed). The cursor (next_cursor) is opaque, bound to the tenant and to the type and sandbox filters it was issued with: another tenant's cursor, or one of another filter, answers 400. With `wait` (e.g. `30s`; capped at 60 s), the answer comes as soon as an event past the cursor exists, else an empty page at the timeout; a long-poll holds one of the tenant's waits (429 when all are held).
+     */
+    get: operations['listEvents'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -509,6 +529,11 @@ export interface components {
           at: string;
           pod_name: string;
         }[];
+        /**
+         * @description How a create got its pod: warm (claimed ready from its template's warm pool) or cold (made for it); null until it had a pod, and for a delete.
+         * @enum {string|null}
+         */
+        path: 'warm' | 'cold' | null;
       };
       /** @description What the operation produced when it ended, once it succeeded (null otherwise): a create's sandbox as the create left it (running, with its pod and IP), whatever became of the sandbox later; a delete's sandbox as it deleted it. The sandbox's state now is GET /v1/sandboxes/{id}. */
       result: null | {
@@ -532,6 +557,18 @@ export interface components {
       trace_id: string | null;
       /** @description Why a delete was started: requested by a caller (DELETE), or expired when the sandbox reached its expire_time; null for a create. */
       cause: components['schemas']['DeleteCause'] | null;
+      /**
+       * Format: date-time
+       * @description When the operation was created: AIP-151's name for created_at (the same time; created_at stays for compatibility).
+       */
+      create_time: string;
+      /**
+       * Format: date-time
+       * @description When the operation finished (done became true), AIP-151; null while it runs.
+       */
+      end_time: string | null;
+      /** @description AIP-151: true once a cancel was asked (POST /v1/operations/{id}/cancel, or a DELETE of the sandbox a create makes), whatever came of it. */
+      requested_cancellation: boolean;
     };
     SandboxPage: {
       sandboxes: components['schemas']['Sandbox'][];
@@ -617,10 +654,10 @@ export interface components {
       };
     };
     /**
-     * @description sandbox.running: the sandbox is running; sandbox.failed: its create failed or was cancelled; sandbox.deleted: it was deleted (docs/webhooks.md).
+     * @description sandbox.running: the sandbox is running; sandbox.failed: its create failed or was cancelled; sandbox.lost: its pod vanished while it ran; sandbox.deleted: it was deleted, data.delete_cause says why (docs/webhooks.md).
      * @enum {string}
      */
-    WebhookEventType: 'sandbox.running' | 'sandbox.failed' | 'sandbox.deleted';
+    WebhookEventType: 'sandbox.running' | 'sandbox.failed' | 'sandbox.lost' | 'sandbox.deleted';
     CreateWebhookEndpointRequest: {
       /** @description An http or https URL without credentials or fragment. Delivery refuses private, loopback, link-local and metadata addresses unless the operator allow-lists them (WEBHOOK_ALLOWED_CIDRS). */
       url: string;
@@ -741,6 +778,32 @@ export interface components {
      */
     UpdateSandboxRequest: {
       labels?: components['schemas']['Labels'];
+    };
+    /**
+     * @description Why a sandbox was deleted (a sandbox.deleted event's data.delete_cause): requested by a caller (DELETE), expired at its expire_time, or lost when its pod was already gone (the sandbox was lost).
+     * @enum {string}
+     */
+    SandboxDeletionCause: 'requested' | 'expired' | 'lost';
+    /** @description One event: the id a webhook sends as webhook-id, and the body it sends ({type, timestamp, data}, the Standard Webhooks payload shape). */
+    Event: {
+      /** @description evt_…, stable: the same as the webhook's webhook-id. */
+      id: string;
+      type: components['schemas']['WebhookEventType'];
+      /**
+       * Format: date-time
+       * @description When the transition was written (the sandbox's updated_at).
+       */
+      timestamp: string;
+      /** @description The sandbox as GET /v1/sandboxes/{id} showed it at the transition; a sandbox.deleted event adds delete_cause. */
+      data: components['schemas']['Sandbox'] & {
+        delete_cause?: components['schemas']['SandboxDeletionCause'];
+      };
+    };
+    EventPage: {
+      /** @description Oldest first. */
+      events: components['schemas']['Event'][];
+      /** @description Pass as after to read on; on an empty page, the cursor given (or the start of the feed). */
+      next_cursor: string;
     };
   };
   responses: {
@@ -1660,6 +1723,42 @@ export interface operations {
       };
       401: components['responses']['Unauthenticated'];
       404: components['responses']['Error'];
+      500: components['responses']['Error'];
+      503: components['responses']['AuthUnavailable'];
+    };
+  };
+  listEvents: {
+    parameters: {
+      query?: {
+        /** @description next_cursor of an earlier page; absent or empty: from the oldest kept event. */
+        after?: string;
+        /** @description Only these event types (repeat the parameter, or separate with commas). */
+        type?: components['schemas']['WebhookEventType'][];
+        /** @description Only this sandbox's events. */
+        sandbox?: string;
+        /** @description Page size, 1 to 500. */
+        limit?: number;
+        /** @description Long-poll: how long to wait for an event, e.g. `30s` or `1500ms` (capped at 60 s). */
+        wait?: string;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description A page of events. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['EventPage'];
+        };
+      };
+      400: components['responses']['Error'];
+      401: components['responses']['Unauthenticated'];
+      429: components['responses']['TenantLimit'];
       500: components['responses']['Error'];
       503: components['responses']['AuthUnavailable'];
     };

@@ -44,8 +44,14 @@ export type WebhookDelivery = Schemas['WebhookDelivery'];
 export type RecoverWebhookEventsRequest = Schemas['RecoverWebhookEventsRequest'];
 /** The answer of a recover: how many events were queued again. */
 export type WebhookRecovery = Schemas['WebhookRecovery'];
-/** A webhook event type: `sandbox.running`, `sandbox.failed`, `sandbox.deleted`. */
+/** A webhook event type: `sandbox.running`, `sandbox.failed`, `sandbox.lost`, `sandbox.deleted`. */
 export type WebhookEventType = Schemas['WebhookEventType'];
+/** One event of the feed: the webhook's id and body (`GET /v1/events`). */
+export type Event = Schemas['Event'];
+/** A page of the event feed, with the cursor to read on from. */
+export type EventPage = Schemas['EventPage'];
+/** Why a sandbox was deleted (`data.delete_cause` of a `sandbox.deleted` event). */
+export type SandboxDeletionCause = Schemas['SandboxDeletionCause'];
 /** The error body every failing request answers with. */
 export type ErrorBody = Schemas['Error'];
 /**

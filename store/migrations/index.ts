@@ -24,6 +24,8 @@ import { webhookEndpointEvents } from './0017-webhook-endpoint-events.js';
 import { sandboxLabels } from './0018-sandbox-labels.js';
 import { tenantRateBuckets } from './0019-tenant-rate-buckets.js';
 import { rootfsFloorHealing } from './0020-rootfs-floor-healing.js';
+import { eventFeed } from './0021-event-feed.js';
+import { operationAip151 } from './0022-operation-aip151.js';
 
 /** Every migration by name. */
 export const MIGRATIONS: Readonly<Record<string, Migration>> = {
@@ -46,6 +48,8 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0018-sandbox-labels': sandboxLabels,
   '0019-tenant-rate-buckets': tenantRateBuckets,
   '0020-rootfs-floor-healing': rootfsFloorHealing,
+  '0021-event-feed': eventFeed,
+  '0022-operation-aip151': operationAip151,
 };
 
 const provider: MigrationProvider = {

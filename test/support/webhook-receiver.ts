@@ -9,7 +9,11 @@ import type { AddressInfo } from 'node:net';
 export interface Received {
   headers: Record<string, string>;
   body: string;
-  json: { type: string; timestamp: string; data: { id: string; state: string } };
+  json: {
+    type: string;
+    timestamp: string;
+    data: { id: string; state: string; delete_cause?: string };
+  };
 }
 
 /** A webhook receiver on 127.0.0.1: records what it gets, answers `status` (default 204). */
