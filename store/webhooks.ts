@@ -4,7 +4,7 @@
  * reads (which endpoints hear an event, an endpoint's signing secrets) are by id.
  */
 import { openSecret, sealSecret, type SecretKeyRing } from '../webhooks/secret-box.js';
-import type { Kysely, Selectable } from 'kysely';
+import { sql, type Kysely, type Selectable } from 'kysely';
 import {
   MAX_WEBHOOK_ENDPOINTS_PER_TENANT,
   WEBHOOK_EVENT_RETENTION_MS,
@@ -333,9 +333,22 @@ export async function resealWebhookSecrets(
 ): Promise<number> {
   const current = `whenc:v1:${ring.current.id}:`;
   const stale = (value: string | null) => value !== null && !value.startsWith(current);
+  // Only the rows to rewrite leave the database (at a start with an unchanged ring, none);
+  // a prefix compare, since a key id may hold LIKE's `_`.
+  const prefix = (column: 'secret' | 'previous_secret') =>
+    sql<string>`substr(${sql.ref(column)}, 1, ${current.length})`;
   const rows = await db
     .selectFrom('webhook_endpoints')
     .select(['id', 'secret', 'previous_secret'])
+    .where((eb) =>
+      eb.or([
+        eb(prefix('secret'), '<>', current),
+        eb.and([
+          eb('previous_secret', 'is not', null),
+          eb(prefix('previous_secret'), '<>', current),
+        ]),
+      ]),
+    )
     .execute();
   let rewritten = 0;
   for (const row of rows.filter((r) => stale(r.secret) || stale(r.previous_secret))) {

@@ -89,6 +89,19 @@ describe.each(storeBackends())('webhook secrets at rest on $name', (backend) => 
     ]);
   });
 
+  it('re-seals a row whose key id differs from the first key only where LIKE would match any character', async () => {
+    const kx1 = key();
+    const k_1 = key();
+    await (await open(`kx1:${kx1}`)).webhooks.createEndpoint(endpoint);
+    await open(`k_1:${k_1},kx1:${kx1}`);
+    expect((await rawRow()).secret).toMatch(/^whenc:v1:k_1:/);
+    // Re-sealed, the row opens with `k_1` alone.
+    const store = await open(`k_1:${k_1}`);
+    expect((await store.webhooks.target(endpoint.id, new Date().toISOString()))?.secrets).toEqual([
+      endpoint.secret,
+    ]);
+  });
+
   it('refuses to open when a row is sealed under a key the ring lacks, naming WEBHOOK_SECRET_KEYS', async () => {
     await (await open(`k1:${key()}`)).webhooks.createEndpoint(endpoint);
     await expect(open(`k2:${key()}`)).rejects.toThrow(/WEBHOOK_SECRET_KEYS/);
