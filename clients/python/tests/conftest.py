@@ -13,8 +13,11 @@ from .stack import Stack, start_stack
 #: A create every test may use: the default catalog's template, small resources.
 SMALL = {"template": "base", "resources": {"cpu": "250m", "memory_mib": 256, "disk_mib": 2048}}
 
-#: A create the node refuses: its disk is below the base image's root filesystem (451 MiB).
-REFUSED = {"template": "base", "resources": {"cpu": "250m", "memory_mib": 256, "disk_mib": 300}}
+
+def refused(template: str) -> dict:
+    """A create the node refuses: its disk is below the image's root filesystem (451 MiB);
+    ``template`` one of tests/stack.py's REFUSED_TEMPLATES, each used by one test."""
+    return {"template": template, "resources": {"cpu": "250m", "memory_mib": 256, "disk_mib": 300}}
 
 
 @pytest.fixture(scope="session")

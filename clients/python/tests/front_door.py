@@ -46,11 +46,19 @@ class FrontDoor:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else None
                 headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP}
-                answer = upstream_client.request(self.command, self.path, content=body,
-                                                 headers=headers)
-                owner.arrivals.append(Arrival(at, self.command, self.path.split("?")[0],
-                                              {k.lower(): v for k, v in headers.items()},
-                                              answer.status_code, dict(answer.headers)))
+                answer = upstream_client.request(
+                    self.command, self.path, content=body, headers=headers
+                )
+                owner.arrivals.append(
+                    Arrival(
+                        at,
+                        self.command,
+                        self.path.split("?")[0],
+                        {k.lower(): v for k, v in headers.items()},
+                        answer.status_code,
+                        dict(answer.headers),
+                    )
+                )
                 self.send_response(answer.status_code)
                 for key, value in answer.headers.items():
                     if key.lower() not in HOP_BY_HOP and key.lower() != "content-encoding":

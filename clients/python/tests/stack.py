@@ -8,6 +8,7 @@ retry the client makes can be provoked for real:
   once answers 429 ``rate_limited`` with ``Retry-After``;
 - OIDC on, its key set served by :class:`KeySetServer`, which can be told to fail, so a JWT's
   request answers 503 ``unavailable`` (``jwks_unavailable``) with ``Retry-After``;
+- templates ``refused-sync`` and ``refused-async`` (:data:`REFUSED_TEMPLATES`);
 - ``WEBHOOK_ALLOWED_CIDRS=127.0.0.1/32``, so deliveries reach a receiver in the test.
 """
 
@@ -39,6 +40,10 @@ KEY_ID = "python-client-test"
 READY_TIMEOUT_S = 240
 #: How long the simulated node takes to give a pod its IP, in ms (scripts/start.ts).
 NODE_DELAY_MS = 1500
+#: Templates of an image of their own each, whose root filesystem (451 MiB, the simulated node's)
+#: no create has taught the API yet: the first create of each below it is refused by the node,
+#: not by the API (which refuses later ones at once, having learned the floor of the image).
+REFUSED_TEMPLATES = ("refused-sync", "refused-async")
 
 
 def free_port() -> int:
@@ -82,8 +87,9 @@ class KeySetServer:
 
     def key_set(self) -> dict[str, Any]:
         """The served set: the one key under every key id a token was issued with."""
-        return {"keys": [{**self.public, "kid": kid, "alg": "RS256", "use": "sig"}
-                         for kid in self.kids]}
+        return {
+            "keys": [{**self.public, "kid": kid, "alg": "RS256", "use": "sig"} for kid in self.kids]
+        }
 
     def token(self, tenant: str) -> str:
         """A JWT for ``tenant``, valid for an hour, signed with the served key under a key id
@@ -92,8 +98,14 @@ class KeySetServer:
         kid = f"{KEY_ID}-{len(self.kids)}"
         self.kids.append(kid)
         now = int(time.time())
-        claims = {"iss": ISSUER, "aud": AUDIENCE, "sub": "python-client-test", "tenant": tenant,
-                  "iat": now, "exp": now + 3600}
+        claims = {
+            "iss": ISSUER,
+            "aud": AUDIENCE,
+            "sub": "python-client-test",
+            "tenant": tenant,
+            "iat": now,
+            "exp": now + 3600,
+        }
         return jwt.encode(claims, self.key, algorithm="RS256", headers={"kid": kid})
 
     def close(self) -> None:
@@ -136,16 +148,31 @@ def start_stack() -> Iterator[Stack]:
         "LOG_LEVEL": "info",
         "LOG_FORMAT": "json",
         "API_TOKENS": "dev:dev-token,slow:slow-token",
-        "TENANT_LIMITS": json.dumps({
-            "default": {"sandboxes": 1000, "creates_per_second": 1000, "create_burst": 2000,
-                        "waits": 500},
-            "tenants": {"slow": {"creates_per_second": 1, "create_burst": 1}},
-        }),
+        "TENANT_LIMITS": json.dumps(
+            {
+                "default": {
+                    "sandboxes": 1000,
+                    "creates_per_second": 1000,
+                    "create_burst": 2000,
+                    "waits": 500,
+                },
+                "tenants": {"slow": {"creates_per_second": 1, "create_burst": 1}},
+            }
+        ),
         "OIDC_ISSUER": ISSUER,
         "OIDC_AUDIENCE": AUDIENCE,
         "OIDC_JWKS_URL": key_set.url,
         "OIDC_TENANT_CLAIM": "tenant",
         "OIDC_JWKS_COOLDOWN_MS": "0",
+        "SANDBOX_TEMPLATES": json.dumps(
+            {
+                "base": {"image": "ghcr.io/durable-sandbox/base:1"},
+                **{
+                    name: {"image": f"ghcr.io/durable-sandbox/{name}:1"}
+                    for name in REFUSED_TEMPLATES
+                },
+            }
+        ),
         "WEBHOOK_ALLOWED_CIDRS": "127.0.0.1/32",
         # Long enough that a create can be cancelled while it waits for its pod.
         "SIMULATED_NODE_DELAY_MS": str(NODE_DELAY_MS),
@@ -154,14 +181,19 @@ def start_stack() -> Iterator[Stack]:
     with open(log_path, "wb") as log:
         process = subprocess.Popen(
             ["node", "--import", "tsx", "scripts/start.ts"],
-            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
         )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + READY_TIMEOUT_S
         while True:
             if process.poll() is not None:
-                raise RuntimeError(f"the stack stopped before it was ready:\n{log_path.read_text()}")
+                raise RuntimeError(
+                    f"the stack stopped before it was ready:\n{log_path.read_text()}"
+                )
             try:
                 if httpx.get(f"{url}/readyz", timeout=5).status_code == 200:
                     break

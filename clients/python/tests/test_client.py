@@ -17,7 +17,7 @@ from durable_sandbox import (
     models,
 )
 
-from .conftest import REFUSED, SMALL
+from .conftest import SMALL, refused
 
 
 def labelled(run: str, **labels: str) -> dict:
@@ -61,7 +61,7 @@ def test_create_sandbox_sync_answers_the_running_sandbox(client: Client) -> None
 
 def test_create_sandbox_sync_raises_the_nodes_refusal_with_its_operation(client: Client) -> None:
     with pytest.raises(InvalidRequestError) as raised:
-        client.create_sandbox_sync(REFUSED)
+        client.create_sandbox_sync(refused("refused-sync"))
     error = raised.value
     assert error.status == 400 and error.code == "invalid_request"
     assert error.details["operation_id"].startswith("op_")
@@ -87,21 +87,27 @@ def test_list_sandboxes_filters_by_labels_state_and_template_and_pages(client: C
 
     page = client.list_sandboxes(label_selector=f"run={run},team=a", limit=2)
     assert len(page.sandboxes) == 2 and page.next_page_token
-    second = client.list_sandboxes(label_selector=f"run={run},team=a", limit=2,
-                                   page_token=page.next_page_token)
+    second = client.list_sandboxes(
+        label_selector=f"run={run},team=a", limit=2, page_token=page.next_page_token
+    )
     assert {s.id for s in page.sandboxes + second.sandboxes} == ids
 
     every = list(client.iter_sandboxes(label_selector=f"run={run}", limit=1))
     assert {s.id for s in every} == ids | {other}
     assert list(client.iter_sandboxes(label_selector=f"run={run}", state="failed")) == []
-    running = client.list_sandboxes(label_selector=f"run={run}", state=["running", "creating"],
-                                    template="base", limit=200)
+    running = client.list_sandboxes(
+        label_selector=f"run={run}", state=["running", "creating"], template="base", limit=200
+    )
     assert {s.id for s in running.sandboxes} == ids | {other}
     assert client.list_sandboxes(label_selector=f"run={run}", template="other").sandboxes == []
     later = datetime.now(timezone.utc) + timedelta(minutes=1)
-    assert client.list_sandboxes(label_selector=f"run={run}", create_time_after=later).sandboxes == []
-    assert len(client.list_sandboxes(label_selector=f"run={run}",
-                                     create_time_before=later).sandboxes) == 4
+    assert (
+        client.list_sandboxes(label_selector=f"run={run}", create_time_after=later).sandboxes == []
+    )
+    assert (
+        len(client.list_sandboxes(label_selector=f"run={run}", create_time_before=later).sandboxes)
+        == 4
+    )
 
 
 def test_list_sandboxes_raises_invalid_request_for_a_malformed_selector(client: Client) -> None:
@@ -112,15 +118,15 @@ def test_list_sandboxes_raises_invalid_request_for_a_malformed_selector(client: 
 
 def test_list_operations_filters_and_pages(client: Client) -> None:
     sandbox = client.create_sandbox_sync(SMALL)
-    by_sandbox = client.list_operations(sandbox_id=sandbox.id, type="sandbox.create",
-                                        status=["succeeded"])
+    by_sandbox = client.list_operations(
+        sandbox_id=sandbox.id, type="sandbox.create", status=["succeeded"]
+    )
     assert [op.sandbox_id for op in by_sandbox.operations] == [sandbox.id]
     since = sandbox.created_at - timedelta(seconds=1)
     recent = list(client.iter_operations(create_time_after=since, limit=1))
     assert sandbox.operation_id in {op.id for op in recent}
     assert client.list_operations(sandbox_id=sandbox.id, status="failed").operations == []
-    assert client.list_operations(sandbox_id=sandbox.id,
-                                  create_time_before=since).operations == []
+    assert client.list_operations(sandbox_id=sandbox.id, create_time_before=since).operations == []
 
 
 def test_update_sandbox_labels_replaces_or_changes_keys(client: Client) -> None:
@@ -198,9 +204,13 @@ def test_webhook_endpoints(client: Client) -> None:
     assert client.get_webhook_endpoint(endpoint.id).url == "https://hooks.example.com/x"
     rotated = client.rotate_webhook_secret(endpoint.id)
     assert rotated.secret != endpoint.secret and rotated.previous_secret_expires_at
-    recovery = client.recover_webhook_events(endpoint.id, datetime.now(timezone.utc) - timedelta(hours=1))
+    recovery = client.recover_webhook_events(
+        endpoint.id, datetime.now(timezone.utc) - timedelta(hours=1)
+    )
     assert recovery.endpoint_id == endpoint.id and recovery.queued >= 0
-    assert all(isinstance(d, models.WebhookDelivery) for d in client.list_webhook_deliveries(endpoint.id))
+    assert all(
+        isinstance(d, models.WebhookDelivery) for d in client.list_webhook_deliveries(endpoint.id)
+    )
     client.delete_webhook_endpoint(endpoint.id)
     with pytest.raises(NotFoundError):
         client.get_webhook_endpoint(endpoint.id)

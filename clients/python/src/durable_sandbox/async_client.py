@@ -23,20 +23,14 @@ from .answers import (
     read_answer,
 )
 from .calls import Call, CreateBody
+from .client import DEFAULT_TIMEOUT_S, timeout_of
 from .errors import DurableSandboxError
 from .retry import DEFAULT_RETRY_POLICY, RetryPolicy
 
-#: Seconds a request may take, reads included: above the longest long-poll (60 s) and a
-#: synchronous create's wait.
-DEFAULT_TIMEOUT_S = 300.0
-
-
-def _timeout(timeout_s: float) -> httpx.Timeout:
-    return httpx.Timeout(timeout_s, connect=min(10.0, timeout_s))
-
 
 class AsyncClient:
-    """Calls the durable-sandbox API from asyncio; the same methods as :class:`~durable_sandbox.client.Client`, awaited.
+    """Calls the durable-sandbox API from asyncio: the methods of
+    :class:`~durable_sandbox.client.Client`, awaited.
 
     Every method raises the :class:`~durable_sandbox.errors.DurableSandboxError` subclass of the
     answer's error code (e.g. :class:`~durable_sandbox.errors.NotFoundError`), after the retries
@@ -66,7 +60,7 @@ class AsyncClient:
         self._http = httpx.AsyncClient(
             base_url=self.base_url,
             headers={"Authorization": f"Bearer {token}", "Accept": "application/json"},
-            timeout=_timeout(timeout_s),
+            timeout=timeout_of(timeout_s),
             transport=transport,
         )
 
@@ -132,7 +126,9 @@ class AsyncClient:
         key = idempotency_key or calls.new_idempotency_key()
         return await self._send(calls.create_sandbox_sync(request, key))
 
-    async def get_operation(self, operation_id: str, *, wait_s: float | None = None) -> models.Operation:
+    async def get_operation(
+        self, operation_id: str, *, wait_s: float | None = None
+    ) -> models.Operation:
         """One read of an operation (``GET /v1/operations/{id}``).
 
         Args:

@@ -224,9 +224,7 @@ def update_sandbox_labels(
 
 def delete_sandbox(sandbox_id: str) -> Call:
     """``DELETE /v1/sandboxes/{id}``: 202 with the delete's Operation; not repeated."""
-    return Call(
-        "DELETE", f"/v1/sandboxes/{_id(sandbox_id)}", models.Operation, repeatable=None
-    )
+    return Call("DELETE", f"/v1/sandboxes/{_id(sandbox_id)}", models.Operation, repeatable=None)
 
 
 def extend_sandbox(

@@ -30,7 +30,8 @@ from .retry import DEFAULT_RETRY_POLICY, RetryPolicy
 DEFAULT_TIMEOUT_S = 300.0
 
 
-def _timeout(timeout_s: float) -> httpx.Timeout:
+def timeout_of(timeout_s: float) -> httpx.Timeout:
+    """httpx's timeouts of one try: ``timeout_s`` for each phase, connecting at most 10 s."""
     return httpx.Timeout(timeout_s, connect=min(10.0, timeout_s))
 
 
@@ -65,7 +66,7 @@ class Client:
         self._http = httpx.Client(
             base_url=self.base_url,
             headers={"Authorization": f"Bearer {token}", "Accept": "application/json"},
-            timeout=_timeout(timeout_s),
+            timeout=timeout_of(timeout_s),
             transport=transport,
         )
 

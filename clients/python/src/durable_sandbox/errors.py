@@ -54,7 +54,7 @@ class DurableSandboxError(Exception):
 
 
 class InvalidRequestError(DurableSandboxError):
-    """400 ``invalid_request``: the request (or, for a create, the node's verdict on it) is invalid."""
+    """400 ``invalid_request``: the request is invalid (for a create, maybe in the node's view)."""
 
     code = "invalid_request"
 
@@ -90,7 +90,8 @@ class AlreadyDoneError(DurableSandboxError):
 
 
 class IdempotencyConflictError(DurableSandboxError):
-    """409 ``idempotency_conflict``: the Idempotency-Key was used with another body (or its first create could not start)."""
+    """409 ``idempotency_conflict``: the Idempotency-Key was used with another body, or its
+    first create could not start."""
 
     code = "idempotency_conflict"
 
