@@ -11,6 +11,6 @@ here="$(cd "$(dirname "$0")/.." && pwd)"
 venv="$(bash "$here/scripts/venv.sh")"
 cd "$here"
 # Lint and format (ruff, pinned; pyproject.toml [tool.ruff]) before the tests: a finding fails.
-"$venv/bin/ruff" check .
-"$venv/bin/ruff" format --check .
+"$venv/bin/ruff" check --no-cache .
+"$venv/bin/ruff" format --no-cache --check .
 exec "$venv/bin/python" -m pytest -p no:cacheprovider "$@"
