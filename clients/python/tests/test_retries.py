@@ -11,8 +11,8 @@ from email.utils import format_datetime
 
 import pytest
 
-from durable_sandbox import Client, RateLimitedError, RetryPolicy, UnavailableError
-from durable_sandbox.retry import retry_after_s
+from durable_sandbox import ERROR_CLASSES, Client, RateLimitedError, RetryPolicy, UnavailableError
+from durable_sandbox.retry import is_retryable, retry_after_s
 
 from .conftest import SMALL
 from .front_door import Arrival, FrontDoor
@@ -133,3 +133,25 @@ def test_retry_after_reads_seconds_and_http_dates() -> None:
     assert retry_after_s(format_datetime(now - timedelta(seconds=7), usegmt=True), now) == 0
     assert retry_after_s("soon", now) is None
     assert retry_after_s(None, now) is None
+
+
+@pytest.mark.parametrize(
+    ("status", "code", "reason", "read", "create"),
+    [
+        (0, "unavailable", None, True, True),
+        (502, "unavailable", None, True, True),
+        (429, "rate_limited", None, True, True),
+        (429, "quota_exceeded", None, True, True),
+        (503, "unavailable", None, True, False),
+        (503, "unavailable", "jwks_unavailable", True, True),
+        (503, "no_node_available", None, False, False),
+        (409, "idempotency_conflict", None, False, False),
+        (500, "internal", None, False, False),
+    ],
+)
+def test_which_failures_are_sent_again(
+    status: int, code: str, reason: str | None, read: bool, create: bool
+) -> None:
+    error = ERROR_CLASSES[code]("x", status=status, details={"reason": reason} if reason else {})
+    assert (is_retryable(error, "read"), is_retryable(error, "create")) == (read, create)
+    assert not is_retryable(error, None)
