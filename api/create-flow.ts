@@ -85,7 +85,7 @@ export async function startCreateWorkflow(
   deps: Pick<AppDeps, 'temporal' | 'config' | 'store' | 'eagerWorkflowStart' | 'readiness'>,
   sandbox: Pick<
     SandboxRecord,
-    'id' | 'tenant' | 'template' | 'resources' | 'generation' | 'operationId'
+    'id' | 'tenant' | 'template' | 'resources' | 'generation' | 'operationId' | 'ttlMs' | 'labels'
   >,
   deadlineMs: number,
   startWorkflow: CreateWorkflowStarter = (options) =>
@@ -117,6 +117,9 @@ export async function startCreateWorkflow(
     ...(registered ? { searchAttributes: registered } : {}),
     ...(policy ? { placement: policy } : {}),
     ...(warm ? { warmPool: true } : {}),
+    // Repeated by the result (the Nexus create's, docs/nexus.md); absent when none.
+    ...(Object.keys(sandbox.labels).length > 0 ? { labels: { ...sandbox.labels } } : {}),
+    ...(sandbox.ttlMs !== null ? { ttl: formatDuration(sandbox.ttlMs) } : {}),
   };
   const memo: OperationMemo = {
     type: 'sandbox.create',

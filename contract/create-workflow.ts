@@ -41,6 +41,17 @@ export interface CreateSandboxInput {
    * pods. Only a hint: the worker claims only what its own catalog's pool allows. Absent: cold.
    */
   warmPool?: boolean;
+  /**
+   * The sandbox's labels when it was accepted (docs/api.md, "Labels and filters"), which the
+   * result repeats. Absent: none, or an input from before labels reached the workflow.
+   */
+  labels?: Record<string, string>;
+  /**
+   * The sandbox's lifetime when it was accepted, as AIP-142 spells a duration (`"3600s"`): the
+   * request's `ttl`, else the template's `default_ttl` (docs/api.md, "Lifetimes"). The result
+   * repeats it. Absent: no expiry, or an input from before lifetimes reached the workflow.
+   */
+  ttl?: string;
 }
 
 /**
@@ -53,10 +64,17 @@ export interface SandboxPod {
   ip: string;
 }
 
-/** Result of a successful `createSandbox` workflow. */
+/**
+ * Result of a successful `createSandbox` workflow, which is also the `sandbox.create` Nexus
+ * operation's result (nexus/service.ts): a contract, so fields are only ever added.
+ */
 export interface CreateSandboxResult {
   sandboxId: string;
   pod: SandboxPod;
+  /** The labels the sandbox was created with (its input's); absent: none. */
+  labels?: Record<string, string>;
+  /** Its lifetime (`"3600s"`, counted from running), as its input had it; absent: no expiry. */
+  ttl?: string;
 }
 
 /** Details attached to the workflow's final failure (first element of `details`). */

@@ -21,6 +21,12 @@ export interface NexusCreateInput {
     memory_mib: number;
     disk_mib: number;
   };
+  /**
+   * The sandbox's lifetime, counted from running, as AIP-142 spells a duration (`"3600s"`), with
+   * the API's rules (docs/api.md, "Lifetimes"): above 0 s, at most the template's `max_ttl`.
+   * Absent: the template's `default_ttl`, else no expiry.
+   */
+  ttl?: string;
   /** Labels, with the API's rules (docs/api.md, "Labels and filters"). */
   labels?: Record<string, string>;
 }

@@ -11,6 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments } from 'yaml';
 import { CONFIG_VARIABLES, loadConfig } from '../config/index.js';
 import { DEFAULT_TENANT_LIMITS } from '../config/tenant-limits.js';
+import { callerNamespaceOf } from '../nexus/tenants.js';
 import { SEARCH_ATTRIBUTE_KEYS } from '../temporal/search-attribute-keys.js';
 import {
   DYNAMIC_CONFIG,
@@ -283,6 +284,23 @@ describe('docker-compose.yml', () => {
       // Each tenant's workflows a share of a backlog by their fairness key (temporal/priority.ts).
       'matching.enableFairness': [{ value: true }],
     });
+  });
+
+  it('lets Nexus callbacks through: a callback URL template whose host is the one allowed address and whose path names the caller', () => {
+    const config = parse(read('environments/temporal-tier/dynamicconfig.yaml')) as Record<
+      string,
+      Array<{ value: unknown }>
+    >;
+    const template = config['component.nexusoperations.callback.endpoint.template']?.[0]?.value;
+    const allowed = config['component.callbacks.allowedAddresses']?.[0]?.value;
+    expect(
+      typeof template,
+      'the template is set (the server default "unset" fails every operation)',
+    ).toBe('string');
+    const url = new URL(String(template).replace('{{.NamespaceName}}', 'payments-agents'));
+    expect(allowed).toEqual([{ Pattern: url.host, AllowInsecure: url.protocol === 'http:' }]);
+    // The handler reads the calling namespace from this path (nexus/tenants.ts).
+    expect(callerNamespaceOf({ callbackUrl: url.href, inboundLinks: [] })).toBe('payments-agents');
   });
 
   it('gives both jobs exactly the settings setup.sh reads, as the launcher sets them', () => {

@@ -17,6 +17,7 @@ import type {
   createSandboxThroughNexus,
   deleteSandboxThroughNexus,
 } from '../examples/nexus-caller/workflows.js';
+import type { NexusCreateInput } from '../nexus/service.js';
 import { startSandboxWorker, type StartedSandboxWorker } from '../worker/sandbox-worker.js';
 import type { Store } from '../store/index.js';
 import { bundleSandboxWorkflows } from '../worker/workflow-bundle.js';
@@ -151,6 +152,7 @@ async function startCaller(
   diskMib: number,
   namespace = callerNamespace,
   memo?: Record<string, unknown>,
+  fields: Pick<NexusCreateInput, 'ttl' | 'labels'> = {},
 ) {
   return callerClient(namespace).workflow.start<typeof createSandboxThroughNexus>(
     'createSandboxThroughNexus',
@@ -160,7 +162,7 @@ async function startCaller(
       taskQueue: callerQueue,
       args: [
         endpoint,
-        { template: 'base', resources: { cpu: 1, memory_mib: 256, disk_mib: diskMib } },
+        { template: 'base', resources: { cpu: 1, memory_mib: 256, disk_mib: diskMib }, ...fields },
       ],
     },
   );
@@ -174,7 +176,43 @@ describe('the sandbox Nexus service', () => {
     const sandbox = await stack.store.getSandbox(tenant, outcome.sandbox.sandboxId);
     expect(sandbox?.state).toBe('running');
     expect(outcome.sandbox.pod.ip).toBe(sandbox?.pod.ip);
+    // A caller of the first contract gets its shape: no labels, no lifetime (`base` has none).
+    expect(Object.keys(outcome.sandbox).sort()).toEqual(['pod', 'sandboxId']);
   });
+
+  it('a create with a ttl and labels makes a sandbox that has them, and its result carries them', async () => {
+    const labels = { team: 'payments', 'app.example.com/run': 'r-1' };
+    const outcome = await (
+      await startCaller(2048, callerNamespace, undefined, { ttl: '3600s', labels })
+    ).result();
+    expect(outcome.status, JSON.stringify(outcome)).toBe('running');
+    if (outcome.status !== 'running') return;
+    expect(outcome.sandbox).toMatchObject({ ttl: '3600s', labels });
+    const sandbox = await stack.store.getSandbox(tenant, outcome.sandbox.sandboxId);
+    expect(sandbox?.ttlMs).toBe(3_600_000);
+    expect(sandbox?.labels).toEqual(labels);
+    expect(sandbox?.expireTime).not.toBeNull();
+  });
+
+  it.each([
+    ['a ttl of 0s', { ttl: '0s' }, /^ttl must be a duration/],
+    ['a ttl that is no duration', { ttl: 'an hour' }, /^ttl must be a duration/],
+    ['a label key with a space', { labels: { 'bad key': 'x' } }, /labels/],
+  ] as const)(
+    'refuses %s as the REST create does: invalid_request, no sandbox',
+    async (_what, fields, message) => {
+      const before = (await stack.store.listSandboxes(tenant, { limit: 100 })).sandboxes.length;
+      const outcome = await (
+        await startCaller(2048, callerNamespace, undefined, fields as NexusCreateInput)
+      ).result();
+      expect(outcome).toMatchObject({ status: 'failed', code: 'invalid_request' });
+      if (outcome.status !== 'failed') return;
+      expect(outcome.message).toMatch(message);
+      expect((await stack.store.listSandboxes(tenant, { limit: 100 })).sandboxes).toHaveLength(
+        before,
+      );
+    },
+  );
 
   it('a start the caller retries after its request timed out is the same create: one sandbox', async () => {
     const before = (await stack.store.listSandboxes(tenant, { limit: 100 })).sandboxes.length;

@@ -268,7 +268,7 @@ export async function createSandbox(input: CreateSandboxInput): Promise<CreateSa
     const result = await work.run(() => runSteps(input, progress));
     deadline.scope.cancel();
     setPhase(input, 'finished');
-    return result;
+    return withCreateFields(input, result);
   } catch (err) {
     deadline.scope.cancel();
     // An outcome recorded at the decision was the operation's first: it stands, whatever else
@@ -291,6 +291,32 @@ export async function createSandbox(input: CreateSandboxInput): Promise<CreateSa
     });
     throw finalFailure(final);
   }
+}
+
+/**
+ * The patch of "The create's labels and lifetime in its result" (docs/nexus.md): a create whose
+ * input carries `labels` or `ttl` repeats them in its result, which is the Nexus create's. Inputs
+ * without them, and histories recorded before it, end with `{ sandboxId, pod }` as before.
+ * Exit plan: docs/testing.md, "Patch exit plan".
+ */
+export const CREATE_RESULT_FIELDS_PATCH = 'create-result-labels-ttl';
+
+/** The result with the input's `labels` and `ttl`, when it has any and the patch applies. */
+function withCreateFields(
+  input: CreateSandboxInput,
+  result: CreateSandboxResult,
+): CreateSandboxResult {
+  if (
+    (input.labels === undefined && input.ttl === undefined) ||
+    !patched(CREATE_RESULT_FIELDS_PATCH)
+  ) {
+    return result;
+  }
+  return {
+    ...result,
+    ...(input.labels !== undefined ? { labels: { ...input.labels } } : {}),
+    ...(input.ttl !== undefined ? { ttl: input.ttl } : {}),
+  };
 }
 
 /**
