@@ -7,12 +7,14 @@
  * API's account may not create pods, the worker's may (in the sandbox namespace only), neither
  * may read Secrets. Last, `helm upgrade` from the chart's previous version
  * (test/fixtures/helm-chart-0.1.0) keeps what holds state: the operator's database Secret, the
- * chart's tokens Secret, the namespaces and a sandbox pod in them.
+ * chart's tokens Secret, the namespaces and a sandbox pod in them; `helm uninstall` keeps the
+ * namespaces and the operator's Secret (helm.sh/resource-policy: keep).
  */
 import { randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
+  AppsV1Api,
   AuthorizationV1Api,
   CoreV1Api,
   KubeConfig,
@@ -356,5 +358,39 @@ describe('deploy/chart on the real apiserver tier', () => {
     expect(Buffer.from(after.tokens.data?.['api-tokens'] ?? '', 'base64').toString()).toBe(
       TOKEN_VALUES.api,
     );
+  });
+  it('helm uninstall keeps the namespaces and the operator database Secret in them (resource-policy keep)', async () => {
+    const values = helm.valuesFile(
+      'kept.json',
+      JSON.stringify({ namespaces: { service: 'kept-service', sandboxes: 'kept-sandboxes' } }),
+    );
+    const installed = await helm.run(['install', 'kept', CHART_DIR, '-n', 'default', '-f', values]);
+    expect(installed.code, installed.stderr).toBe(0);
+    const core = admin.makeApiClient(CoreV1Api);
+    await core.createNamespacedSecret({
+      namespace: 'kept-service',
+      body: {
+        metadata: { name: 'durable-sandbox' },
+        stringData: { 'database-url': 'postgres://x' },
+      },
+    });
+    const removed = await helm.run(['uninstall', 'kept', '-n', 'default']);
+    expect(removed.code, removed.stderr).toBe(0);
+    for (const name of ['kept-service', 'kept-sandboxes']) {
+      const namespace = await core.readNamespace({ name });
+      expect(namespace.metadata?.deletionTimestamp, name).toBeUndefined();
+    }
+    const secret = await core.readNamespacedSecret({
+      name: 'durable-sandbox',
+      namespace: 'kept-service',
+    });
+    expect(Buffer.from(secret.data?.['database-url'] ?? '', 'base64').toString()).toBe(
+      'postgres://x',
+    );
+    // What holds no state went with the release.
+    const deployments = await admin
+      .makeApiClient(AppsV1Api)
+      .listNamespacedDeployment({ namespace: 'kept-service' });
+    expect(deployments.items).toEqual([]);
   });
 });
