@@ -142,7 +142,8 @@ describe('deploy/chart, offline', () => {
 
   it('gives the api and the worker the same TENANT_LIMITS and SANDBOX_TEMPLATES, from values', async () => {
     const tenantLimits = { default: { sandboxes: 3 }, tenants: { acme: { sandboxes: 9 } } };
-    const sandboxTemplates = { base: { image: 'ghcr.io/durable-sandbox/base:1' } };
+    // A quote in a value must survive YAML's single-quoted scalar.
+    const sandboxTemplates = { base: { image: 'ghcr.io/durable-sandbox/base:1', note: "it's" } };
     const objects = await template(helm, { tenantLimits, sandboxTemplates });
     const deployments = objects.filter((o) => o.kind === 'Deployment') as V1Deployment[];
     expect(deployments).toHaveLength(2);

@@ -36,12 +36,12 @@ tenant limits and the template catalog. Argument: (list $ "api"|"worker").
 # `tenantLimits`; the api and the worker (its Nexus handler admits creates
 # too) must carry the same value.
 - name: TENANT_LIMITS
-  value: {{ $.Values.tenantLimits | toJson | squote }}
+  value: {{ $.Values.tenantLimits | toJson | replace "'" "''" | squote }}
 {{- with $.Values.sandboxTemplates }}
 # The template catalog (docs/configuration.md, "Templates"): the chart's `sandboxTemplates`;
 # the worker reads images from its own copy, so both carry it.
 - name: SANDBOX_TEMPLATES
-  value: {{ . | toJson | squote }}
+  value: {{ . | toJson | replace "'" "''" | squote }}
 {{- end }}
 - name: DATABASE_URL
   valueFrom:
