@@ -1,5 +1,6 @@
 /**
- * The in-cluster manifests of deploy/ checked for what a dry run cannot see: every variable
+ * The in-cluster manifests of deploy/ (rendered from the chart deploy/chart with its default
+ * values: test/helm-chart.test.ts fails when they differ) checked for what a dry run cannot see: every variable
  * given to the api and the workers is one config/index.ts reads, the image and commands match
  * docker-compose.yml, each runs as its own ServiceAccount (only the worker's is bound to
  * deploy/rbac.yaml's Role), the probes point at the health endpoints, the sandbox namespace's
