@@ -5,11 +5,17 @@
  * Defaults, and why:
  * - idempotency keys 24 h: Stripe removes a key once it is at least 24 hours old ("Idempotent
  *   requests"), long enough for any client's retries of one create;
- * - finished sandboxes, finished operations, events and delivery records 720 h (30 days): the
- *   default retention of a Temporal Cloud namespace, so a row goes about when its workflow's
- *   history does, and the span Stripe lists events for ("List all events").
+ * - events 168 h (7 days, WEBHOOK_EVENT_RETENTION_MS): the 3-day webhook delivery window and a
+ *   margin, and the span a webhook recover reaches back (docs/webhooks.md);
+ * - finished sandboxes, finished operations and delivery records 720 h (30 days): the default
+ *   retention of a Temporal Cloud namespace, so a row goes about when its workflow's history
+ *   does, and the span Stripe lists events and their delivery attempts for.
  */
-import { RETENTION_KINDS, type RetentionKind } from '../contract/index.js';
+import {
+  RETENTION_KINDS,
+  WEBHOOK_EVENT_RETENTION_MS,
+  type RetentionKind,
+} from '../contract/index.js';
 
 /** The variable that sets each kind's retention, in hours. */
 export const RETENTION_VARIABLES: Readonly<Record<RetentionKind, string>> = {
@@ -24,7 +30,7 @@ export const RETENTION_VARIABLES: Readonly<Record<RetentionKind, string>> = {
 export const DEFAULT_RETENTION_HOURS: Readonly<Record<RetentionKind, number>> = {
   sandboxes: 720,
   operations: 720,
-  events: 720,
+  events: WEBHOOK_EVENT_RETENTION_MS / 3_600_000,
   idempotency_keys: 24,
   webhook_deliveries: 720,
 };

@@ -4,8 +4,9 @@
  * delivery records' kind: two statements, together at most `limit`), walking an index
  * (migrations 0009, 0013, 0023) so a batch costs about what it deletes. Nothing unfinished is
  * purged: a sandbox only once `deleted` or `failed` with no operation of it still running, an
- * operation only once `finished`, an event only while no endpoint still waits for it or is
- * delivering it (a delivery past WEBHOOK_GIVEN_UP_AFTER_MS is given up), and never the newest
+ * operation only once `finished`, an event and its per-endpoint states only once no endpoint
+ * still waits for it or is delivering it (a state unchanged for WEBHOOK_GIVEN_UP_AFTER_MS is
+ * given up), and never the newest
  * event, whose number the next event's is counted from (store/event-feed.ts). A sandbox's
  * executions and labels go with it (foreign keys, `on delete cascade`).
  * Statements are written once for SQLite and PostgreSQL: `delete … where key in (select key …
@@ -35,8 +36,11 @@ export interface RetentionStore {
   oldestEventSeq(): Promise<number | undefined>;
 }
 
-/** Statuses of a per-endpoint delivery state that still wait for, or run, a delivery. */
-const UNFINISHED_DELIVERY = ['pending', 'queued'] as const;
+/**
+ * Statuses of a per-endpoint delivery state that still wait for, or run, a delivery; one not
+ * changed for WEBHOOK_GIVEN_UP_AFTER_MS has outlived every retry and is given up.
+ */
+const UNFINISHED_DELIVERY = ['pending', 'queued', 'delivering'] as const;
 
 const count = (result: { numAffectedRows?: bigint }): number => Number(result.numAffectedRows ?? 0n);
 
@@ -89,8 +93,8 @@ async function purgeEvents(db: Kysely<Database>, before: string, limit: number, 
           and not exists (
             select 1 from webhook_endpoint_events w
             where w.event_id = e.id
-              and (w.status in (${sql.join(UNFINISHED_DELIVERY.map((s) => sql.lit(s)))})
-                   or (w.status = 'delivering' and w.updated_at >= ${givenUpBefore})))
+              and w.status in (${sql.join(UNFINISHED_DELIVERY.map((s) => sql.lit(s)))})
+              and w.updated_at >= ${givenUpBefore})
         limit ${limit})`.execute(db),
   );
 }
@@ -110,8 +114,8 @@ async function purgeDeliveries(db: Kysely<Database>, before: string, limit: numb
       delete from webhook_endpoint_events where (endpoint_id, event_id) in (
         select endpoint_id, event_id from webhook_endpoint_events
         where emitted_at < ${before}
-          and (status in ('succeeded', 'refused')
-               or (status = 'delivering' and updated_at < ${givenUpBefore}))
+          and (status not in (${sql.join(UNFINISHED_DELIVERY.map((s) => sql.lit(s)))})
+               or updated_at < ${givenUpBefore})
         limit ${limit - attempts})`.execute(db),
   );
   return attempts + states;
