@@ -42,7 +42,8 @@ export interface RetentionStore {
  */
 const UNFINISHED_DELIVERY = ['pending', 'queued', 'delivering'] as const;
 
-const count = (result: { numAffectedRows?: bigint }): number => Number(result.numAffectedRows ?? 0n);
+const count = (result: { numAffectedRows?: bigint }): number =>
+  Number(result.numAffectedRows ?? 0n);
 
 async function purgeSandboxes(db: Kysely<Database>, before: string, limit: number) {
   // Index sandboxes_state_updated_at (state, updated_at, id); the not-exists probe uses
