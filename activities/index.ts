@@ -10,6 +10,7 @@ import { storeActivities } from './store.js';
 import { lifetimeActivities } from './lifetime.js';
 import { webhookActivities, type WebhookActivityDeps } from './webhooks.js';
 import { warmPoolActivities } from './warm-pools.js';
+import { retentionActivities } from './retention.js';
 
 /** Everything the activities need. */
 export type ActivityDeps = PodActivityDeps &
@@ -31,6 +32,7 @@ export function createActivities(deps: ActivityDeps) {
     ...operationActivities(),
     ...webhookActivities(deps),
     ...warmPoolActivities(deps),
+    ...retentionActivities(deps),
   };
 }
 

@@ -31,6 +31,12 @@ export const API_ERROR_STATUS = {
    * A tenant holding its sandboxes, cores or MiB gets 429 `quota_exceeded` instead.
    */
   rate_limited: 429,
+  /**
+   * An event feed cursor older than the oldest kept event: events after it were purged by
+   * retention (docs/api.md, "Retention"). As Kubernetes answers a watch from a resourceVersion
+   * too old: 410 Gone.
+   */
+  cursor_expired: 410,
   ...OPERATION_ERROR_STATUS,
 } as const;
 

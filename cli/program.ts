@@ -106,6 +106,7 @@ const ERROR_HINTS: Record<string, string> = {
     `retry later, or delete sandboxes you no longer need (\`${RUN} quota\` shows your limits)`,
   rate_limited: `too fast or too many at once for your tenant's limits: retry after a moment (\`${RUN} quota\` shows them)`,
   unavailable: 'the service cannot work right now; its /readyz names what is wrong',
+  cursor_expired: `events after that cursor were purged (retention): read again without --after (\`${RUN} events\`) and skip the event ids you have seen`,
 };
 
 /**

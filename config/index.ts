@@ -19,6 +19,12 @@ import {
   TemporalConnectionProblem,
   type TemporalCredentials,
 } from './temporal-connection.js';
+import {
+  parseRetention,
+  RETENTION_CONFIG_VARIABLES,
+  RetentionConfigProblem,
+  type RetentionConfig,
+} from './retention.js';
 import { podSettingsFields, type TemplatePodFields } from './pod-settings.js';
 import { CidrListError, parseCidrList } from '../webhooks/ssrf-guard.js';
 
@@ -252,6 +258,11 @@ export interface Config {
     secretGraceMs: number;
     secretKeys: SecretKeyRing | undefined;
   };
+  /**
+   * Rows that age out (config/retention.ts, docs/configuration.md "Retention"): each kind's
+   * retention (`*_RETENTION_HOURS`), the purge's batch size, per-run cap and interval.
+   */
+  retention: RetentionConfig;
 }
 
 /** Thrown by {@link loadConfig}; the message starts with the variable's name. */
@@ -303,6 +314,7 @@ export const CONFIG_VARIABLES = [
   'WEBHOOK_MAX_RESPONSE_BYTES',
   'WEBHOOK_SECRET_GRACE_MS',
   'WEBHOOK_SECRET_KEYS',
+  ...RETENTION_CONFIG_VARIABLES,
   ...OIDC_VARIABLES,
 ] as const;
 
@@ -707,7 +719,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       secretGraceMs: positiveInt(env, 'WEBHOOK_SECRET_GRACE_MS', 86_400_000, 30 * 86_400_000),
       secretKeys: parseSecretKeys(env.WEBHOOK_SECRET_KEYS),
     },
+    retention: parseRetentionVariables(env),
   };
+}
+
+/** The retention variables, checked (config/retention.ts). */
+function parseRetentionVariables(env: NodeJS.ProcessEnv): RetentionConfig {
+  try {
+    return parseRetention(env);
+  } catch (err) {
+    if (err instanceof RetentionConfigProblem) throw new ConfigError(err.variable, err.message);
+    throw err;
+  }
 }
 
 /** WEBHOOK_SECRET_KEYS, checked (webhooks/secret-box.ts). */

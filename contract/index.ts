@@ -19,3 +19,4 @@ export * from './lifetime.js';
 export * from './warm-pool.js';
 export * from './ids.js';
 export * from './labels.js';
+export * from './retention.js';

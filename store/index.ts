@@ -29,6 +29,7 @@ export type {
   WebhookEventStateRecord,
 } from './webhook-event-states.js';
 export type { WarmPoolRecord, WarmPoolStore } from './warm-pools.js';
+export type { RetentionStore } from './retention.js';
 export { sandboxAsCreated } from './operation-results.js';
 export type {
   ListOperationsOptions,

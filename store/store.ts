@@ -70,6 +70,7 @@ import { lockTenantAdmission, selectTenantUsage } from './tenant-usage.js';
 import type { Database, SandboxesTable } from './schema.js';
 import { resealWebhookSecrets, webhookStore } from './webhooks.js';
 import { warmPoolStore } from './warm-pools.js';
+import { retentionStore } from './retention.js';
 import type {
   NewSandboxInput,
   NewSandboxOutcome,
@@ -272,6 +273,7 @@ export async function openStore(options: StoreOptions): Promise<Store> {
         notifier.waitForChange(feedChangeKey(tenant), timeoutMs, signal),
     },
     warmPools: warmPoolStore(db, now),
+    retention: retentionStore(db, clock),
 
     async createSandbox(input) {
       try {

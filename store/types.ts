@@ -3,6 +3,7 @@ import type { SecretKeyRing } from '../webhooks/secret-box.js';
 import type { WebhookStore } from './webhooks.js';
 import type { FeedEventRecord, FeedQuery } from './event-feed.js';
 import type { WarmPoolStore } from './warm-pools.js';
+import type { RetentionStore } from './retention.js';
 import type {
   CreatePath,
   DeleteCause,
@@ -312,6 +313,8 @@ export interface Store {
   readonly events: EventFeedStore;
   /** Warm pools' sizes, claims and status (store/warm-pools.ts). */
   readonly warmPools: WarmPoolStore;
+  /** Rows that age out: bounded purges per kind (store/retention.ts). */
+  readonly retention: RetentionStore;
   /**
    * One transaction: inserts the sandbox (state `creating`, generation 1) and its execution
    * (generation 1, attempt 1, `active`); with `idempotency` also the tenant's key. When the

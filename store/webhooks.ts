@@ -7,7 +7,6 @@ import { openSecret, sealSecret, type SecretKeyRing } from '../webhooks/secret-b
 import { sql, type Kysely, type Selectable } from 'kysely';
 import {
   MAX_WEBHOOK_ENDPOINTS_PER_TENANT,
-  WEBHOOK_EVENT_RETENTION_MS,
   type WebhookDeliveryRecord,
   type WebhookDeliveryStatus,
   type WebhookEndpointRecord,
@@ -100,8 +99,8 @@ export interface WebhookStore extends WebhookEventStates {
   /**
    * Keeps an emitted event for its deliveries and the event feed (store/event-feed.ts: it takes
    * the next number of the feed), then wakes the tenant's feed waiters; a second call with the
-   * same id changes nothing (the first body and number stay). Forgets events (and their states)
-   * older than {@link WEBHOOK_EVENT_RETENTION_MS}.
+   * same id changes nothing (the first body and number stay). Old events and their states are
+   * purged by the retention Schedule in bounded batches (store/retention.ts), not here.
    */
   recordEvent(event: StoredWebhookEvent): Promise<void>;
   /** The event with this id; undefined when unknown or forgotten. */
@@ -258,12 +257,6 @@ export function webhookStore(
       };
       const inserted = await db.transaction().execute((trx) => insertEvent(trx, feed.dialect, row));
       if (inserted) feed.onEvent(event.tenant);
-      const forgetBefore = new Date(Date.parse(at) - WEBHOOK_EVENT_RETENTION_MS).toISOString();
-      await db.deleteFrom('webhook_events').where('created_at', '<', forgetBefore).execute();
-      await db
-        .deleteFrom('webhook_endpoint_events')
-        .where('emitted_at', '<', forgetBefore)
-        .execute();
     },
 
     async getEvent(id) {

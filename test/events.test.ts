@@ -294,4 +294,32 @@ describe.each(storeBackends())('the event feed on $name', (backend) => {
       await close();
     }
   });
+
+  // Last: it purges every event but the newest, as the retention Schedule would.
+  it('answers 410 cursor_expired for a cursor older than the kept events, and reads on from the oldest kept', async () => {
+    const record = (n: number) =>
+      api.stack.store.webhooks.recordEvent({
+        id: `evt_gone_${backend.name}_${n}`,
+        tenant: api.tenantA.id,
+        sandboxId: 'sbx_gone',
+        type: 'sandbox.failed',
+        payload: JSON.stringify({ type: 'sandbox.failed', timestamp: '', data: { n } }),
+      });
+    await record(1);
+    const before = await page(api.app, api.tenantA);
+    await record(2);
+    await record(3);
+    const cutoff = new Date(Date.now() + 60_000).toISOString();
+    while ((await api.stack.store.retention.purgeBatch('events', cutoff, 1_000)) > 0);
+    const expired = await request(api.app)
+      .get('/v1/events')
+      .query({ after: before.next_cursor })
+      .set(bearer(api.tenantA));
+    expect(expired.status, expired.text).toBe(410);
+    expect(expired.body.error).toMatchObject({ code: 'cursor_expired' });
+    // From the oldest kept event: the newest, kept so numbering goes on after it.
+    const fresh = await page(api.app, api.tenantA);
+    expect(fresh.events.map((event) => event.id)).toEqual([`evt_gone_${backend.name}_3`]);
+    expect((await page(api.app, api.tenantA, { after: fresh.next_cursor })).events).toEqual([]);
+  });
 });

@@ -6,7 +6,7 @@
  * activities (worker/worker.ts), started in that order and run in the background. A test that
  * builds its worker here runs what production runs; only the options differ.
  */
-import { Client } from '@temporalio/client';
+import { Client, ScheduleClient } from '@temporalio/client';
 import type { NativeConnection, Worker } from '@temporalio/worker';
 import { createMetrics, type CreateMetrics } from '../activities/metrics.js';
 import type { RefusalBoundsMs } from '../activities/pods.js';
@@ -15,6 +15,8 @@ import { floorLearning } from '../activities/outcome-at-decision.js';
 import type { KubernetesClient } from '../kubernetes/client.js';
 import { RefusalBounds } from '../kubernetes/refusal-bounds.js';
 import type { TemplateConfig, TenantLimitsConfig } from '../config/index.js';
+import type { RetentionConfig } from '../config/retention.js';
+import { ensureRetentionSchedule } from '../temporal/retention-schedule.js';
 import {
   SandboxInformers,
   type InformerLogger,
@@ -72,6 +74,12 @@ export interface StartSandboxWorkerOptions {
    * (temporal/priority.ts); unset: weight 1.
    */
   tenantLimits?: TenantLimitsConfig;
+  /**
+   * The retention settings (config.retention): when set, the worker creates or updates the
+   * retention Schedule of its task queue before it starts (temporal/retention-schedule.ts).
+   * Unset: no Schedule (tests that do not purge).
+   */
+  retention?: RetentionConfig;
   /** More options of the decider (its intervals and pages; default: the decider's). */
   decider?: Omit<ReadinessDeciderOptions, 'informers' | 'store' | 'client' | 'logger' | 'bounds'>;
   /** More options of the Temporal worker (default: worker/worker.ts's). */
@@ -105,13 +113,26 @@ export interface StartedSandboxWorker {
  * Builds and starts the informers, the decider and the worker; the worker runs in the
  * background until shut down (SIGINT/SIGTERM, `stop()`, or `worker.shutdown()`).
  * @throws the SDK's errors when the connection or the workflow bundle is unusable (the
- *   informers and the decider are stopped again first)
+ *   informers and the decider are stopped again first), or when the frontend refuses the
+ *   retention Schedule (nothing was started yet)
  */
 export async function startSandboxWorker(
   options: StartSandboxWorkerOptions,
 ): Promise<StartedSandboxWorker> {
   const metrics = options.metrics ?? createMetrics();
   const { logger } = options;
+  // First, while nothing runs yet: a Schedule the frontend refuses fails the start cleanly.
+  if (options.retention) {
+    const schedules = new ScheduleClient({
+      connection: options.connection,
+      namespace: options.namespace,
+    });
+    const outcome = await ensureRetentionSchedule(schedules, {
+      taskQueue: options.taskQueue,
+      retention: options.retention,
+    });
+    logger?.info?.({ task_queue: options.taskQueue, outcome }, 'retention schedule ensured');
+  }
   const informers = new SandboxInformers({
     client: options.kubernetes,
     retryDelayMs: options.watchRetryDelayMs,

@@ -151,6 +151,7 @@ export async function serveWorker(options: ServeWorkerOptions): Promise<ServedWo
     templates: config.templates,
     webhooks: config.webhooks,
     tenantLimits: config.tenantLimits,
+    retention: config.retention,
     worker: {
       maxCachedWorkflows: config.maxCachedWorkflows,
       // The `sandbox` Nexus service, when NEXUS_TENANTS maps a calling namespace (docs/nexus.md).

@@ -57,6 +57,8 @@ export const ACTIVITY_SUMMARIES: { [K in keyof CreateActivities]: (input: InputO
       `reconcile the warm pool of template ${input.template}: delete what must go, make what is missing`,
     deliverWebhook: (input) =>
       `deliver ${input.event.type} of ${input.event.sandboxId} (${input.event.id}) to ${input.endpointId}`,
+    purgeAgedRows: (input) =>
+      `delete rows past their retention, ${input.batchSize} per batch, at most ${input.maxBatches} batches`,
   };
 
 /**

@@ -4,3 +4,4 @@ export { deleteSandbox } from './delete-sandbox.js';
 export { webhookDelivery } from './webhook-delivery.js';
 export { sandboxLifetime } from './sandbox-lifetime.js';
 export { warmPool } from './warm-pool.js';
+export { purgeAgedRows } from './purge-aged-rows.js';

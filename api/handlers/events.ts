@@ -3,6 +3,7 @@ import type { RequestHandler } from 'express';
 import { tenantOf } from '../auth.js';
 import type { AppDeps } from '../deps.js';
 import { decodeEventCursor, encodeEventCursor } from '../event-cursor.js';
+import { ApiError } from '../errors.js';
 import { readEventsWhenAvailable } from '../event-feed.js';
 import { parseEventListQuery } from '../validation.js';
 import { eventPageToWire } from '../wire.js';
@@ -14,13 +15,15 @@ export function eventHandlers(deps: AppDeps) {
    * cursor, oldest first, with the cursor after the last (`next_cursor`, the same place on an
    * empty page). With `wait`, a long-poll: answers as soon as an event past the cursor exists,
    * else an empty page at the timeout; it holds one of the tenant's `waits`
-   * (api/tenant-admission.ts). 400 for a cursor of another tenant or filter.
+   * (api/tenant-admission.ts). 400 for a cursor of another tenant or filter; 410
+   * `cursor_expired` for one older than the oldest kept event.
    */
   const listEvents: RequestHandler = async (req, res) => {
     const tenant = tenantOf(res);
     const query = parseEventListQuery(req.query);
     const filter = { tenant, types: query.types, sandboxId: query.sandbox };
     const afterSeq = query.after === undefined ? 0 : decodeEventCursor(query.after, filter);
+    await refuseExpiredCursor(deps, afterSeq);
     const gone = new AbortController();
     res.on('close', () => gone.abort());
     const release = query.waitMs > 0 ? deps.admission?.holdWait(tenant) : undefined;
@@ -41,4 +44,25 @@ export function eventHandlers(deps: AppDeps) {
   };
 
   return { listEvents };
+}
+
+/**
+ * Refuses a cursor some of whose next events were purged (docs/api.md, "Retention"): event
+ * numbers have no gaps (store/event-feed.ts), so a cursor after number `afterSeq` has lost
+ * events when the oldest kept number is above `afterSeq + 1`. The numbers are store-wide, so a
+ * cursor is refused once any tenant's events after it were purged: the caller reads again from
+ * the oldest kept event and de-duplicates on the event `id`.
+ * @throws ApiError `cursor_expired` (410)
+ */
+async function refuseExpiredCursor(deps: AppDeps, afterSeq: number): Promise<void> {
+  if (afterSeq === 0) return;
+  const oldest = await deps.store.retention.oldestEventSeq();
+  if (oldest !== undefined && afterSeq < oldest - 1) {
+    throw new ApiError(
+      'cursor_expired',
+      'query.after is older than the oldest kept event: events after it were purged ' +
+        '(EVENT_RETENTION_HOURS); read again without after, from the oldest kept event',
+      { oldest_kept_seq: oldest },
+    );
+  }
 }

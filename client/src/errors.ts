@@ -56,6 +56,7 @@ const ERROR_CODES: { readonly [Code in ErrorCode]: true } = {
   pod_never_ready: true,
   no_node_available: true,
   rate_limited: true,
+  cursor_expired: true,
 };
 
 /** Whether `code` is one of the document's error codes. */

@@ -364,7 +364,7 @@ export interface paths {
     };
     /**
      * The tenant's events after a cursor, oldest first; with `wait`, a long-poll
-     * @description The events webhooks carry (same ids, same bodies), in one order per tenant, for as long as they are kept (7 days), for callers that cannot run a webhook receiver (docs/webhooks.md, The event feed). The cursor (next_cursor) is opaque, bound to the tenant and to the type and sandbox filters it was issued with: another tenant's cursor, or one of another filter, answers 400. With `wait` (e.g. `30s`; capped at 60 s), the answer comes as soon as an event past the cursor exists, else an empty page at the timeout; a long-poll holds one of the tenant's waits (429 when all are held).
+     * @description The events webhooks carry (same ids, same bodies), in one order per tenant, for as long as they are kept (EVENT_RETENTION_HOURS, default 7 days), for callers that cannot run a webhook receiver (docs/webhooks.md, The event feed). The cursor (next_cursor) is opaque, bound to the tenant and to the type and sandbox filters it was issued with: another tenant's cursor, or one of another filter, answers 400. A cursor older than the oldest kept event (events after it were purged by retention) answers 410 `cursor_expired`: read again without `after`, from the oldest kept event. With `wait` (e.g. `30s`; capped at 60 s), the answer comes as soon as an event past the cursor exists, else an empty page at the timeout; a long-poll holds one of the tenant's waits (429 when all are held).
      */
     get: operations['listEvents'];
     put?: never;
@@ -399,7 +399,8 @@ export interface components {
           | 'quota_exceeded'
           | 'pod_never_ready'
           | 'no_node_available'
-          | 'rate_limited';
+          | 'rate_limited'
+          | 'cursor_expired';
         message: string;
         details: Record<string, unknown>;
       };
@@ -1758,6 +1759,7 @@ export interface operations {
       };
       400: components['responses']['Error'];
       401: components['responses']['Unauthenticated'];
+      410: components['responses']['Error'];
       429: components['responses']['TenantLimit'];
       500: components['responses']['Error'];
       503: components['responses']['AuthUnavailable'];

@@ -31,7 +31,10 @@
  *     and at 50/s (scripts/bench/pool.ts) -> bench-results/bench-pool-<time>.json;
  *   - `list`: a page of `GET /v1/sandboxes` by label selector beside the unfiltered page, over
  *     100,000 sandboxes of one tenant, on SQLite and PostgreSQL (scripts/bench/list.ts)
- *     -> bench-results/bench-list-<time>.json.
+ *     -> bench-results/bench-list-<time>.json;
+ *   - `retention`: the store's creates/s with and without a purge of a large backlog running,
+ *     on SQLite and PostgreSQL (scripts/bench/retention.ts)
+ *     -> bench-results/bench-retention-<time>.json.
  *
  * `--quick` runs smaller counts (a trial, not the issue's figures). The baseline is the
  * checkout at BASELINE_DIR, the candidate the one at CANDIDATE_DIR (default: this one).
@@ -60,6 +63,7 @@ import { measureSplitProcesses } from './split.js';
 import { measureExpiry } from './expiry.js';
 import { measureList } from './list.js';
 import { measurePool } from './pool.js';
+import { measureRetention } from './retention.js';
 import { measureTopologyThroughput } from './topology.js';
 import { errorText, finish, problems, writeResults } from './support.js';
 import { measureWaitFigures, waitSizesOf } from './waits.js';
@@ -173,6 +177,7 @@ const MODES: Record<string, (quick: boolean) => Promise<Record<string, unknown>>
   expiry: (quick) => measureExpiry(quick),
   pool: (quick) => measurePool(quick),
   list: (quick) => measureList(quick),
+  retention: (quick) => measureRetention(quick),
 };
 
 /** The mode named by the arguments (`real`, `--real`, ...), `default` when none is. */
@@ -182,7 +187,7 @@ function modeOf(args: string[]): string {
   const unknown = args.filter((arg) => !(arg.replace(/^--/, '') in MODES) && arg !== '--quick');
   if (unknown.length > 0)
     throw new Error(
-      `unknown argument ${unknown.join(' ')}; modes: real, floors, waits, goals, notify, replace, topology, noisy, split, shapes, expiry, pool, list`,
+      `unknown argument ${unknown.join(' ')}; modes: real, floors, waits, goals, notify, replace, topology, noisy, split, shapes, expiry, pool, list, retention`,
     );
   return named[0] ?? 'default';
 }

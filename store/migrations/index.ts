@@ -26,6 +26,7 @@ import { tenantRateBuckets } from './0019-tenant-rate-buckets.js';
 import { rootfsFloorHealing } from './0020-rootfs-floor-healing.js';
 import { eventFeed } from './0021-event-feed.js';
 import { operationAip151 } from './0022-operation-aip151.js';
+import { retentionIndexes } from './0023-retention-indexes.js';
 
 /** Every migration by name. */
 export const MIGRATIONS: Readonly<Record<string, Migration>> = {
@@ -50,6 +51,7 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0020-rootfs-floor-healing': rootfsFloorHealing,
   '0021-event-feed': eventFeed,
   '0022-operation-aip151': operationAip151,
+  '0023-retention-indexes': retentionIndexes,
 };
 
 const provider: MigrationProvider = {

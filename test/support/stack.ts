@@ -23,6 +23,7 @@ import {
   type TemplateConfig,
   type TenantLimitsConfig,
 } from '../../config/index.js';
+import type { RetentionConfig } from '../../config/retention.js';
 import { freshPostgresTarget, type StoreTarget } from './store.js';
 import {
   connectToTestServer,
@@ -68,6 +69,11 @@ export interface TestStackOptions {
   webhooks?: WebhookDeliveryOptions;
   /** The workers' TENANT_LIMITS (fairness weights of what their steps start; default: none). */
   tenantLimits?: TenantLimitsConfig;
+  /**
+   * The workers' retention settings: each worker ensures the retention Schedule of the stack's
+   * task queue at start (temporal/retention-schedule.ts). Default: none, no Schedule.
+   */
+  retention?: RetentionConfig;
   /** The workers' activity slots (default: the worker's, MAX_CONCURRENT_ACTIVITIES). */
   maxConcurrentActivities?: number;
   /**
@@ -182,6 +188,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
         templates: stack.templates,
         webhooks: options.webhooks,
         tenantLimits: options.tenantLimits,
+        retention: options.retention,
         decider: { reconcileIntervalMs: options.reconcileIntervalMs, ...options.decider },
         worker: {
           workflowBundle: temporal.workflowBundle,

@@ -1,0 +1,40 @@
+/**
+ * Rows that age out (docs/configuration.md, "Retention"; store/retention.ts): the indexes its
+ * bounded purges walk, so one batch reads about as many index entries as it deletes, on a table
+ * of any size. `operations (phase, end_time)` finds finished operations by age;
+ * `idempotency_keys (created_at)`, `webhook_deliveries (created_at)` and
+ * `webhook_endpoint_events (emitted_at)` find old rows; `webhook_endpoint_events (event_id)`
+ * answers "is this event still being delivered" for one event. Indexes only: the release before
+ * neither reads nor needs them. Portable DDL, as 0001.
+ */
+import type { Kysely, Migration } from 'kysely';
+
+const INDEXES: ReadonlyArray<{ name: string; table: string; columns: string[] }> = [
+  { name: 'operations_phase_end_time', table: 'operations', columns: ['phase', 'end_time'] },
+  { name: 'idempotency_keys_created_at', table: 'idempotency_keys', columns: ['created_at'] },
+  { name: 'webhook_deliveries_created_at', table: 'webhook_deliveries', columns: ['created_at'] },
+  {
+    name: 'webhook_endpoint_events_emitted',
+    table: 'webhook_endpoint_events',
+    columns: ['emitted_at'],
+  },
+  {
+    name: 'webhook_endpoint_events_event',
+    table: 'webhook_endpoint_events',
+    columns: ['event_id'],
+  },
+];
+
+export const retentionIndexes: Migration = {
+  async up(db: Kysely<unknown>): Promise<void> {
+    for (const index of INDEXES) {
+      await db.schema.createIndex(index.name).on(index.table).columns(index.columns).execute();
+    }
+  },
+
+  async down(db: Kysely<unknown>): Promise<void> {
+    for (const index of [...INDEXES].reverse()) {
+      await db.schema.dropIndex(index.name).execute();
+    }
+  },
+};
