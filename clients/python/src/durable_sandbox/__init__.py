@@ -13,6 +13,7 @@ from .client import Client
 from .errors import (
     ERROR_CLASSES,
     AlreadyDoneError,
+    CursorExpiredError,
     DurableSandboxError,
     IdempotencyConflictError,
     InternalError,
@@ -54,6 +55,7 @@ __all__ = [
     "PodNeverReadyError",
     "QuotaExceededError",
     "RateLimitedError",
+    "CursorExpiredError",
     "RetryPolicy",
     "UnauthenticatedError",
     "UnavailableError",

@@ -156,6 +156,13 @@ class RateLimitedError(DurableSandboxError):
     code = "rate_limited"
 
 
+class CursorExpiredError(DurableSandboxError):
+    """410 ``cursor_expired``: the event feed's cursor is older than the oldest event kept
+    (``EVENT_RETENTION_HOURS``); read the feed again from its start."""
+
+    code = "cursor_expired"
+
+
 #: Each error code of the API and its class (tests/test_models.py checks it against the
 #: document's enum).
 ERROR_CLASSES: dict[str, type[DurableSandboxError]] = {
@@ -178,6 +185,7 @@ ERROR_CLASSES: dict[str, type[DurableSandboxError]] = {
         PodNeverReadyError,
         NoNodeAvailableError,
         RateLimitedError,
+        CursorExpiredError,
     )
 }
 

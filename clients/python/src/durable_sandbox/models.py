@@ -36,6 +36,7 @@ class Error1(BaseModel):
         "pod_never_ready",
         "no_node_available",
         "rate_limited",
+        "cursor_expired",
     ]
     message: str
     details: dict[str, Any]
