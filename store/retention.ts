@@ -7,7 +7,8 @@
  * operation only once `finished`, an event and its per-endpoint states only once no endpoint
  * still waits for it or is delivering it (a state unchanged for WEBHOOK_GIVEN_UP_AFTER_MS is
  * given up), and never the newest
- * event, whose number the next event's is counted from (store/event-feed.ts). A sandbox's
+ * event, whose number the next event's is counted from (store/event-feed.ts); an event purge
+ * records each tenant's highest purged number (`event_feed_horizons`). A sandbox's
  * executions and labels go with it (foreign keys, `on delete cascade`).
  * Statements are written once for SQLite and PostgreSQL: `delete … where key in (select key …
  * limit n)`, as neither engine's `delete … limit` is portable.
@@ -29,11 +30,11 @@ export interface RetentionStore {
    */
   purgeBatch(kind: RetentionKind, before: string, limit: number): Promise<number>;
   /**
-   * The smallest event number still kept, or undefined when no numbered event is kept. Event
-   * numbers have no gaps (store/event-feed.ts), so numbers below it were purged: a feed cursor
-   * before `oldest - 1` has lost events (docs/api.md, `cursor_expired`).
+   * The highest number of `tenant`'s events a purge deleted, or undefined when none was: a feed
+   * cursor of that tenant before it may have lost events (docs/api.md, `cursor_expired`); one at
+   * or after it has lost none, whatever other tenants' purges deleted.
    */
-  oldestEventSeq(): Promise<number | undefined>;
+  purgedThroughSeq(tenant: string): Promise<number | undefined>;
 }
 
 /**
@@ -84,20 +85,49 @@ async function purgeIdempotencyKeys(db: Kysely<Database>, before: string, limit:
 
 async function purgeEvents(db: Kysely<Database>, before: string, limit: number, now: Date) {
   const givenUpBefore = new Date(now.getTime() - WEBHOOK_GIVEN_UP_AFTER_MS).toISOString();
-  // Index webhook_events_created_at; the probe uses webhook_endpoint_events_event (0023).
-  return count(
-    await sql`
-      delete from webhook_events where id in (
-        select e.id from webhook_events e
-        where e.created_at < ${before}
-          and (e.seq is null or e.seq < (select max(seq) from webhook_events))
-          and not exists (
-            select 1 from webhook_endpoint_events w
-            where w.event_id = e.id
-              and w.status in (${sql.join(UNFINISHED_DELIVERY.map((s) => sql.lit(s)))})
-              and w.updated_at >= ${givenUpBefore})
-        limit ${limit})`.execute(db),
-  );
+  // One transaction: each tenant's horizon moves with the deletion of its events, so a feed
+  // reader that misses a purged event also sees the horizon that refuses its cursor.
+  return db.transaction().execute(async (trx) => {
+    // Index webhook_events_created_at; the probe uses webhook_endpoint_events_event (0023).
+    const { rows } = await sql<{ id: string; tenant: string; seq: number | string | null }>`
+      select e.id, e.tenant, e.seq from webhook_events e
+      where e.created_at < ${before}
+        and (e.seq is null or e.seq < (select max(seq) from webhook_events))
+        and not exists (
+          select 1 from webhook_endpoint_events w
+          where w.event_id = e.id
+            and w.status in (${sql.join(UNFINISHED_DELIVERY.map((s) => sql.lit(s)))})
+            and w.updated_at >= ${givenUpBefore})
+      order by e.created_at
+      limit ${limit}`.execute(trx);
+    if (rows.length === 0) return 0;
+    const horizons = new Map<string, number>();
+    for (const row of rows) {
+      if (row.seq === null) continue;
+      horizons.set(row.tenant, Math.max(horizons.get(row.tenant) ?? 0, Number(row.seq)));
+    }
+    for (const [tenant, seq] of horizons) {
+      await trx
+        .insertInto('event_feed_horizons')
+        .values({ tenant, purged_through_seq: seq })
+        .onConflict((conflict) =>
+          conflict.column('tenant').doUpdateSet({
+            purged_through_seq: sql`case when event_feed_horizons.purged_through_seq > excluded.purged_through_seq
+              then event_feed_horizons.purged_through_seq else excluded.purged_through_seq end`,
+          }),
+        )
+        .execute();
+    }
+    const deleted = await trx
+      .deleteFrom('webhook_events')
+      .where(
+        'id',
+        'in',
+        rows.map((row) => row.id),
+      )
+      .executeTakeFirst();
+    return Number(deleted.numDeletedRows);
+  });
 }
 
 async function purgeDeliveries(db: Kysely<Database>, before: string, limit: number, now: Date) {
@@ -145,13 +175,13 @@ export function retentionStore(db: Kysely<Database>, clock: () => Date): Retenti
           return purgeDeliveries(db, before, limit, clock());
       }
     },
-    async oldestEventSeq() {
+    async purgedThroughSeq(tenant) {
       const row = await db
-        .selectFrom('webhook_events')
-        .select((eb) => eb.fn.min('seq').as('oldest'))
-        .where('seq', 'is not', null)
+        .selectFrom('event_feed_horizons')
+        .select('purged_through_seq')
+        .where('tenant', '=', tenant)
         .executeTakeFirst();
-      return row?.oldest === null || row?.oldest === undefined ? undefined : Number(row.oldest);
+      return row === undefined ? undefined : Number(row.purged_through_seq);
     },
   };
 }

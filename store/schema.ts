@@ -246,6 +246,16 @@ export interface Database {
   warm_pools: WarmPoolsTable;
   warm_pods: WarmPodsTable;
   tenant_rate_buckets: TenantRateBucketsTable;
+  event_feed_horizons: EventFeedHorizonsTable;
+}
+
+/**
+ * `event_feed_horizons` (migration 0023): per tenant, the highest event number (`seq`) a
+ * retention purge deleted; PostgreSQL answers bigint as a string.
+ */
+export interface EventFeedHorizonsTable {
+  tenant: string;
+  purged_through_seq: number | string;
 }
 
 /**

@@ -145,13 +145,33 @@ describe.each(storeBackends())('retention purges on $name', (backend) => {
     }
     clock.set(NOW);
     expect(await purge('events')).toBe(2);
-    expect(await store.retention.oldestEventSeq()).toBe(3);
+    expect(await store.retention.purgedThroughSeq('acme')).toBe(2);
     await store.webhooks.recordEvent({ ...ref(4), tenant: 'acme', payload: '{}' });
     const events = await store.events.list('acme', { afterSeq: 0, limit: 10 });
     expect(events.map((event) => [event.id, event.seq])).toEqual([
       ['evt_3', 3],
       ['evt_4', 4],
     ]);
+  });
+
+  it("records each tenant's highest purged event number, and none for a tenant whose events were kept", async () => {
+    for (const [n, tenant] of [
+      [1, 'acme'],
+      [2, 'globex'],
+      [3, 'acme'],
+    ] as const) {
+      clock.set(OLD + n * 1_000);
+      await store.webhooks.recordEvent({ ...ref(n), tenant, payload: '{}' });
+    }
+    clock.set(NOW);
+    await store.webhooks.recordEvent({ ...ref(4), tenant: 'initech', payload: '{}' });
+    // A batch of one (the oldest first), then the rest: the horizon only moves up.
+    expect(await purge('events', 1)).toBe(1);
+    expect(await store.retention.purgedThroughSeq('acme')).toBe(1);
+    expect(await purge('events')).toBe(2);
+    expect(await store.retention.purgedThroughSeq('acme')).toBe(3);
+    expect(await store.retention.purgedThroughSeq('globex')).toBe(2);
+    expect(await store.retention.purgedThroughSeq('initech')).toBeUndefined();
   });
 
   it('keeps an old event an endpoint is still delivering, and purges one whose delivery was given up', async () => {

@@ -23,7 +23,7 @@ export function eventHandlers(deps: AppDeps) {
     const query = parseEventListQuery(req.query);
     const filter = { tenant, types: query.types, sandboxId: query.sandbox };
     const afterSeq = query.after === undefined ? 0 : decodeEventCursor(query.after, filter);
-    await refuseExpiredCursor(deps, afterSeq);
+    await refuseExpiredCursor(deps, tenant, afterSeq);
     const gone = new AbortController();
     res.on('close', () => gone.abort());
     const release = query.waitMs > 0 ? deps.admission?.holdWait(tenant) : undefined;
@@ -39,6 +39,8 @@ export function eventHandlers(deps: AppDeps) {
     } finally {
       release?.();
     }
+    // Again after the read: a purge that committed meanwhile moved the horizon with its deletions.
+    await refuseExpiredCursor(deps, tenant, afterSeq);
     const lastSeq = events[events.length - 1]?.seq ?? afterSeq;
     res.json(eventPageToWire(events, encodeEventCursor(lastSeq, filter)));
   };
@@ -47,22 +49,22 @@ export function eventHandlers(deps: AppDeps) {
 }
 
 /**
- * Refuses a cursor some of whose next events were purged (docs/api.md, "Retention"): event
- * numbers have no gaps (store/event-feed.ts), so a cursor after number `afterSeq` has lost
- * events when the oldest kept number is above `afterSeq + 1`. The numbers are store-wide, so a
- * cursor is refused once any tenant's events after it were purged: the caller reads again from
- * the oldest kept event and de-duplicates on the event `id`.
+ * Refuses a cursor some of whose next events were purged (docs/api.md, "Retention"): a purge
+ * records, per tenant, the highest event number it deleted (store/retention.ts), so a cursor
+ * after number `afterSeq` may have lost events of this tenant when that number is above it.
+ * Another tenant's purged events never refuse it. The caller reads again from the oldest kept
+ * event and de-duplicates on the event `id`.
  * @throws ApiError `cursor_expired` (410)
  */
-async function refuseExpiredCursor(deps: AppDeps, afterSeq: number): Promise<void> {
-  if (afterSeq === 0) return;
-  const oldest = await deps.store.retention.oldestEventSeq();
-  if (oldest !== undefined && afterSeq < oldest - 1) {
+async function refuseExpiredCursor(deps: AppDeps, tenant: string, afterSeq: number): Promise<void> {
+  if (afterSeq === 0) return; // no cursor: from the oldest kept event
+  const purged = await deps.store.retention.purgedThroughSeq(tenant);
+  if (purged !== undefined && afterSeq < purged) {
     throw new ApiError(
       'cursor_expired',
       'query.after is older than the oldest kept event: events after it were purged ' +
         '(EVENT_RETENTION_HOURS); read again without after, from the oldest kept event',
-      { oldest_kept_seq: oldest },
+      { purged_through_seq: purged },
     );
   }
 }

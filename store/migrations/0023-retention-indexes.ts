@@ -4,8 +4,10 @@
  * of any size. `operations (phase, end_time)` finds finished operations by age;
  * `idempotency_keys (created_at)`, `webhook_deliveries (created_at)` and
  * `webhook_endpoint_events (emitted_at)` find old rows; `webhook_endpoint_events (event_id)`
- * answers "is this event still being delivered" for one event. Indexes only: the release before
- * neither reads nor needs them. Portable DDL, as 0001.
+ * answers "is this event still being delivered" for one event. And `event_feed_horizons`: per
+ * tenant, the highest event number a purge deleted, so the feed refuses a cursor only when that
+ * tenant's own events after it are gone (docs/api.md, "Retention"). The release before neither
+ * reads nor needs any of it. Portable DDL, as 0001.
  */
 import type { Kysely, Migration } from 'kysely';
 
@@ -30,9 +32,15 @@ export const retentionIndexes: Migration = {
     for (const index of INDEXES) {
       await db.schema.createIndex(index.name).on(index.table).columns(index.columns).execute();
     }
+    await db.schema
+      .createTable('event_feed_horizons')
+      .addColumn('tenant', 'text', (column) => column.primaryKey())
+      .addColumn('purged_through_seq', 'bigint', (column) => column.notNull())
+      .execute();
   },
 
   async down(db: Kysely<unknown>): Promise<void> {
+    await db.schema.dropTable('event_feed_horizons').execute();
     for (const index of [...INDEXES].reverse()) {
       await db.schema.dropIndex(index.name).execute();
     }
