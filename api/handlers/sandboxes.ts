@@ -14,6 +14,7 @@ import { readOperation, type Operation } from '../operations.js';
 import { operationToWire } from '../wire.js';
 import { parseExtendRequest, parseLabelUpdate, parseSandboxListQuery } from '../validation.js';
 import { extendLifetime } from '../extend-flow.js';
+import { entityTagOf, noneMatchFails, parseIfNoneMatch } from '../entity-tag.js';
 
 /** Seconds a client should wait before polling a running operation again. */
 export const OPERATION_RETRY_AFTER_S = 1;
@@ -60,14 +61,26 @@ export function sandboxHandlers(deps: AppDeps) {
     sendAccepted(res, await operationJustStarted(deps, tenant, accepted.operationId));
   };
 
-  /** `GET /v1/sandboxes/{id}`: the Sandbox, 404 when unknown or another tenant's. */
+  /**
+   * `GET /v1/sandboxes/{id}`: the Sandbox with its `ETag` (api/entity-tag.ts), 404 when unknown or
+   * another tenant's; 304 without a body when `If-None-Match` names its current tag (RFC 9110
+   * §13.1.2).
+   */
   const getSandbox: RequestHandler = async (req, res) => {
     const id = String(req.params.id);
     const sandbox = SANDBOX_ID.test(id)
       ? await deps.store.getSandbox(tenantOf(res), id)
       : undefined;
     if (!sandbox) throw notFound(id);
-    res.json(sandboxToWire(sandbox));
+    const wire = sandboxToWire(sandbox);
+    const tag = entityTagOf(wire);
+    res.set('ETag', tag);
+    const condition = parseIfNoneMatch(req.get('if-none-match'));
+    if (condition && noneMatchFails(condition, tag)) {
+      res.status(304).end();
+      return;
+    }
+    res.json(wire);
   };
 
   /**
