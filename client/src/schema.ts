@@ -849,10 +849,24 @@ export interface components {
         'application/json': components['schemas']['Error'];
       };
     };
+    /** @description Not Modified (RFC 9110 §15.4.5): the resource is still at a tag `If-None-Match` names; no body. */
+    NotModified: {
+      headers: {
+        ETag: components['headers']['ETag'];
+        [name: string]: unknown;
+      };
+      content?: never;
+    };
   };
-  parameters: never;
+  parameters: {
+    /** @description Entity tags the caller already has (RFC 9110 §13.1.2): `*` or a comma-separated list such as `"tag1", W/"tag2"`, compared weakly. While the resource's `ETag` is one of them the GET answers 304; with `wait`, a long-poll that answers 200 as soon as the resource is past them (at once when it already is) and 304 at the timeout. Without it, `wait` answers at the next change after the request's own first read. */
+    IfNoneMatch: string;
+  };
   requestBodies: never;
-  headers: never;
+  headers: {
+    /** @description Strong entity tag of the resource's JSON (RFC 9110 §8.8.3): a hash of the body, so it changes whenever any field does and is the same on every replica for an unchanged resource. Send it back in `If-None-Match`. */
+    ETag: string;
+  };
   pathItems: never;
 }
 export type $defs = Record<string, never>;
@@ -1065,7 +1079,10 @@ export interface operations {
   getSandbox: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description Entity tags the caller already has (RFC 9110 §13.1.2): `*` or a comma-separated list such as `"tag1", W/"tag2"`, compared weakly. While the resource's `ETag` is one of them the GET answers 304; with `wait`, a long-poll that answers 200 as soon as the resource is past them (at once when it already is) and 304 at the timeout. Without it, `wait` answers at the next change after the request's own first read. */
+        'If-None-Match'?: components['parameters']['IfNoneMatch'];
+      };
       path: {
         /** @description The sandbox id. */
         id: string;
@@ -1077,12 +1094,14 @@ export interface operations {
       /** @description The sandbox. */
       200: {
         headers: {
+          ETag: components['headers']['ETag'];
           [name: string]: unknown;
         };
         content: {
           'application/json': components['schemas']['Sandbox'];
         };
       };
+      304: components['responses']['NotModified'];
       401: components['responses']['Unauthenticated'];
       404: components['responses']['Error'];
       500: components['responses']['Error'];
@@ -1265,7 +1284,10 @@ export interface operations {
         /** @description Long-poll: how long to wait for the next change, e.g. `30s` or `1500ms` (capped at 60 s). */
         wait?: string;
       };
-      header?: never;
+      header?: {
+        /** @description Entity tags the caller already has (RFC 9110 §13.1.2): `*` or a comma-separated list such as `"tag1", W/"tag2"`, compared weakly. While the resource's `ETag` is one of them the GET answers 304; with `wait`, a long-poll that answers 200 as soon as the resource is past them (at once when it already is) and 304 at the timeout. Without it, `wait` answers at the next change after the request's own first read. */
+        'If-None-Match'?: components['parameters']['IfNoneMatch'];
+      };
       path: {
         /** @description The operation id. */
         id: string;
@@ -1279,12 +1301,14 @@ export interface operations {
         headers: {
           /** @description Seconds to wait before polling again; sent while the operation runs. */
           'Retry-After'?: number;
+          ETag: components['headers']['ETag'];
           [name: string]: unknown;
         };
         content: {
           'application/json': components['schemas']['Operation'];
         };
       };
+      304: components['responses']['NotModified'];
       400: components['responses']['Error'];
       401: components['responses']['Unauthenticated'];
       404: components['responses']['Error'];
