@@ -534,6 +534,8 @@ export interface components {
          * @enum {string|null}
          */
         path: 'warm' | 'cold' | null;
+        /** @description How many pods a create placed, the warm pod it claimed counting as one: each placement a node refused (placements) and the pod it last recorded when that is not one of them (the pod it runs on, waits for, or that was unschedulable). 0 before its first pod. Retries of one step (an apiserver error) make the same pod and do not count. Null for a delete, and for a create read back from Temporal after its row was lost. */
+        attempts: number | null;
       };
       /** @description What the operation produced when it ended, once it succeeded (null otherwise): a create's sandbox as the create left it (running, with its pod and IP), whatever became of the sandbox later; a delete's sandbox as it deleted it. The sandbox's state now is GET /v1/sandboxes/{id}. */
       result: null | {
