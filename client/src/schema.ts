@@ -105,7 +105,7 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** One sandbox */
+    /** One sandbox; with `wait` and `If-None-Match`, a long-poll */
     get: operations['getSandbox'];
     put?: never;
     post?: never;
@@ -1080,7 +1080,10 @@ export interface operations {
   };
   getSandbox: {
     parameters: {
-      query?: never;
+      query?: {
+        /** @description Long-poll, with `If-None-Match`: how long to wait for the sandbox to be past the named tags, e.g. `30s` or `1500ms` (capped at 60 s); 304 at the timeout. Without `If-None-Match`, a plain read. */
+        wait?: string;
+      };
       header?: {
         /** @description Entity tags the caller already has (RFC 9110 §13.1.2): `*` or a comma-separated list such as `"tag1", W/"tag2"`, compared weakly. While the resource's `ETag` is one of them the GET answers 304; with `wait`, a long-poll that answers 200 as soon as the resource is past them (at once when it already is) and 304 at the timeout. Without it, `wait` answers at the next change after the request's own first read. */
         'If-None-Match'?: components['parameters']['IfNoneMatch'];
@@ -1104,8 +1107,10 @@ export interface operations {
         };
       };
       304: components['responses']['NotModified'];
+      400: components['responses']['Error'];
       401: components['responses']['Unauthenticated'];
       404: components['responses']['Error'];
+      429: components['responses']['TenantLimit'];
       500: components['responses']['Error'];
       503: components['responses']['AuthUnavailable'];
     };
