@@ -4,8 +4,8 @@
  * with its current state. As the operation's long-poll (api/long-poll.ts), nothing polls: the
  * store pushes every write that can change the sandbox (store/sandbox-changes.ts), and a waiting
  * request reads its row (which names what to listen on), listens, reads it again, and once more
- * per wake-up. Bounded with the
- * operation's long-polls ({@link MAX_LONG_POLLS} per process; beyond, a plain read).
+ * per wake-up. Bounded as the operation's: at most {@link MAX_LONG_POLLS} sandbox long-polls per
+ * process; beyond, a plain read.
  */
 import type { SandboxRecord } from '../store/index.js';
 import type { AppDeps } from './deps.js';
