@@ -5,6 +5,10 @@
  * PostgreSQL LISTEN/NOTIFY across API replicas and workers), so nothing polls: a waiting request
  * holds one listener and a timer, and reads its row once more when woken.
  *
+ * A caller that names the version it last saw (`If-None-Match`, api/handlers/operations.ts)
+ * passes `until` "the tag differs from the named one", so a change that landed between its GET and
+ * its long-poll is answered at once instead of at the next change.
+ *
  * Waits are bounded per process ({@link MAX_LONG_POLLS}); a request beyond the bound is answered
  * at once with the current state, as a plain GET.
  */

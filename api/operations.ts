@@ -36,6 +36,7 @@ import {
 import { sandboxAsCreated, type OperationRecord, type SandboxRecord } from '../store/index.js';
 import type { OperationMemo } from '../temporal/operation-memo.js';
 import { CreatePhaseKey, TenantIdKey } from '../temporal/search-attribute-keys.js';
+import { createAttemptsOf } from './create-attempts.js';
 import type { AppDeps } from './deps.js';
 import { operationErrorOf, type OperationError } from './failures.js';
 
@@ -135,6 +136,12 @@ export interface Operation {
    * (docs/architecture.md, "Re-placement"); empty when none (and when read back from Temporal).
    */
   placements: PlacementRecord[];
+  /**
+   * How many pods a create placed (api/create-attempts.ts): its refused placements, and the pod it
+   * last recorded when that is not one of them. Null for a delete, and for a create read back
+   * from Temporal (its row, which holds the placements, is lost).
+   */
+  attempts: number | null;
   /** The workflow's page in the Temporal UI; null unless TEMPORAL_UI_URL (or npm start) sets it. */
   temporalUiUrl: string | null;
   /** W3C trace id of the create's trace (docs/observability.md); null when traces were off. */
@@ -283,6 +290,7 @@ export async function operationOf(
     cancellationRequested: status === 'cancelled',
     createPath: null,
     placements: [],
+    attempts: null,
     temporalUiUrl: deps.config.temporalUiUrl
       ? temporalUiUrl(
           deps.config.temporalUiUrl,
@@ -326,6 +334,7 @@ export function operationOfRecord(
     cancellationRequested: record.cancellationRequested,
     createPath: record.createPath,
     placements: record.placements,
+    attempts: createAttemptsOf(record),
     temporalUiUrl:
       deps.config.temporalUiUrl && record.runId
         ? temporalUiUrl(

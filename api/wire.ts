@@ -85,9 +85,10 @@ export interface OperationJson {
   /**
    * A create's refused placements (docs/architecture.md, "Re-placement"); empty when none. `path`:
    * how a create got its pod, `warm` (from its template's pool) or `cold`; null until it had
-   * one, and for a delete.
+   * one, and for a delete. `attempts`: how many pods a create placed, refused ones included
+   * (api/create-attempts.ts); null for a delete.
    */
-  details: { placements: PlacementJson[]; path: CreatePath | null };
+  details: { placements: PlacementJson[]; path: CreatePath | null; attempts: number | null };
 }
 
 /** One refused placement as the API shows it; `at` is ISO-8601 UTC. */
@@ -136,7 +137,11 @@ export function operationToWire(operation: Operation): OperationJson {
     create_time: operation.createdAt,
     end_time: operation.endTime,
     requested_cancellation: operation.cancellationRequested,
-    details: { placements: operation.placements.map(placementToWire), path: operation.createPath },
+    details: {
+      placements: operation.placements.map(placementToWire),
+      path: operation.createPath,
+      attempts: operation.attempts,
+    },
     trace_id: operation.traceId,
   };
 }

@@ -19,6 +19,7 @@ import {
   claimRootfsFloorProbe,
 } from './rootfs-floors.js';
 import { createOperationNotifier } from './operation-notifier.js';
+import { sandboxChangeKey, sandboxWakeKeys } from './sandbox-changes.js';
 import {
   feedChangeKey,
   insertEvent,
@@ -298,8 +299,9 @@ export async function openStore(options: StoreOptions): Promise<Store> {
     },
 
     setExpireTime(tenant, sandboxId, expireTime) {
-      return writing(async (trx) => {
+      return writing(async (trx, changed) => {
         const wrote = await setExpireTime(trx, { sandboxId, tenant }, expireTime, now());
+        if (wrote) changed.add(sandboxChangeKey(sandboxId));
         return wrote ? selectSandbox(trx, sandboxId, tenant) : undefined;
       });
     },
@@ -309,7 +311,7 @@ export async function openStore(options: StoreOptions): Promise<Store> {
     },
 
     updateLabels(tenant, sandboxId, update) {
-      return writing(async (trx) => {
+      return writing(async (trx, changed) => {
         await lockSandbox(trx, dialect, sandboxId);
         const current = await selectSandbox(trx, sandboxId, tenant);
         if (!current) return { kind: 'not_found' as const };
@@ -319,6 +321,7 @@ export async function openStore(options: StoreOptions): Promise<Store> {
         if (sameLabels(labels, current.labels))
           return { kind: 'updated' as const, sandbox: current };
         await replaceLabels(trx, current, labels, now());
+        changed.add(sandboxChangeKey(sandboxId));
         const sandbox = await selectSandbox(trx, sandboxId, tenant);
         if (!sandbox) throw new Error(`sandbox ${sandboxId} vanished while its labels changed`);
         return { kind: 'updated' as const, sandbox };
@@ -527,6 +530,26 @@ export async function openStore(options: StoreOptions): Promise<Store> {
 
     waitForOperationChange(id, timeoutMs, signal) {
       return notifier.waitForChange(id, timeoutMs, signal);
+    },
+
+    async waitForSandboxChange(sandbox, timeoutMs, signal) {
+      // One listener per key, all ended once one answers.
+      const done = new AbortController();
+      const any = signal ? AbortSignal.any([signal, done.signal]) : done.signal;
+      try {
+        const keys = sandboxWakeKeys(sandbox);
+        let pending = keys.length;
+        return await new Promise<boolean>((resolve) => {
+          for (const key of keys) {
+            void notifier.waitForChange(key, timeoutMs, any).then((changed) => {
+              pending -= 1;
+              if (changed || pending === 0) resolve(changed);
+            });
+          }
+        });
+      } finally {
+        done.abort();
+      }
     },
 
     async markRunningSandboxesLost(input) {

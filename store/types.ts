@@ -534,6 +534,16 @@ export interface Store {
    */
   waitForOperationChange(id: string, timeoutMs: number, signal?: AbortSignal): Promise<boolean>;
   /**
+   * Resolves true when the sandbox may have changed: its create operation was written, its
+   * tenant's feed got an event, or its labels or expire_time were written (store/sandbox-changes.ts;
+   * here or, on PostgreSQL, by any process); false at `timeoutMs` or when `signal` aborts.
+   */
+  waitForSandboxChange(
+    sandbox: { id: string; tenant: string; operationId: string },
+    timeoutMs: number,
+    signal?: AbortSignal,
+  ): Promise<boolean>;
+  /**
    * One transaction: the sandbox -> `lost` when it is still `running` on the pod `podUid`
    * (fenced by the pod: a sandbox that moved on, or runs on another pod, is left alone), with
    * failure `{code: 'pod_lost', message: reason}` (the why) and updated_at = now (the when), its

@@ -20,6 +20,7 @@ import {
   type Operation,
 } from '../client/src/index.js';
 import { startApiStack, type ApiStack } from './support/api.js';
+import { waitUntil } from '../scripts/wait-until.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
@@ -158,6 +159,55 @@ describe('client', () => {
       });
       await client.cancelOperation(operation.id);
       expect(await client.waitForOperation(operation.id)).toMatchObject({ status: 'cancelled' });
+    } finally {
+      api.stack.cluster.faults.neverReady(false);
+    }
+  });
+
+  it('a wait sends the ETag it last saw as If-None-Match and goes on after a 304', async () => {
+    api.stack.cluster.faults.neverReady(true);
+    try {
+      // What the API saw and answered for each read of the operation. The long-polls' wait is
+      // cut to 1 s on the way out, so one ends at its timeout (304) within the test.
+      const reads: Array<{ ifNoneMatch: string | null; status: number; etag: string | null }> = [];
+      const client = clientOf(async (request) => {
+        const path = new URL(request.url).pathname;
+        if (request.method !== 'GET' || !path.startsWith('/v1/operations/op_')) {
+          return fetch(request);
+        }
+        const response = await fetch(
+          new Request(request.url.replace('wait=30s', 'wait=1s'), request),
+        );
+        reads.push({
+          ifNoneMatch: request.headers.get('if-none-match'),
+          status: response.status,
+          etag: response.headers.get('etag'),
+        });
+        return response;
+      });
+      const operation = await client.createSandbox({
+        template: 'base',
+        resources: { ...RESOURCES, disk_mib: 2048 },
+      });
+      const updates: Operation[] = [];
+      const waiting = client.waitForOperation(operation.id, {
+        onUpdate: (current) => updates.push(current),
+      });
+      await waitUntil(() => reads.some((read) => read.status === 304), {
+        what: 'a long-poll answered 304',
+        timeoutMs: 60_000,
+      });
+      await client.cancelOperation(operation.id);
+      expect(await waiting).toMatchObject({ status: 'cancelled', done: true });
+      expect(reads[0]?.ifNoneMatch).toBeNull();
+      for (const [i, read] of reads.entries()) {
+        if (i > 0) expect(read.ifNoneMatch, `read ${i}`).toBe(reads[i - 1]?.etag);
+        expect(read.etag, `read ${i}`).toMatch(/^"[A-Za-z0-9_-]{22}"$/);
+      }
+      // A 304 hands on the operation as last seen, still running.
+      const notModified = reads.findIndex((read) => read.status === 304);
+      expect(updates[notModified]).toEqual(updates[notModified - 1]);
+      expect(updates[notModified]?.done).toBe(false);
     } finally {
       api.stack.cluster.faults.neverReady(false);
     }

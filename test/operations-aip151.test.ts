@@ -32,7 +32,7 @@ type Aip151Operation = OperationBody & {
   create_time: string;
   end_time: string | null;
   requested_cancellation: boolean;
-  details: { placements: unknown[]; path: 'warm' | 'cold' | null };
+  details: { placements: unknown[]; path: 'warm' | 'cold' | null; attempts: number | null };
 };
 
 describe.each(storeBackends())('operations as AIP-151 describes them on $name', (backend) => {
@@ -77,6 +77,8 @@ describe.each(storeBackends())('operations as AIP-151 describes them on $name', 
     expect(done.end_time).not.toBeNull();
     expect(Date.parse(done.end_time!)).toBeGreaterThanOrEqual(Date.parse(done.create_time));
     expect(done.details.path).toBe('cold');
+    // Its one pod, made for it.
+    expect(done.details.attempts).toBe(1);
   });
 
   it('a cancel sets requested_cancellation; end_time is null while it runs and set once done', async () => {
@@ -89,6 +91,7 @@ describe.each(storeBackends())('operations as AIP-151 describes them on $name', 
       const running = await read(waiting.id);
       expect(running).toMatchObject({ done: false, end_time: null, requested_cancellation: false });
       expect(running.details.path).toBe('cold');
+      expect(running.details.attempts).toBe(1);
       const cancel = await request(api.app)
         .post(`/v1/operations/${created.id}/cancel`)
         .set(bearer(api.tenantA));
@@ -117,6 +120,7 @@ describe.each(storeBackends())('operations as AIP-151 describes them on $name', 
       const deleteOperation = deleted.body as Aip151Operation;
       expect(deleteOperation.requested_cancellation).toBe(false);
       expect(deleteOperation.details.path).toBeNull();
+      expect(deleteOperation.details.attempts).toBeNull();
       expect((await read(created.id)).requested_cancellation).toBe(true);
       await awaitOperation(api.app, api.tenantA, deleteOperation.id);
       expect((await read(deleteOperation.id)).end_time).not.toBeNull();
@@ -141,5 +145,7 @@ describe.each(storeBackends())('operations as AIP-151 describes them on $name', 
       { timeoutMs: 60_000, intervalMs: 500, what: 'a create claiming a warm pod' },
     );
     expect(warm.details.path).toBe('warm');
+    // The warm pod it claimed is its one attempt.
+    expect(warm.details.attempts).toBe(1);
   });
 });

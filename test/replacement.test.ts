@@ -84,6 +84,8 @@ describe('re-placement on the simulated cluster', () => {
         pod_name: base,
       },
     ]);
+    // The refused pod and the one it runs on.
+    expect(done.details.attempts).toBe(2);
     const pods = await podsOf(op.sandbox_id);
     expect(pods.map((p) => [p.metadata?.name, p.spec?.nodeName])).toEqual([
       [`${base}-p2`, 'node-b'],
@@ -115,6 +117,7 @@ describe('re-placement on the simulated cluster', () => {
     const pods = await podsOf(op.sandbox_id);
     expect(pods.map((p) => p.spec?.nodeName)).toEqual(['node-c']);
     expect(pods[0]?.metadata?.name).toMatch(/-g1-p3$/);
+    expect(done.details.attempts).toBe(3);
   });
 
   it('every placement used up: no_node_available naming each node (sync 503 + Retry-After)', async () => {
@@ -137,8 +140,10 @@ describe('re-placement on the simulated cluster', () => {
       ),
     ).toEqual(NODES);
     const operationId = response.headers['operation-id'] as string;
-    const done = await awaitOperation(api.app, api.tenantA, operationId);
+    const done = (await awaitOperation(api.app, api.tenantA, operationId)) as ReplacedOperation;
     expect(done).toMatchObject({ status: 'failed', done: true });
+    // Three pods, each refused: no pod beyond them.
+    expect(done.details.attempts).toBe(3);
     expect(await podsOf(done.sandbox_id)).toEqual([]);
   });
 
@@ -152,6 +157,8 @@ describe('re-placement on the simulated cluster', () => {
       /node-a refused it \(Unavailable: down\); node-b refused it \(Unavailable: down\); node-c refused it \(Unavailable: down\); no other node can take it \(no node can take pod .*-g1-p4: 0\/3 nodes are available/,
     );
     expect(done.details.placements).toHaveLength(3);
+    // The three refused pods and the fourth, unschedulable one.
+    expect(done.details.attempts).toBe(4);
     expect(await podsOf(op.sandbox_id)).toEqual([]);
   });
 

@@ -5,6 +5,7 @@ import { tenantOf } from '../auth.js';
 import type { AppDeps } from '../deps.js';
 import { ApiError } from '../errors.js';
 import { listOperations } from '../operation-list.js';
+import { entityTagOf, noneMatchFails, parseIfNoneMatch } from '../entity-tag.js';
 import { MAX_WAIT_MS, parseWait, readOperationWhenChanged } from '../long-poll.js';
 import { describeOperation, readOperation, type Operation } from '../operations.js';
 import { parseOperationListQuery } from '../validation.js';
@@ -18,9 +19,12 @@ function notFound(id: string): ApiError {
 /** Handlers of the operation routes. */
 export function operationHandlers(deps: AppDeps) {
   /**
-   * `GET /v1/operations/{id}[?wait=30s]`: the Operation; `Retry-After` while it runs. With
-   * `wait`, a long-poll: answers when the operation changes, or at the timeout (api/long-poll.ts);
-   * 429 `rate_limited` when the tenant already holds its `waits` on this replica.
+   * `GET /v1/operations/{id}[?wait=30s]`: the Operation with its `ETag` (api/entity-tag.ts);
+   * `Retry-After` while it runs. With `wait`, a long-poll: answers when the operation changes, or
+   * at the timeout (api/long-poll.ts); 429 `rate_limited` when the tenant already holds its
+   * `waits` on this replica. With `If-None-Match`, 304 while the operation's tag is one it names:
+   * at once without `wait`; with `wait`, the long-poll answers 200 as soon as the tag differs (at
+   * once when it already does), else 304 at the timeout (RFC 9110 §13.1.2, §15.4.5).
    */
   const getOperation: RequestHandler = async (req, res) => {
     const id = String(req.params.id);
@@ -36,17 +40,29 @@ export function operationHandlers(deps: AppDeps) {
     res.on('close', () => gone.abort());
     // A long-poll holds one of the tenant's `waits` (api/tenant-admission.ts); a plain GET none.
     const release = waitMs > 0 ? deps.admission?.holdWait(tenantOf(res)) : undefined;
+    const condition = parseIfNoneMatch(req.get('if-none-match'));
+    const notModified = (operation: Operation) =>
+      condition !== undefined && noneMatchFails(condition, entityTagOf(operationToWire(operation)));
     let operation;
     try {
       operation = await readOperationWhenChanged(deps, tenantOf(res), id, waitMs, {
         signal: gone.signal,
+        // A caller that names a tag waits until the operation is past it, from the tag it saw
+        // rather than this request's first read; one without keeps the next-change wait.
+        until: condition && ((current) => !notModified(current)),
       });
     } finally {
       release?.();
     }
     if (!operation) throw notFound(id);
+    const wire = operationToWire(operation);
+    res.set('ETag', entityTagOf(wire));
     if (!operation.done) res.set('Retry-After', String(OPERATION_RETRY_AFTER_S));
-    res.json(operationToWire(operation));
+    if (notModified(operation)) {
+      res.status(304).end();
+      return;
+    }
+    res.json(wire);
   };
 
   /** `GET /v1/operations?status=&limit=&page_token=`: the tenant's operations, newest first. */

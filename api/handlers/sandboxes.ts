@@ -3,7 +3,7 @@
  * The synchronous create is in handlers/sync-create.ts.
  */
 import type { RequestHandler, Response } from 'express';
-import { InvalidPageTokenError } from '../../store/index.js';
+import { InvalidPageTokenError, type SandboxRecord } from '../../store/index.js';
 import { tenantOf } from '../auth.js';
 import { acceptCreateRequest } from '../create-flow.js';
 import { acceptDelete } from '../delete-flow.js';
@@ -14,6 +14,9 @@ import { readOperation, type Operation } from '../operations.js';
 import { operationToWire } from '../wire.js';
 import { parseExtendRequest, parseLabelUpdate, parseSandboxListQuery } from '../validation.js';
 import { extendLifetime } from '../extend-flow.js';
+import { entityTagOf, noneMatchFails, parseIfNoneMatch } from '../entity-tag.js';
+import { MAX_WAIT_MS, parseWait } from '../long-poll.js';
+import { readSandboxWhenChanged } from '../sandbox-long-poll.js';
 
 /** Seconds a client should wait before polling a running operation again. */
 export const OPERATION_RETRY_AFTER_S = 1;
@@ -60,14 +63,54 @@ export function sandboxHandlers(deps: AppDeps) {
     sendAccepted(res, await operationJustStarted(deps, tenant, accepted.operationId));
   };
 
-  /** `GET /v1/sandboxes/{id}`: the Sandbox, 404 when unknown or another tenant's. */
+  /**
+   * `GET /v1/sandboxes/{id}[?wait=30s]`: the Sandbox with its `ETag` (api/entity-tag.ts), 404 when
+   * unknown or another tenant's. With `If-None-Match`, 304 without a body while its tag is one the
+   * header names (RFC 9110 §13.1.2): at once without `wait`; with `wait`, a long-poll that answers
+   * 200 as soon as the sandbox is past those tags (at once when it already is), else 304 at the
+   * timeout (api/sandbox-long-poll.ts). `wait` without `If-None-Match` is a plain read. A long-poll
+   * holds one of the tenant's `waits` (429 `rate_limited` past them).
+   */
   const getSandbox: RequestHandler = async (req, res) => {
     const id = String(req.params.id);
-    const sandbox = SANDBOX_ID.test(id)
-      ? await deps.store.getSandbox(tenantOf(res), id)
-      : undefined;
+    const waitMs = req.query.wait === undefined ? 0 : parseWait(req.query.wait);
+    if (waitMs === undefined) {
+      throw new ApiError(
+        'invalid_request',
+        `query.wait must be a duration such as 30s or 500ms (capped at ${MAX_WAIT_MS / 1000}s)`,
+        { field: 'query.wait' },
+      );
+    }
+    const condition = parseIfNoneMatch(req.get('if-none-match'));
+    const notModified = (sandbox: SandboxRecord) =>
+      condition !== undefined && noneMatchFails(condition, entityTagOf(sandboxToWire(sandbox)));
+    const waiting = condition !== undefined && waitMs > 0;
+    const gone = new AbortController();
+    res.on('close', () => gone.abort());
+    const release = waiting ? deps.admission?.holdWait(tenantOf(res)) : undefined;
+    let sandbox: SandboxRecord | undefined;
+    try {
+      sandbox = SANDBOX_ID.test(id)
+        ? await readSandboxWhenChanged(
+            deps,
+            tenantOf(res),
+            id,
+            waiting ? waitMs : 0,
+            (current) => !notModified(current),
+            gone.signal,
+          )
+        : undefined;
+    } finally {
+      release?.();
+    }
     if (!sandbox) throw notFound(id);
-    res.json(sandboxToWire(sandbox));
+    const wire = sandboxToWire(sandbox);
+    res.set('ETag', entityTagOf(wire));
+    if (notModified(sandbox)) {
+      res.status(304).end();
+      return;
+    }
+    res.json(wire);
   };
 
   /**

@@ -36,7 +36,13 @@ import type {
   WebhookRecovery,
   CreateWebhookEndpointRequest,
 } from './types.js';
-import { pause, waitForOperation, type WaitOptions } from './wait.js';
+import {
+  pause,
+  waitForOperation,
+  type OperationAnswer,
+  type SeenOperation,
+  type WaitOptions,
+} from './wait.js';
 
 /** Where the API is, who calls it, and how patiently. */
 export interface ClientOptions {
@@ -206,7 +212,7 @@ export class DurableSandboxClient {
    */
   waitForOperation(id: string, options: WaitOptions = {}): Promise<Operation> {
     return waitForOperation(
-      (waitS) => this.readOperation(id, { waitS, signal: options.signal }),
+      (waitS, seen) => this.readOperation(id, { waitS, seen, signal: options.signal }),
       options,
     );
   }
@@ -571,24 +577,38 @@ export class DurableSandboxClient {
     ).data.spans;
   }
 
-  /** One read of an operation with the answer's `Retry-After`, for the wait. */
+  /**
+   * One read of an operation with the answer's `Retry-After` and `ETag`, for the wait. With
+   * `seen`, sends its tag as `If-None-Match`, and a 304 answers `seen`'s operation (the API
+   * answers 304 while the operation is still at that tag: docs/api.md, "Long-poll").
+   */
   private async readOperation(
     id: string,
-    options: CallOptions & { waitS?: number },
-  ): Promise<{ operation: Operation; retryAfter: string | null }> {
+    options: CallOptions & { waitS?: number; seen?: SeenOperation },
+  ): Promise<OperationAnswer> {
     const wait = options.waitS === undefined ? undefined : `${options.waitS}s`;
+    const seen = options.seen;
+    const header = seen?.etag ? { 'If-None-Match': seen.etag } : undefined;
     const { data, response } = await this.send(
       'GET /v1/operations/{id}',
       options,
       'read',
-      ({ signal, fetch }) =>
-        this.raw.GET('/v1/operations/{id}', {
-          params: { path: { id }, query: { wait } },
+      async ({ signal, fetch }) => {
+        const answer = await this.raw.GET('/v1/operations/{id}', {
+          params: { path: { id }, query: { wait }, header },
           signal,
           fetch,
-        }),
+        });
+        return answer.response.status === 304 && seen
+          ? { data: seen.operation, response: answer.response }
+          : answer;
+      },
     );
-    return { operation: data, retryAfter: response.headers.get('retry-after') };
+    return {
+      operation: data,
+      retryAfter: response.headers.get('retry-after'),
+      etag: response.headers.get('etag'),
+    };
   }
 
   /**
@@ -616,7 +636,10 @@ export class DurableSandboxClient {
       let error: DurableSandboxError;
       try {
         const { data, error: body, response } = await attempt({ signal, fetch: fetchOnce });
-        if (response.ok) return { data: data as T, response };
+        // A 304 counts when the attempt answered it with what the caller already had.
+        if (response.ok || (response.status === 304 && data !== undefined)) {
+          return { data: data as T, response };
+        }
         error = errorOfAnswer(response, body, what);
       } catch (err) {
         if (signal?.aborted) throw new RequestAbortedError(signal.reason);

@@ -105,7 +105,7 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** One sandbox */
+    /** One sandbox; with `wait` and `If-None-Match`, a long-poll */
     get: operations['getSandbox'];
     put?: never;
     post?: never;
@@ -535,6 +535,8 @@ export interface components {
          * @enum {string|null}
          */
         path: 'warm' | 'cold' | null;
+        /** @description How many pods a create placed, the warm pod it claimed counting as one: each placement a node refused (placements) and the pod it last recorded when that is not one of them (the pod it runs on, waits for, or that was unschedulable). 0 before its first pod. Retries of one step (an apiserver error) make the same pod and do not count. Null for a delete, and for a create read back from Temporal after its row was lost. */
+        attempts: number | null;
       };
       /** @description What the operation produced when it ended, once it succeeded (null otherwise): a create's sandbox as the create left it (running, with its pod and IP), whatever became of the sandbox later; a delete's sandbox as it deleted it. The sandbox's state now is GET /v1/sandboxes/{id}. */
       result: null | {
@@ -850,10 +852,24 @@ export interface components {
         'application/json': components['schemas']['Error'];
       };
     };
+    /** @description Not Modified (RFC 9110 §15.4.5): the resource is still at a tag `If-None-Match` names; no body. */
+    NotModified: {
+      headers: {
+        ETag: components['headers']['ETag'];
+        [name: string]: unknown;
+      };
+      content?: never;
+    };
   };
-  parameters: never;
+  parameters: {
+    /** @description Entity tags the caller already has (RFC 9110 §13.1.2): `*` or a comma-separated list such as `"tag1", W/"tag2"`, compared weakly. While the resource's `ETag` is one of them the GET answers 304; with `wait`, a long-poll that answers 200 as soon as the resource is past them (at once when it already is) and 304 at the timeout. Without it, `wait` answers at the next change after the request's own first read. */
+    IfNoneMatch: string;
+  };
   requestBodies: never;
-  headers: never;
+  headers: {
+    /** @description Strong entity tag of the resource's JSON (RFC 9110 §8.8.3): a hash of the body, so it changes whenever any field does and is the same on every replica for an unchanged resource. Send it back in `If-None-Match`. */
+    ETag: string;
+  };
   pathItems: never;
 }
 export type $defs = Record<string, never>;
@@ -1065,8 +1081,14 @@ export interface operations {
   };
   getSandbox: {
     parameters: {
-      query?: never;
-      header?: never;
+      query?: {
+        /** @description Long-poll, with `If-None-Match`: how long to wait for the sandbox to be past the named tags, e.g. `30s` or `1500ms` (capped at 60 s); 304 at the timeout. Without `If-None-Match`, a plain read. */
+        wait?: string;
+      };
+      header?: {
+        /** @description Entity tags the caller already has (RFC 9110 §13.1.2): `*` or a comma-separated list such as `"tag1", W/"tag2"`, compared weakly. While the resource's `ETag` is one of them the GET answers 304; with `wait`, a long-poll that answers 200 as soon as the resource is past them (at once when it already is) and 304 at the timeout. Without it, `wait` answers at the next change after the request's own first read. */
+        'If-None-Match'?: components['parameters']['IfNoneMatch'];
+      };
       path: {
         /** @description The sandbox id. */
         id: string;
@@ -1078,14 +1100,18 @@ export interface operations {
       /** @description The sandbox. */
       200: {
         headers: {
+          ETag: components['headers']['ETag'];
           [name: string]: unknown;
         };
         content: {
           'application/json': components['schemas']['Sandbox'];
         };
       };
+      304: components['responses']['NotModified'];
+      400: components['responses']['Error'];
       401: components['responses']['Unauthenticated'];
       404: components['responses']['Error'];
+      429: components['responses']['TenantLimit'];
       500: components['responses']['Error'];
       503: components['responses']['AuthUnavailable'];
     };
@@ -1266,7 +1292,10 @@ export interface operations {
         /** @description Long-poll: how long to wait for the next change, e.g. `30s` or `1500ms` (capped at 60 s). */
         wait?: string;
       };
-      header?: never;
+      header?: {
+        /** @description Entity tags the caller already has (RFC 9110 §13.1.2): `*` or a comma-separated list such as `"tag1", W/"tag2"`, compared weakly. While the resource's `ETag` is one of them the GET answers 304; with `wait`, a long-poll that answers 200 as soon as the resource is past them (at once when it already is) and 304 at the timeout. Without it, `wait` answers at the next change after the request's own first read. */
+        'If-None-Match'?: components['parameters']['IfNoneMatch'];
+      };
       path: {
         /** @description The operation id. */
         id: string;
@@ -1280,12 +1309,14 @@ export interface operations {
         headers: {
           /** @description Seconds to wait before polling again; sent while the operation runs. */
           'Retry-After'?: number;
+          ETag: components['headers']['ETag'];
           [name: string]: unknown;
         };
         content: {
           'application/json': components['schemas']['Operation'];
         };
       };
+      304: components['responses']['NotModified'];
       400: components['responses']['Error'];
       401: components['responses']['Unauthenticated'];
       404: components['responses']['Error'];

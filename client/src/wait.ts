@@ -1,7 +1,9 @@
 /**
  * Waiting for an operation: long-polls `GET /v1/operations/{id}?wait=30s` (docs/api.md,
- * "Long-poll"). The API answers the moment the operation changes (status, phase or done) or
- * after the wait with its current state, and the loop asks again until the operation is done.
+ * "Long-poll") with `If-None-Match` naming the `ETag` of the answer before. The API answers the
+ * moment the operation is past that tag (at once when it changed between two long-polls), or
+ * after the wait with 304 (the operation as last seen), and the loop asks again until the
+ * operation is done.
  * Nothing sleeps between requests, except after an answer that came back at once without a
  * change (an API or proxy that ignores `wait`), which is followed by a pause of `Retry-After`,
  * at least {@link MIN_POLL_INTERVAL_MS}.
@@ -31,10 +33,25 @@ export interface WaitOptions {
   signal?: AbortSignal;
 }
 
-/** One read of the operation: with `waitS`, a long-poll; the answer's `Retry-After` beside it. */
+/** An operation as last read, with the `ETag` it was answered with (null when none was sent). */
+export interface SeenOperation {
+  operation: Operation;
+  etag: string | null;
+}
+
+/** One answer of a read: the operation, and the answer's `Retry-After` and `ETag`. */
+export interface OperationAnswer extends SeenOperation {
+  retryAfter: string | null;
+}
+
+/**
+ * One read of the operation: with `waitS`, a long-poll; with `seen`, conditional on its tag
+ * (`If-None-Match`), so the API answers at once when the operation is already past it.
+ */
 export type OperationRead = (
   waitS: number | undefined,
-) => Promise<{ operation: Operation; retryAfter: string | null }>;
+  seen: SeenOperation | undefined,
+) => Promise<OperationAnswer>;
 
 function stateOf(operation: Operation): string {
   return `${operation.status}/${operation.phase}/${operation.done}`;
@@ -51,11 +68,14 @@ export async function waitForOperation(
   options: WaitOptions = {},
 ): Promise<Operation> {
   let previous: string | undefined;
+  let seen: SeenOperation | undefined;
   for (;;) {
     const askedAtMs = Date.now();
-    const { operation, retryAfter } = await read(
+    const { operation, retryAfter, etag } = await read(
       previous === undefined ? undefined : LONG_POLL_WAIT_S,
+      seen,
     );
+    seen = { operation, etag };
     options.onUpdate?.(operation);
     if (operation.done) return operation;
     const state = stateOf(operation);

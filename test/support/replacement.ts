@@ -48,7 +48,9 @@ export interface Placement {
 }
 
 /** An operation of a re-placing create. */
-export type ReplacedOperation = OperationBody & { details: { placements: Placement[] } };
+export type ReplacedOperation = OperationBody & {
+  details: { placements: Placement[]; attempts: number | null };
+};
 
 /** What a re-placement suite gets. */
 export interface ReplacementSuite {
