@@ -20,27 +20,27 @@ import {
   PodNameTakenError,
   type PodRef,
 } from '../kubernetes/pods.js';
-import {
-  awaitPodReady,
-  cachedOutcome,
-  type ReadinessOutcome,
-} from '../kubernetes/readiness-watch.js';
+import { awaitPodReady, cachedOutcome, type ReadinessOutcome } from '../verdict/readiness-watch.js';
 import type { SandboxInformers } from '../kubernetes/sandbox-informers.js';
 import type { TemplateConfig } from '../config/index.js';
 import { podSettingsOf } from '../config/pod-settings.js';
 import { catalogTemplate } from './admission.js';
 import type { Store } from '../store/index.js';
-import { createFailure, readinessFailure, readinessFailureLog } from './create-failure.js';
-import { failureAtDecision, floorLearning, outcomeRecordedField } from './outcome-at-decision.js';
+import { createFailure, readinessFailure, readinessFailureLog } from '../verdict/create-failure.js';
+import {
+  failureAtDecision,
+  floorLearning,
+  outcomeRecordedField,
+} from '../verdict/outcome-at-decision.js';
 import { activeSpanContext } from '../tracing/spans.js';
-import { floorFields } from './rootfs-floor-evidence.js';
+import { floorFields } from '../verdict/rootfs-floor-evidence.js';
 import {
   earlierAttemptsRefused,
   isDefiniteRefusal,
   recordRefusedAttempt,
 } from './create-attempts.js';
-import { whileHeartbeating } from './heartbeat.js';
-import type { ReadinessDecider } from './readiness-decider.js';
+import { whileHeartbeating } from '../temporal/heartbeat.js';
+import type { ReadinessDecider } from '../verdict/readiness-decider.js';
 import type { CreateMetrics } from './metrics.js';
 import {
   isExpectedFailure,
@@ -67,7 +67,7 @@ export interface PodActivityDeps {
    */
   informers: SandboxInformers;
   /**
-   * The worker's decider of readiness waits (activities/readiness-decider.ts), over the same
+   * The worker's decider of readiness waits (verdict/readiness-decider.ts), over the same
    * informers: it completes the waits this activity leaves asynchronous.
    */
   decider: ReadinessDecider;
@@ -114,7 +114,7 @@ export interface CreatePodInput {
   avoidNodes?: string[];
   /**
    * A re-placing create's `replace_on` codes: annotated on the pod, where every worker's decider
-   * reads what ends its wait (kubernetes/pod-wait.ts). Absent: the create does not re-place.
+   * reads what ends its wait (verdict/pod-wait.ts). Absent: the create does not re-place.
    */
   replaceOn?: string[];
 }
@@ -131,7 +131,7 @@ export interface AwaitPodReadyInput {
   placement?: WaitPlacement;
   /**
    * Record the create's outcome on its operation at the decision, before failing the wait, when
-   * the wait's failure ends the create (activities/outcome-at-decision.ts); set by workflows from
+   * the wait's failure ends the create (verdict/outcome-at-decision.ts); set by workflows from
    * the patch `outcome-at-decision` on.
    */
   recordOutcome?: boolean;

@@ -245,7 +245,7 @@ export class SandboxInformers {
   /**
    * Calls `observer` on every change of every pod and every refusal event, whoever waits for it,
    * and after each list once both informers have listed (the caches are complete then), until
-   * the returned function is called. The pending-wait decider (activities/readiness-decider.ts)
+   * the returned function is called. The pending-wait decider (verdict/readiness-decider.ts)
    * uses it to decide waits that any worker started.
    */
   observe(observer: InformersObserver): () => void {

@@ -561,7 +561,7 @@ export interface Store {
    * row naming a pod), oldest first (`updatedAt`, then `operationId`), at most `limit`; `after`
    * (the last row of the page before) continues after that row (keyset paging over the index
    * `operations_status_phase_updated_at`). The readiness decider's reconcile reads them
-   * (activities/readiness-decider.ts); Temporal's pending activity is the wait's only record.
+   * (verdict/readiness-decider.ts); Temporal's pending activity is the wait's only record.
    *
    * With `outcomeRecorded`: instead, the creates whose outcome was recorded (operation `failed`,
    * phase `compensating`) while their sandbox, with a pod, is not deleted (`failed` with that

@@ -296,7 +296,7 @@ export async function createSandbox(input: CreateSandboxInput): Promise<CreateSa
 /**
  * The patch of "The outcome at the decision" (docs/architecture.md): each readiness wait asks
  * whoever decides it to record the create's outcome on the operation before failing it
- * (activities/outcome-at-decision.ts), so `failed` shows without a workflow task; a failure
+ * (verdict/outcome-at-decision.ts), so `failed` shows without a workflow task; a failure
  * that says so is the outcome, and the workflow writes none. Its own outcome write reads back
  * the outcome recorded first when it did not write, and the create ends with that one.
  * Histories recorded before it write the outcome themselves, always.

@@ -16,7 +16,7 @@
  * while kubelet retries. Pure functions, no I/O.
  */
 
-import { FAILED_SANDBOX_EVENT } from './sandbox-events.js';
+import { FAILED_SANDBOX_EVENT } from '../kubernetes/sandbox-events.js';
 
 /** The rules of docs/architecture.md, "The readiness watch", as data. */
 export const REFUSAL_RULES = {
