@@ -69,7 +69,7 @@ function stubActivities(): Activities {
 }
 
 /**
- * An `awaitPodReady` stub that waits as the real one does (activities/pods.ts): it goes
+ * An `awaitPodReady` stub that waits as the real one does (verdict/readiness-wait.ts): it goes
  * asynchronous at once and nothing ever completes it, heartbeats or acknowledges a cancel.
  * A stub that acknowledged the cancel (ActivityTaskCanceled) could land that event in the
  * workflow's last task and fail it as UnhandledCommand, re-running the local retireExecution.

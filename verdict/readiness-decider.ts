@@ -1,6 +1,6 @@
 /**
  * Deciding readiness waits that hold nothing (docs/architecture.md, "Waiting costs nothing").
- * The wait activity completes asynchronously (activities/pods.ts) under an activity id made from
+ * The wait activity completes asynchronously (verdict/readiness-wait.ts) under an activity id made from
  * its pod's uid (contract/readiness-wait.ts); every worker runs one decider over its informers,
  * which, on each decisive change of a pod (its IP, a node's refusal, its failure or deletion),
  * completes or fails that activity by workflow id and activity id
