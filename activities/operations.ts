@@ -3,7 +3,7 @@
  */
 import { Context } from '@temporalio/activity';
 import { WorkflowFailedError } from '@temporalio/client';
-import { whileHeartbeating } from './heartbeat.js';
+import { whileHeartbeating } from '../temporal/heartbeat.js';
 
 /** Builds the operation activities (no dependencies: the client comes from the activity context). */
 export function operationActivities() {

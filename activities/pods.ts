@@ -1,8 +1,9 @@
 /**
- * Kubernetes steps of the create: create (or adopt) the pod, wait for it, delete it.
+ * Kubernetes steps of the create: create (or adopt) the pod, wait for it (verdict/readiness-wait.ts),
+ * delete it.
  */
 import { Context, log } from '@temporalio/activity';
-import { ApplicationFailure, CompleteAsyncError } from '@temporalio/common';
+import { ApplicationFailure } from '@temporalio/common';
 import {
   classifyApiserverError,
   PERMISSION_BOUND_MS,
@@ -20,35 +21,25 @@ import {
   PodNameTakenError,
   type PodRef,
 } from '../kubernetes/pods.js';
-import {
-  awaitPodReady,
-  cachedOutcome,
-  type ReadinessOutcome,
-} from '../kubernetes/readiness-watch.js';
 import type { SandboxInformers } from '../kubernetes/sandbox-informers.js';
 import type { TemplateConfig } from '../config/index.js';
 import { podSettingsOf } from '../config/pod-settings.js';
 import { catalogTemplate } from './admission.js';
 import type { Store } from '../store/index.js';
-import { createFailure, readinessFailure, readinessFailureLog } from './create-failure.js';
-import { failureAtDecision, floorLearning, outcomeRecordedField } from './outcome-at-decision.js';
-import { activeSpanContext } from '../tracing/spans.js';
-import { floorFields } from './rootfs-floor-evidence.js';
+import { createFailure } from '../verdict/create-failure.js';
+import { readinessWaitActivities } from '../verdict/readiness-wait.js';
 import {
   earlierAttemptsRefused,
   isDefiniteRefusal,
   recordRefusedAttempt,
 } from './create-attempts.js';
-import { whileHeartbeating } from './heartbeat.js';
-import type { ReadinessDecider } from './readiness-decider.js';
+import type { ReadinessDecider } from '../verdict/readiness-decider.js';
 import type { CreateMetrics } from './metrics.js';
 import {
   isExpectedFailure,
   type CreateFailureDetails,
   type OperationErrorCode,
-  readinessWaitActivityId,
   type SandboxResources,
-  type WaitPlacement,
 } from '../contract/index.js';
 
 /** Dependencies of the pod activities. */
@@ -67,7 +58,7 @@ export interface PodActivityDeps {
    */
   informers: SandboxInformers;
   /**
-   * The worker's decider of readiness waits (activities/readiness-decider.ts), over the same
+   * The worker's decider of readiness waits (verdict/readiness-decider.ts), over the same
    * informers: it completes the waits this activity leaves asynchronous.
    */
   decider: ReadinessDecider;
@@ -114,37 +105,16 @@ export interface CreatePodInput {
   avoidNodes?: string[];
   /**
    * A re-placing create's `replace_on` codes: annotated on the pod, where every worker's decider
-   * reads what ends its wait (kubernetes/pod-wait.ts). Absent: the create does not re-place.
+   * reads what ends its wait (verdict/pod-wait.ts). Absent: the create does not re-place.
    */
   replaceOn?: string[];
-}
-
-/** Input of `awaitPodReady`. It has no deadline: the workflow's deadline timer cancels it. */
-export interface AwaitPodReadyInput {
-  operationId: string;
-  sandboxId: string;
-  pod: PodRef;
-  /**
-   * A re-placing create's wait also ends on a refusal with one of these codes, and (from the
-   * second placement) on the pod being unschedulable (docs/architecture.md, "Re-placement").
-   */
-  placement?: WaitPlacement;
-  /**
-   * Record the create's outcome on its operation at the decision, before failing the wait, when
-   * the wait's failure ends the create (activities/outcome-at-decision.ts); set by workflows from
-   * the patch `outcome-at-decision` on.
-   */
-  recordOutcome?: boolean;
-}
-
-/** Result of `awaitPodReady`: the pod's IP. */
-export interface AwaitPodReadyResult {
-  podIp: string;
 }
 
 /** Builds the pod activities over their dependencies. */
 export function podActivities(deps: PodActivityDeps) {
   return {
+    // The readiness wait, `awaitPodReady`: the verdict's room holds it (verdict/readiness-wait.ts).
+    ...readinessWaitActivities(deps),
     /**
      * Creates the sandbox pod (or adopts the one an earlier attempt created) and records its
      * name and uid on the sandbox. The pod's image and isolation settings are the template's in
@@ -211,83 +181,6 @@ export function podActivities(deps: PodActivityDeps) {
         resourceVersion: pod.resourceVersion,
         image: template.image,
       };
-    },
-
-    /**
-     * Waits for the pod's IP without holding anything (docs/architecture.md, "Waiting costs
-     * nothing"): decides the wait at once from the informers' caches when they already know the
-     * outcome, and otherwise completes asynchronously (`CompleteAsyncError`: no slot held, no
-     * heartbeat, nothing recorded). Any worker's {@link ReadinessDecider} then completes or fails
-     * it by workflow id and activity id (contract/readiness-wait.ts) on the pod's decisive change.
-     *
-     * An attempt scheduled with a heartbeat timeout (by a workflow started before this design,
-     * whose wait must heartbeat), or under another activity id than the pod's (no worker could
-     * complete it by id), waits in this process instead, until the outcome or its cancellation.
-     * @returns the pod IP
-     * @throws ApplicationFailure `InvalidRequest` (non-retryable) when the node refused the pod
-     *   as invalid; its message names the node's reason and its details are
-     *   {@link CreateFailureDetails} with the refusal event's name and time
-     * @throws ApplicationFailure `PodFailed` (non-retryable) when the pod failed, vanished or
-     *   is being deleted
-     * @throws ApplicationFailure `Unavailable` (non-retryable) when the worker may not watch pods
-     *   (403, or 401 for longer than its bound): its message names the missing permission
-     * @throws ApplicationFailure `NodeRefused` / `Unschedulable` (non-retryable) for a wait with
-     *   `placement`: the node refused with a `replace_on` code, or no node can take the pod
-     * @throws CompleteAsyncError when the outcome is not known yet (the decider completes it)
-     * @throws CancelledFailure when an in-process wait was cancelled
-     */
-    async awaitPodReady(input: AwaitPodReadyInput): Promise<AwaitPodReadyResult> {
-      const { info } = Context.current();
-      if (info.heartbeatTimeoutMs || info.activityId !== readinessWaitActivityId(input.pod.uid)) {
-        return waitInProcess(deps, input);
-      }
-      const outcome = cachedOutcome(
-        deps.informers,
-        input.pod,
-        input.placement,
-        deps.decider.bounds,
-      );
-      const workflowId = info.workflowExecution?.workflowId ?? input.operationId;
-      if (outcome) {
-        deps.decider.settled(input.pod.uid);
-        if (outcome.outcome === 'ready' || !input.recordOutcome) {
-          return settleOutcome(outcome, input.pod);
-        }
-        const decided = await failureAtDecision(
-          deps.store,
-          { operationId: workflowId, sandboxId: input.sandboxId, pod: input.pod },
-          outcome,
-          undefined,
-          floorLearning(deps),
-        );
-        if (decided.floor) {
-          log.info('rootfs floor learned at the decision', floorFields(decided.floor));
-        }
-        if (decided.floorError) {
-          log.warn(
-            'the rootfs floor could not be learned at the decision; the retirement learns it',
-            {
-              error: decided.floorError.message,
-            },
-          );
-        }
-        if (decided.error) {
-          log.warn('the outcome could not be recorded at the decision; the workflow records it', {
-            error: decided.error.message,
-          });
-        }
-        return settleOutcome(outcome, input.pod, decided.failure);
-      }
-      // A change after the read above reaches this worker's decider, which completes by id.
-      deps.decider.track({
-        workflowId,
-        sandboxId: input.sandboxId,
-        pod: input.pod,
-        ...(input.placement ? { placement: input.placement } : {}),
-        ...(input.recordOutcome ? { recordOutcome: true, traceParent: activeSpanContext() } : {}),
-      });
-      log.info('waiting for the pod; the informers complete the wait');
-      throw new CompleteAsyncError();
     },
 
     /**
@@ -365,52 +258,6 @@ export function podActivities(deps: PodActivityDeps) {
       return outcome;
     },
   };
-}
-
-/**
- * The wait of an attempt scheduled with a heartbeat timeout (by a workflow started before
- * "Waiting costs nothing"): follows the informers in this process while heartbeating, until the
- * outcome or the activity's cancellation.
- */
-async function waitInProcess(
-  deps: PodActivityDeps,
-  input: AwaitPodReadyInput,
-): Promise<AwaitPodReadyResult> {
-  const { cancellationSignal } = Context.current();
-  const watch = awaitPodReady({
-    informers: deps.informers,
-    pod: input.pod,
-    signal: cancellationSignal,
-    bounds: deps.decider.bounds,
-  });
-  let outcome: ReadinessOutcome;
-  try {
-    outcome = await whileHeartbeating(watch, deps.heartbeatIntervalMs);
-  } catch (err) {
-    if (!cancellationSignal.aborted) throw err;
-    log.info('readiness wait cancelled');
-    // The SDK turns this into a CancelledFailure for the workflow.
-    throw cancellationSignal.reason ?? err;
-  }
-  return settleOutcome(outcome, input.pod);
-}
-
-/**
- * The activity's result for a decided outcome: the IP, or the typed failure (logged): `failure`
- * when given (the outcome at the decision's), else the outcome's own.
- */
-function settleOutcome(
-  outcome: ReadinessOutcome,
-  pod: PodRef,
-  failure?: ApplicationFailure,
-): AwaitPodReadyResult {
-  if (outcome.outcome === 'ready') {
-    log.info('pod ready', { pod_ip: outcome.podIp });
-    return { podIp: outcome.podIp };
-  }
-  const line = readinessFailureLog(outcome);
-  log[line.level](line.message, { ...line.fields, ...outcomeRecordedField(failure) });
-  throw failure ?? readinessFailure(outcome, pod);
 }
 
 /**

@@ -14,7 +14,7 @@ import {
   type RootfsFloorEvidence,
 } from '../contract/index.js';
 import type { CreateMetrics } from './metrics.js';
-import { floorFields, rootfsFloorOf } from './rootfs-floor-evidence.js';
+import { floorFields, rootfsFloorOf } from '../verdict/rootfs-floor-evidence.js';
 import { emitSandboxEvent } from './webhooks.js';
 import { startLifetime } from '../temporal/lifetime-workflow.js';
 import { tenantPriority } from '../temporal/priority.js';

@@ -23,7 +23,7 @@ import {
   type SandboxResources,
 } from '../contract/index.js';
 
-/** A kubelet refusal of a pool pod (kubernetes/refusal.ts `parseRefusal`, with its floor). */
+/** A kubelet refusal of a pool pod (verdict/refusal.ts `parseRefusal`, with its floor). */
 export interface PodRefusal {
   code: string;
   reason: string;

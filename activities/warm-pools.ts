@@ -6,7 +6,7 @@
  */
 import { Context, log } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import { floorBoundOf } from '../kubernetes/refusal-bounds.js';
+import { floorBoundOf } from '../verdict/refusal-bounds.js';
 import {
   OPERATION_ERRORS,
   RESOURCE_LIMITS,
@@ -19,7 +19,7 @@ import {
 import { placementPolicyOf, warmPoolOf, type TemplateConfig } from '../config/index.js';
 import { podSettingsOf } from '../config/pod-settings.js';
 import type { PodRef } from '../kubernetes/pods.js';
-import { isSandboxFailureOf, parseRefusal, parseRootfsFloor } from '../kubernetes/refusal.js';
+import { isSandboxFailureOf, parseRefusal, parseRootfsFloor } from '../verdict/refusal.js';
 import {
   claimWarmPod,
   createWarmPod,
@@ -396,8 +396,8 @@ function emptyStatus(template: string, image: string): WarmPoolStatus {
 
 /**
  * The latest kubelet refusal of a pool pod among `events`: only events that count for it
- * (kubernetes/refusal.ts `isSandboxFailureOf`: its uid, reported by its node's kubelet), with
- * the floor a decisive one states when within `boundMib` (kubernetes/refusal-bounds.ts
+ * (verdict/refusal.ts `isSandboxFailureOf`: its uid, reported by its node's kubelet), with
+ * the floor a decisive one states when within `boundMib` (verdict/refusal-bounds.ts
  * `floorBoundOf`: the smallest largest-disk of the templates sharing the image).
  */
 function refusalOf(

@@ -67,7 +67,7 @@ export interface TemplateConfig extends TemplatePodFields {
   /**
    * The largest `disk_mib` a create of this template may ask for, in MiB (default and upper
    * limit: RESOURCE_LIMITS.diskMib). A larger request answers 400; a node refusal claiming a
-   * rootfs above it decides and teaches nothing (kubernetes/refusal-bounds.ts).
+   * rootfs above it decides and teaches nothing (verdict/refusal-bounds.ts).
    */
   max_disk_mib?: number;
   /**

@@ -91,7 +91,7 @@ export interface CreateFailureDetails {
   nodeName?: string;
   /**
    * For `invalid_request` from a node refusal whose reason states the cloned rootfs size: that
-   * size in MiB, the image's rootfs floor (kubernetes/refusal.ts, `parseRootfsFloor`).
+   * size in MiB, the image's rootfs floor (verdict/refusal.ts, `parseRootfsFloor`).
    */
   rootfsMib?: number;
   /**
@@ -160,7 +160,7 @@ export function teachesRootfsFloor(
  * The rootfs floor a failed create teaches: only an `invalid_request` from a node's decisive
  * refusal (its `details` name the refusal event) whose reason stated the cloned rootfs size.
  * Pure: the workflow (handing it to the retirement) and the decision
- * (activities/outcome-at-decision.ts) learn the same floor from the same failure.
+ * (verdict/outcome-at-decision.ts) learn the same floor from the same failure.
  * @param create the image the pod ran, the template and the tenant of the create
  * @returns undefined for any other failure
  */

@@ -37,7 +37,7 @@ export const POD_ANNOTATIONS = {
   claimedFrom: 'durable-sandbox.dev/claimed-from',
   /**
    * The create operation that made the pod (= its workflow id): any worker completes the pod's
-   * readiness wait by workflow id and activity id (activities/readiness-decider.ts).
+   * readiness wait by workflow id and activity id (verdict/readiness-decider.ts).
    */
   operationId: 'durable-sandbox.dev/operation-id',
   /**
@@ -169,7 +169,7 @@ export function placementOfPodName(
 
 /**
  * The placement a pod says it is, from the placement annotation {@link sandboxPod} writes from
- * the second placement on. Read by the readiness wait (kubernetes/pod-wait.ts) and the orphan
+ * the second placement on. Read by the readiness wait (verdict/pod-wait.ts) and the orphan
  * sweeper's pod list (kubernetes/pods.ts, `listSandboxPods`).
  * @returns 1 when the annotation is absent (placement 1 has none), else `Number()` of its value:
  *   NaN when malformed (`'abc'`; NaN is neither above 1 nor below any placement), 0 when empty

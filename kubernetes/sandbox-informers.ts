@@ -24,7 +24,7 @@ import {
 import { httpStatusOf, type KubernetesClient } from './client.js';
 import { KeptInformer } from './kept-informer.js';
 import { POD_LABELS } from './pod-spec.js';
-import { REFUSAL_RULES } from './refusal.js';
+import { FAILED_SANDBOX_EVENT } from './sandbox-events.js';
 import type { InformerResource } from './watch-policy.js';
 
 /** Structured logger subset (pino-compatible). */
@@ -132,7 +132,7 @@ export class SandboxInformers {
     const { client } = options;
     const namespace = client.namespace;
     const labelSelector = POD_LABELS.sandboxId; // every pod that carries a sandbox id
-    const fieldSelector = `reason=${REFUSAL_RULES.reason},involvedObject.kind=Pod`;
+    const fieldSelector = `reason=${FAILED_SANDBOX_EVENT.reason},involvedObject.kind=Pod`;
     this.pods = new KeptInformer<V1Pod>(
       'pods',
       options,
@@ -245,7 +245,7 @@ export class SandboxInformers {
   /**
    * Calls `observer` on every change of every pod and every refusal event, whoever waits for it,
    * and after each list once both informers have listed (the caches are complete then), until
-   * the returned function is called. The pending-wait decider (activities/readiness-decider.ts)
+   * the returned function is called. The pending-wait decider (verdict/readiness-decider.ts)
    * uses it to decide waits that any worker started.
    */
   observe(observer: InformersObserver): () => void {

@@ -20,7 +20,7 @@ import {
   tenantLabels,
 } from './pod-spec.js';
 import type { PodRef } from './pods.js';
-import { REFUSAL_RULES } from './refusal.js';
+import { FAILED_SANDBOX_EVENT } from './sandbox-events.js';
 
 /** What a warm pod is made from. */
 export interface WarmPodInput {
@@ -224,7 +224,7 @@ export async function createWarmPod(
 export async function listSandboxFailureEvents(client: KubernetesClient): Promise<CoreV1Event[]> {
   const list = await client.core.listNamespacedEvent({
     namespace: client.namespace,
-    fieldSelector: `involvedObject.kind=Pod,reason=${REFUSAL_RULES.reason},type=${REFUSAL_RULES.type}`,
+    fieldSelector: `involvedObject.kind=Pod,reason=${FAILED_SANDBOX_EVENT.reason},type=${FAILED_SANDBOX_EVENT.type}`,
   });
   return list.items;
 }

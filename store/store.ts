@@ -4,6 +4,7 @@
  * idempotency.ts; fenced writes lock the sandbox first (fencing.ts).
  */
 import { sql, type Kysely, type Selectable } from 'kysely';
+import { failCreatingSandbox } from './create-outcome.js';
 import { openDatabase } from './database.js';
 import { retireActiveExecutions, retireCurrentExecution, insertExecution } from './executions.js';
 import { lockSandbox } from './fencing.js';
@@ -472,6 +473,13 @@ export async function openStore(options: StoreOptions): Promise<Store> {
 
     recordOperationOutcome(input) {
       return writing(async (trx, changed) => {
+        // The sandbox's row first, as every fenced write takes it (store/fencing.ts).
+        const owner = await trx
+          .selectFrom('operations')
+          .select('sandbox_id')
+          .where('id', '=', input.operationId)
+          .executeTakeFirst();
+        if (owner) await lockSandbox(trx, dialect, owner.sandbox_id);
         if (input.podUid !== undefined) {
           const sandbox = await trx
             .selectFrom('operations')
@@ -487,7 +495,10 @@ export async function openStore(options: StoreOptions): Promise<Store> {
           error: input.error,
           runId: input.runId,
         };
-        const wrote = await advanceIn(trx, input.operationId, transition, now());
+        const at = now();
+        const wrote = await advanceIn(trx, input.operationId, transition, at);
+        // The sandbox changes with its operation, in this transaction (store/create-outcome.ts).
+        if (wrote !== undefined) await failCreatingSandbox(trx, input.operationId, at);
         note(changed, wrote);
         return wrote !== undefined;
       });

@@ -506,7 +506,9 @@ export interface Store {
   /**
    * The moment a create's outcome is known: status failed/cancelled, the error, phase
    * `compensating` (done stays false until compensation finishes). Monotonic like
-   * {@link advanceOperation}. Returns whether it wrote.
+   * {@link advanceOperation}. In the same transaction the create's sandbox goes from `creating`
+   * to `failed` with the outcome the operation kept (store/create-outcome.ts), so the two never
+   * disagree. Returns whether it wrote.
    */
   recordOperationOutcome(input: OperationOutcomeInput): Promise<boolean>;
   /**
@@ -572,11 +574,12 @@ export interface Store {
    * row naming a pod), oldest first (`updatedAt`, then `operationId`), at most `limit`; `after`
    * (the last row of the page before) continues after that row (keyset paging over the index
    * `operations_status_phase_updated_at`). The readiness decider's reconcile reads them
-   * (activities/readiness-decider.ts); Temporal's pending activity is the wait's only record.
+   * (verdict/readiness-decider.ts); Temporal's pending activity is the wait's only record.
    *
    * With `outcomeRecorded`: instead, the creates whose outcome was recorded (operation `failed`,
-   * phase `compensating`) while their sandbox is still `creating` with a pod: compensation has
-   * not retired them yet, so their wait may still be open (an outcome recorded at the decision
+   * phase `compensating`) while their sandbox, with a pod, is not deleted (`failed` with that
+   * outcome, or `creating` in rows written before the outcome moved the sandbox too):
+   * compensation has not retired them yet, so their wait may still be open (an outcome recorded at the decision
    * whose wait's failure never reached Temporal: docs/architecture.md, "The outcome at the
    * decision"). Short-lived rows otherwise; the reconcile decides them again.
    */

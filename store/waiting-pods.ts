@@ -12,8 +12,8 @@ import type { WaitingPod } from './types.js';
  * (`updated_at`, then id), after the row `after` when given, at most `limit`: one range scan of
  * the index `operations_status_phase_updated_at` (migration 0005), keyset paging so rows that
  * leave the phase meanwhile shift nothing. With `outcomeRecorded`: the operations `failed` in
- * phase `compensating` whose sandbox is still `creating` (Store.listWaitingPods says why), the
- * same way.
+ * phase `compensating` whose sandbox is neither retired nor deleted (Store.listWaitingPods says
+ * why), the same way.
  */
 export async function selectWaitingPods(
   db: Kysely<Database>,
@@ -42,7 +42,9 @@ export async function selectWaitingPods(
     .where('operations.phase', '=', phase)
     .where('sandboxes.pod_uid', 'is not', null)
     .where('sandboxes.pod_name', 'is not', null);
-  if (page.outcomeRecorded) query = query.where('sandboxes.state', '=', 'creating');
+  // Not yet retired, nor deleted: the sandbox is `failed` with the outcome (store/create-outcome.ts),
+  // or still `creating` (a row written before it was).
+  if (page.outcomeRecorded) query = query.where('sandboxes.state', 'in', ['creating', 'failed']);
   if (after) {
     query = query.where((eb) =>
       eb.or([

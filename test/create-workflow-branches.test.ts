@@ -69,7 +69,7 @@ function stubActivities(): Activities {
 }
 
 /**
- * An `awaitPodReady` stub that waits as the real one does (activities/pods.ts): it goes
+ * An `awaitPodReady` stub that waits as the real one does (verdict/readiness-wait.ts): it goes
  * asynchronous at once and nothing ever completes it, heartbeats or acknowledges a cancel.
  * A stub that acknowledged the cancel (ActivityTaskCanceled) could land that event in the
  * workflow's last task and fail it as UnhandledCommand, re-running the local retireExecution.
@@ -80,7 +80,7 @@ async function waitAsynchronously(): Promise<never> {
 
 /**
  * An `awaitPodReady` stub whose every attempt fails as retryable (as a wait attempt whose worker
- * died is failed: activities/readiness-decider.ts, `WaitNotRecorded`), so Temporal retries it
+ * died is failed: verdict/readiness-decider.ts, `WaitNotRecorded`), so Temporal retries it
  * 1 s to 10 s apart until the deadline cancels it. Between attempts no activity runs, so the
  * time-skipping server jumps to the next retry: the test server does not skip time while an
  * activity is running, which rules out {@link waitAsynchronously} for a deadline far away.

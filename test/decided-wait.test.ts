@@ -39,7 +39,7 @@ describe('a decided readiness wait', () => {
   it('reads its pod by name no more once the wait is decided, waiting longer than the read delay', async () => {
     const { input, podName } = await refusedCreate();
     const lines = stack.logs.filter((line) => line.operation_id === input.operationId);
-    // The wait went asynchronous, so the decider armed its delayed read (activities/pods.ts).
+    // The wait went asynchronous, so the decider armed its delayed read (verdict/readiness-wait.ts).
     expect(lines.map((line) => line.msg)).toContain(
       'waiting for the pod; the informers complete the wait',
     );

@@ -101,6 +101,7 @@ const SOURCE_DIRS = [
   'store',
   'temporal',
   'tracing',
+  'verdict',
   'worker',
   'workflows',
 ];

@@ -12,6 +12,7 @@ export const FAST_TESTS = [
   'test/bench-goals.test.ts',
   'test/bench-service-env.test.ts',
   'test/bench-sizing.test.ts',
+  'test/cited-paths.test.ts',
   'test/config-retention.test.ts',
   'test/config-templates.test.ts',
   'test/config-tenant-limits.test.ts',

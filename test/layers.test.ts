@@ -25,6 +25,7 @@ const GROUPS = {
       'tracing',
       'webhooks',
       'workflows',
+      'verdict',
       'activities',
       'api',
       'nexus',

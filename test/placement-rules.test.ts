@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { placementOf, placementOfPodName, sandboxPod, podNameFor } from '../kubernetes/pod-spec.js';
-import { classifyRefusal, nodeRefusal, type EventLike } from '../kubernetes/refusal.js';
+import { classifyRefusal, nodeRefusal, type EventLike } from '../verdict/refusal.js';
 import { nodeAffinityAllows, nodeLabels } from '../environments/simulated-cluster/scheduling.js';
 
 const MARKED = (code: string) =>

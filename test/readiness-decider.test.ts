@@ -1,5 +1,5 @@
 /**
- * The readiness decider's own rules (activities/readiness-decider.ts; docs/architecture.md,
+ * The readiness decider's own rules (verdict/readiness-decider.ts; docs/architecture.md,
  * "Waiting costs nothing"): a change of a pod whose wait this worker does not hold is decided
  * only after `otherWaitDelayMs`, from the caches then; a pod decided once costs no Temporal call
  * on its later changes; a pod naming another create's workflow cannot decide that create's wait.
@@ -13,7 +13,7 @@
 import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ReadinessDecider } from '../activities/readiness-decider.js';
+import { ReadinessDecider } from '../verdict/readiness-decider.js';
 import { DEFAULT_TEMPLATES } from '../config/index.js';
 import { createPod } from '../kubernetes/pods.js';
 import { SandboxInformers } from '../kubernetes/sandbox-informers.js';

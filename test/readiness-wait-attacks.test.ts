@@ -9,7 +9,7 @@ import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ReadinessDecider } from '../activities/readiness-decider.js';
+import { ReadinessDecider } from '../verdict/readiness-decider.js';
 import { SandboxInformers } from '../kubernetes/sandbox-informers.js';
 import type { Store } from '../store/index.js';
 import type { createSandbox } from '../workflows/create-sandbox.js';

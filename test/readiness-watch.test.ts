@@ -7,7 +7,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createKubernetesClient, type KubernetesClient } from '../kubernetes/client.js';
 import { createPod, type PodRef } from '../kubernetes/pods.js';
-import { awaitPodReady, podOutcome, type ReadinessOutcome } from '../kubernetes/readiness-watch.js';
+import { awaitPodReady, podOutcome, type ReadinessOutcome } from '../verdict/readiness-watch.js';
 import { SandboxInformers, type SandboxInformersOptions } from '../kubernetes/sandbox-informers.js';
 import {
   SimulatedCluster,

@@ -7,7 +7,7 @@ import {
   parseRootfsFloor,
   REFUSAL_RULES,
   type EventLike,
-} from '../kubernetes/refusal.js';
+} from '../verdict/refusal.js';
 
 const KUBELET_MESSAGE =
   'Failed to create pod sandbox: rpc error: code = Unknown desc = [space-err=InvalidArgument] ' +

@@ -7,7 +7,7 @@
 import type { WorkflowFailedError } from '@temporalio/client';
 import { CancelledFailure } from '@temporalio/common';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ReadinessDecider } from '../activities/readiness-decider.js';
+import { ReadinessDecider } from '../verdict/readiness-decider.js';
 import { DEFAULT_TEMPLATES, type TemplateConfig } from '../config/index.js';
 import { SandboxInformers } from '../kubernetes/sandbox-informers.js';
 import { settle, startCreate } from './support/creates.js';

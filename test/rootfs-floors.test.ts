@@ -191,7 +191,7 @@ describe('learned rootfs floors', () => {
     const first = await post(api.app, 'prompt', 300, '/sync/v1/sandboxes');
     expect(first.status, first.text).toBe(400);
     expect(first.body.error.message).toMatch(/^the node refused the sandbox: /);
-    // Learned at the decision (activities/outcome-at-decision.ts), before the outcome a reader
+    // Learned at the decision (verdict/outcome-at-decision.ts), before the outcome a reader
     // sees: no wait for compensation, whose retirement learns it too.
     const stored = await api.stack.store.listRootfsFloors(['example.test/prompt:1']);
     expect(stored).toEqual([

@@ -80,7 +80,7 @@ describe('round trips per create', () => {
       workflowTasks: 4,
       activityTasks: ['createPod', 'awaitPodReady', 'deletePod'],
       // admitCreate, retireExecution: the outcome was recorded at the decision
-      // (activities/outcome-at-decision.ts), so no recordOperationOutcome
+      // (verdict/outcome-at-decision.ts), so no recordOperationOutcome
       localActivities: 2,
     });
     expect(await eagerDispatches(3)).toBe(3);

@@ -900,6 +900,29 @@ describe.each(storeBackends())('store on $name', (backend) => {
       });
     });
 
+    it("moves the create's sandbox from creating to failed with the outcome its operation kept, in the same write", async () => {
+      const sandbox = await created(sandboxInput(107));
+      expect(await store.recordOperationOutcome({ operationId: 'op_0107', ...outcome })).toBe(true);
+      expect(await store.getSandboxById(sandbox.id)).toMatchObject({
+        state: 'failed',
+        failure: { code: 'invalid_request', message: 'refused' },
+      });
+      // A later outcome (the deadline's) changes neither: the first one stands on both.
+      const late = {
+        status: 'cancelled' as const,
+        error: { code: 'cancelled', message: 'x', details: {} },
+      };
+      expect(await store.recordOperationOutcome({ operationId: 'op_0107', ...late })).toBe(false);
+      expect(await store.getSandboxById(sandbox.id)).toMatchObject({
+        state: 'failed',
+        failure: { code: 'invalid_request', message: 'refused' },
+      });
+      expect(await store.getOperation(sandbox.tenant, 'op_0107')).toMatchObject({
+        status: 'failed',
+        error: outcome.error,
+      });
+    });
+
     it('a sandbox is not marked running under an operation whose outcome was recorded first, and the reconcile still lists that create', async () => {
       const sandbox = await created(sandboxInput(106));
       const ref = { ...firstExecution(sandbox.id), operationId: sandbox.operationId };
@@ -911,14 +934,14 @@ describe.each(storeBackends())('store on $name', (backend) => {
           podUid: 'uid-106',
         }),
       ).toBe(true);
-      // Left waiting_for_ip, but still creating: the reconcile's second list holds it.
+      // Left waiting_for_ip, not yet retired: the reconcile's second list holds it.
       expect(await store.listWaitingPods({ limit: 10 })).toEqual([]);
       expect(
         (await store.listWaitingPods({ limit: 10, outcomeRecorded: true })).map((w) => w.podUid),
       ).toEqual(['uid-106']);
       // An IP after the recorded refusal: the outcome stands, the sandbox is not running.
       expect(await store.markSandboxRunning({ ...ref, podIp: '10.0.0.106' })).toBe('fenced');
-      expect(await store.getSandboxById(sandbox.id)).toMatchObject({ state: 'creating' });
+      expect(await store.getSandboxById(sandbox.id)).toMatchObject({ state: 'failed' });
       // Once compensation retired it, the create leaves that list too.
       await store.retireExecution({
         ...ref,

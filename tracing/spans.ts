@@ -20,7 +20,7 @@ export const SANDBOX_ID_ATTRIBUTE = 'durable_sandbox.sandbox_id';
 export const TENANT_ID_ATTRIBUTE = 'durable_sandbox.tenant_id';
 
 /**
- * Span attribute of the outcome's write at the decision (activities/outcome-at-decision.ts):
+ * Span attribute of the outcome's write at the decision (verdict/outcome-at-decision.ts):
  * whether the write applied (false: the pod-uid fence, or another outcome recorded first).
  */
 export const OUTCOME_RECORDED_ATTRIBUTE = 'durable_sandbox.outcome_recorded';

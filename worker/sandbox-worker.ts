@@ -10,10 +10,10 @@ import { Client, ScheduleClient } from '@temporalio/client';
 import type { NativeConnection, Worker } from '@temporalio/worker';
 import { createMetrics, type CreateMetrics } from '../activities/metrics.js';
 import type { RefusalBoundsMs } from '../activities/pods.js';
-import { ReadinessDecider, type ReadinessDeciderOptions } from '../activities/readiness-decider.js';
-import { floorLearning } from '../activities/outcome-at-decision.js';
+import { ReadinessDecider, type ReadinessDeciderOptions } from '../verdict/readiness-decider.js';
+import { floorLearning } from '../verdict/outcome-at-decision.js';
 import type { KubernetesClient } from '../kubernetes/client.js';
-import { RefusalBounds } from '../kubernetes/refusal-bounds.js';
+import { RefusalBounds } from '../verdict/refusal-bounds.js';
 import type { TemplateConfig, TenantLimitsConfig } from '../config/index.js';
 import type { RetentionConfig } from '../config/retention.js';
 import { ensureRetentionSchedule } from '../temporal/retention-schedule.js';
@@ -61,7 +61,7 @@ export interface StartSandboxWorkerOptions {
   /**
    * The worker's template catalog (SANDBOX_TEMPLATES, config.templates): the image and pod
    * settings of every create (activities/pods.ts), the templates a create is admitted for
-   * (activities/admission.ts) and the bounds of refusal events (kubernetes/refusal-bounds.ts).
+   * (activities/admission.ts) and the bounds of refusal events (verdict/refusal-bounds.ts).
    */
   templates: Record<string, TemplateConfig>;
   /**

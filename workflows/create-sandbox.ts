@@ -77,13 +77,13 @@ export const ASYNC_READINESS_WAIT_PATCH = 'async-readiness-wait';
  * asynchronous readiness wait is scheduled under the activity id of its pod
  * (contract/readiness-wait.ts), so any worker completes it by workflow id and activity id and the
  * store keeps no task token. Histories recorded before it keep the sequence id; their wait runs
- * in the worker's process (activities/pods.ts).
+ * in the worker's process (verdict/readiness-wait.ts).
  * Exit plan: docs/testing.md, "Patch exit plan".
  */
 export const READINESS_WAIT_BY_ID_PATCH = 'readiness-wait-by-id';
 
 /**
- * The readiness wait of the pod `podUid`. It completes asynchronously (activities/pods.ts): it
+ * The readiness wait of the pod `podUid`. It completes asynchronously (verdict/readiness-wait.ts): it
  * holds no worker slot and sends no heartbeat, and any worker's informers decide it by workflow id
  * and the activity id made from the pod's uid (contract/readiness-wait.ts), so a dead worker
  * loses nothing, nothing but Temporal records the wait, and there is no heartbeat timeout. A cancel (or the deadline timer) resolves it at once
@@ -322,7 +322,7 @@ function withCreateFields(
 /**
  * The patch of "The outcome at the decision" (docs/architecture.md): each readiness wait asks
  * whoever decides it to record the create's outcome on the operation before failing it
- * (activities/outcome-at-decision.ts), so `failed` shows without a workflow task; a failure
+ * (verdict/outcome-at-decision.ts), so `failed` shows without a workflow task; a failure
  * that says so is the outcome, and the workflow writes none. Its own outcome write reads back
  * the outcome recorded first when it did not write, and the create ends with that one.
  * Histories recorded before it write the outcome themselves, always.

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Worker } from '@temporalio/worker';
 import { pino, type Logger } from 'pino';
-import type { ReadinessDeciderOptions } from '../../activities/readiness-decider.js';
+import type { ReadinessDeciderOptions } from '../../verdict/readiness-decider.js';
 import type { RefusalBoundsMs } from '../../activities/pods.js';
 import type { WebhookDeliveryOptions } from '../../activities/webhooks.js';
 import { createKubernetesClient, type KubernetesClient } from '../../kubernetes/client.js';
@@ -47,7 +47,7 @@ export interface TestStackOptions {
   /**
    * The worker's template catalog (default: the service's, `base` only); the API stack passes
    * its SANDBOX_TEMPLATES, as a deployment gives both processes the same one. It also bounds
-   * the refusal events the deciders believe (kubernetes/refusal-bounds.ts), as in worker/serve.ts.
+   * the refusal events the deciders believe (verdict/refusal-bounds.ts), as in worker/serve.ts.
    */
   templates?: Record<string, TemplateConfig>;
   /** Start a worker (default true). */
@@ -87,7 +87,7 @@ export interface TestStackOptions {
    */
   reconcileIntervalMs?: number;
   /**
-   * More options of the worker's decider (activities/readiness-decider.ts), e.g. small pages
+   * More options of the worker's decider (verdict/readiness-decider.ts), e.g. small pages
    * (default: the decider's).
    */
   decider?: Pick<

@@ -16,12 +16,14 @@
  * while kubelet retries. Pure functions, no I/O.
  */
 
+import { FAILED_SANDBOX_EVENT } from '../kubernetes/sandbox-events.js';
+
 /** The rules of docs/architecture.md, "The readiness watch", as data. */
 export const REFUSAL_RULES = {
   /** Event reason kubelet records when the runtime cannot create the pod sandbox. */
-  reason: 'FailedCreatePodSandBox',
+  reason: FAILED_SANDBOX_EVENT.reason,
   /** Event type that counts. */
-  type: 'Warning',
+  type: FAILED_SANDBOX_EVENT.type,
   /**
    * The reporter that counts in the core/v1 shape kubelet writes: `source.component` (kubelet's
    * legacy recorder, cmd/kubelet/app/server.go `makeEventRecorder`:

@@ -1,6 +1,6 @@
 /**
  * What a believable refusal may claim (docs/architecture.md, "Rootfs floors"; docs/security.md,
- * "Refusal events and learned floors"). An event that passes kubernetes/refusal.ts's checks
+ * "Refusal events and learned floors"). An event that passes verdict/refusal.ts's checks
  * (this pod's uid, reported by the kubelet of the pod's node) is still written by whoever may
  * create Events in the namespace, so what it says is bounded before it decides or teaches
  * anything:
@@ -17,7 +17,7 @@
  */
 import type { CoreV1Event, V1Pod } from '@kubernetes/client-node';
 import { RESOURCE_LIMITS } from '../contract/index.js';
-import { POD_ANNOTATIONS } from './pod-spec.js';
+import { POD_ANNOTATIONS } from '../kubernetes/pod-spec.js';
 import { parseRootfsFloor, type ParsedRefusal } from './refusal.js';
 
 /**

@@ -1,11 +1,11 @@
 /**
  * Deciding readiness waits that hold nothing (docs/architecture.md, "Waiting costs nothing").
- * The wait activity completes asynchronously (activities/pods.ts) under an activity id made from
+ * The wait activity completes asynchronously (verdict/readiness-wait.ts) under an activity id made from
  * its pod's uid (contract/readiness-wait.ts); every worker runs one decider over its informers,
  * which, on each decisive change of a pod (its IP, a node's refusal, its failure or deletion),
  * completes or fails that activity by workflow id and activity id
  * (`RespondActivityTaskCompletedById` / `RespondActivityTaskFailedById`). The pod names its
- * workflow and re-placement policy (kubernetes/pod-wait.ts): Temporal's pending activity is the
+ * workflow and re-placement policy (verdict/pod-wait.ts): Temporal's pending activity is the
  * only record of the wait. So a wait started by a worker that died, or one whose attempt never
  * started, is decided by any other worker (the server accepts a completion by id for an attempt
  * scheduled but not started, or in a retry's back-off, and records it against that attempt);
@@ -25,10 +25,10 @@ import {
   podOutcome,
   refusalOutcome,
   type ReadinessOutcome,
-} from '../kubernetes/readiness-watch.js';
-import { podWaitOf, type PodWait } from '../kubernetes/pod-wait.js';
-import { parseRefusal } from '../kubernetes/refusal.js';
-import { DEFAULT_REFUSAL_BOUNDS, type RefusalBounds } from '../kubernetes/refusal-bounds.js';
+} from './readiness-watch.js';
+import { podWaitOf, type PodWait } from './pod-wait.js';
+import { parseRefusal } from './refusal.js';
+import { DEFAULT_REFUSAL_BOUNDS, type RefusalBounds } from './refusal-bounds.js';
 import type { InformerLogger, SandboxInformers } from '../kubernetes/sandbox-informers.js';
 import type { Store, WaitingPod } from '../store/index.js';
 import { readinessWaitActivityId } from '../contract/index.js';
@@ -72,14 +72,14 @@ export interface ReadinessDeciderOptions {
    */
   reconcilePageSize?: number;
   /**
-   * What a refusal event may claim (kubernetes/refusal-bounds.ts; default
+   * What a refusal event may claim (verdict/refusal-bounds.ts; default
    * {@link DEFAULT_REFUSAL_BOUNDS}: the global disk limit, 5 minutes of clock skew, no log).
    * The worker builds it from its template catalog, with its logger.
    */
   bounds?: RefusalBounds;
   /**
    * How a held wait's decision teaches a refusal's rootfs floor before it records the outcome
-   * (activities/outcome-at-decision.ts); without it the workflow's retirement alone learns it.
+   * (verdict/outcome-at-decision.ts); without it the workflow's retirement alone learns it.
    */
   floors?: FloorLearning;
   /** Completion attempts per decision before the next reconcile takes over (default 8). */
@@ -135,7 +135,7 @@ type PodState =
 
 /**
  * A wait this worker's activity left asynchronous: the pod's wait, and whether its workflow asked
- * for the outcome at the decision (activities/outcome-at-decision.ts): then a decision that ends
+ * for the outcome at the decision (verdict/outcome-at-decision.ts): then a decision that ends
  * the create records the operation's outcome before it fails the wait. Waits decided from a
  * pod's annotations alone (another worker's, or by a reconcile) never record it: their
  * workflows write it themselves.
@@ -155,7 +155,7 @@ export type TrackedWait = PodWait & {
   recordOutcome?: boolean;
   /**
    * The wait activity's attempt span, when the create is traced: the outcome's write at the
-   * decision is its child span (activities/outcome-at-decision.ts). Only the span's ids are
+   * decision is its child span (verdict/outcome-at-decision.ts). Only the span's ids are
    * kept (a few bytes per waiting create), not the span.
    */
   traceParent?: SpanContext;

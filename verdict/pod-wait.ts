@@ -6,8 +6,8 @@
  */
 import type { V1Pod } from '@kubernetes/client-node';
 import type { WaitPlacement } from '../contract/index.js';
-import type { PodRef } from './pods.js';
-import { POD_ANNOTATIONS, POD_LABELS, placementOf } from './pod-spec.js';
+import type { PodRef } from '../kubernetes/pods.js';
+import { POD_ANNOTATIONS, POD_LABELS, placementOf } from '../kubernetes/pod-spec.js';
 
 /** The readiness wait a pod names: its workflow, the pod, and a re-placing wait's policy. */
 export interface PodWait {

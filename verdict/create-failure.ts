@@ -2,12 +2,12 @@
  * A create's non-retryable failures, typed in one place by contract/operation.ts's table: the
  * ApplicationFailure of a readiness wait that ended without an IP, and the helper every step uses.
  * Pure (no logging, no activity context), so the wait activity and the pending-wait decider
- * (activities/readiness-decider.ts) build the very same failure.
+ * (verdict/readiness-decider.ts) build the very same failure.
  */
 import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
 import type { PodRef } from '../kubernetes/pods.js';
-import type { ReadinessOutcome } from '../kubernetes/readiness-watch.js';
-import { parseRootfsFloor } from '../kubernetes/refusal.js';
+import type { ReadinessOutcome } from './readiness-watch.js';
+import { parseRootfsFloor } from './refusal.js';
 import {
   OPERATION_ERRORS,
   PLACEMENT_FAILURE_TYPES,

@@ -5,11 +5,11 @@
  * sends no list and no watch: the worker's two informers do, for every wait at once.
  */
 import type { CoreV1Event, V1Pod } from '@kubernetes/client-node';
-import type { PodRef } from './pods.js';
+import type { PodRef } from '../kubernetes/pods.js';
 import { decisiveRefusal, nodeRefusal } from './refusal.js';
 import { DEFAULT_REFUSAL_BOUNDS, type RefusalBounds } from './refusal-bounds.js';
 import type { WaitPlacement } from '../contract/index.js';
-import type { SandboxInformers } from './sandbox-informers.js';
+import type { SandboxInformers } from '../kubernetes/sandbox-informers.js';
 
 /** The first decisive outcome of a readiness wait. */
 export type ReadinessOutcome =
@@ -167,9 +167,9 @@ export function cachedOutcome(
 /**
  * The outcome an event carries for `pod` (as the pods cache holds it; undefined: not cached, so
  * no event counts yet): `refused` for a decisive refusal, `nodeRefused` for a code of
- * `placement.replaceOn` (kubernetes/refusal.ts, classifyRefusal), else undefined. Only an event
- * of the pod's uid reported by the kubelet of the pod's node counts (kubernetes/refusal.ts,
- * isSandboxFailureOf), and only within `bounds` (kubernetes/refusal-bounds.ts: an event from
+ * `placement.replaceOn` (verdict/refusal.ts, classifyRefusal), else undefined. Only an event
+ * of the pod's uid reported by the kubelet of the pod's node counts (verdict/refusal.ts,
+ * isSandboxFailureOf), and only within `bounds` (verdict/refusal-bounds.ts: an event from
  * the future, or a decisive one claiming a rootfs above the template's largest disk, decides
  * nothing and is logged). The event's time is its `lastTimestamp`, else `series.lastObservedTime`,
  * else `eventTime` (an event written through events.k8s.io/v1 has no `lastTimestamp`).

@@ -1,14 +1,14 @@
 /**
  * The floor a node's refusal teaches about an image (docs/architecture.md, "Rootfs floors"), as
  * it is stored: shared by the workflow's retirement (activities/store.ts) and the decision
- * (activities/outcome-at-decision.ts), so both store the same row for the same refusal.
+ * (verdict/outcome-at-decision.ts), so both store the same row for the same refusal.
  */
 import {
   RESOURCE_LIMITS,
   type LearnedRootfsFloor,
   type RootfsFloorEvidence,
 } from '../contract/index.js';
-import { CLOCK_SKEW_ALLOWANCE_MS } from '../kubernetes/refusal-bounds.js';
+import { CLOCK_SKEW_ALLOWANCE_MS } from './refusal-bounds.js';
 
 /** The fields a log line about a floor (learned, or out of bounds) carries. */
 export function floorFields(
@@ -29,7 +29,7 @@ export function floorFields(
  * everyone else who reads the floor (docs/security.md, "Refusal events and learned floors").
  * @returns undefined for evidence out of bounds (a time more than the clock-skew allowance in the
  *   future, a size above any create's largest disk): the wait's bounds
- *   (kubernetes/refusal-bounds.ts) keep it from reaching here, and this keeps a caller that
+ *   (verdict/refusal-bounds.ts) keep it from reaching here, and this keeps a caller that
  *   carries it anyway from teaching it
  */
 export function rootfsFloorOf(

@@ -10,7 +10,7 @@
 import { context, SpanStatusCode, trace, type SpanContext } from '@opentelemetry/api';
 import type { ApplicationFailure } from '@temporalio/common';
 import type { PodRef } from '../kubernetes/pods.js';
-import type { ReadinessOutcome } from '../kubernetes/readiness-watch.js';
+import type { ReadinessOutcome } from './readiness-watch.js';
 import type { Store } from '../store/index.js';
 import {
   operationErrorOf,
