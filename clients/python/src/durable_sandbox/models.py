@@ -185,6 +185,10 @@ class Details(BaseModel):
     """
     How a create got its pod: warm (claimed ready from its template's warm pool) or cold (made for it); null until it had a pod, and for a delete.
     """
+    attempts: Annotated[int | None, Field(ge=0)]
+    """
+    How many pods a create placed, the warm pod it claimed counting as one: each placement a node refused (placements) and the pod it last recorded when that is not one of them (the pod it runs on, waits for, or that was unschedulable). 0 before its first pod. Retries of one step (an apiserver error) make the same pod and do not count. Null for a delete, and for a create read back from Temporal after its row was lost.
+    """
 
 
 class ReadinessChecks(BaseModel):
