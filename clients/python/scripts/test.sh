@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Ruff's lint and format check of clients/python, then the Python client's tests (pytest,
 # clients/python/tests) against the embedded stack they start from this checkout
-# (tests/stack.py, as environments/schemathesis/run.sh starts it), in the virtualenv of
-# scripts/venv.sh (made once from PyPI). Extra arguments go to pytest.
+# (clients/python/tests/stack.py, as environments/schemathesis/run.sh starts it), in the virtualenv of
+# clients/python/scripts/venv.sh (made once from PyPI). Extra arguments go to pytest.
 # Exit status: ruff's when it finds something, else pytest's.
 #
 #   npm run python-client:test            (from the checkout; Python 3.10 or newer as python3)
