@@ -46,6 +46,7 @@ COPY --from=build /app/kubernetes kubernetes
 COPY --from=build /app/nexus nexus
 COPY --from=build /app/temporal temporal
 COPY --from=build /app/tracing tracing
+COPY --from=build /app/verdict verdict
 COPY --from=build /app/store store
 COPY --from=build /app/worker worker
 COPY --from=build /app/webhooks webhooks
