@@ -158,7 +158,10 @@ describe.each(storeBackends())('the event feed across an API restart on $name', 
     // Its pod is deleted behind the service's back; the sweep marks the sandbox lost; then the
     // caller deletes it.
     const pod = (await stack.store.getSandboxById(losing))!.pod;
-    await stack.kubernetes.core.deleteNamespacedPod({ name: pod.name!, namespace: stack.namespace });
+    await stack.kubernetes.core.deleteNamespacedPod({
+      name: pod.name!,
+      namespace: stack.namespace,
+    });
     expect((await sweepOrphanPods({ ...stack, graceMs: 0 })).lost).toEqual([losing]);
     await call(first, 'DELETE', `/v1/sandboxes/${losing}`);
 
