@@ -143,9 +143,7 @@ def create_sandbox_sync(request: CreateBody, idempotency_key: str) -> Call:
     )
 
 
-def get_operation(
-    operation_id: str, wait_s: float | None = None, seen: Seen | None = None
-) -> Call:
+def get_operation(operation_id: str, wait_s: float | None = None, seen: Seen | None = None) -> Call:
     """``GET /v1/operations/{id}[?wait=<n>s]``; with ``seen``, conditional on its tag
     (``If-None-Match``, docs/api.md "Long-poll"): the API answers 304 while the operation is
     still at that tag (with ``wait``, at the wait's end), and the 304 answers ``seen``'s
