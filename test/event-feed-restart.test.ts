@@ -1,20 +1,22 @@
 /**
- * The event feed across a real API restart (docs/webhooks.md, "The event feed"): the API runs as
- * its own process (`api/main.ts`, as `npm run api`) on a SQLite file that the worker (in this
- * process, with the run's dev server and a simulated cluster over HTTP) writes. A caller reads
- * the events of a create, an expiry and a lost pod from a cursor, two a page; the API process is
- * stopped and started again on the same store, and the caller goes on from the cursor it holds.
- * Nothing is missed or repeated: the event ids read across the restart are the feed's ids, in
- * its order.
+ * The event feed across a real API restart (docs/webhooks.md, "The event feed"), on SQLite and
+ * (with TEST_DATABASE_URL) PostgreSQL: the API runs as its own process (`api/main.ts`, as
+ * `npm run api`) on the store that the worker (in this process, with the run's dev server and a
+ * simulated cluster over HTTP) writes: the same SQLite file, or the same PostgreSQL schema
+ * (DATABASE_URL). A caller reads the events of a create, an expiry and a lost pod from a cursor,
+ * two a page; the API process is stopped and started again on the same store, and the caller goes
+ * on from the cursor it holds. Nothing is missed or repeated: the event ids read across the
+ * restart are the feed's ids, in its order.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../config/index.js';
 import { freePort } from '../config/free-port.js';
 import { waitUntil } from '../scripts/wait-until.js';
 import { sweepOrphanPods } from '../worker/orphan-sweeper.js';
 import { startTestStack, type TestStack } from './support/stack.js';
+import { storeBackends } from './support/store.js';
 
 const TEMPLATES = {
   base: { image: 'ghcr.io/durable-sandbox/base:1' },
@@ -34,15 +36,14 @@ interface EventBody {
   data: { id: string; delete_cause?: string };
 }
 
-let stack: TestStack;
-let apiEnv: Record<string, string>;
-const processes: ApiProcess[] = [];
-
-/** Starts `api/main.ts` on a free port and waits until it listens. */
-async function startApi(): Promise<ApiProcess> {
+/**
+ * Starts `api/main.ts` with `env` on a free port, adds it to `started` (to be stopped after the
+ * suite) and waits until it listens.
+ */
+async function startApi(env: Record<string, string>, started: ApiProcess[]): Promise<ApiProcess> {
   const port = await freePort();
   const child = spawn(process.execPath, ['--import', 'tsx', 'api/main.ts'], {
-    env: { ...process.env, LOG_FORMAT: 'json', LOG_LEVEL: 'info', ...apiEnv, PORT: String(port) },
+    env: { ...process.env, LOG_FORMAT: 'json', LOG_LEVEL: 'info', ...env, PORT: String(port) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
@@ -54,7 +55,7 @@ async function startApi(): Promise<ApiProcess> {
     output: () => output,
     exited: new Promise((resolve) => child.once('exit', resolve)),
   };
-  processes.push(api);
+  started.push(api);
   await waitUntil(() => output.includes('api listening') || child.exitCode !== null, {
     timeoutMs: 120_000,
     what: 'the API process listening',
@@ -112,80 +113,94 @@ async function running(api: ApiProcess, template: string): Promise<string> {
   return created.sandbox_id;
 }
 
-beforeAll(async () => {
-  // The worker gets the API's catalog, as a deployment gives both the same SANDBOX_TEMPLATES.
-  const catalog = JSON.stringify(TEMPLATES);
-  stack = await startTestStack({
-    templates: loadConfig({ SANDBOX_TEMPLATES: catalog }).templates,
-    cluster: { startupDelayMs: 50, rootfsMib: { base: 451, leased: 451 } },
-    learnRootfsFloors: false,
-  });
-  const kubeconfig = join(stack.dataDir, 'kubeconfig');
-  stack.cluster.writeKubeconfig(kubeconfig);
-  apiEnv = {
-    TEMPORAL_ADDRESS: stack.temporal.address,
-    TEMPORAL_TASK_QUEUE: stack.taskQueue,
-    KUBECONFIG: kubeconfig,
-    DATA_DIR: stack.dataDir, // <DATA_DIR>/store.db: the file the stack's worker writes
-    ALLOW_DEV_TOKEN: 'true',
-    SANDBOX_TEMPLATES: catalog,
-  };
-}, 240_000);
+describe.each(storeBackends())('the event feed across an API restart on $name', (backend) => {
+  const databaseUrl = backend.name === 'postgres' ? process.env.TEST_DATABASE_URL : undefined;
+  let stack: TestStack;
+  let apiEnv: Record<string, string>;
+  const processes: ApiProcess[] = [];
 
-afterAll(async () => {
-  for (const api of processes) await stopApi(api);
-  await stack?.stop();
-}, 60_000);
+  beforeAll(async () => {
+    // The worker gets the API's catalog, as a deployment gives both the same SANDBOX_TEMPLATES.
+    const catalog = JSON.stringify(TEMPLATES);
+    stack = await startTestStack({
+      templates: loadConfig({ SANDBOX_TEMPLATES: catalog }).templates,
+      cluster: { startupDelayMs: 50, rootfsMib: { base: 451, leased: 451 } },
+      learnRootfsFloors: false,
+      databaseUrl,
+    });
+    const kubeconfig = join(stack.dataDir, 'kubeconfig');
+    stack.cluster.writeKubeconfig(kubeconfig);
+    apiEnv = {
+      TEMPORAL_ADDRESS: stack.temporal.address,
+      TEMPORAL_TASK_QUEUE: stack.taskQueue,
+      KUBECONFIG: kubeconfig,
+      // SQLite: <DATA_DIR>/store.db, the file the stack's worker writes; PostgreSQL: the
+      // stack's schema (its URL selects it through search_path).
+      DATA_DIR: stack.dataDir,
+      ...(stack.storeOptions.databaseUrl && { DATABASE_URL: stack.storeOptions.databaseUrl }),
+      ALLOW_DEV_TOKEN: 'true',
+      SANDBOX_TEMPLATES: catalog,
+    };
+  }, 240_000);
 
-it('reads every event of a create, an expiry and a lost pod from a cursor across an API restart, none missed or repeated', async () => {
-  const first = await startApi();
-  const start = await page(first, { limit: '2' });
-  expect(start.events).toEqual([]);
+  afterAll(async () => {
+    for (const api of processes) await stopApi(api);
+    await stack?.stop();
+  }, 60_000);
 
-  const expiring = await running(first, 'leased');
-  const losing = await running(first, 'base');
-  // Its pod is deleted behind the service's back; the sweep marks the sandbox lost; then the
-  // caller deletes it.
-  const pod = (await stack.store.getSandboxById(losing))!.pod;
-  await stack.kubernetes.core.deleteNamespacedPod({ name: pod.name!, namespace: stack.namespace });
-  expect((await sweepOrphanPods({ ...stack, graceMs: 0 })).lost).toEqual([losing]);
-  await call(first, 'DELETE', `/v1/sandboxes/${losing}`);
+  it('reads every event of a create, an expiry and a lost pod from a cursor across an API restart, none missed or repeated', async () => {
+    const first = await startApi(apiEnv, processes);
+    const start = await page(first, { limit: '2' });
+    expect(start.events).toEqual([]);
 
-  // Two events on the first process; the caller keeps its cursor.
-  const seen: EventBody[] = [];
-  const before = await page(first, { after: start.next_cursor, limit: '2' });
-  expect(before.events).toHaveLength(2);
-  seen.push(...before.events);
+    const expiring = await running(first, 'leased');
+    const losing = await running(first, 'base');
+    // Its pod is deleted behind the service's back; the sweep marks the sandbox lost; then the
+    // caller deletes it.
+    const pod = (await stack.store.getSandboxById(losing))!.pod;
+    await stack.kubernetes.core.deleteNamespacedPod({
+      name: pod.name!,
+      namespace: stack.namespace,
+    });
+    expect((await sweepOrphanPods({ ...stack, graceMs: 0 })).lost).toEqual([losing]);
+    await call(first, 'DELETE', `/v1/sandboxes/${losing}`);
 
-  await stopApi(first);
-  expect(first.child.exitCode ?? first.child.signalCode, first.output()).not.toBeNull();
-  const second = await startApi();
+    // Two events on the first process; the caller keeps its cursor.
+    const seen: EventBody[] = [];
+    const before = await page(first, { after: start.next_cursor, limit: '2' });
+    expect(before.events).toHaveLength(2);
+    seen.push(...before.events);
 
-  let cursor = before.next_cursor;
-  await waitUntil(
-    async () => {
-      const next = await page(second, { after: cursor, limit: '2' });
-      seen.push(...next.events);
-      cursor = next.next_cursor;
-      return seen.length >= 5 ? true : undefined;
-    },
-    { timeoutMs: 60_000, intervalMs: 200, what: 'the five events' },
-  );
-  expect((await page(second, { after: cursor })).events).toEqual([]);
+    await stopApi(first);
+    expect(first.child.exitCode ?? first.child.signalCode, first.output()).not.toBeNull();
+    const second = await startApi(apiEnv, processes);
 
-  // The same ids, in the same order, as the whole feed read at once after the restart.
-  const whole = await page(second, { limit: '100' });
-  expect(seen.map((event) => event.id)).toEqual(whole.events.map((event) => event.id));
-  expect(new Set(seen.map((event) => event.id)).size).toBe(5);
-  const of = (sandbox: string) =>
-    seen.filter((e) => e.data.id === sandbox).map((e) => [e.type, e.data.delete_cause]);
-  expect(of(expiring)).toEqual([
-    ['sandbox.running', undefined],
-    ['sandbox.deleted', 'expired'],
-  ]);
-  expect(of(losing)).toEqual([
-    ['sandbox.running', undefined],
-    ['sandbox.lost', undefined],
-    ['sandbox.deleted', 'lost'],
-  ]);
-}, 300_000);
+    let cursor = before.next_cursor;
+    await waitUntil(
+      async () => {
+        const next = await page(second, { after: cursor, limit: '2' });
+        seen.push(...next.events);
+        cursor = next.next_cursor;
+        return seen.length >= 5 ? true : undefined;
+      },
+      { timeoutMs: 60_000, intervalMs: 200, what: 'the five events' },
+    );
+    expect((await page(second, { after: cursor })).events).toEqual([]);
+
+    // The same ids, in the same order, as the whole feed read at once after the restart.
+    const whole = await page(second, { limit: '100' });
+    expect(seen.map((event) => event.id)).toEqual(whole.events.map((event) => event.id));
+    expect(new Set(seen.map((event) => event.id)).size).toBe(5);
+    const of = (sandbox: string) =>
+      seen.filter((e) => e.data.id === sandbox).map((e) => [e.type, e.data.delete_cause]);
+    expect(of(expiring)).toEqual([
+      ['sandbox.running', undefined],
+      ['sandbox.deleted', 'expired'],
+    ]);
+    expect(of(losing)).toEqual([
+      ['sandbox.running', undefined],
+      ['sandbox.lost', undefined],
+      ['sandbox.deleted', 'lost'],
+    ]);
+  }, 300_000);
+});

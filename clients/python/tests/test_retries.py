@@ -4,8 +4,6 @@ request log (their status), matched by the X-Request-Id the API gave each."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from email.utils import format_datetime
 
@@ -14,32 +12,9 @@ import pytest
 from durable_sandbox import ERROR_CLASSES, Client, RateLimitedError, RetryPolicy, UnavailableError
 from durable_sandbox.retry import is_retryable, retry_after_s
 
-from .conftest import SMALL
-from .front_door import Arrival, FrontDoor
+from .conftest import SMALL, logged_status
+from .front_door import FrontDoor
 from .stack import Stack
-
-#: How long the API may take to write a request's log line after answering it, in seconds.
-LOG_TIMEOUT_S = 10
-
-
-@pytest.fixture()
-def front_door(stack: Stack) -> Iterator[FrontDoor]:
-    door = FrontDoor(stack.url)
-    yield door
-    door.close()
-
-
-def logged_status(stack: Stack, arrival: Arrival) -> int:
-    """The status the API's request log gives the request that arrived as ``arrival``."""
-    request_id = arrival.answer_headers["x-request-id"]
-    deadline = time.monotonic() + LOG_TIMEOUT_S  # the log line is written as the answer ends
-    while True:
-        entries = [e for e in stack.requests() if e.get("request_id") == request_id]
-        if entries or time.monotonic() > deadline:
-            break
-        time.sleep(0.1)
-    assert len(entries) == 1, f"request {request_id} is not once in the API's request log"
-    return entries[0]["status"]
 
 
 def test_a_rate_limited_create_is_sent_again_with_its_key_after_retry_after(

@@ -21,12 +21,15 @@ MIN_POLL_INTERVAL_S = 0.5
 
 
 def read_answer(call: Call, response: httpx.Response) -> Any:
-    """The 2xx answer's body read into ``call.answer``.
+    """The 2xx answer's body read into ``call.answer``; for a 304 to a read that named a tag
+    (``If-None-Match``), ``call.not_modified``: the resource as the caller last saw it.
 
     Raises:
         DurableSandboxError: the subclass of the answer's code for a non-2xx answer;
             :class:`InternalError` for a 2xx body that is not JSON or not the document's shape.
     """
+    if response.status_code == 304 and call.not_modified is not None:
+        return call.not_modified
     if not response.is_success:
         raise error_of_answer(response, call.what)
     if call.answer is None:

@@ -33,9 +33,12 @@ class Call:
         path: the path, ids already escaped.
         query: query parameters; None values are left out, lists repeated.
         body: the JSON body, or None.
-        headers: extra headers (the create's Idempotency-Key).
+        headers: extra headers (the create's Idempotency-Key, a read's If-None-Match).
         repeatable: ``read`` or ``create`` when it may be sent again (retry.py), else None.
         answer: the type its 2xx JSON body is read into; None for no body (204).
+        not_modified: what a 304 answers (RFC 9110 §15.4.5): the resource as last seen, of the
+            tag the read's ``If-None-Match`` names; None when the read names none (then a 304
+            is an error).
     """
 
     method: str
@@ -45,6 +48,7 @@ class Call:
     body: Any = None
     headers: Mapping[str, str] = field(default_factory=dict)
     repeatable: Repeatable | None = "read"
+    not_modified: Any = None
 
     @property
     def what(self) -> str:
@@ -68,6 +72,15 @@ class Call:
         if self.answer is None:
             return None
         return TypeAdapter(self.answer).validate_python(data)
+
+
+@dataclass(frozen=True)
+class Seen:
+    """A resource as last read, with the strong ``ETag`` (RFC 9110 §8.8.3) it was answered
+    with; ``etag`` None when the answer carried none (then the next read is unconditional)."""
+
+    resource: Any
+    etag: str | None
 
 
 def new_idempotency_key() -> str:
@@ -97,7 +110,10 @@ def _time(value: datetime | str | None) -> str | None:
 
 
 def _wait(wait_s: float | None) -> str | None:
-    return None if wait_s is None else f"{int(wait_s)}s"
+    """A wait in the API's duration form: whole seconds as ``<n>s``, else ``<n>ms``."""
+    if wait_s is None:
+        return None
+    return f"{int(wait_s)}s" if float(wait_s).is_integer() else f"{round(wait_s * 1000)}ms"
 
 
 CreateBody = models.CreateSandboxRequest | Mapping[str, Any]
@@ -127,13 +143,19 @@ def create_sandbox_sync(request: CreateBody, idempotency_key: str) -> Call:
     )
 
 
-def get_operation(operation_id: str, wait_s: float | None = None) -> Call:
-    """``GET /v1/operations/{id}[?wait=<n>s]``."""
+def get_operation(operation_id: str, wait_s: float | None = None, seen: Seen | None = None) -> Call:
+    """``GET /v1/operations/{id}[?wait=<n>s]``; with ``seen``, conditional on its tag
+    (``If-None-Match``, docs/api.md "Long-poll"): the API answers 304 while the operation is
+    still at that tag (with ``wait``, at the wait's end), and the 304 answers ``seen``'s
+    operation; a long-poll answers at once when the operation is already past it."""
+    tag = seen.etag if seen is not None else None
     return Call(
         "GET",
         f"/v1/operations/{_id(operation_id)}",
         models.Operation,
         query={"wait": _wait(wait_s)},
+        headers={"If-None-Match": tag} if tag else {},
+        not_modified=seen.resource if tag and seen is not None else None,
     )
 
 

@@ -21,7 +21,7 @@ from .answers import (
     poll_pause_s,
     read_answer,
 )
-from .calls import Call, CreateBody
+from .calls import Call, CreateBody, Seen
 from .errors import DurableSandboxError
 from .retry import DEFAULT_RETRY_POLICY, RetryPolicy
 
@@ -149,13 +149,19 @@ class Client:
         operation_id: str,
         *,
         on_update: Callable[[models.Operation], None] | None = None,
+        wait_s: float = LONG_POLL_WAIT_S,
     ) -> models.Operation:
-        """Waits until the operation is done: one plain read, then long-polls of
-        :data:`~durable_sandbox.answers.LONG_POLL_WAIT_S` (docs/api.md, "Long-poll"). Nothing
-        sleeps between them, except after an answer that came back at once unchanged.
+        """Waits until the operation is done: one plain read, then long-polls of ``wait_s``
+        seconds, each naming the ``ETag`` of the answer before in ``If-None-Match``
+        (docs/api.md, "Long-poll"), so a change that landed between two reads is answered at
+        once; a 304 (no change within the wait) answers the operation as last seen, and the
+        wait asks again. Nothing sleeps between the reads, except after an answer that came
+        back at once unchanged.
 
         Args:
-            on_update: called with every answer, the last (done) one included.
+            on_update: called with every answer, the last (done) one included (after a 304,
+                the operation as last seen).
+            wait_s: how long each long-poll asks the API to wait, in seconds (at most 60).
 
         Returns:
             the finished Operation, whatever its status.
@@ -164,10 +170,12 @@ class Client:
             NotFoundError, or the error of a read that failed through its retries.
         """
         previous: tuple[Any, ...] | None = None
+        seen: Seen | None = None
         while True:
             asked = time.monotonic()
-            call = calls.get_operation(operation_id, None if previous is None else LONG_POLL_WAIT_S)
+            call = calls.get_operation(operation_id, None if previous is None else wait_s, seen)
             operation, response = self._send_with_response(call)
+            seen = Seen(operation, response.headers.get("etag"))
             if on_update is not None:
                 on_update(operation)
             if operation.done:
