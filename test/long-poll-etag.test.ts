@@ -152,6 +152,23 @@ describe('operation GET and long-poll with If-None-Match', () => {
     expect(stale.body.id).toBe(op.id);
   });
 
+  it('answers If-None-Match: * with wait at once, reading once and waiting for nothing', async () => {
+    api.stack.cluster.faults.neverReady(true);
+    try {
+      const op = await acceptedCreate(api.app, api.tenantA, createBody(1024));
+      await awaitOperation(api.app, api.tenantA, op.id, {
+        until: (current) => current.phase === 'waiting_for_ip',
+      });
+      const { app, seen: server } = countingApp(op.id);
+      const answered = await getOperation(op.id, '?wait=60s', '*', app);
+      expect(answered.status).toBe(304);
+      expect(server).toEqual({ reads: 1, wakes: 0 });
+      await request(api.app).delete(`/v1/sandboxes/${op.sandbox_id}`).set(bearer(api.tenantA));
+    } finally {
+      api.stack.cluster.faults.neverReady(false);
+    }
+  });
+
   it('keeps the next-change wait for a caller that sends no tag', async () => {
     const op = await acceptedCreate(api.app, api.tenantA, createBody(1024));
     await awaitOperation(api.app, api.tenantA, op.id);

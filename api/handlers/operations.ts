@@ -38,14 +38,17 @@ export function operationHandlers(deps: AppDeps) {
     }
     const gone = new AbortController();
     res.on('close', () => gone.abort());
-    // A long-poll holds one of the tenant's `waits` (api/tenant-admission.ts); a plain GET none.
-    const release = waitMs > 0 ? deps.admission?.holdWait(tenantOf(res)) : undefined;
     const condition = parseIfNoneMatch(req.get('if-none-match'));
+    // `*` matches every version while the operation exists, so no change could end the wait:
+    // it answers at once (304), holding nothing.
+    const longPollMs = condition?.any ? 0 : waitMs;
+    // A long-poll holds one of the tenant's `waits` (api/tenant-admission.ts); a plain GET none.
+    const release = longPollMs > 0 ? deps.admission?.holdWait(tenantOf(res)) : undefined;
     const notModified = (operation: Operation) =>
       condition !== undefined && noneMatchFails(condition, entityTagOf(operationToWire(operation)));
     let operation;
     try {
-      operation = await readOperationWhenChanged(deps, tenantOf(res), id, waitMs, {
+      operation = await readOperationWhenChanged(deps, tenantOf(res), id, longPollMs, {
         signal: gone.signal,
         // A caller that names a tag waits until the operation is past it, from the tag it saw
         // rather than this request's first read; one without keeps the next-change wait.

@@ -68,7 +68,7 @@ export function sandboxHandlers(deps: AppDeps) {
    * unknown or another tenant's. With `If-None-Match`, 304 without a body while its tag is one the
    * header names (RFC 9110 §13.1.2): at once without `wait`; with `wait`, a long-poll that answers
    * 200 as soon as the sandbox is past those tags (at once when it already is), else 304 at the
-   * timeout (api/sandbox-long-poll.ts). `wait` without `If-None-Match` is a plain read. A long-poll
+   * timeout (api/sandbox-long-poll.ts). `wait` without `If-None-Match`, or with `*`, is a plain read. A long-poll
    * holds one of the tenant's `waits` (429 `rate_limited` past them).
    */
   const getSandbox: RequestHandler = async (req, res) => {
@@ -84,7 +84,9 @@ export function sandboxHandlers(deps: AppDeps) {
     const condition = parseIfNoneMatch(req.get('if-none-match'));
     const notModified = (sandbox: SandboxRecord) =>
       condition !== undefined && noneMatchFails(condition, entityTagOf(sandboxToWire(sandbox)));
-    const waiting = condition !== undefined && waitMs > 0;
+    // `*` matches every version while the sandbox exists (a deleted one is still read), so no
+    // change could end the wait: it answers at once (304), holding nothing.
+    const waiting = condition !== undefined && !condition.any && waitMs > 0;
     const gone = new AbortController();
     res.on('close', () => gone.abort());
     const release = waiting ? deps.admission?.holdWait(tenantOf(res)) : undefined;
