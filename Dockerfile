@@ -1,7 +1,7 @@
 # syntax=docker/dockerfile:1
 # One image for both processes (docker-compose.yml, docs/production.md):
-#   docker run IMAGE                 the worker (default command: worker/main.ts)
-#   docker run IMAGE api/main.ts     the api
+#   docker run IMAGE                 the worker (default command: src/worker/main.ts)
+#   docker run IMAGE src/api/main.ts the api
 # tini is PID 1: it forwards SIGTERM/SIGINT to node (graceful shutdown) and reaps zombies.
 # TypeScript runs through tsx (a runtime dependency), so there is no compile step; the build
 # stage type-checks instead, so a broken tree does not become an image.
@@ -29,29 +29,18 @@ RUN apt-get update \
   && mkdir -p /var/lib/durable-sandbox \
   && chown node:node /var/lib/durable-sandbox
 # JSON logs even on a terminal (pino-pretty is a dev dependency), a failed start included
-# (config/startup-failure.ts; unset, it would be one plain line).
+# (src/config/startup-failure.ts; unset, it would be one plain line).
 ENV NODE_ENV=production \
   LOG_FORMAT=json \
   DATA_DIR=/var/lib/durable-sandbox
 WORKDIR /app
 COPY --from=build /app/package.json /app/tsconfig.json ./
 COPY --from=build /app/node_modules node_modules
-COPY --from=build /app/api api
-COPY --from=build /app/activities activities
-COPY --from=build /app/cli cli
-COPY --from=build /app/client client
-COPY --from=build /app/config config
+COPY --from=build /app/src src
 COPY --from=build /app/contract contract
-COPY --from=build /app/kubernetes kubernetes
-COPY --from=build /app/nexus nexus
-COPY --from=build /app/temporal temporal
-COPY --from=build /app/tracing tracing
-COPY --from=build /app/verdict verdict
-COPY --from=build /app/store store
-COPY --from=build /app/worker worker
-COPY --from=build /app/webhooks webhooks
-COPY --from=build /app/workflows workflows
+COPY --from=build /app/clients/typescript clients/typescript
+COPY --from=build /app/clients/cli clients/cli
 USER node
 EXPOSE 8080
 ENTRYPOINT ["/usr/bin/tini", "--", "node", "--import", "tsx"]
-CMD ["worker/main.ts"]
+CMD ["src/worker/main.ts"]

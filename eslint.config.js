@@ -3,7 +3,16 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', '.data/', 'dist/', 'client/dist/', 'coverage/', 'bench-results/'] },
+  {
+    ignores: [
+      'node_modules/',
+      '.data/',
+      'dist/',
+      'clients/typescript/dist/',
+      'coverage/',
+      'bench-results/',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -40,7 +49,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ['workflows/**/*.ts'],
+    files: ['src/workflows/**/*.ts'],
     rules: {
       // Workflow code must stay deterministic: no wall clock, no timers outside the workflow API.
       'no-restricted-globals': ['error', 'setInterval', 'setImmediate'],

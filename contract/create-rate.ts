@@ -3,7 +3,7 @@
  * that refills at `createsPerSecond` tokens a second; an admitted create takes one token, a
  * refused one takes nothing. Over any span of `t` seconds a tenant is admitted at most
  * `createBurst + createsPerSecond × t` creates. Pure arithmetic; the store keeps the bucket
- * (store/create-rate.ts) so every API replica and the worker's Nexus handler share it.
+ * (src/store/create-rate.ts) so every API replica and the worker's Nexus handler share it.
  *
  * Integers only, so no rounding drifts: tokens are counted in thousandths
  * ({@link MILLITOKENS_PER_TOKEN}) and time in epoch milliseconds; a rate of `r` creates a second

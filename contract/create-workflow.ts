@@ -66,7 +66,7 @@ export interface SandboxPod {
 
 /**
  * Result of a successful `createSandbox` workflow, which is also the `sandbox.create` Nexus
- * operation's result (nexus/service.ts): a contract, so fields are only ever added.
+ * operation's result (src/nexus/service.ts): a contract, so fields are only ever added.
  */
 export interface CreateSandboxResult {
   sandboxId: string;
@@ -91,12 +91,12 @@ export interface CreateFailureDetails {
   nodeName?: string;
   /**
    * For `invalid_request` from a node refusal whose reason states the cloned rootfs size: that
-   * size in MiB, the image's rootfs floor (verdict/refusal.ts, `parseRootfsFloor`).
+   * size in MiB, the image's rootfs floor (src/verdict/refusal.ts, `parseRootfsFloor`).
    */
   rootfsMib?: number;
   /**
    * False when the create is known never to have made a pod (the apiserver refused every
-   * attempt with a definite answer, activities/create-attempts.ts): compensation then has no
+   * attempt with a definite answer, src/activities/create-attempts.ts): compensation then has no
    * pod to look for.
    */
   podCreated?: boolean;
@@ -130,7 +130,7 @@ export function operationErrorOf(
 
 /**
  * The ApplicationFailure type of a create or delete the worker refused to carry out because the
- * store does not hold what its input claims (activities/admission.ts; docs/security.md, "What
+ * store does not hold what its input claims (src/activities/admission.ts; docs/security.md, "What
  * the worker trusts"): non-retryable, and raised before any pod or store write.
  */
 export const NOT_ADMITTED_FAILURE_TYPE = 'NotAdmitted';
@@ -160,7 +160,7 @@ export function teachesRootfsFloor(
  * The rootfs floor a failed create teaches: only an `invalid_request` from a node's decisive
  * refusal (its `details` name the refusal event) whose reason stated the cloned rootfs size.
  * Pure: the workflow (handing it to the retirement) and the decision
- * (verdict/outcome-at-decision.ts) learn the same floor from the same failure.
+ * (src/verdict/outcome-at-decision.ts) learn the same floor from the same failure.
  * @param create the image the pod ran, the template and the tenant of the create
  * @returns undefined for any other failure
  */

@@ -1,6 +1,6 @@
 /**
- * The `deleteSandbox` workflow's input and result (workflows/delete-sandbox.ts), shared by the
- * API and the lifetime activity (which start it: temporal/delete-workflow.ts), the workflow and
+ * The `deleteSandbox` workflow's input and result (src/workflows/delete-sandbox.ts), shared by the
+ * API and the lifetime activity (which start it: src/temporal/delete-workflow.ts), the workflow and
  * Nexus callers. Types only.
  */
 

@@ -1,7 +1,7 @@
 /**
  * A sandbox's lifetime (docs/api.md, "Lifetimes"; Google AIP-214, resource expiration): a
  * create's `ttl`, counted from the moment the sandbox runs, gives it an `expire_time`; at that
- * time the `sandboxLifetime` workflow (workflows/sandbox-lifetime.ts) deletes it through the
+ * time the `sandboxLifetime` workflow (src/workflows/sandbox-lifetime.ts) deletes it through the
  * same `deleteSandbox` workflow as `DELETE`, under an operation whose `cause` is `expired`.
  * Types, constants and pure functions only, so the workflow bundle may import it.
  */

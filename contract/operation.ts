@@ -54,7 +54,7 @@ export function isCreatePhase(value: unknown): value is CreatePhase {
 
 /**
  * Each operation error code (docs/api.md, "Errors"): the `ApplicationFailure` type the workflow
- * fails with (one type per class, created in workflows/create-sandbox.ts), and the HTTP status
+ * fails with (one type per class, created in src/workflows/create-sandbox.ts), and the HTTP status
  * the synchronous create route answers with when its workflow fails with that code.
  */
 export const OPERATION_ERRORS = {
@@ -101,7 +101,7 @@ export function isExpectedFailure(code: OperationErrorCode): boolean {
 
 /**
  * The workflow log attribute that marks the lines after an expected failure (its value: the
- * operation error code); set by workflows/expected-failure-logs.ts, read by worker/runtime.ts.
+ * operation error code); set by src/workflows/expected-failure-logs.ts, read by src/worker/runtime.ts.
  */
 export const EXPECTED_FAILURE_LOG_ATTRIBUTE = 'expected_failure';
 

@@ -31,7 +31,7 @@ export type ShimCode = (typeof SHIM_CODES)[number];
 
 /**
  * The code a template may never re-place on: the node refused the request itself (its disk),
- * which every node would refuse, so it ends the create at once (verdict/refusal.ts).
+ * which every node would refuse, so it ends the create at once (src/verdict/refusal.ts).
  */
 export const REQUEST_REFUSAL_CODE = 'InvalidArgument' satisfies ShimCode;
 

@@ -1,6 +1,6 @@
 /**
- * The Sandbox JSON: a sandbox as the API answers it (api/wire.ts, api/openapi.json `Sandbox`)
- * and as every webhook event carries it (`data`, activities/webhooks.ts), snake_case, with its
+ * The Sandbox JSON: a sandbox as the API answers it (src/api/wire.ts, src/api/openapi.json `Sandbox`)
+ * and as every webhook event carries it (`data`, src/activities/webhooks.ts), snake_case, with its
  * resources in the API's spelling. Pure, so the API and the webhook activities share one shape.
  */
 import type { Labels } from './labels.js';
@@ -9,7 +9,7 @@ import type { SandboxFailure, SandboxPodState, SandboxResources, SandboxState } 
 /**
  * Resources as the API answers them: `cpu` in cores (a number, at most three decimals: `0.5`
  * for a request of `"500m"`), `memory_mib` and `disk_mib` in MiB. A request may spell `cpu` as
- * a Kubernetes quantity string; api/validation.ts reads it into cores.
+ * a Kubernetes quantity string; src/api/validation.ts reads it into cores.
  */
 export interface WireResources {
   cpu: number;
@@ -29,7 +29,7 @@ export function resourcesToWire(resources: SandboxResources): WireResources {
 
 /**
  * What {@link sandboxToWire} reads of a sandbox: the shown fields of a stored sandbox
- * (store/types.ts `SandboxRecord`, which has these and the tenant, fencing and lifetime fields).
+ * (src/store/types.ts `SandboxRecord`, which has these and the tenant, fencing and lifetime fields).
  */
 export interface SandboxJsonSource {
   id: string;

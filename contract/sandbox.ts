@@ -2,7 +2,7 @@
  * The sandbox as every layer names it: its resources, its states, the execution that fences
  * its writes, and the page-size bounds of its lists. Types, constants and pure functions only
  * (no Node imports), so the workflow bundle may import it. camelCase throughout; the HTTP
- * boundary spells these in snake_case (api/wire.ts, contract/sandbox-json.ts).
+ * boundary spells these in snake_case (src/api/wire.ts, contract/sandbox-json.ts).
  */
 
 /**

@@ -24,7 +24,7 @@ export interface TenantLimits {
   waits: number;
   /**
    * The tenant's share of the task queues when they hold a backlog: Temporal's fairness weight
-   * of its workflows (temporal/priority.ts; 0.001 to 1000, default 1).
+   * of its workflows (src/temporal/priority.ts; 0.001 to 1000, default 1).
    */
   fairnessWeight: number;
 }

@@ -70,20 +70,20 @@ export type WebhookEventRef = Pick<WebhookEvent, 'id' | 'type' | 'sandboxId'> & 
    * Which sending of the event this is, for its endpoint: absent (0) for the first, the round a
    * recover gave it (`POST /v1/webhook-endpoints/{id}:recover`) for a later one. Only the
    * delivery holding the endpoint's current round of the event sends it
-   * (store/webhooks.ts `claimEvent`), so no two deliveries send one event at once.
+   * (src/store/webhooks.ts `claimEvent`), so no two deliveries send one event at once.
    */
   round?: number;
 };
 
 /**
  * How long the store keeps an emitted event, in ms: 7 days, beyond the 3 days a delivery is
- * retried (workflows/webhook-delivery.ts).
+ * retried (src/workflows/webhook-delivery.ts).
  */
 export const WEBHOOK_EVENT_RETENTION_MS = 7 * 86_400_000;
 
 /**
  * How long one event's delivery is retried, in ms (3 days: the activity's schedule-to-close,
- * workflows/webhook-delivery.ts).
+ * src/workflows/webhook-delivery.ts).
  */
 export const WEBHOOK_DELIVERY_WINDOW_MS = 3 * 86_400_000;
 
@@ -94,7 +94,7 @@ export const WEBHOOK_DELIVERY_WINDOW_MS = 3 * 86_400_000;
 export const WEBHOOK_GIVEN_UP_AFTER_MS = WEBHOOK_DELIVERY_WINDOW_MS + 10 * 60_000;
 
 /**
- * Where one event stands for one endpoint (store/webhooks.ts, migration 0017): `pending`
+ * Where one event stands for one endpoint (src/store/webhooks.ts, migration 0017): `pending`
  * (emitted, waiting for its delivery), `queued` (queued again by a recover), `delivering` (a
  * delivery took it: an attempt runs or a retry is scheduled), `succeeded`, `refused` (its target
  * resolved to an address delivery may not reach; kept for a recover). An event `delivering` for
@@ -155,7 +155,7 @@ export function webhookRecoverWorkflowId(
   return `webhook-recover:${endpointId}:${sandboxId}:${recoverId}`;
 }
 
-/** The name the delivery workflow is registered under (workflows/index.ts). */
+/** The name the delivery workflow is registered under (src/workflows/index.ts). */
 export const WEBHOOK_DELIVERY_WORKFLOW = 'webhookDelivery';
 
 /** ApplicationFailure type of a delivery to a target that may not be reached (non-retryable). */

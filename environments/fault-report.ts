@@ -1,6 +1,6 @@
 /**
  * The tally and the table of a fault matrix, one module for both matrices: `npm run chaos`
- * (scripts/chaos.ts, the embedded stack) and `npm run chaos -- --topology`
+ * (tools/chaos.ts, the embedded stack) and `npm run chaos -- --topology`
  * (environments/topology/fault-matrix.ts). A scenario's body reports its creates; the audit
  * reads what the cluster and the store hold afterwards; the row adds the 5xx answers seen. Pure:
  * each matrix reads its own cluster and store (SQLite or PostgreSQL) and passes the facts here.

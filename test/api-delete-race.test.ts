@@ -3,10 +3,10 @@
  * IP): the create finishes that step (too late to cancel) and succeeds, never fails as
  * internal; then the delete removes the pod and the sandbox ends deleted.
  */
-import { workerRegistry } from '../activities/metrics.js';
+import { workerRegistry } from '../src/activities/metrics.js';
 import request from 'supertest';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import type { Store } from '../store/index.js';
+import type { Store } from '../src/store/index.js';
 import {
   acceptedCreate,
   awaitOperation,
@@ -15,7 +15,7 @@ import {
   startApiStack,
   type ApiStack,
 } from './support/api.js';
-import { waitUntil } from '../scripts/wait-until.js';
+import { waitUntil } from '../tools/wait-until.js';
 
 let api: ApiStack;
 let markCalls = 0;

@@ -10,12 +10,12 @@ import type { Client } from '@temporalio/client';
 import fc from 'fast-check';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { AUTH_REFUSALS } from '../api/auth-refusals.js';
-import { NOT_READY_MESSAGE } from '../api/handlers/health.js';
-import { createLogger } from '../config/logger.js';
-import { openApiDocument } from '../api/openapi.js';
-import { openApiPath, ROUTES } from '../api/routes.js';
-import type { Store } from '../store/index.js';
+import { AUTH_REFUSALS } from '../src/api/auth-refusals.js';
+import { NOT_READY_MESSAGE } from '../src/api/handlers/health.js';
+import { createLogger } from '../src/config/logger.js';
+import { openApiDocument } from '../src/api/openapi.js';
+import { openApiPath, ROUTES } from '../src/api/routes.js';
+import type { Store } from '../src/store/index.js';
 import { bearer, createBody, startApiStack, type ApiStack } from './support/api.js';
 
 let api: ApiStack;

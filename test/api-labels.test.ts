@@ -8,7 +8,7 @@
  */
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { POD_LABELS } from '../kubernetes/pod-spec.js';
+import { POD_LABELS } from '../src/kubernetes/pod-spec.js';
 import {
   acceptedCreate,
   bearer,

@@ -4,19 +4,19 @@
  * gRPC proxy in front of the dev server that the API's Temporal client goes through
  * (DescribeWorkflowExecution). Real dev server and worker, the simulated cluster over HTTP.
  *
- * - The cluster check is off the create path (api/readiness.ts): a create never waits for it,
+ * - The cluster check is off the create path (src/api/readiness.ts): a create never waits for it,
  *   a probe that only times out does not turn creates away, a definite failure still does.
- * - Reads of an operation come from the store (api/operations.ts): a waiting create is never
+ * - Reads of an operation come from the store (src/api/operations.ts): a waiting create is never
  *   described; a row its workflow left behind is described once.
  */
 import { Client, Connection } from '@temporalio/client';
 import request from 'supertest';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { createApp } from '../api/app.js';
-import { createReadiness, READINESS_CACHE_MS, READINESS_MAX_AGE_MS } from '../api/readiness.js';
+import { createApp } from '../src/api/app.js';
+import { createReadiness, READINESS_CACHE_MS, READINESS_MAX_AGE_MS } from '../src/api/readiness.js';
 import { acceptedCreate, bearer, createBody, startApiStack, type ApiStack } from './support/api.js';
 import { startGrpcCounter, type GrpcCounter } from './support/grpc-counter.js';
-import { waitUntil } from '../scripts/wait-until.js';
+import { waitUntil } from '../tools/wait-until.js';
 
 let api: ApiStack;
 let counter: GrpcCounter;
@@ -40,7 +40,7 @@ afterEach(() => {
   api.stack.cluster.faults.neverReady(false);
 });
 
-/** The API's cluster checks (api/readiness.ts: one SelfSubjectReview each) since `sinceMs`. */
+/** The API's cluster checks (src/api/readiness.ts: one SelfSubjectReview each) since `sinceMs`. */
 function clusterChecksSince(sinceMs: number) {
   return api.stack.cluster.requestsWhere({ resource: 'selfsubjectreviews', since: sinceMs });
 }

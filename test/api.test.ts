@@ -4,10 +4,10 @@
  */
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { requestHash } from '../api/idempotency.js';
+import { requestHash } from '../src/api/idempotency.js';
 import { newOperationId, newSandboxId } from '../contract/ids.js';
 import { resourcesFromWire } from '../contract/sandbox-json.js';
-import { openDatabase } from '../store/database.js';
+import { openDatabase } from '../src/store/database.js';
 import {
   acceptedCreate,
   awaitOperation,
@@ -18,7 +18,7 @@ import {
   type ApiStack,
   type OperationBody,
 } from './support/api.js';
-import { waitUntil } from '../scripts/wait-until.js';
+import { waitUntil } from '../tools/wait-until.js';
 
 let api: ApiStack;
 beforeAll(async () => {

@@ -6,12 +6,12 @@
  * every attempt was refused; a compensation refused past the bound leaves the pod to the orphan
  * sweeper), and 401/5xx and a passing RBAC
  * 403 (a restarted kube-apiserver whose RBAC caches are syncing) are ridden out
- * (kubernetes/apiserver-errors.ts).
+ * (src/kubernetes/apiserver-errors.ts).
  */
 import request from 'supertest';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { classifyApiserverError } from '../kubernetes/apiserver-errors.js';
-import { podNameFor } from '../kubernetes/pod-spec.js';
+import { classifyApiserverError } from '../src/kubernetes/apiserver-errors.js';
+import { podNameFor } from '../src/kubernetes/pod-spec.js';
 import {
   acceptedCreate,
   awaitOperation,
@@ -21,7 +21,7 @@ import {
   type ApiStack,
   type OperationBody,
 } from './support/api.js';
-import { waitUntil } from '../scripts/wait-until.js';
+import { waitUntil } from '../tools/wait-until.js';
 
 let api: ApiStack;
 const PERMISSION_BOUND_MS = 5_000;
@@ -50,7 +50,7 @@ afterEach(async () => {
 
 /**
  * RBAC denies `verbs` on pods from now on, after the API's readiness report (cached 5 s,
- * api/readiness.ts) was measured without it: the create is accepted, and the worker meets the
+ * src/api/readiness.ts) was measured without it: the create is accepted, and the worker meets the
  * refusals.
  */
 async function denyPods(...verbs: string[]): Promise<void> {

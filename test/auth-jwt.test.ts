@@ -12,8 +12,8 @@ import fc from 'fast-check';
 import { CompactSign, SignJWT, type JWTPayload } from 'jose';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AUTH_REFUSALS, challenge, type AuthRefusalReason } from '../api/auth-refusals.js';
-import { createLogger } from '../config/logger.js';
+import { AUTH_REFUSALS, challenge, type AuthRefusalReason } from '../src/api/auth-refusals.js';
+import { createLogger } from '../src/config/logger.js';
 import { createBody, finishedCreate, startApiStack, type ApiStack } from './support/api.js';
 import {
   IdentityProvider,

@@ -1,15 +1,10 @@
 /**
- * The bench's goal table (scripts/bench/goals.ts) against issue 18's "Done when" thresholds, and
- * its reading of Prometheus text (scripts/bench/prometheus.ts): pure functions, no servers.
+ * The bench's goal table (tools/bench/goals.ts) against issue 18's "Done when" thresholds, and
+ * its reading of Prometheus text (tools/bench/prometheus.ts): pure functions, no servers.
  */
 import { describe, expect, it } from 'vitest';
-import {
-  GOAL_ROW_IDS,
-  goalTable,
-  unmeasuredRows,
-  type GoalFigures,
-} from '../scripts/bench/goals.js';
-import { parseSamples, sumBy, sumOf } from '../scripts/bench/prometheus.js';
+import { GOAL_ROW_IDS, goalTable, unmeasuredRows, type GoalFigures } from '../tools/bench/goals.js';
+import { parseSamples, sumBy, sumOf } from '../tools/bench/prometheus.js';
 
 const SIZES = { many: 1000, crowd: 3000, max: 10000, atOnce: 100 };
 const s = (p50: number, p95 = p50) => ({ n: 5, p50, p95, max: p95 });

@@ -4,10 +4,10 @@
  * rigs once waited 600 s for an API that had exited at start).
  */
 import { describe, expect, it } from 'vitest';
-import { requireApiCredentials } from '../config/api-credentials.js';
-import { freePort } from '../config/free-port.js';
-import { ConfigError, DEV_TOKEN, loadConfig } from '../config/index.js';
-import { BENCH_SERVICE_ENV, errorText, TOKEN } from '../scripts/bench/support.js';
+import { requireApiCredentials } from '../src/config/api-credentials.js';
+import { freePort } from '../src/config/free-port.js';
+import { ConfigError, DEV_TOKEN, loadConfig } from '../src/config/index.js';
+import { BENCH_SERVICE_ENV, errorText, TOKEN } from '../tools/bench/support.js';
 
 describe('the bench rigs’ service environment', () => {
   it('lets `npm run api` start on the token the bench calls with', () => {

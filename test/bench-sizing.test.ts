@@ -1,11 +1,11 @@
 /**
- * The bench's pure parts besides the goal table: the sizes of a run (scripts/bench/waits.ts,
- * scripts/bench/open-loop.ts), the percentile it reports (scripts/bench/support.ts), when an
- * open-loop rate is held and how the ladder finds the highest one (scripts/bench/open-loop.ts),
- * and the run's time estimate (scripts/bench/estimate.ts). No servers.
+ * The bench's pure parts besides the goal table: the sizes of a run (tools/bench/waits.ts,
+ * tools/bench/open-loop.ts), the percentile it reports (tools/bench/support.ts), when an
+ * open-loop rate is held and how the ladder finds the highest one (tools/bench/open-loop.ts),
+ * and the run's time estimate (tools/bench/estimate.ts). No servers.
  */
 import { describe, expect, it } from 'vitest';
-import { estimateRun } from '../scripts/bench/estimate.js';
+import { estimateRun } from '../tools/bench/estimate.js';
 import {
   FULL_LADDER,
   highestHeldRate,
@@ -15,9 +15,9 @@ import {
   QUICK_LADDER,
   runStep,
   type LadderStep,
-} from '../scripts/bench/open-loop.js';
-import { summary } from '../scripts/bench/support.js';
-import { FULL_WAITS, QUICK_WAITS, waitSizesOf } from '../scripts/bench/waits.js';
+} from '../tools/bench/open-loop.js';
+import { summary } from '../tools/bench/support.js';
+import { FULL_WAITS, QUICK_WAITS, waitSizesOf } from '../tools/bench/waits.js';
 
 describe('the sizes of a run', () => {
   it('are the issue sizes in a full run and smaller with --quick', () => {

@@ -1,5 +1,5 @@
 /**
- * Every path the tree cites resolves: a path such as `verdict/refusal.ts` or `docs/api.md`,
+ * Every path the tree cites resolves: a path such as `src/verdict/refusal.ts` or `docs/api.md`,
  * written in a tracked source file or page (comments included), names a file or folder that
  * exists, from the root or from the citing file's folder. A move that forgets a citation (a
  * comment that still names a moved file's old folder) fails here. Read from git's file list; no
@@ -37,7 +37,7 @@ function citingFiles(files: string[]): string[] {
 
 /**
  * The paths `text` cites that start with one of `folders` and end in a file extension, e.g.
- * `store/create-outcome.ts` (not URLs, not a longer path's tail, not a module specifier's
+ * `src/store/create-outcome.ts` (not URLs, not a longer path's tail, not a module specifier's
  * `../` form, which test/layers.test.ts and the compiler check).
  */
 function citedPaths(text: string, folders: string[]): string[] {

@@ -7,16 +7,16 @@ import { readFileSync } from 'node:fs';
 import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { run } from '../cli/program.js';
+import { run } from '../clients/cli/program.js';
 import {
   formatSandboxList,
   formatTemplateList,
   humanDuration,
   progressText,
-} from '../cli/format.js';
-import { DurableSandboxClient, pollDelayMs } from '../client/src/index.js';
+} from '../clients/cli/format.js';
+import { DurableSandboxClient, pollDelayMs } from '../clients/typescript/src/index.js';
 import { startApiStack, type ApiStack } from './support/api.js';
-import { waitUntil } from '../scripts/wait-until.js';
+import { waitUntil } from '../tools/wait-until.js';
 
 let api: ApiStack;
 let url: string;
@@ -32,7 +32,7 @@ afterAll(async () => {
 });
 
 /** The package's `bin`. */
-const BIN = fileURLToPath(new URL('../bin/durable-sandbox.js', import.meta.url));
+const BIN = fileURLToPath(new URL('../clients/cli/bin/durable-sandbox.js', import.meta.url));
 
 /**
  * Runs the CLI in a pseudo-terminal (util-linux `script`, part of every Debian/Ubuntu base

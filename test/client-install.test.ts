@@ -1,5 +1,5 @@
 /**
- * The TypeScript client installs as its README says (issue 53): `npm pack` of client/, installed
+ * The TypeScript client installs as its README says (issue 53): `npm pack` of clients/typescript/, installed
  * into an empty project with npm, then a plain `node` script (no tsx) creates a sandbox against
  * the running API and the package's types check a TypeScript caller (tsc, no repository paths).
  */
@@ -26,7 +26,7 @@ beforeAll(async () => {
   ({ url } = await api.listen());
   work = await mkdtemp(join(tmpdir(), 'durable-sandbox-client-install-'));
   // What the repository builds: the package's tarball (prepack compiles dist/).
-  await run(NPM, ['pack', '--pack-destination', work], { cwd: join(ROOT, 'client') });
+  await run(NPM, ['pack', '--pack-destination', work], { cwd: join(ROOT, 'clients/typescript') });
   const [tarball] = (await readdir(work)).filter((name) => name.endsWith('.tgz'));
   expect(tarball, 'npm pack wrote no tarball').toBeDefined();
   // An empty project that knows nothing of the repository.

@@ -1,5 +1,5 @@
 /**
- * The typed client (client/, `@durable-sandbox/client`) against the real API (listening on a
+ * The typed client (clients/typescript/, `@durable-sandbox/client`) against the real API (listening on a
  * free port) over a real dev server, a worker, the simulated cluster and a SQLite store: its
  * create-and-wait, its typed errors, its idempotency key kept across a retry, and its generated
  * types against the OpenAPI document the API serves.
@@ -10,17 +10,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from 'vitest';
-import type { ApiErrorCode } from '../api/errors.js';
-import { generateTypes, SCHEMA_FILE } from '../client/scripts/generate-types.js';
+import type { ApiErrorCode } from '../src/api/errors.js';
+import { generateTypes, SCHEMA_FILE } from '../clients/typescript/scripts/generate-types.js';
 import {
   DurableSandboxClient,
   DurableSandboxError,
   RequestAbortedError,
   type ErrorCode,
   type Operation,
-} from '../client/src/index.js';
+} from '../clients/typescript/src/index.js';
 import { startApiStack, type ApiStack } from './support/api.js';
-import { waitUntil } from '../scripts/wait-until.js';
+import { waitUntil } from '../tools/wait-until.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
@@ -236,9 +236,9 @@ describe('client', () => {
     const checkedIn = await readFile(SCHEMA_FILE, 'utf8');
     expect(
       generated === checkedIn,
-      'client/src/schema.ts differs from the types of the served OpenAPI document: run `npm run client:types`',
+      'clients/typescript/src/schema.ts differs from the types of the served OpenAPI document: run `npm run client:types`',
     ).toBe(true);
-    // Its error codes are the API's (api/errors.ts: its own and contract/operation.ts's).
+    // Its error codes are the API's (src/api/errors.ts: its own and contract/operation.ts's).
     expectTypeOf<ErrorCode>().toEqualTypeOf<ApiErrorCode>();
   });
 
@@ -247,7 +247,7 @@ describe('client', () => {
     try {
       const tsc = join(ROOT, 'node_modules/typescript/bin/tsc');
       const build = await runProcess(
-        [tsc, '-p', 'client/tsconfig.build.json', '--outDir', join(dir, 'dist')],
+        [tsc, '-p', 'clients/typescript/tsconfig.build.json', '--outDir', join(dir, 'dist')],
         process.env,
       );
       expect(build.code, build.stdout + build.stderr).toBe(0);
@@ -256,10 +256,10 @@ describe('client', () => {
       await symlink(join(ROOT, 'node_modules'), join(dir, 'node_modules'), 'dir');
       const built = (await import(
         pathToFileURL(join(dir, 'dist/index.js')).href
-      )) as typeof import('../client/src/index.js');
+      )) as typeof import('../clients/typescript/src/index.js');
       const client = new built.DurableSandboxClient({ baseUrl: url, token: api.tenantA.token });
       expect((await client.listTemplates()).map((t) => t.name)).toContain('base');
-      const pkg = JSON.parse(await readFile(join(ROOT, 'client/package.json'), 'utf8'));
+      const pkg = JSON.parse(await readFile(join(ROOT, 'clients/typescript/package.json'), 'utf8'));
       const root = JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8'));
       expect(pkg.exports['.']).toEqual({ types: './dist/index.d.ts', default: './dist/index.js' });
       // The repository runs the client with the versions it publishes it with.
@@ -270,11 +270,14 @@ describe('client', () => {
   });
 
   it('its example creates a sandbox, prints its IP and deletes it', async () => {
-    const result = await runProcess(['--import', 'tsx', 'client/examples/create-and-wait.ts'], {
-      ...process.env,
-      DURABLE_SANDBOX_URL: url,
-      DURABLE_SANDBOX_TOKEN: api.tenantA.token,
-    });
+    const result = await runProcess(
+      ['--import', 'tsx', 'clients/typescript/examples/create-and-wait.ts'],
+      {
+        ...process.env,
+        DURABLE_SANDBOX_URL: url,
+        DURABLE_SANDBOX_TOKEN: api.tenantA.token,
+      },
+    );
     expect(result.code, result.stderr).toBe(0);
     expect(result.stdout).toMatch(/^sandbox sbx_\w+ running at \d+\.\d+\.\d+\.\d+$/m);
     expect(result.stdout).toMatch(/^sandbox sbx_\w+ deleted$/m);

@@ -11,11 +11,15 @@ import { readFileSync } from 'node:fs';
 import request from 'supertest';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
-import { createApp } from '../api/app.js';
-import { operationErrorOf } from '../api/failures.js';
-import { NOT_READY_MESSAGE } from '../api/handlers/health.js';
-import { createKubernetesClient, type KubernetesClient } from '../kubernetes/client.js';
-import { API_PERMISSIONS, WORKER_PERMISSIONS, checkCluster } from '../kubernetes/cluster-check.js';
+import { createApp } from '../src/api/app.js';
+import { operationErrorOf } from '../src/api/failures.js';
+import { NOT_READY_MESSAGE } from '../src/api/handlers/health.js';
+import { createKubernetesClient, type KubernetesClient } from '../src/kubernetes/client.js';
+import {
+  API_PERMISSIONS,
+  WORKER_PERMISSIONS,
+  checkCluster,
+} from '../src/kubernetes/cluster-check.js';
 import { SimulatedCluster } from '../environments/simulated-cluster/index.js';
 import { uniqueTaskQueue } from './support/temporal.js';
 import { bearer, createBody, startApiStack, type ApiStack } from './support/api.js';

@@ -9,10 +9,10 @@ import { dirname, join, normalize } from 'node:path';
 import { SearchAttributeType } from '@temporalio/common';
 import { describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments } from 'yaml';
-import { CONFIG_VARIABLES, loadConfig } from '../config/index.js';
-import { DEFAULT_TENANT_LIMITS } from '../config/tenant-limits.js';
-import { callerNamespaceOf } from '../nexus/tenants.js';
-import { SEARCH_ATTRIBUTE_KEYS } from '../temporal/search-attribute-keys.js';
+import { CONFIG_VARIABLES, loadConfig } from '../src/config/index.js';
+import { DEFAULT_TENANT_LIMITS } from '../src/config/tenant-limits.js';
+import { callerNamespaceOf } from '../src/nexus/tenants.js';
+import { SEARCH_ATTRIBUTE_KEYS } from '../src/temporal/search-attribute-keys.js';
 import {
   DYNAMIC_CONFIG,
   SETUP_SCRIPT,
@@ -167,8 +167,8 @@ describe('docker-compose.yml', () => {
   it('runs two worker replicas and the api from one image, each with its entry point', () => {
     expect(service('worker').deploy?.replicas).toBe(2);
     expect(service('worker').container_name).toBeUndefined();
-    expect(service('worker').command).toEqual(['worker/main.ts']);
-    expect(service('api').command).toEqual(['api/main.ts']);
+    expect(service('worker').command).toEqual(['src/worker/main.ts']);
+    expect(service('api').command).toEqual(['src/api/main.ts']);
     for (const name of APP_SERVICES) {
       expect(existsSync(join(ROOT, service(name).command?.[0] ?? '')), name).toBe(true);
     }
@@ -187,9 +187,9 @@ describe('docker-compose.yml', () => {
       'node',
       '--import',
       'tsx',
-      'worker/healthcheck.ts',
+      'src/worker/healthcheck.ts',
     ]);
-    expect(existsSync(join(ROOT, 'worker/healthcheck.ts'))).toBe(true);
+    expect(existsSync(join(ROOT, 'src/worker/healthcheck.ts'))).toBe(true);
     expect(service('postgresql').healthcheck?.test).toContain('pg_isready');
     expect(service('temporal').healthcheck?.test.join(' ')).toContain(':7243/api/v1/cluster-info');
   });
@@ -281,7 +281,7 @@ describe('docker-compose.yml', () => {
     expect(DYNAMIC_CONFIG).toBe(join(ROOT, 'environments/temporal-tier/dynamicconfig.yaml'));
     expect(parse(read('environments/temporal-tier/dynamicconfig.yaml'))).toMatchObject({
       'system.enableActivityEagerExecution': [{ value: true }],
-      // Each tenant's workflows a share of a backlog by their fairness key (temporal/priority.ts).
+      // Each tenant's workflows a share of a backlog by their fairness key (src/temporal/priority.ts).
       'matching.enableFairness': [{ value: true }],
     });
   });
@@ -299,7 +299,7 @@ describe('docker-compose.yml', () => {
     ).toBe('string');
     const url = new URL(String(template).replace('{{.NamespaceName}}', 'payments-agents'));
     expect(allowed).toEqual([{ Pattern: url.host, AllowInsecure: url.protocol === 'http:' }]);
-    // The handler reads the calling namespace from this path (nexus/tenants.ts).
+    // The handler reads the calling namespace from this path (src/nexus/tenants.ts).
     expect(callerNamespaceOf({ callbackUrl: url.href, inboundLinks: [] })).toBe('payments-agents');
   });
 
@@ -414,12 +414,16 @@ describe('Dockerfile', () => {
     expect(entrypoint.slice(0, 2)).toEqual(['/usr/bin/tini', '--']);
     expect(entrypoint.slice(2)).toEqual(['node', '--import', 'tsx']);
     expect(instructions(runtime, 'RUN').join('\n')).toMatch(/apt-get install .*\btini\b/);
-    expect(JSON.parse(instructions(runtime, 'CMD')[0] ?? '[]')).toEqual(['worker/main.ts']);
+    expect(JSON.parse(instructions(runtime, 'CMD')[0] ?? '[]')).toEqual(['src/worker/main.ts']);
   });
 
   it('copies every folder the api, the worker and the health check import', () => {
     const copied = instructions(runtime, 'COPY').map((argument) => argument.split(/\s+/).at(-1));
-    const needed = importedFolders(['api/main.ts', 'worker/main.ts', 'worker/healthcheck.ts']);
+    const needed = importedFolders([
+      'src/api/main.ts',
+      'src/worker/main.ts',
+      'src/worker/healthcheck.ts',
+    ]);
     expect([...needed].filter((folder) => !copied.includes(folder))).toEqual([]);
   });
 
@@ -443,9 +447,9 @@ describe('package.json', () => {
     const scripts = (JSON.parse(read('package.json')) as { scripts: Record<string, string> })
       .scripts;
     expect({ start: scripts.start, api: scripts.api, worker: scripts.worker }).toEqual({
-      start: 'node --import tsx scripts/start.ts',
-      api: 'node --import tsx api/main.ts',
-      worker: 'node --import tsx worker/main.ts',
+      start: 'node --import tsx tools/start.ts',
+      api: 'node --import tsx src/api/main.ts',
+      worker: 'node --import tsx src/worker/main.ts',
     });
   });
 });

@@ -3,16 +3,16 @@
  * (docs/configuration.md): LOG_LEVEL is checked like every other value, and `npm run api`
  * refuses to start without credentials unless ALLOW_DEV_TOKEN=true opts into the dev token.
  * Off a terminal (these children have none), a failed start is one plain line on stderr unless
- * LOG_FORMAT=json asks for the JSON line (config/startup-failure.ts).
+ * LOG_FORMAT=json asks for the JSON line (src/config/startup-failure.ts).
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { freePort } from '../config/free-port.js';
-import { loadConfig } from '../config/index.js';
-import { startupFailureLine } from '../config/startup-failure.js';
+import { freePort } from '../src/config/free-port.js';
+import { loadConfig } from '../src/config/index.js';
+import { startupFailureLine } from '../src/config/startup-failure.js';
 
 const dataDir = mkdtempSync(join(tmpdir(), 'config-errors-'));
 afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
@@ -83,7 +83,7 @@ describe('LOG_LEVEL', () => {
   });
 
   it('npm start with LOG_LEVEL=verbose stops with that message, not a pino stack trace', async () => {
-    const { code, output, stderr } = await runScript('scripts/start.ts', { LOG_LEVEL: 'verbose' });
+    const { code, output, stderr } = await runScript('tools/start.ts', { LOG_LEVEL: 'verbose' });
     expect(code).toBe(1);
     expect(stderr).toMatch(/^the stack failed to start: LOG_LEVEL: must be one of /);
     expect(output).not.toMatch(/unknown level|^\s+at /m);
@@ -100,7 +100,7 @@ describe('npm run api without credentials', () => {
   });
 
   it('refuses to start with neither API_TOKENS nor OIDC_ISSUER, naming API_TOKENS', async () => {
-    const { code, output } = await runScript('api/main.ts', {
+    const { code, output } = await runScript('src/api/main.ts', {
       TEMPORAL_ADDRESS: '127.0.0.1:1',
     });
     expect(code).toBe(1);
@@ -109,7 +109,7 @@ describe('npm run api without credentials', () => {
   }, 180_000);
 
   it('with ALLOW_DEV_TOKEN=true goes on to connect (and fails only on the missing Temporal)', async () => {
-    const { code, output } = await runScript('api/main.ts', {
+    const { code, output } = await runScript('src/api/main.ts', {
       TEMPORAL_ADDRESS: '127.0.0.1:1',
       ALLOW_DEV_TOKEN: 'true',
     });
@@ -133,7 +133,7 @@ describe('a failed start off a terminal', () => {
   const kubeconfig = unreachableKubeconfig();
 
   it('is one plain line on stderr naming the variable and what to do, nothing on stdout', async () => {
-    const { code, stdout, stderr } = await runScript('api/main.ts', {});
+    const { code, stdout, stderr } = await runScript('src/api/main.ts', {});
     expect(code).toBe(1);
     expect(stderr).toBe(
       'api failed to start: TEMPORAL_ADDRESS: is required by `npm run api` (npm start runs its own)\n',
@@ -142,7 +142,7 @@ describe('a failed start off a terminal', () => {
   }, 180_000);
 
   it('is one pino fatal JSON line on stdout with LOG_FORMAT=json (error and stack)', async () => {
-    const { code, stdout, stderr } = await runScript('api/main.ts', { LOG_FORMAT: 'json' });
+    const { code, stdout, stderr } = await runScript('src/api/main.ts', { LOG_FORMAT: 'json' });
     expect(code).toBe(1);
     expect(stderr).toBe('');
     const lines = stdout.trim().split('\n');
@@ -154,11 +154,11 @@ describe('a failed start off a terminal', () => {
       msg: 'TEMPORAL_ADDRESS: is required by `npm run api` (npm start runs its own)',
       err: { type: 'ConfigError' },
     });
-    expect(line.err.stack).toContain('api/main.ts');
+    expect(line.err.stack).toContain('src/api/main.ts');
   }, 180_000);
 
   it('names DATABASE_URL (host and database, not the password) when PostgreSQL cannot be reached', async () => {
-    const { code, stdout, stderr } = await runScript('worker/main.ts', {
+    const { code, stdout, stderr } = await runScript('src/worker/main.ts', {
       TEMPORAL_ADDRESS: '127.0.0.1:1',
       KUBECONFIG: kubeconfig,
       DATABASE_URL: 'postgres://sandbox:s3cret@127.0.0.1:1/sandboxes',
@@ -172,7 +172,7 @@ describe('a failed start off a terminal', () => {
   }, 180_000);
 
   it('names TEMPORAL_ADDRESS when the worker cannot reach the frontend, and exits', async () => {
-    const { code, stderr } = await runScript('worker/main.ts', {
+    const { code, stderr } = await runScript('src/worker/main.ts', {
       TEMPORAL_ADDRESS: '127.0.0.1:1',
       KUBECONFIG: kubeconfig,
       METRICS_PORT: String(await freePort()),
@@ -184,7 +184,9 @@ describe('a failed start off a terminal', () => {
   }, 180_000);
 
   it('names KUBECONFIG when the worker has no cluster credentials', async () => {
-    const { code, stderr } = await runScript('worker/main.ts', { TEMPORAL_ADDRESS: '127.0.0.1:1' });
+    const { code, stderr } = await runScript('src/worker/main.ts', {
+      TEMPORAL_ADDRESS: '127.0.0.1:1',
+    });
     expect(code).toBe(1);
     expect(stderr).toMatch(
       /^worker failed to start: KUBECONFIG: cannot find credentials for the cluster \(.*\); set KUBECONFIG to a readable kubeconfig file, or run inside the cluster\n$/,

@@ -5,9 +5,9 @@
  * and the pod the worker builds from them carries them with the restrictive securityContext.
  */
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../config/index.js';
-import { podSettingsOf } from '../config/pod-settings.js';
-import { sandboxPod } from '../kubernetes/pod-spec.js';
+import { loadConfig } from '../src/config/index.js';
+import { podSettingsOf } from '../src/config/pod-settings.js';
+import { sandboxPod } from '../src/kubernetes/pod-spec.js';
 
 function templates(json: unknown) {
   return loadConfig({ SANDBOX_TEMPLATES: JSON.stringify(json) }).templates;

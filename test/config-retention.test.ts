@@ -1,10 +1,10 @@
 /**
- * The retention variables (config/retention.ts) as a table: the defaults, each kind's hours in
+ * The retention variables (src/config/retention.ts) as a table: the defaults, each kind's hours in
  * ms (0: kept for ever), and a start-up error naming the variable for a value out of range or
  * a key retention that outlasts the operations'.
  */
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../config/index.js';
+import { ConfigError, loadConfig } from '../src/config/index.js';
 
 const BASE = { API_TOKENS: 'acme:token-1' };
 const HOUR_MS = 3_600_000;

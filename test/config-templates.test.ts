@@ -4,7 +4,7 @@
  * message that names the field.
  */
 import { describe, expect, it } from 'vitest';
-import { loadConfig, placementPolicyOf } from '../config/index.js';
+import { loadConfig, placementPolicyOf } from '../src/config/index.js';
 
 function templates(json: unknown) {
   return loadConfig({ SANDBOX_TEMPLATES: JSON.stringify(json) }).templates;

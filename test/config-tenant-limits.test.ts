@@ -8,8 +8,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { limitsOf, loadConfig } from '../config/index.js';
-import { DEFAULT_TENANT_LIMITS } from '../config/tenant-limits.js';
+import { limitsOf, loadConfig } from '../src/config/index.js';
+import { DEFAULT_TENANT_LIMITS } from '../src/config/tenant-limits.js';
 import { exceededLimit } from '../contract/index.js';
 
 function limits(raw: string | undefined) {

@@ -7,8 +7,8 @@
 import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { afterEach, describe, expect, it } from 'vitest';
-import { openDatabase } from '../store/database.js';
-import { FailureCodeKey } from '../temporal/search-attribute-keys.js';
+import { openDatabase } from '../src/store/database.js';
+import { FailureCodeKey } from '../src/temporal/search-attribute-keys.js';
 import { settle, startCreate } from './support/creates.js';
 import { startTestStack, type TestStack } from './support/stack.js';
 import { storeBackends } from './support/store.js';

@@ -11,14 +11,14 @@ import { ApplicationFailure, CancelledFailure, CompleteAsyncError } from '@tempo
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { CreateActivities } from '../activities/index.js';
+import type { CreateActivities } from '../src/activities/index.js';
 import type { CreateFailureDetails, CreateSandboxInput } from '../contract/index.js';
 import { startTimeSkippingEnvironment } from '../environments/time-skipping-server/environment.js';
-import type { PodRef } from '../kubernetes/pods.js';
-import { bundleSandboxWorkflows } from '../worker/workflow-bundle.js';
-import type { createSandbox } from '../workflows/create-sandbox.js';
+import type { PodRef } from '../src/kubernetes/pods.js';
+import { bundleSandboxWorkflows } from '../src/worker/workflow-bundle.js';
+import type { createSandbox } from '../src/workflows/create-sandbox.js';
 import { createInput } from './support/creates.js';
-import { waitUntil } from '../scripts/wait-until.js';
+import { waitUntil } from '../tools/wait-until.js';
 
 type Activities = Pick<
   CreateActivities,
@@ -69,7 +69,7 @@ function stubActivities(): Activities {
 }
 
 /**
- * An `awaitPodReady` stub that waits as the real one does (verdict/readiness-wait.ts): it goes
+ * An `awaitPodReady` stub that waits as the real one does (src/verdict/readiness-wait.ts): it goes
  * asynchronous at once and nothing ever completes it, heartbeats or acknowledges a cancel.
  * A stub that acknowledged the cancel (ActivityTaskCanceled) could land that event in the
  * workflow's last task and fail it as UnhandledCommand, re-running the local retireExecution.
@@ -80,7 +80,7 @@ async function waitAsynchronously(): Promise<never> {
 
 /**
  * An `awaitPodReady` stub whose every attempt fails as retryable (as a wait attempt whose worker
- * died is failed: verdict/readiness-decider.ts, `WaitNotRecorded`), so Temporal retries it
+ * died is failed: src/verdict/readiness-decider.ts, `WaitNotRecorded`), so Temporal retries it
  * 1 s to 10 s apart until the deadline cancels it. Between attempts no activity runs, so the
  * time-skipping server jumps to the next retry: the test server does not skip time while an
  * activity is running, which rules out {@link waitAsynchronously} for a deadline far away.

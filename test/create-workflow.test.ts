@@ -8,11 +8,11 @@ import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { RequestQuery } from '../environments/simulated-cluster/index.js';
-import { FailureCodeKey, CreatePhaseKey } from '../temporal/search-attribute-keys.js';
-import { freePort } from '../config/free-port.js';
+import { FailureCodeKey, CreatePhaseKey } from '../src/temporal/search-attribute-keys.js';
+import { freePort } from '../src/config/free-port.js';
 import { startCreate, settle } from './support/creates.js';
 import { startTestStack, type TestStack } from './support/stack.js';
-import { waitUntil } from '../scripts/wait-until.js';
+import { waitUntil } from '../tools/wait-until.js';
 
 const NAMESPACE = 'sandboxes';
 const INVALID_ARGUMENT_MESSAGE =
@@ -256,7 +256,7 @@ describe('createSandbox workflow', () => {
   async function workerProcess(): Promise<{ child: ChildProcess; exited: Promise<number | null> }> {
     const kubeconfig = join((stack as TestStack).dataDir, 'kubeconfig');
     (stack as TestStack).cluster.writeKubeconfig(kubeconfig);
-    const child = spawn(process.execPath, ['--import', 'tsx', 'worker/main.ts'], {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/worker/main.ts'], {
       env: {
         ...process.env,
         TEMPORAL_ADDRESS: (stack as TestStack).temporal.address,

@@ -3,8 +3,8 @@
  * the dev token, API_TOKENS, the OIDC issuer's JWTs, or both.
  */
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../config/index.js';
-import { credentialHint } from '../scripts/credential-hint.js';
+import { loadConfig } from '../src/config/index.js';
+import { credentialHint } from '../tools/credential-hint.js';
 
 const OIDC = {
   OIDC_ISSUER: 'https://idp.example.test/realms/platform',

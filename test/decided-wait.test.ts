@@ -1,7 +1,7 @@
 /**
  * What a refused create leaves behind once its wait is decided, as a new user would see it: no
  * read of the pod by name after the decision (the decider's delayed read is cancelled), and a
- * workflow failure without a stack trace (workflows/failure-converter.ts), read from the real
+ * workflow failure without a stack trace (src/workflows/failure-converter.ts), read from the real
  * dev server's history.
  */
 import { WorkflowFailedError } from '@temporalio/client';
@@ -39,7 +39,7 @@ describe('a decided readiness wait', () => {
   it('reads its pod by name no more once the wait is decided, waiting longer than the read delay', async () => {
     const { input, podName } = await refusedCreate();
     const lines = stack.logs.filter((line) => line.operation_id === input.operationId);
-    // The wait went asynchronous, so the decider armed its delayed read (verdict/readiness-wait.ts).
+    // The wait went asynchronous, so the decider armed its delayed read (src/verdict/readiness-wait.ts).
     expect(lines.map((line) => line.msg)).toContain(
       'waiting for the pod; the informers complete the wait',
     );

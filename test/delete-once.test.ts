@@ -5,7 +5,7 @@
  */
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openStore, type Store } from '../store/index.js';
+import { openStore, type Store } from '../src/store/index.js';
 import {
   awaitOperation,
   bearer,

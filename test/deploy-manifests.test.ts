@@ -1,7 +1,7 @@
 /**
  * The in-cluster manifests of deploy/ (rendered from the chart deploy/chart with its default
  * values: test/helm-chart.test.ts fails when they differ) checked for what a dry run cannot see: every variable
- * given to the api and the workers is one config/index.ts reads, the image and commands match
+ * given to the api and the workers is one src/config/index.ts reads, the image and commands match
  * docker-compose.yml, each runs as its own ServiceAccount (only the worker's is bound to
  * deploy/rbac.yaml's Role), the probes point at the health endpoints, the sandbox namespace's
  * Pod Security labels and default-deny NetworkPolicy. (test/real-apiserver.test.ts dry-runs
@@ -18,8 +18,8 @@ import type {
 } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments } from 'yaml';
-import { CONFIG_VARIABLES, loadConfig } from '../config/index.js';
-import { DEFAULT_TENANT_LIMITS } from '../config/tenant-limits.js';
+import { CONFIG_VARIABLES, loadConfig } from '../src/config/index.js';
+import { DEFAULT_TENANT_LIMITS } from '../src/config/tenant-limits.js';
 
 const ROOT = normalize(join(import.meta.dirname, '..'));
 const documents = (file: string) =>
@@ -53,7 +53,7 @@ describe.each([
     expect(deployment(file).metadata?.namespace).toBe('durable-sandbox');
   });
 
-  it('sets only variables config/index.ts reads, and no KUBECONFIG (in-cluster credentials)', () => {
+  it('sets only variables src/config/index.ts reads, and no KUBECONFIG (in-cluster credentials)', () => {
     const names = (container.env ?? []).map((variable) => variable.name);
     expect(names.filter((name) => !(CONFIG_VARIABLES as readonly string[]).includes(name))).toEqual(
       [],
@@ -126,13 +126,13 @@ describe('probes and bindings', () => {
     expect(service.spec?.selector).toEqual(deployment('api.yaml').spec?.selector.matchLabels);
   });
 
-  it('probes the worker with worker/healthcheck.ts', () => {
+  it('probes the worker with src/worker/healthcheck.ts', () => {
     const container = deployment('worker.yaml').spec!.template.spec!.containers[0]!;
     expect(container.livenessProbe?.exec?.command).toEqual([
       'node',
       '--import',
       'tsx',
-      'worker/healthcheck.ts',
+      'src/worker/healthcheck.ts',
     ]);
   });
 

@@ -1,13 +1,13 @@
 /**
  * The docs against the code: the README stays a newcomer's page (short, linking every page of
  * docs/), every relative link of the README and docs/ resolves to a file and a heading, and
- * docs/configuration.md lists every variable config/index.ts reads.
+ * docs/configuration.md lists every variable src/config/index.ts reads.
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { CONFIG_VARIABLES } from '../config/index.js';
+import { CONFIG_VARIABLES } from '../src/config/index.js';
 import { OPERATION_ERRORS, POD_LOST } from '../contract/index.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -87,31 +87,15 @@ describe('sections named in text', () => {
   });
 });
 
-/** Source folders of the service and its scripts (not test/, not scripts/bench: its variables are docs/benchmarks.md's). */
-const SOURCE_DIRS = [
-  'activities',
-  'api',
-  'bin',
-  'cli',
-  'config',
-  'contract',
-  'environments',
-  'kubernetes',
-  'scripts',
-  'store',
-  'temporal',
-  'tracing',
-  'verdict',
-  'worker',
-  'workflows',
-];
+/** Source folders of the service and its scripts (not test/, not tools/bench: its variables are docs/benchmarks.md's). */
+const SOURCE_DIRS = ['src', 'contract', 'clients/cli', 'environments', 'tools'];
 /** Variables of the operating system, not of this service. */
 const SYSTEM_VARIABLES = new Set(['PATH', 'XDG_CACHE_HOME']);
 
 function sourceFiles(dir: string): string[] {
   return readdirSync(join(ROOT, dir), { withFileTypes: true }).flatMap((entry) => {
     const path = `${dir}/${entry.name}`;
-    if (entry.isDirectory()) return path === 'scripts/bench' ? [] : sourceFiles(path);
+    if (entry.isDirectory()) return path === 'tools/bench' ? [] : sourceFiles(path);
     return /\.(ts|js)$/.test(entry.name) ? [path] : [];
   });
 }
@@ -134,7 +118,7 @@ describe('docs/configuration.md', () => {
     ),
   );
 
-  it('has a row for every variable config/index.ts reads', () => {
+  it('has a row for every variable src/config/index.ts reads', () => {
     expect(CONFIG_VARIABLES.filter((name) => !rows.has(name))).toEqual([]);
   });
 
@@ -147,7 +131,7 @@ describe('docs/configuration.md', () => {
 
 describe('docs/cli.md', () => {
   it("lists every command of the CLI's program (its --help)", async () => {
-    const { run } = await import('../cli/program.js');
+    const { run } = await import('../clients/cli/program.js');
     let help = '';
     const out = { write: (chunk: string) => ((help += chunk), true) };
     await run(['--help'], { stdout: out as never, stderr: out as never, env: {} });
@@ -170,7 +154,7 @@ describe('README', () => {
   });
 });
 
-describe('failure codes in docs/api.md and api/openapi.json', () => {
+describe('failure codes in docs/api.md and src/api/openapi.json', () => {
   it('the "Errors" table of docs/api.md has one row per failure code of contract/, no other', () => {
     const section = read('docs/api.md')
       .split(/^## Errors$/m)[1]!
@@ -181,7 +165,7 @@ describe('failure codes in docs/api.md and api/openapi.json', () => {
 
   it("the OpenAPI document's operation error and sandbox failure codes are contract/'s", () => {
     const schemas = (
-      JSON.parse(read('api/openapi.json')) as {
+      JSON.parse(read('src/api/openapi.json')) as {
         components: { schemas: Record<string, Record<string, unknown>> };
       }
     ).components.schemas;
@@ -198,12 +182,12 @@ describe('failure codes in docs/api.md and api/openapi.json', () => {
 });
 
 describe('docs/testing.md, "Patch exit plan"', () => {
-  it('has a row for every patch constant of workflows/', () => {
+  it('has a row for every patch constant of src/workflows/', () => {
     const plan = read('docs/testing.md')
       .split(/^### Patch exit plan$/m)[1]!
       .split(/^### /m)[0]!;
     const rows = new Set([...plan.matchAll(/^\| `([A-Z_]+_PATCH)`/gm)].map((m) => m[1]));
-    const constants = sourceFiles('workflows').flatMap((file) =>
+    const constants = sourceFiles('src/workflows').flatMap((file) =>
       [...read(file).matchAll(/export const ([A-Z_]+_PATCH) =/g)].map((m) => m[1]),
     );
     expect(constants.length).toBeGreaterThan(0);

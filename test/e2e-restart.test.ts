@@ -8,10 +8,10 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, expect, it } from 'vitest';
-import { clusterResetReason, explainPodsOfBefore } from '../scripts/cluster-reset.js';
-import { openStore } from '../store/index.js';
+import { clusterResetReason, explainPodsOfBefore } from '../tools/cluster-reset.js';
+import { openStore } from '../src/store/index.js';
 import { startStackProcess, type StackProcess } from './support/stack-process.js';
-import { waitUntil } from '../scripts/wait-until.js';
+import { waitUntil } from '../tools/wait-until.js';
 
 const dataDir = mkdtempSync(join(tmpdir(), 'durable-sandbox-restart-'));
 const started: StackProcess[] = [];

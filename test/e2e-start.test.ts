@@ -12,7 +12,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startStackProcess, type StackProcess } from './support/stack-process.js';
-import { waitUntil } from '../scripts/wait-until.js';
+import { waitUntil } from '../tools/wait-until.js';
 
 let stack: StackProcess;
 let output = '';
@@ -38,7 +38,7 @@ afterAll(() => {
 /** Runs the CLI as a process against the stack; resolves with its exit code and output. */
 function cli(...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'cli/main.ts', ...args], {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'clients/cli/main.ts', ...args], {
       env: { ...process.env, DURABLE_SANDBOX_URL: apiUrl, DURABLE_SANDBOX_TOKEN: 'dev-token' },
     });
     let stdout = '';

@@ -1,6 +1,6 @@
 /**
  * The event feed across a real API restart (docs/webhooks.md, "The event feed"), on SQLite and
- * (with TEST_DATABASE_URL) PostgreSQL: the API runs as its own process (`api/main.ts`, as
+ * (with TEST_DATABASE_URL) PostgreSQL: the API runs as its own process (`src/api/main.ts`, as
  * `npm run api`) on the store that the worker (in this process, with the run's dev server and a
  * simulated cluster over HTTP) writes: the same SQLite file, or the same PostgreSQL schema
  * (DATABASE_URL). A caller reads the events of a create, an expiry and a lost pod from a cursor,
@@ -11,10 +11,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../config/index.js';
-import { freePort } from '../config/free-port.js';
-import { waitUntil } from '../scripts/wait-until.js';
-import { sweepOrphanPods } from '../worker/orphan-sweeper.js';
+import { loadConfig } from '../src/config/index.js';
+import { freePort } from '../src/config/free-port.js';
+import { waitUntil } from '../tools/wait-until.js';
+import { sweepOrphanPods } from '../src/worker/orphan-sweeper.js';
 import { startTestStack, type TestStack } from './support/stack.js';
 import { storeBackends } from './support/store.js';
 
@@ -37,12 +37,12 @@ interface EventBody {
 }
 
 /**
- * Starts `api/main.ts` with `env` on a free port, adds it to `started` (to be stopped after the
+ * Starts `src/api/main.ts` with `env` on a free port, adds it to `started` (to be stopped after the
  * suite) and waits until it listens.
  */
 async function startApi(env: Record<string, string>, started: ApiProcess[]): Promise<ApiProcess> {
   const port = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', 'api/main.ts'], {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/api/main.ts'], {
     env: { ...process.env, LOG_FORMAT: 'json', LOG_LEVEL: 'info', ...env, PORT: String(port) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

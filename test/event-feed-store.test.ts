@@ -1,12 +1,12 @@
 /**
- * The event feed's part of the store (store/event-feed.ts, migration 0021) on SQLite and
+ * The event feed's part of the store (src/store/event-feed.ts, migration 0021) on SQLite and
  * PostgreSQL: every kept event gets the next number in write order, a tenant reads only its own
  * after a number, filtered by type and sandbox; a sandbox marked lost keeps its `sandbox.lost`
  * event in the same transaction; a feed waiter is woken by the write, not by a clock.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { WebhookEventType } from '../contract/index.js';
-import { openStore, type NewSandboxInput, type Store } from '../store/index.js';
+import { openStore, type NewSandboxInput, type Store } from '../src/store/index.js';
 import { storeBackends, type StoreTarget } from './support/store.js';
 
 function steppingClock(): () => Date {

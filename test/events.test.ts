@@ -8,13 +8,13 @@
  */
 import { Writable } from 'node:stream';
 import request from 'supertest';
-import { DurableSandboxClient } from '../client/src/index.js';
-import { run } from '../cli/program.js';
+import { DurableSandboxClient } from '../clients/typescript/src/index.js';
+import { run } from '../clients/cli/program.js';
 import type { Express } from 'express';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Store } from '../store/index.js';
-import { sweepOrphanPods } from '../worker/orphan-sweeper.js';
-import { waitUntil } from '../scripts/wait-until.js';
+import type { Store } from '../src/store/index.js';
+import { sweepOrphanPods } from '../src/worker/orphan-sweeper.js';
+import { waitUntil } from '../tools/wait-until.js';
 import {
   acceptedCreate,
   awaitOperation,

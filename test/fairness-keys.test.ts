@@ -1,10 +1,10 @@
 /**
- * A tenant's fairness key and weight (temporal/priority.ts): its id as the key, hashed when
+ * A tenant's fairness key and weight (src/temporal/priority.ts): its id as the key, hashed when
  * longer than Temporal's 64 bytes, and the weight TENANT_LIMITS gives it (default 1).
  */
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../config/index.js';
-import { FAIRNESS_KEY_MAX_BYTES, fairnessKeyOf, tenantPriority } from '../temporal/priority.js';
+import { loadConfig } from '../src/config/index.js';
+import { FAIRNESS_KEY_MAX_BYTES, fairnessKeyOf, tenantPriority } from '../src/temporal/priority.js';
 
 describe('fairness keys', () => {
   it("is the tenant's id up to 64 bytes, and a hash of a longer one that stays distinct", () => {

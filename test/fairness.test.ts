@@ -11,10 +11,10 @@ import type { Priority } from '@temporalio/common';
 import type { Express } from 'express';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../config/index.js';
+import { loadConfig } from '../src/config/index.js';
 import { lifetimeWorkflowId } from '../contract/index.js';
-import { ROOMY_TENANT_LIMITS } from '../scripts/roomy-tenant-limits.js';
-import { waitUntil } from '../scripts/wait-until.js';
+import { ROOMY_TENANT_LIMITS } from '../tools/roomy-tenant-limits.js';
+import { waitUntil } from '../tools/wait-until.js';
 import {
   acceptedCreate,
   awaitOperation,

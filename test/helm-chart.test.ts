@@ -29,13 +29,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApiserverTier, type ApiserverTier } from '../environments/apiserver-tier/launcher.js';
 import { renderTierKubeconfig } from '../environments/apiserver-tier/kubeconfig.js';
 import { locateHelm } from '../environments/helm/binaries.js';
-import { sandboxPod } from '../kubernetes/pod-spec.js';
+import { sandboxPod } from '../src/kubernetes/pod-spec.js';
 import {
   CHART_DIR,
   DEPLOY_DIR,
   NOT_RENDERED,
   renderDeployManifests,
-} from '../scripts/deploy-render.js';
+} from '../tools/deploy-render.js';
 import { helmFor, type Helm } from './support/helm.js';
 
 /** deploy/chart/values.yaml's `tenantLimits.default`. */

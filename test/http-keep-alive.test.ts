@@ -1,5 +1,5 @@
 /**
- * The API's keep-alive timing (api/http-server.ts): an idle connection stays open for
+ * The API's keep-alive timing (src/api/http-server.ts): an idle connection stays open for
  * HTTP_KEEP_ALIVE_TIMEOUT_MS (default 65 s, not Node's 5 s), so the server is not the side that
  * closes a connection a request is already on its way over. Seen by what the server did with the
  * client's one socket: kept it (the next request reuses it) or closed it.
@@ -8,9 +8,9 @@ import { Agent, request, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import express from 'express';
 import { afterEach, describe, expect, it } from 'vitest';
-import { listenApi } from '../api/http-server.js';
-import { DEFAULT_HTTP_KEEP_ALIVE_TIMEOUT_MS, loadConfig } from '../config/index.js';
-import { waitUntil } from '../scripts/wait-until.js';
+import { listenApi } from '../src/api/http-server.js';
+import { DEFAULT_HTTP_KEEP_ALIVE_TIMEOUT_MS, loadConfig } from '../src/config/index.js';
+import { waitUntil } from '../tools/wait-until.js';
 
 const servers: Server[] = [];
 afterEach(async () => {

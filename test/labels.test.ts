@@ -27,7 +27,7 @@ import {
   sandboxPod,
   tenantLabelValue,
   type SandboxPodInput,
-} from '../kubernetes/pod-spec.js';
+} from '../src/kubernetes/pod-spec.js';
 
 /** A sandbox pod's input, for the tenant label's tests. */
 const POD: SandboxPodInput = {
@@ -419,7 +419,7 @@ describe('selector properties', () => {
   });
 });
 
-describe("the pod's tenant label (kubernetes/pod-spec.ts tenantLabelValue)", () => {
+describe("the pod's tenant label (src/kubernetes/pod-spec.ts tenantLabelValue)", () => {
   it('is the tenant itself when it is a valid label value, with no annotation', () => {
     const pod = sandboxPod({ ...POD, tenant: 'payments' });
     expect(pod.metadata?.labels?.[POD_LABELS.tenant]).toBe('payments');

@@ -1,7 +1,8 @@
 /**
- * The tree's four groups and the one direction of their imports (docs/architecture.md,
- * "Layout"): the service at the ground; its clients and the environments it runs in above it,
- * side by side; the tooling (scripts/, then test/) on top. A file may import its own group and any
+ * The tree's groups, each a folder at the root, and the one direction of their imports
+ * (docs/architecture.md, "Layout"): the service (src/, with the contract beside it) at the
+ * ground; its clients (clients/) and the environments it runs in (environments/) above it, side by
+ * side; the tooling (tools/, then test/) on top. The root holds those folders and no other. A file may import its own group and any
  * group on a lower floor, never one on its floor or above: no folder imports one above it.
  * Inside a group the folders form an order too (the service's, bottom first, in
  * docs/architecture.md "Layout"): their imports make no cycle.
@@ -18,23 +19,26 @@ const GROUPS = {
     floor: 0,
     folders: [
       'contract',
-      'config',
-      'store',
-      'kubernetes',
-      'temporal',
-      'tracing',
-      'webhooks',
-      'workflows',
-      'verdict',
-      'activities',
-      'api',
-      'nexus',
-      'worker',
+      'src/config',
+      'src/store',
+      'src/kubernetes',
+      'src/temporal',
+      'src/tracing',
+      'src/webhooks',
+      'src/workflows',
+      'src/verdict',
+      'src/activities',
+      'src/api',
+      'src/nexus',
+      'src/worker',
     ],
   },
-  clients: { floor: 1, folders: ['client', 'cli', 'bin', 'examples'] },
+  clients: {
+    floor: 1,
+    folders: ['clients/typescript', 'clients/cli', 'clients/examples', 'clients/python'],
+  },
   environments: { floor: 1, folders: ['environments'] },
-  scripts: { floor: 2, folders: ['scripts'] },
+  tools: { floor: 2, folders: ['tools'] },
   tests: { floor: 3, folders: ['test'] },
 } as const;
 
@@ -45,19 +49,33 @@ const ROOT = join(import.meta.dirname, '..');
 /** Top-level folders that hold no imported code: manifests, docs, CI. */
 const NOT_CODE = new Set(['.ci', 'deploy', 'docs']);
 
+/** Root folders whose children are the folders of a group: `src/api`, `clients/cli`. */
+const NESTED = new Set(['src', 'clients']);
+
+/** The folder a file belongs to: its top-level folder, or its second level under src/ and clients/. */
+function folderOf(file: string): string {
+  const [top, second] = file.split('/');
+  return NESTED.has(top as string) && second !== undefined ? `${top}/${second}` : (top as string);
+}
+
 function groupOf(folder: string): Group | undefined {
   return (Object.keys(GROUPS) as Group[]).find((group) =>
     (GROUPS[group].folders as readonly string[]).includes(folder),
   );
 }
 
-/** Every source file git tracks or would (TypeScript, JavaScript) under a top-level folder. */
-function sourceFiles(): string[] {
+/** Every file git tracks or would, under a top-level folder. */
+function treeFiles(): string[] {
   const files = execFileSync('git', ['ls-files', '--cached', '--others', '--exclude-standard'], {
     cwd: ROOT,
     encoding: 'utf8',
   }).split('\n');
-  return files.filter((file) => /\.(ts|mts|mjs|js)$/.test(file) && file.includes('/'));
+  return files.filter((file) => file.includes('/'));
+}
+
+/** Every source file (TypeScript, JavaScript) under a top-level folder. */
+function sourceFiles(): string[] {
+  return treeFiles().filter((file) => /\.(ts|mts|mjs|js)$/.test(file));
 }
 
 /** The relative module specifiers a file imports or re-exports (static and dynamic). */
@@ -72,10 +90,10 @@ function relativeImports(source: string): string[] {
 function crossFolderImports() {
   const edges: Array<{ from: string; to: string; file: string; specifier: string }> = [];
   for (const file of sourceFiles()) {
-    const from = file.split('/')[0] as string;
+    const from = folderOf(file);
     for (const specifier of relativeImports(readFileSync(join(ROOT, file), 'utf8'))) {
       const target = normalize(join(dirname(file), specifier));
-      const to = target.split('/')[0] as string;
+      const to = folderOf(target);
       if (to !== from && !target.startsWith('..')) edges.push({ from, to, file, specifier });
     }
   }
@@ -128,8 +146,25 @@ function folderCycle(edges: Edge[]): string | undefined {
 }
 
 describe('the layers of the tree', () => {
-  it('every top-level folder with code belongs to one group', () => {
-    const folders = new Set(sourceFiles().map((file) => file.split('/')[0] as string));
+  it('the root shows the groups: no folder at the root but theirs and the non-code ones', () => {
+    const roots = new Set(treeFiles().map((file) => file.split('/')[0] as string));
+    const groupRoots = new Set(
+      Object.values(GROUPS).flatMap(({ folders }) => folders.map((f) => f.split('/')[0])),
+    );
+    const stray = [...roots].filter((root) => !groupRoots.has(root) && !NOT_CODE.has(root));
+    expect(stray).toEqual([]);
+    expect([...groupRoots].sort()).toEqual([
+      'clients',
+      'contract',
+      'environments',
+      'src',
+      'test',
+      'tools',
+    ]);
+  });
+
+  it('every folder with code belongs to one group', () => {
+    const folders = new Set(sourceFiles().map(folderOf));
     const unplaced = [...folders].filter((folder) => !groupOf(folder) && !NOT_CODE.has(folder));
     expect(unplaced).toEqual([]);
   });

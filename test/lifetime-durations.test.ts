@@ -3,9 +3,9 @@
  * `default_ttl` / `max_ttl`, and what a create body's `ttl` becomes. Pure functions: fast tier.
  */
 import { describe, expect, it } from 'vitest';
-import { parseCreateRequest, parseExtendRequest } from '../api/validation.js';
-import { ApiError } from '../api/errors.js';
-import { loadConfig } from '../config/index.js';
+import { parseCreateRequest, parseExtendRequest } from '../src/api/validation.js';
+import { ApiError } from '../src/api/errors.js';
+import { loadConfig } from '../src/config/index.js';
 import { MAX_TTL_LIMIT_MS, formatDuration, parseDurationMs } from '../contract/index.js';
 
 describe('parseDurationMs', () => {

@@ -1,5 +1,5 @@
 /**
- * The sandboxLifetime workflow's branches (workflows/sandbox-lifetime.ts) on Temporal's
+ * The sandboxLifetime workflow's branches (src/workflows/sandbox-lifetime.ts) on Temporal's
  * time-skipping test server with a stub `expireSandbox`: a lifetime of days passes in no wall
  * time. Fast tier (docs/testing.md). test/lifetimes.test.ts runs the real activities.
  */
@@ -14,8 +14,8 @@ import {
   type SandboxLifetimeInput,
 } from '../contract/index.js';
 import { startTimeSkippingEnvironment } from '../environments/time-skipping-server/environment.js';
-import { bundleSandboxWorkflows } from '../worker/workflow-bundle.js';
-import type { sandboxLifetime } from '../workflows/sandbox-lifetime.js';
+import { bundleSandboxWorkflows } from '../src/worker/workflow-bundle.js';
+import type { sandboxLifetime } from '../src/workflows/sandbox-lifetime.js';
 
 const taskQueue = 'lifetime-branches';
 const DAY_MS = 24 * 3_600_000;

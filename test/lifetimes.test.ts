@@ -17,7 +17,7 @@ import {
   type ApiStack,
   type OperationBody,
 } from './support/api.js';
-import { waitUntil } from '../scripts/wait-until.js';
+import { waitUntil } from '../tools/wait-until.js';
 
 const TEMPLATES = {
   base: { image: 'ghcr.io/durable-sandbox/base:1' },

@@ -8,7 +8,7 @@
  */
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { entityTagOf, noneMatchFails, parseIfNoneMatch } from '../api/entity-tag.js';
+import { entityTagOf, noneMatchFails, parseIfNoneMatch } from '../src/api/entity-tag.js';
 import {
   acceptedCreate,
   awaitOperation,

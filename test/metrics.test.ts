@@ -8,11 +8,11 @@ import type { Server } from 'node:http';
 import { pino } from 'pino';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../config/free-port.js';
-import { startMetricsServer } from '../worker/metrics-server.js';
-import { installRuntime } from '../worker/runtime.js';
+import { freePort } from '../src/config/free-port.js';
+import { startMetricsServer } from '../src/worker/metrics-server.js';
+import { installRuntime } from '../src/worker/runtime.js';
 import { acceptedCreate, startApiStack, type ApiStack } from './support/api.js';
-import { waitUntil } from '../scripts/wait-until.js';
+import { waitUntil } from '../tools/wait-until.js';
 
 /** The value of one sample line `name{labels} value` in a Prometheus text scrape, 0 when absent. */
 function sample(text: string, name: string, labels = ''): number {

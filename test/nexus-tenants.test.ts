@@ -1,11 +1,11 @@
 /**
- * Which namespace a Nexus start comes from (nexus/tenants.ts): only a callback URL whose whole
+ * Which namespace a Nexus start comes from (src/nexus/tenants.ts): only a callback URL whose whole
  * path is the server's default template counts, so a namespace whose name carries `/` or `%`
  * cannot pass for a mapped one.
  */
 import type * as nexus from 'nexus-rpc';
 import { describe, expect, it } from 'vitest';
-import { callerNamespaceOf } from '../nexus/tenants.js';
+import { callerNamespaceOf } from '../src/nexus/tenants.js';
 
 const start = (
   callbackUrl: string | undefined,

@@ -16,20 +16,20 @@ import { Client, Connection } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time.js';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../config/index.js';
+import { loadConfig } from '../src/config/index.js';
 import {
   clientConnectionOptions,
   nativeConnectionOptions,
   parseTemporalCredentials,
-} from '../config/temporal-connection.js';
+} from '../src/config/temporal-connection.js';
 import {
   startPostgresInstance,
   type PostgresInstance,
 } from '../environments/postgresql/instance.js';
 import { startTemporalTier, type TemporalTier } from '../environments/temporal-tier/launcher.js';
-import type { createSandboxThroughNexus } from '../examples/nexus-caller/workflows.js';
-import { startSandboxWorker, type StartedSandboxWorker } from '../worker/sandbox-worker.js';
-import { waitUntil } from '../scripts/wait-until.js';
+import type { createSandboxThroughNexus } from '../clients/examples/nexus-caller/workflows.js';
+import { startSandboxWorker, type StartedSandboxWorker } from '../src/worker/sandbox-worker.js';
+import { waitUntil } from '../tools/wait-until.js';
 import { startTestStack, type TestStack } from './support/stack.js';
 
 const suffix = randomUUID().replace(/-/g, '').slice(0, 12);

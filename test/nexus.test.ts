@@ -12,17 +12,17 @@ import { CancelledFailure, NexusOperationFailure } from '@temporalio/common';
 import { msToTs } from '@temporalio/common/lib/time.js';
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../config/index.js';
+import { loadConfig } from '../src/config/index.js';
 import type {
   createSandboxThroughNexus,
   deleteSandboxThroughNexus,
-} from '../examples/nexus-caller/workflows.js';
-import type { NexusCreateInput } from '../nexus/service.js';
-import { startSandboxWorker, type StartedSandboxWorker } from '../worker/sandbox-worker.js';
-import type { Store } from '../store/index.js';
-import { bundleSandboxWorkflows } from '../worker/workflow-bundle.js';
+} from '../clients/examples/nexus-caller/workflows.js';
+import type { NexusCreateInput } from '../src/nexus/service.js';
+import { startSandboxWorker, type StartedSandboxWorker } from '../src/worker/sandbox-worker.js';
+import type { Store } from '../src/store/index.js';
+import { bundleSandboxWorkflows } from '../src/worker/workflow-bundle.js';
 import { startTestStack, type TestStack } from './support/stack.js';
-import { waitUntil } from '../scripts/wait-until.js';
+import { waitUntil } from '../tools/wait-until.js';
 
 const suffix = randomUUID().replace(/-/g, '').slice(0, 12);
 const callerNamespace = `nexus-caller-${suffix}`;
@@ -129,7 +129,7 @@ beforeAll(async () => {
   await startCallerWorker(
     strangerNamespace,
     await bundleSandboxWorkflows(
-      fileURLToPath(new URL('../examples/nexus-caller/workflows.ts', import.meta.url)),
+      fileURLToPath(new URL('../clients/examples/nexus-caller/workflows.ts', import.meta.url)),
       [fileURLToPath(new URL('./support/nexus-forged-link.ts', import.meta.url))],
     ),
   );

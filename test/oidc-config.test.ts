@@ -1,12 +1,12 @@
 /**
- * The OIDC variables (config/oidc.ts, docs/security.md): off unless OIDC_ISSUER is set, the
+ * The OIDC variables (src/config/oidc.ts, docs/security.md): off unless OIDC_ISSUER is set, the
  * defaults, and a ConfigError naming the variable for each missing or invalid value.
  */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { AUTH_REFUSALS } from '../api/auth-refusals.js';
-import { ConfigError, DEV_TOKEN, loadConfig } from '../config/index.js';
-import { OIDC_VARIABLES } from '../config/oidc.js';
+import { AUTH_REFUSALS } from '../src/api/auth-refusals.js';
+import { ConfigError, DEV_TOKEN, loadConfig } from '../src/config/index.js';
+import { OIDC_VARIABLES } from '../src/config/oidc.js';
 
 const ON = {
   OIDC_ISSUER: 'https://idp.example.com/realms/sandbox',

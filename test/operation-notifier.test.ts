@@ -1,5 +1,5 @@
 /**
- * The operation notifier's publisher (store/operation-notifier.ts): what it hands to
+ * The operation notifier's publisher (src/store/operation-notifier.ts): what it hands to
  * `pg_notify`, observed through its `send` (PostgreSQL's side is test/store.test.ts, which counts
  * what a LISTEN connection received).
  */
@@ -10,8 +10,8 @@ import {
   LISTEN_RETRY_DELAY_MS,
   MAX_PAYLOAD_BYTES,
   OPERATION_CHANNEL,
-} from '../store/operation-notifier.js';
-import { waitUntil } from '../scripts/wait-until.js';
+} from '../src/store/operation-notifier.js';
+import { waitUntil } from '../tools/wait-until.js';
 
 const opId = (n: number) => `op_${String(n).padStart(20, '0')}`;
 

@@ -1,10 +1,10 @@
 /**
- * The store's part of operations as AIP-151 describes them (migration 0022, store/operations.ts)
+ * The store's part of operations as AIP-151 describes them (migration 0022, src/store/operations.ts)
  * on SQLite and PostgreSQL: `end_time` written when the phase becomes `finished`, the first
  * cancel asked kept, and a create's path written with its pod.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { openStore, type Store } from '../store/index.js';
+import { openStore, type Store } from '../src/store/index.js';
 import { storeBackends, type StoreTarget } from './support/store.js';
 
 function steppingClock(): () => Date {

@@ -8,7 +8,7 @@ import type { Client } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { longPollsHeld, MAX_WAIT_MS, parseWait } from '../api/long-poll.js';
+import { longPollsHeld, MAX_WAIT_MS, parseWait } from '../src/api/long-poll.js';
 import {
   acceptedCreate,
   awaitOperation,
@@ -18,7 +18,7 @@ import {
   type ApiStack,
   type OperationBody,
 } from './support/api.js';
-import { waitUntil } from '../scripts/wait-until.js';
+import { waitUntil } from '../tools/wait-until.js';
 
 let api: ApiStack;
 beforeAll(async () => {

@@ -5,16 +5,16 @@
 import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createPod } from '../kubernetes/pods.js';
-import { createWarmPod } from '../kubernetes/warm-pods.js';
+import { createPod } from '../src/kubernetes/pods.js';
+import { createWarmPod } from '../src/kubernetes/warm-pods.js';
 import {
   isWorkflowOpen as isWorkflowOpenIn,
   listRunningWorkflowIds,
-} from '../temporal/workflow-status.js';
-import { sweepOrphanPods } from '../worker/orphan-sweeper.js';
+} from '../src/temporal/workflow-status.js';
+import { sweepOrphanPods } from '../src/worker/orphan-sweeper.js';
 import { startGrpcCounter, type GrpcCounter } from './support/grpc-counter.js';
 import { startTestStack, type TestStack } from './support/stack.js';
-import { waitUntil } from '../scripts/wait-until.js';
+import { waitUntil } from '../tools/wait-until.js';
 
 let stack: TestStack;
 let counter: GrpcCounter;
@@ -260,7 +260,7 @@ describe('orphan pod sweeper', () => {
   });
 
   describe('the Temporal cost of the creates stuck creating', () => {
-    /** The sweep as the worker wires it (worker/serve.ts), through the counting proxy. */
+    /** The sweep as the worker wires it (src/worker/serve.ts), through the counting proxy. */
     const counted = {
       isWorkflowOpen: (workflowId: string) =>
         isWorkflowOpenIn(countedConnection, 'default', workflowId),

@@ -1,5 +1,5 @@
 /**
- * The rules of the outcome at the decision (verdict/outcome-at-decision.ts), as a table:
+ * The rules of the outcome at the decision (src/verdict/outcome-at-decision.ts), as a table:
  * which wait outcomes write the operation's outcome, what they write (the error the workflow
  * would write: contract/create-workflow.ts `operationErrorOf`), the pod-uid fence passed down,
  * and that the failure says `outcomeRecorded` only when the write applied. The store is a
@@ -12,14 +12,14 @@ import {
   failureAtDecision,
   floorLearning,
   isOutcomeRecorded,
-} from '../verdict/outcome-at-decision.js';
+} from '../src/verdict/outcome-at-decision.js';
 import {
   operationErrorOf,
   type CreateFailureDetails,
   type LearnedRootfsFloor,
 } from '../contract/index.js';
-import type { ReadinessOutcome } from '../verdict/readiness-watch.js';
-import type { OperationOutcomeInput, SandboxRecord } from '../store/index.js';
+import type { ReadinessOutcome } from '../src/verdict/readiness-watch.js';
+import type { OperationOutcomeInput, SandboxRecord } from '../src/store/index.js';
 
 const POD = { name: 'sbx-rules-g1', uid: 'uid-rules' };
 const WAIT = { operationId: 'op_rules', pod: POD };

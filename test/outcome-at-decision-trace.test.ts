@@ -1,5 +1,5 @@
 /**
- * The span of the outcome's write at the decision (verdict/outcome-at-decision.ts;
+ * The span of the outcome's write at the decision (src/verdict/outcome-at-decision.ts;
  * docs/observability.md): a child of the wait's attempt span, given by its ids (the decider,
  * after that span ended) or active (the wait activity deciding from its cache); no span, and so
  * no trace of its own, for a decision of an untraced create. The real OpenTelemetry SDK with an
@@ -9,9 +9,9 @@ import { context, SpanStatusCode, trace, type SpanContext } from '@opentelemetry
 import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { failureAtDecision } from '../verdict/outcome-at-decision.js';
-import type { ReadinessOutcome } from '../verdict/readiness-watch.js';
-import { OPERATION_ID_ATTRIBUTE, OUTCOME_RECORDED_ATTRIBUTE } from '../tracing/spans.js';
+import { failureAtDecision } from '../src/verdict/outcome-at-decision.js';
+import type { ReadinessOutcome } from '../src/verdict/readiness-watch.js';
+import { OPERATION_ID_ATTRIBUTE, OUTCOME_RECORDED_ATTRIBUTE } from '../src/tracing/spans.js';
 
 const POD = { name: 'sbx-trace-g1', uid: 'uid-trace' };
 const WAIT = { operationId: 'op_trace', pod: POD };
@@ -27,7 +27,7 @@ const exporter = new InMemorySpanExporter();
 const provider = new NodeTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
 
 beforeAll(() => {
-  // Registers the provider and the async-hooks context manager, as the SDK does (tracing/sdk.ts).
+  // Registers the provider and the async-hooks context manager, as the SDK does (src/tracing/sdk.ts).
   provider.register();
 });
 afterAll(async () => {

@@ -16,8 +16,8 @@ import {
   startApiStack,
   type ApiStack,
 } from './support/api.js';
-import { waitUntil } from '../scripts/wait-until.js';
-import type { OperationRecord } from '../store/index.js';
+import { waitUntil } from '../tools/wait-until.js';
+import type { OperationRecord } from '../src/store/index.js';
 
 const EventType = temporal.api.enums.v1.EventType;
 

@@ -5,8 +5,13 @@
  */
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { placementOf, placementOfPodName, sandboxPod, podNameFor } from '../kubernetes/pod-spec.js';
-import { classifyRefusal, nodeRefusal, type EventLike } from '../verdict/refusal.js';
+import {
+  placementOf,
+  placementOfPodName,
+  sandboxPod,
+  podNameFor,
+} from '../src/kubernetes/pod-spec.js';
+import { classifyRefusal, nodeRefusal, type EventLike } from '../src/verdict/refusal.js';
 import { nodeAffinityAllows, nodeLabels } from '../environments/simulated-cluster/scheduling.js';
 
 const MARKED = (code: string) =>

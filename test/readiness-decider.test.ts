@@ -1,5 +1,5 @@
 /**
- * The readiness decider's own rules (verdict/readiness-decider.ts; docs/architecture.md,
+ * The readiness decider's own rules (src/verdict/readiness-decider.ts; docs/architecture.md,
  * "Waiting costs nothing"): a change of a pod whose wait this worker does not hold is decided
  * only after `otherWaitDelayMs`, from the caches then; a pod decided once costs no Temporal call
  * on its later changes; a pod naming another create's workflow cannot decide that create's wait.
@@ -13,14 +13,14 @@
 import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ReadinessDecider } from '../verdict/readiness-decider.js';
-import { DEFAULT_TEMPLATES } from '../config/index.js';
-import { createPod } from '../kubernetes/pods.js';
-import { SandboxInformers } from '../kubernetes/sandbox-informers.js';
+import { ReadinessDecider } from '../src/verdict/readiness-decider.js';
+import { DEFAULT_TEMPLATES } from '../src/config/index.js';
+import { createPod } from '../src/kubernetes/pods.js';
+import { SandboxInformers } from '../src/kubernetes/sandbox-informers.js';
 import { podWithUnstartedWait, startCreate, waitingAsync } from './support/creates.js';
 import { startGrpcCounter, type GrpcCounter } from './support/grpc-counter.js';
 import { startTestStack, type TestStack } from './support/stack.js';
-import { waitUntil } from '../scripts/wait-until.js';
+import { waitUntil } from '../tools/wait-until.js';
 
 const NAMESPACE = 'sandboxes';
 const COMPLETED = 'RespondActivityTaskCompletedById';

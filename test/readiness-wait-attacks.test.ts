@@ -9,14 +9,14 @@ import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ReadinessDecider } from '../verdict/readiness-decider.js';
-import { SandboxInformers } from '../kubernetes/sandbox-informers.js';
-import type { Store } from '../store/index.js';
-import type { createSandbox } from '../workflows/create-sandbox.js';
+import { ReadinessDecider } from '../src/verdict/readiness-decider.js';
+import { SandboxInformers } from '../src/kubernetes/sandbox-informers.js';
+import type { Store } from '../src/store/index.js';
+import type { createSandbox } from '../src/workflows/create-sandbox.js';
 import { settle, startCreate, waitingAsync } from './support/creates.js';
 import { failingStore } from './support/failing-store.js';
 import { startTestStack, type TestStack } from './support/stack.js';
-import { waitUntil } from '../scripts/wait-until.js';
+import { waitUntil } from '../tools/wait-until.js';
 
 const NAMESPACE = 'sandboxes';
 const INVALID_ARGUMENT_MESSAGE =

@@ -8,11 +8,11 @@
 import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ReadinessDecider } from '../verdict/readiness-decider.js';
-import { SandboxInformers } from '../kubernetes/sandbox-informers.js';
+import { ReadinessDecider } from '../src/verdict/readiness-decider.js';
+import { SandboxInformers } from '../src/kubernetes/sandbox-informers.js';
 import { settle, startCreate, storeGoneCreate, waitingAsync } from './support/creates.js';
 import { startTestStack, type TestStack } from './support/stack.js';
-import { waitUntil } from '../scripts/wait-until.js';
+import { waitUntil } from '../tools/wait-until.js';
 
 const NAMESPACE = 'sandboxes';
 const INVALID_ARGUMENT_MESSAGE =
@@ -138,7 +138,7 @@ describe('every wait is covered, however many pages they fill', () => {
     const podUid = (await stack.store.getSandboxById(input.sandboxId))?.pod?.uid ?? '';
     await stopWorker(stack);
     // The node refuses the pod, and the worker that held the wait recorded the outcome at the
-    // decision, then died before failing the wait (verdict/outcome-at-decision.ts's write).
+    // decision, then died before failing the wait (src/verdict/outcome-at-decision.ts's write).
     stack.cluster.node.recordSandboxFailure(NAMESPACE, podName, INVALID_ARGUMENT_MESSAGE);
     const recorded = {
       code: 'invalid_request',

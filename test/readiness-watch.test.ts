@@ -5,16 +5,23 @@
  * and watched by the label selector, events listed once and watched by the refusal selector.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createKubernetesClient, type KubernetesClient } from '../kubernetes/client.js';
-import { createPod, type PodRef } from '../kubernetes/pods.js';
-import { awaitPodReady, podOutcome, type ReadinessOutcome } from '../verdict/readiness-watch.js';
-import { SandboxInformers, type SandboxInformersOptions } from '../kubernetes/sandbox-informers.js';
+import { createKubernetesClient, type KubernetesClient } from '../src/kubernetes/client.js';
+import { createPod, type PodRef } from '../src/kubernetes/pods.js';
+import {
+  awaitPodReady,
+  podOutcome,
+  type ReadinessOutcome,
+} from '../src/verdict/readiness-watch.js';
+import {
+  SandboxInformers,
+  type SandboxInformersOptions,
+} from '../src/kubernetes/sandbox-informers.js';
 import {
   SimulatedCluster,
   type RequestVerb,
   type SimulatedClusterOptions,
 } from '../environments/simulated-cluster/index.js';
-import { waitUntil } from '../scripts/wait-until.js';
+import { waitUntil } from '../tools/wait-until.js';
 
 const NAMESPACE = 'sandboxes';
 const INVALID_ARGUMENT_MESSAGE =

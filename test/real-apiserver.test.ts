@@ -17,12 +17,12 @@ import {
   type KubernetesObject,
 } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createKubernetesClient, httpStatusOf } from '../kubernetes/client.js';
-import { sandboxPod } from '../kubernetes/pod-spec.js';
-import { deletePod } from '../kubernetes/pods.js';
+import { createKubernetesClient, httpStatusOf } from '../src/kubernetes/client.js';
+import { sandboxPod } from '../src/kubernetes/pod-spec.js';
+import { deletePod } from '../src/kubernetes/pods.js';
 import { SimulatedCluster } from '../environments/simulated-cluster/index.js';
 import { startRealTier, type RealTier } from './support/real-tier.js';
-import { waitUntil } from '../scripts/wait-until.js';
+import { waitUntil } from '../tools/wait-until.js';
 
 let real: RealTier;
 let simulated: SimulatedCluster;

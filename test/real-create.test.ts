@@ -17,7 +17,7 @@ import {
   type OperationBody,
 } from './support/api.js';
 import { startRealTier, type RealTier } from './support/real-tier.js';
-import { waitUntil } from '../scripts/wait-until.js';
+import { waitUntil } from '../tools/wait-until.js';
 
 let real: RealTier;
 let api: ApiStack;

@@ -5,7 +5,7 @@
  * apply them, each process acts with a token of its own ServiceAccount (TokenRequest), and:
  *
  * - the API's account may not create a pod anywhere (the apiserver answers RBAC 403), yet its
- *   own readiness check passes: it needs nothing (kubernetes/cluster-check.ts, API_PERMISSIONS);
+ *   own readiness check passes: it needs nothing (src/kubernetes/cluster-check.ts, API_PERMISSIONS);
  * - the worker's account creates and deletes pods in the sandbox namespace only;
  * - the sandbox namespace keeps its Pod Security labels and the default-deny NetworkPolicy as
  *   written, and its PodSecurity admission refuses a privileged pod (baseline).
@@ -23,9 +23,13 @@ import {
 } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { renderTierKubeconfig } from '../environments/apiserver-tier/kubeconfig.js';
-import { API_PERMISSIONS, WORKER_PERMISSIONS, checkCluster } from '../kubernetes/cluster-check.js';
-import { createKubernetesClient, httpStatusOf } from '../kubernetes/client.js';
-import { sandboxPod } from '../kubernetes/pod-spec.js';
+import {
+  API_PERMISSIONS,
+  WORKER_PERMISSIONS,
+  checkCluster,
+} from '../src/kubernetes/cluster-check.js';
+import { createKubernetesClient, httpStatusOf } from '../src/kubernetes/client.js';
+import { sandboxPod } from '../src/kubernetes/pod-spec.js';
 import { startRealTier, type RealTier } from './support/real-tier.js';
 
 /** The namespaces of deploy/namespaces.yaml. */

@@ -12,10 +12,10 @@
 import { EventsV1Api, RbacAuthorizationV1Api, V1MicroTime } from '@kubernetes/client-node';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApp } from '../api/app.js';
-import { operationErrorOf } from '../api/failures.js';
-import { WORKER_PERMISSIONS, checkCluster } from '../kubernetes/cluster-check.js';
-import { createKubernetesClient } from '../kubernetes/client.js';
+import { createApp } from '../src/api/app.js';
+import { operationErrorOf } from '../src/api/failures.js';
+import { WORKER_PERMISSIONS, checkCluster } from '../src/kubernetes/cluster-check.js';
+import { createKubernetesClient } from '../src/kubernetes/client.js';
 import { USER_ROLE_BINDING } from '../environments/apiserver-tier/namespace.js';
 import {
   acceptedCreate,
@@ -30,7 +30,7 @@ import { settle, startCreate } from './support/creates.js';
 import { withSandboxWorker } from './support/worker.js';
 import { startRealTier, type RealTier } from './support/real-tier.js';
 import { uniqueTaskQueue } from './support/temporal.js';
-import { waitUntil } from '../scripts/wait-until.js';
+import { waitUntil } from '../tools/wait-until.js';
 
 let real: RealTier;
 let api: ApiStack;
@@ -119,7 +119,7 @@ describe('apiserver refusals on a real kube-apiserver', () => {
       ok: false,
       problem: `the service account may not create pods, get pods, list pods, watch pods, update pods, delete pods, get events, list events, watch events in namespace "${ns}" (apply deploy/rbac.yaml)`,
     });
-    // The API needs no grant (kubernetes/cluster-check.ts, API_PERMISSIONS): still ready.
+    // The API needs no grant (src/kubernetes/cluster-check.ts, API_PERMISSIONS): still ready.
     const ready = await request(appIn(ns)).get('/readyz').set(bearer(api.tenantA));
     expect(ready.status, ready.text).toBe(200);
     expect(ready.body.checks.cluster).toBe('ok');

@@ -14,7 +14,7 @@ import {
   type ReplacedOperation,
   type ReplacementSuite,
 } from './support/replacement.js';
-import { waitUntil } from '../scripts/wait-until.js';
+import { waitUntil } from '../tools/wait-until.js';
 
 const NODES = ['agent-node-1', 'agent-node-2', 'agent-node-3'];
 

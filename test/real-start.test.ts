@@ -11,7 +11,7 @@ import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { startStackProcess, type StackProcess } from './support/stack-process.js';
 import { uniqueTaskQueue } from './support/temporal.js';
-import { waitUntil } from '../scripts/wait-until.js';
+import { waitUntil } from '../tools/wait-until.js';
 
 let stack: StackProcess;
 const dataDir = mkdtempSync(join(tmpdir(), 'durable-sandbox-real-start-'));

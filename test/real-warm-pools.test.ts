@@ -8,7 +8,7 @@
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { warmPoolWorkflowId } from '../contract/index.js';
-import { POD_LABELS, podNameFor } from '../kubernetes/pod-spec.js';
+import { POD_LABELS, podNameFor } from '../src/kubernetes/pod-spec.js';
 import {
   acceptedCreate,
   awaitOperation,
@@ -17,7 +17,7 @@ import {
   type ApiStack,
 } from './support/api.js';
 import { startRealTier, type RealTier } from './support/real-tier.js';
-import { waitUntil } from '../scripts/wait-until.js';
+import { waitUntil } from '../tools/wait-until.js';
 
 const RESOURCES = { cpu: 1, memory_mib: 256, disk_mib: 2048 };
 const TEMPLATES = {

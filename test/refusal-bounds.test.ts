@@ -1,11 +1,11 @@
 /**
- * The bound on the rootfs a believable refusal may state (verdict/refusal-bounds.ts,
+ * The bound on the rootfs a believable refusal may state (src/verdict/refusal-bounds.ts,
  * `floorBoundOf`), as a table: a floor is learned per image, so the smallest largest-disk over
  * the templates of the pod's image bounds it.
  */
 import { describe, expect, it } from 'vitest';
 import { RESOURCE_LIMITS } from '../contract/index.js';
-import { floorBoundOf, type BoundedTemplate } from '../verdict/refusal-bounds.js';
+import { floorBoundOf, type BoundedTemplate } from '../src/verdict/refusal-bounds.js';
 
 const CATALOG: Record<string, BoundedTemplate> = {
   alone: { image: 'example.test/alone:1', max_disk_mib: 4096 },

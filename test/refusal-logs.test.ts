@@ -1,17 +1,17 @@
 /**
  * What an operator reads when a node refuses a create (docs/observability.md, "Logs"): the
  * refusal is the caller's error, the service working as intended, so the real worker process
- * (`npm run worker`'s worker/main.ts) writes one info line naming the reason, the node and the
+ * (`npm run worker`'s src/worker/main.ts) writes one info line naming the reason, the node and the
  * ids, and no warning: neither the SDK's `Activity failed` nor its `Workflow failed` with their
  * stack traces. Read from the process's own stdout (pino JSON lines).
  */
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { REPO_ROOT } from '../scripts/release-before.js';
-import { startWorkerProcess, type WorkerProcess } from '../scripts/worker-process.js';
+import { REPO_ROOT } from '../tools/release-before.js';
+import { startWorkerProcess, type WorkerProcess } from '../tools/worker-process.js';
 import { settle, startCreate } from './support/creates.js';
 import { startTestStack, type TestStack } from './support/stack.js';
-import { waitUntil } from '../scripts/wait-until.js';
+import { waitUntil } from '../tools/wait-until.js';
 
 let stack: TestStack;
 let worker: WorkerProcess;

@@ -10,7 +10,7 @@
  */
 import { EventsV1Api, type CoreV1Event, type V1Pod } from '@kubernetes/client-node';
 import type { Express } from 'express';
-import type { TemplateConfig } from '../config/index.js';
+import type { TemplateConfig } from '../src/config/index.js';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -21,7 +21,7 @@ import {
   type ApiStack,
   type OperationBody,
 } from './support/api.js';
-import { waitUntil } from '../scripts/wait-until.js';
+import { waitUntil } from '../tools/wait-until.js';
 
 const NAMESPACE = 'sandboxes';
 const NODE = 'sim-node-1';

@@ -7,7 +7,7 @@ import {
   parseRootfsFloor,
   REFUSAL_RULES,
   type EventLike,
-} from '../verdict/refusal.js';
+} from '../src/verdict/refusal.js';
 
 const KUBELET_MESSAGE =
   'Failed to create pod sandbox: rpc error: code = Unknown desc = [space-err=InvalidArgument] ' +

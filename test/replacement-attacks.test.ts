@@ -7,12 +7,12 @@
 import type { WorkflowFailedError } from '@temporalio/client';
 import { CancelledFailure } from '@temporalio/common';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ReadinessDecider } from '../verdict/readiness-decider.js';
-import { DEFAULT_TEMPLATES, type TemplateConfig } from '../config/index.js';
-import { SandboxInformers } from '../kubernetes/sandbox-informers.js';
+import { ReadinessDecider } from '../src/verdict/readiness-decider.js';
+import { DEFAULT_TEMPLATES, type TemplateConfig } from '../src/config/index.js';
+import { SandboxInformers } from '../src/kubernetes/sandbox-informers.js';
 import { settle, startCreate } from './support/creates.js';
 import { startTestStack, type TestStack } from './support/stack.js';
-import { waitUntil } from '../scripts/wait-until.js';
+import { waitUntil } from '../tools/wait-until.js';
 
 const NAMESPACE = 'sandboxes';
 /** The worker's catalog: `base` with the policy the creates below run with (admission compares). */

@@ -5,7 +5,7 @@
  */
 import request from 'supertest';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { workerRegistry } from '../activities/metrics.js';
+import { workerRegistry } from '../src/activities/metrics.js';
 import { awaitOperation, bearer, createBody } from './support/api.js';
 import {
   FULL,
@@ -15,7 +15,7 @@ import {
   type ReplacementSuite,
 } from './support/replacement.js';
 import { activitySummaries } from './support/temporal.js';
-import { waitUntil } from '../scripts/wait-until.js';
+import { waitUntil } from '../tools/wait-until.js';
 
 const NODES = ['node-a', 'node-b', 'node-c'];
 

@@ -7,7 +7,7 @@
  * or one of them with `RECORD_HISTORY=<file name>`.
  *
  * test/fixtures/<commit>/ hold histories recorded by an earlier release's own stack
- * (scripts/record-histories.ts), one per branch of the create workflow; those of the release
+ * (tools/record-histories.ts), one per branch of the create workflow; those of the release
  * named by RELEASE_BEFORE must all be there (docs/testing.md, "Upgrades with creates in flight").
  */
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -16,7 +16,7 @@ import { fileURLToPath } from 'node:url';
 import { historyFromJSON, historyToJSON } from '@temporalio/common/lib/proto-utils.js';
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { fixtureDir, RECORDED_BRANCHES, releaseBeforeCommit } from '../scripts/release-before.js';
+import { fixtureDir, RECORDED_BRANCHES, releaseBeforeCommit } from '../tools/release-before.js';
 import { startCreate, settle } from './support/creates.js';
 import { startTestStack, type TestStack } from './support/stack.js';
 
@@ -75,7 +75,7 @@ describe('createSandbox replay (determinism)', () => {
     );
     expect(
       missing,
-      `record them with \`npx tsx scripts/record-histories.ts\` (RELEASE_BEFORE is ${commit})`,
+      `record them with \`npx tsx tools/record-histories.ts\` (RELEASE_BEFORE is ${commit})`,
     ).toEqual([]);
   });
 

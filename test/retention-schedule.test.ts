@@ -1,5 +1,5 @@
 /**
- * The retention Schedule (temporal/retention-schedule.ts) on the dev server: two workers
+ * The retention Schedule (src/temporal/retention-schedule.ts) on the dev server: two workers
  * starting at once both succeed, one creating the Schedule and one updating it; described, it
  * starts `purgeAgedRows` on the workers' task queue with the settings, overlap SKIP, a memo and
  * a summary; a triggered run purges what aged out (a failed sandbox, its operation) and keeps a
@@ -7,11 +7,11 @@
  */
 import { NativeConnection } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RetentionConfig } from '../config/retention.js';
+import type { RetentionConfig } from '../src/config/retention.js';
 import type { RetentionRunResult } from '../contract/index.js';
-import { waitUntil } from '../scripts/wait-until.js';
-import { retentionScheduleId } from '../temporal/retention-schedule.js';
-import { startSandboxWorker } from '../worker/sandbox-worker.js';
+import { waitUntil } from '../tools/wait-until.js';
+import { retentionScheduleId } from '../src/temporal/retention-schedule.js';
+import { startSandboxWorker } from '../src/worker/sandbox-worker.js';
 import { startTestStack, type TestStack } from './support/stack.js';
 
 /** Everything ages out after 1 ms; batches of 2 prove the run goes batch after batch. */

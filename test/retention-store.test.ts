@@ -1,5 +1,5 @@
 /**
- * Rows that age out (store/retention.ts, migration 0023) on SQLite and PostgreSQL: each kind is
+ * Rows that age out (src/store/retention.ts, migration 0023) on SQLite and PostgreSQL: each kind is
  * purged after its retention and not before; nothing unfinished is purged (a sandbox with a
  * running operation, a running operation, an event an endpoint is still delivering); one batch
  * removes at most its limit (counted in the database); the newest event stays, so the feed's
@@ -8,9 +8,9 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { sql, type Kysely } from 'kysely';
 import type { RetentionKind, WebhookEventRef } from '../contract/index.js';
-import { openDatabase } from '../store/database.js';
-import type { Database } from '../store/schema.js';
-import { openStore, type Store } from '../store/index.js';
+import { openDatabase } from '../src/store/database.js';
+import type { Database } from '../src/store/schema.js';
+import { openStore, type Store } from '../src/store/index.js';
 import { storeBackends, type StoreTarget } from './support/store.js';
 
 const DAY_MS = 86_400_000;

@@ -8,8 +8,8 @@
 import type { Express } from 'express';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { apiRegistry } from '../api/metrics.js';
-import { openStore } from '../store/index.js';
+import { apiRegistry } from '../src/api/metrics.js';
+import { openStore } from '../src/store/index.js';
 import {
   awaitOperation,
   bearer,
@@ -17,7 +17,7 @@ import {
   type ApiStack,
   type OperationBody,
 } from './support/api.js';
-import { waitUntil } from '../scripts/wait-until.js';
+import { waitUntil } from '../tools/wait-until.js';
 
 /** The catalog of this suite: one template per test, so each test starts with no floor. */
 const TEMPLATES = {
@@ -191,7 +191,7 @@ describe('learned rootfs floors', () => {
     const first = await post(api.app, 'prompt', 300, '/sync/v1/sandboxes');
     expect(first.status, first.text).toBe(400);
     expect(first.body.error.message).toMatch(/^the node refused the sandbox: /);
-    // Learned at the decision (verdict/outcome-at-decision.ts), before the outcome a reader
+    // Learned at the decision (src/verdict/outcome-at-decision.ts), before the outcome a reader
     // sees: no wait for compensation, whose retirement learns it too.
     const stored = await api.stack.store.listRootfsFloors(['example.test/prompt:1']);
     expect(stored).toEqual([

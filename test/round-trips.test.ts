@@ -10,7 +10,7 @@ import { temporal } from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { startCreate, settle } from './support/creates.js';
 import { startTestStack, type TestStack } from './support/stack.js';
-import { waitUntil } from '../scripts/wait-until.js';
+import { waitUntil } from '../tools/wait-until.js';
 
 const EventType = temporal.api.enums.v1.EventType;
 
@@ -80,7 +80,7 @@ describe('round trips per create', () => {
       workflowTasks: 4,
       activityTasks: ['createPod', 'awaitPodReady', 'deletePod'],
       // admitCreate, retireExecution: the outcome was recorded at the decision
-      // (verdict/outcome-at-decision.ts), so no recordOperationOutcome
+      // (src/verdict/outcome-at-decision.ts), so no recordOperationOutcome
       localActivities: 2,
     });
     expect(await eagerDispatches(3)).toBe(3);

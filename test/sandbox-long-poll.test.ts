@@ -8,9 +8,9 @@
  */
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { entityTagOf } from '../api/entity-tag.js';
-import { sandboxLongPollsHeld } from '../api/sandbox-long-poll.js';
-import { waitUntil } from '../scripts/wait-until.js';
+import { entityTagOf } from '../src/api/entity-tag.js';
+import { sandboxLongPollsHeld } from '../src/api/sandbox-long-poll.js';
+import { waitUntil } from '../tools/wait-until.js';
 import {
   acceptedCreate,
   awaitOperation,

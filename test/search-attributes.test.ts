@@ -9,13 +9,13 @@ import { Client } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time.js';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApp } from '../api/app.js';
-import { operationErrorOf } from '../api/failures.js';
-import { checkSearchAttributes } from '../temporal/search-attributes.js';
+import { createApp } from '../src/api/app.js';
+import { operationErrorOf } from '../src/api/failures.js';
+import { checkSearchAttributes } from '../src/temporal/search-attributes.js';
 import { bearer, createBody, startApiStack, type ApiStack } from './support/api.js';
 import { settle, startCreate } from './support/creates.js';
 import { withSandboxWorker } from './support/worker.js';
-import { waitUntil } from '../scripts/wait-until.js';
+import { waitUntil } from '../tools/wait-until.js';
 
 /** IndexedValueType KEYWORD (temporal.api.enums.v1). */
 const KEYWORD = 2;
@@ -116,7 +116,7 @@ describe('a namespace without the search attributes', () => {
         namespace: namespace,
       },
       async () => {
-        // The API passes the attributes it found registered (api/create-flow.ts); the node
+        // The API passes the attributes it found registered (src/api/create-flow.ts); the node
         // refuses a 300 MiB disk.
         const client = new Client({ connection, namespace });
         const { handle, input } = await startCreate(

@@ -2,7 +2,7 @@
  * The API and the worker as separate processes (`npm run api`, `npm run worker`: docs/production.md,
  * "Running the processes separately") on one SQLite file, against the run's dev server and a
  * simulated cluster in this process. What the real entry points do, not what a test-built worker
- * does: the workflow bundle of worker/main.ts carries the activity summaries, and a long-poll on
+ * does: the workflow bundle of src/worker/main.ts carries the activity summaries, and a long-poll on
  * the API process is woken by the worker process's write. Last, how they stop: a taken PORT is
  * one plain line, SIGTERM drains the worker with a line before and after, and the API stops once
  * on a Ctrl-C that npm delivers twice, and at once on a second one.
@@ -14,9 +14,9 @@ import { defaultPayloadConverter } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freshPostgresTarget } from './support/store.js';
-import { freePort } from '../config/free-port.js';
+import { freePort } from '../src/config/free-port.js';
 import { startTestStack, type TestStack } from './support/stack.js';
-import { waitUntil } from '../scripts/wait-until.js';
+import { waitUntil } from '../tools/wait-until.js';
 
 const EventType = temporal.api.enums.v1.EventType;
 /** The simulated node refuses (or starts) a pod this long after it was created, in ms. */
@@ -79,8 +79,8 @@ beforeAll(async () => {
       other: { image: 'ghcr.io/durable-sandbox/other:1' },
     }),
   };
-  worker = run('worker/main.ts', { ...env, METRICS_PORT: String(await freePort()) });
-  api = run('api/main.ts', { ...env, PORT: String(port) });
+  worker = run('src/worker/main.ts', { ...env, METRICS_PORT: String(await freePort()) });
+  api = run('src/api/main.ts', { ...env, PORT: String(port) });
   await waitUntil(
     () =>
       (api.output().includes('api listening') && worker.output().includes('worker started')) ||
@@ -157,7 +157,7 @@ describe('the API and the worker as separate processes on one SQLite file', () =
     ).not.toEqual([]);
   }, 60_000);
 
-  it('the history worker/main.ts made has a summary on every scheduled activity', async () => {
+  it('the history src/worker/main.ts made has a summary on every scheduled activity', async () => {
     const { id } = await create('other');
     await waitUntil(async () => (await longPoll(id, '10s')).done, { timeoutMs: 60_000 });
     const history = await stack.temporal.client.workflow.getHandle(id).fetchHistory();
@@ -191,7 +191,7 @@ function logLines(running: Running): Array<{ msg: string; signal?: string; level
 describe('starting and stopping the separate processes', () => {
   it('a second npm run api on a taken PORT says so in one plain line and exits 1', async () => {
     const port = new URL(apiUrl).port;
-    const second = run('api/main.ts', {
+    const second = run('src/api/main.ts', {
       TEMPORAL_ADDRESS: stack.temporal.address,
       TEMPORAL_TASK_QUEUE: stack.taskQueue,
       DATA_DIR: stack.dataDir,
@@ -220,7 +220,7 @@ describe('starting and stopping the separate processes', () => {
       const target = await freshPostgresTarget(process.env.TEST_DATABASE_URL!);
       try {
         const port = new URL(apiUrl).port;
-        const second = run('api/main.ts', {
+        const second = run('src/api/main.ts', {
           TEMPORAL_ADDRESS: stack.temporal.address,
           TEMPORAL_TASK_QUEUE: stack.taskQueue,
           DATABASE_URL: target.options.databaseUrl!,

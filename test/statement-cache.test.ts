@@ -1,12 +1,12 @@
 /**
- * The store's prepared statements (store/statement-cache.ts): one prepare per SQL text, the
+ * The store's prepared statements (src/store/statement-cache.ts): one prepare per SQL text, the
  * least recently used text dropped beyond the bound, results as without the cache, and a
  * statement still right after the schema changed under it. An in-memory better-sqlite3
  * database, no server.
  */
 import SQLite from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
-import { withPreparedStatements } from '../store/statement-cache.js';
+import { withPreparedStatements } from '../src/store/statement-cache.js';
 
 /** An in-memory database whose `prepare` calls are counted by SQL text. */
 function countedDatabase() {

@@ -1,6 +1,6 @@
 /**
- * Labels and filters in the store (store/labels.ts, store/sandboxes.ts `selectSandboxPage`,
- * store/operations.ts `selectOperationPage`; docs/api.md, "Labels and filters"), on SQLite and,
+ * Labels and filters in the store (src/store/labels.ts, src/store/sandboxes.ts `selectSandboxPage`,
+ * src/store/operations.ts `selectOperationPage`; docs/api.md, "Labels and filters"), on SQLite and,
  * with TEST_DATABASE_URL, PostgreSQL: labels stored with the create and changed in place, every
  * filter of the lists, a selector page equal to Kubernetes' `Matches` over the same sandboxes
  * (a property over generated labels and selectors), pages that stay put while rows are written,
@@ -21,8 +21,8 @@ import {
   type NewSandboxInput,
   type SandboxRecord,
   type Store,
-} from '../store/index.js';
-import { OTHER_FILTER_TOKEN } from '../store/page-token.js';
+} from '../src/store/index.js';
+import { OTHER_FILTER_TOKEN } from '../src/store/page-token.js';
 import { storeBackends, type StoreTarget } from './support/store.js';
 
 const RESOURCES = { cpu: 1, memoryMib: 1024, diskMib: 2048 };

@@ -7,9 +7,9 @@ import pg from 'pg';
 import { pino } from 'pino';
 import request from 'supertest';
 import { describe, expect, it } from 'vitest';
-import { errorHandler, UNAVAILABLE_RETRY_AFTER_S } from '../api/errors.js';
-import { freePort } from '../config/free-port.js';
-import { isStoreUnavailable } from '../store/index.js';
+import { errorHandler, UNAVAILABLE_RETRY_AFTER_S } from '../src/api/errors.js';
+import { freePort } from '../src/config/free-port.js';
+import { isStoreUnavailable } from '../src/store/index.js';
 
 async function refusedConnectionError(): Promise<unknown> {
   const client = new pg.Client({

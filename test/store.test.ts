@@ -1,16 +1,16 @@
 import { sql } from 'kysely';
 import pg from 'pg';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { openDatabase } from '../store/database.js';
-import { LEGACY_OPERATION_CHANNEL, OPERATION_CHANNEL } from '../store/operation-notifier.js';
-import { MIGRATIONS } from '../store/migrations/index.js';
+import { openDatabase } from '../src/store/database.js';
+import { LEGACY_OPERATION_CHANNEL, OPERATION_CHANNEL } from '../src/store/operation-notifier.js';
+import { MIGRATIONS } from '../src/store/migrations/index.js';
 import {
   InvalidPageTokenError,
   openStore,
   type NewSandboxInput,
   type Store,
   type StoreOptions,
-} from '../store/index.js';
+} from '../src/store/index.js';
 import { storeBackends, type StoreTarget } from './support/store.js';
 
 const RESOURCES = { cpu: 1, memoryMib: 1024, diskMib: 2048 };

@@ -1,5 +1,5 @@
 /**
- * How the service connects to Temporal (config/temporal-connection.ts; docs/security.md,
+ * How the service connects to Temporal (src/config/temporal-connection.ts; docs/security.md,
  * "Connecting to Temporal"), seen where it arrives: a TLS gRPC proxy of the test's own
  * (support/grpc-counter.ts) in front of the run's dev server records what each call carried.
  *
@@ -18,8 +18,8 @@ import { join } from 'node:path';
 import { Connection } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { freePort } from '../config/free-port.js';
-import { ConfigError, loadConfig } from '../config/index.js';
+import { freePort } from '../src/config/free-port.js';
+import { ConfigError, loadConfig } from '../src/config/index.js';
 import {
   clientConnectionOptions,
   isLoopbackAddress,
@@ -28,14 +28,14 @@ import {
   temporalConnectionWarnings,
   type TemporalCredentials,
   watchCertificateFiles,
-} from '../config/temporal-connection.js';
+} from '../src/config/temporal-connection.js';
 import {
   createCertificateAuthority,
   type CertificateAuthority,
   type IssuedCertificate,
 } from '../environments/tls/certificate-authority.js';
 import { startGrpcCounter, type GrpcCounter } from './support/grpc-counter.js';
-import { waitUntil } from '../scripts/wait-until.js';
+import { waitUntil } from '../tools/wait-until.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'durable-sandbox-temporal-connection-'));
 let ca: CertificateAuthority;
@@ -191,7 +191,7 @@ describe('plaintext to an address off this machine', () => {
   });
 
   it('is warned about by the API process at start', async () => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'api/main.ts'], {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/api/main.ts'], {
       env: {
         PATH: process.env.PATH,
         HOME: process.env.HOME,
@@ -320,7 +320,7 @@ describe('configuration mistakes', () => {
   });
 
   it('stop the API at start with a line naming the variable', async () => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'api/main.ts'], {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/api/main.ts'], {
       env: {
         PATH: process.env.PATH,
         HOME: process.env.HOME,

@@ -8,7 +8,7 @@
  *
  * The tier serves mTLS only, from a CA of its own (docs/security.md, "Connecting to Temporal"):
  * a client without a certificate of that CA is refused; the worker's and the client's
- * connections, configured by the variables of config/temporal-connection.ts, get through.
+ * connections, configured by the variables of src/config/temporal-connection.ts, get through.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -26,10 +26,10 @@ import {
   nativeConnectionOptions,
   parseTemporalCredentials,
   type TemporalCredentials,
-} from '../config/temporal-connection.js';
+} from '../src/config/temporal-connection.js';
 import { createCertificateAuthority } from '../environments/tls/certificate-authority.js';
 import { uniqueTaskQueue } from './support/temporal.js';
-import { waitUntil } from '../scripts/wait-until.js';
+import { waitUntil } from '../tools/wait-until.js';
 
 let postgres: PostgresInstance | undefined;
 let tier: TemporalTier | undefined;

@@ -1,9 +1,9 @@
 /**
  * Tenant limits are exact across replicas (docs/api.md, "Tenant limits"): the check and the
- * insert share one transaction under the tenant's admission lock (store/tenant-usage.ts), so
+ * insert share one transaction under the tenant's admission lock (src/store/tenant-usage.ts), so
  * creates racing through two stores on one database, or two API replicas on one PostgreSQL,
  * never take a tenant past its limit. The create rate is one token bucket in the store
- * (store/create-rate.ts): creates sent evenly through two stores, or two API replicas, are
+ * (src/store/create-rate.ts): creates sent evenly through two stores, or two API replicas, are
  * admitted at the rate plus the burst, not at twice it.
  */
 import { randomUUID } from 'node:crypto';
@@ -14,11 +14,11 @@ import {
   type NewSandboxInput,
   type NewSandboxOutcome,
   type Store,
-} from '../store/index.js';
+} from '../src/store/index.js';
 import { bearer, createBody, startApiStack, type ApiStack } from './support/api.js';
 import { storeBackends, type StoreTarget } from './support/store.js';
-import { ROOMY_TENANT_LIMITS } from '../scripts/roomy-tenant-limits.js';
-import { waitUntil } from '../scripts/wait-until.js';
+import { ROOMY_TENANT_LIMITS } from '../tools/roomy-tenant-limits.js';
+import { waitUntil } from '../tools/wait-until.js';
 
 const RACERS = 200;
 const LIMIT = 50;

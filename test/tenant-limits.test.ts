@@ -8,9 +8,9 @@
 import { randomUUID } from 'node:crypto';
 import type { Express } from 'express';
 import request from 'supertest';
-import type { Store } from '../store/index.js';
+import type { Store } from '../src/store/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { apiRegistry } from '../api/metrics.js';
+import { apiRegistry } from '../src/api/metrics.js';
 import {
   awaitOperation,
   bearer,
@@ -20,7 +20,7 @@ import {
   type OperationBody,
   type TestTenant,
 } from './support/api.js';
-import { waitUntil } from '../scripts/wait-until.js';
+import { waitUntil } from '../tools/wait-until.js';
 
 let api: ApiStack;
 beforeAll(async () => {
@@ -249,7 +249,7 @@ describe('a share that ends is free at once', () => {
   it('a lost sandbox frees its share for the next create', async () => {
     const { who, app } = tenantWith({ sandboxes: 1 });
     const first = await holdTheOneShare(app, who);
-    // What the worker's orphan sweep does when the pod is gone (worker/orphan-sweeper.ts).
+    // What the worker's orphan sweep does when the pod is gone (src/worker/orphan-sweeper.ts).
     const lost = await api.stack.store.markSandboxLost({
       sandboxId: first.body.id,
       podUid: first.body.pod.uid,

@@ -19,14 +19,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   clientConnectionOptions,
   parseTemporalCredentials,
-} from '../config/temporal-connection.js';
-import { DEV_TOKEN } from '../config/index.js';
-import { httpStatusOf } from '../kubernetes/client.js';
-import { sandboxPod } from '../kubernetes/pod-spec.js';
+} from '../src/config/temporal-connection.js';
+import { DEV_TOKEN } from '../src/config/index.js';
+import { httpStatusOf } from '../src/kubernetes/client.js';
+import { sandboxPod } from '../src/kubernetes/pod-spec.js';
 import { startTopology, type Topology } from '../environments/topology/index.js';
 import { ROOMY_TENANT_LIMITS } from './support/tenant-limits.js';
 import { FaultMatrix, type FaultScenario } from '../environments/topology/fault-matrix.js';
-import { waitUntil } from '../scripts/wait-until.js';
+import { waitUntil } from '../tools/wait-until.js';
 
 let topology: Topology;
 let matrix: FaultMatrix;

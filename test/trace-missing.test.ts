@@ -5,10 +5,10 @@
  */
 import type { Request, Response } from 'express';
 import { describe, expect, it } from 'vitest';
-import { notFoundHandler } from '../api/errors.js';
-import { debugTraceHandler } from '../api/handlers/debug-traces.js';
-import { KEPT_TRACES, missingTraceMessage } from '../cli/trace-missing.js';
-import { SPAN_STORE_MAX_TRACES, SpanStore } from '../tracing/span-store.js';
+import { notFoundHandler } from '../src/api/errors.js';
+import { debugTraceHandler } from '../src/api/handlers/debug-traces.js';
+import { KEPT_TRACES, missingTraceMessage } from '../clients/cli/trace-missing.js';
+import { SPAN_STORE_MAX_TRACES, SpanStore } from '../src/tracing/span-store.js';
 
 const TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736';
 

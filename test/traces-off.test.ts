@@ -7,14 +7,14 @@
 import { Server } from 'node:http';
 import { trace, type ProxyTracerProvider } from '@opentelemetry/api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { currentTracing, tracingChoice, tracingRequested } from '../tracing/spans.js';
+import { currentTracing, tracingChoice, tracingRequested } from '../src/tracing/spans.js';
 import {
   OTEL_TRACE_HEADER,
   tracingActivityInterceptors,
   tracingClientInterceptors,
   tracingSinks,
   tracingWorkflowModules,
-} from '../tracing/temporal.js';
+} from '../src/tracing/temporal.js';
 import {
   acceptedCreate,
   awaitOperation,

@@ -8,10 +8,10 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { OPERATION_ID_ATTRIBUTE } from '../tracing/spans.js';
+import { OPERATION_ID_ATTRIBUTE } from '../src/tracing/spans.js';
 import { acceptedCreate, awaitOperation, createBody, type OperationBody } from './support/api.js';
 import { startTracedStack, type TracedStack } from './support/traced-stack.js';
-import { waitUntil } from '../scripts/wait-until.js';
+import { waitUntil } from '../tools/wait-until.js';
 
 interface OtlpValue {
   stringValue?: string;

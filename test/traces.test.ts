@@ -13,13 +13,13 @@ import {
 } from '@opentelemetry/sdk-trace-base';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SpanStore } from '../tracing/span-store.js';
+import { SpanStore } from '../src/tracing/span-store.js';
 import {
   OPERATION_ID_ATTRIBUTE,
   OUTCOME_RECORDED_ATTRIBUTE,
   TENANT_ID_ATTRIBUTE,
-} from '../tracing/spans.js';
-import { OTEL_TRACE_HEADER } from '../tracing/temporal.js';
+} from '../src/tracing/spans.js';
+import { OTEL_TRACE_HEADER } from '../src/tracing/temporal.js';
 import {
   acceptedCreate,
   awaitOperation,
@@ -29,7 +29,7 @@ import {
   type OperationBody,
 } from './support/api.js';
 import { startTracedStack, type TracedStack } from './support/traced-stack.js';
-import { waitUntil } from '../scripts/wait-until.js';
+import { waitUntil } from '../tools/wait-until.js';
 
 const exporter = new InMemorySpanExporter();
 /** The embedded stack's span store, behind `GET /debug/traces/{id}` (npm start). */

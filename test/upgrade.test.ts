@@ -1,7 +1,7 @@
 /**
  * Upgrades with creates in flight (docs/testing.md, "Upgrades with creates in flight"): creates
  * started by the release before's worker (a `git worktree` of the commit in RELEASE_BEFORE, run
- * as `worker/main.ts` of that checkout) finish correctly on this checkout's worker after the old
+ * as `src/worker/main.ts` of that checkout) finish correctly on this checkout's worker after the old
  * worker is killed mid-create. The API and the store are this release's; the Temporal dev
  * server and the simulated cluster are the run's, shared by both workers.
  */
@@ -12,25 +12,25 @@ import type { Express } from 'express';
 import { pino } from 'pino';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApp } from '../api/app.js';
-import { loadConfig } from '../config/index.js';
-import { createKubernetesClient, type KubernetesClient } from '../kubernetes/client.js';
+import { createApp } from '../src/api/app.js';
+import { loadConfig } from '../src/config/index.js';
+import { createKubernetesClient, type KubernetesClient } from '../src/kubernetes/client.js';
 import { SimulatedCluster } from '../environments/simulated-cluster/index.js';
-import { openStore, type Store, type StoreOptions } from '../store/index.js';
+import { openStore, type Store, type StoreOptions } from '../src/store/index.js';
 import {
   checkoutRelease,
   releaseBeforeCommit,
   REPO_ROOT,
   type ReleaseCheckout,
-} from '../scripts/release-before.js';
-import { startWorkerProcess, type WorkerProcess } from '../scripts/worker-process.js';
+} from '../tools/release-before.js';
+import { startWorkerProcess, type WorkerProcess } from '../tools/worker-process.js';
 import { freshPostgresTarget, type StoreTarget } from './support/store.js';
 import {
   connectToTestServer,
   uniqueTaskQueue,
   type TemporalTestContext,
 } from './support/temporal.js';
-import { waitUntil } from '../scripts/wait-until.js';
+import { waitUntil } from '../tools/wait-until.js';
 
 const NAMESPACE = 'sandboxes';
 const TOKEN = 'upgrade-token';

@@ -1,9 +1,9 @@
 /**
- * waitUntil (scripts/wait-until.ts), the one polling helper of the tests and the bench: what
+ * waitUntil (tools/wait-until.ts), the one polling helper of the tests and the bench: what
  * counts as "not yet", what it returns, and the error that names what was awaited.
  */
 import { describe, expect, it } from 'vitest';
-import { waitUntil } from '../scripts/wait-until.js';
+import { waitUntil } from '../tools/wait-until.js';
 
 describe('waitUntil', () => {
   it('returns the first value that is neither false nor undefined, polling until then', async () => {

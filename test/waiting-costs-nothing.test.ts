@@ -7,10 +7,10 @@ import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { createSandbox } from '../workflows/create-sandbox.js';
+import type { createSandbox } from '../src/workflows/create-sandbox.js';
 import { podWithUnstartedWait, startCreate, settle, waitingAsync } from './support/creates.js';
 import { startTestStack, type TestStack } from './support/stack.js';
-import { waitUntil } from '../scripts/wait-until.js';
+import { waitUntil } from '../tools/wait-until.js';
 
 const NAMESPACE = 'sandboxes';
 const INVALID_ARGUMENT_MESSAGE =

@@ -1,5 +1,5 @@
 /**
- * A warm pool's reconcile decisions (activities/warm-pool-plan.ts) as tables: which pods go and
+ * A warm pool's reconcile decisions (src/activities/warm-pool-plan.ts) as tables: which pods go and
  * why, how many are made, when the pool backs off and when it is blocked by its image's floor.
  * Fast tier: pure functions.
  */
@@ -9,10 +9,10 @@ import {
   type PlanHistory,
   type PlannedPod,
   type PlanTarget,
-} from '../activities/warm-pool-plan.js';
+} from '../src/activities/warm-pool-plan.js';
 import { warmPoolBackoffMs, WARM_POOL_BACKOFF } from '../contract/index.js';
-import { loadConfig, warmPoolOf } from '../config/index.js';
-import { warmPodFingerprint } from '../kubernetes/warm-pods.js';
+import { loadConfig, warmPoolOf } from '../src/config/index.js';
+import { warmPodFingerprint } from '../src/kubernetes/warm-pods.js';
 
 const NOW = Date.parse('2026-12-04T12:00:00Z');
 const TARGET: PlanTarget = {

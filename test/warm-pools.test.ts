@@ -10,8 +10,8 @@ import request from 'supertest';
 import type { Express } from 'express';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { warmPoolWorkflowId } from '../contract/index.js';
-import { podNameFor, POD_LABELS } from '../kubernetes/pod-spec.js';
-import { warmPodManifest } from '../kubernetes/warm-pods.js';
+import { podNameFor, POD_LABELS } from '../src/kubernetes/pod-spec.js';
+import { warmPodManifest } from '../src/kubernetes/warm-pods.js';
 import {
   acceptedCreate,
   awaitOperation,
@@ -19,7 +19,7 @@ import {
   startApiStack,
   type ApiStack,
 } from './support/api.js';
-import { waitUntil } from '../scripts/wait-until.js';
+import { waitUntil } from '../tools/wait-until.js';
 
 const ADMIN_TOKEN = 'operator-token-for-warm-pools';
 const operator = { Authorization: `Bearer ${ADMIN_TOKEN}` };

@@ -1,5 +1,5 @@
 /**
- * The informers' error table and back-off (kubernetes/watch-policy.ts): pure functions, checked
+ * The informers' error table and back-off (src/kubernetes/watch-policy.ts): pure functions, checked
  * with a seeded random source.
  */
 import { describe, expect, it } from 'vitest';
@@ -7,8 +7,8 @@ import {
   backoffDelayMs,
   classifyInformerError,
   WATCH_ERROR_POLICY,
-} from '../kubernetes/watch-policy.js';
-import { WatchRequestError } from '../kubernetes/informer-watch.js';
+} from '../src/kubernetes/watch-policy.js';
+import { WatchRequestError } from '../src/kubernetes/informer-watch.js';
 
 /** A small seeded generator (mulberry32), so the draws are the same on every run. */
 function seeded(seed: number): () => number {

@@ -11,7 +11,7 @@ import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { WebhookEventRef } from '../contract/index.js';
 import { startTimeSkippingEnvironment } from '../environments/time-skipping-server/environment.js';
-import { bundleSandboxWorkflows } from '../worker/workflow-bundle.js';
+import { bundleSandboxWorkflows } from '../src/worker/workflow-bundle.js';
 
 /** How long the receiver is down: more than an hour. */
 const DOWN_MS = 70 * 60_000;

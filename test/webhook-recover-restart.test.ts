@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, expect, it } from 'vitest';
-import { waitUntil } from '../scripts/wait-until.js';
+import { waitUntil } from '../tools/wait-until.js';
 import { startStackProcess, type StackProcess } from './support/stack-process.js';
 import { Receiver } from './support/webhook-receiver.js';
 

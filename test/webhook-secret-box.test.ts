@@ -1,5 +1,5 @@
 /**
- * Sealing webhook secrets (webhooks/secret-box.ts): AES-256-GCM under the ring's first key, the
+ * Sealing webhook secrets (src/webhooks/secret-box.ts): AES-256-GCM under the ring's first key, the
  * key id bound to the ciphertext, clear values read as they are, WEBHOOK_SECRET_KEYS checked.
  */
 import { randomBytes } from 'node:crypto';
@@ -11,7 +11,7 @@ import {
   parseSecretKeyRing,
   SealedSecretError,
   sealSecret,
-} from '../webhooks/secret-box.js';
+} from '../src/webhooks/secret-box.js';
 
 const key = () => randomBytes(32).toString('base64');
 const ring = (value: string) => parseSecretKeyRing(value)!;

@@ -5,9 +5,9 @@
  */
 import { randomBytes } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { openDatabase } from '../store/database.js';
-import { openStore, type Store } from '../store/index.js';
-import { parseSecretKeyRing } from '../webhooks/secret-box.js';
+import { openDatabase } from '../src/store/database.js';
+import { openStore, type Store } from '../src/store/index.js';
+import { parseSecretKeyRing } from '../src/webhooks/secret-box.js';
 import { storeBackends, type StoreTarget } from './support/store.js';
 
 const key = () => randomBytes(32).toString('base64');

@@ -1,7 +1,7 @@
 /**
- * The webhook part of the store (store/webhooks.ts, migrations 0013 and 0017) on SQLite and
+ * The webhook part of the store (src/store/webhooks.ts, migrations 0013 and 0017) on SQLite and
  * PostgreSQL: tenancy of every tenant read, the endpoint limit, rotation's grace period, delivery
- * records, and each event's state per endpoint (store/webhook-event-states.ts): a refused or
+ * records, and each event's state per endpoint (src/store/webhook-event-states.ts): a refused or
  * given-up event is kept for a recover, which queues it under a round only one delivery holds.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -11,7 +11,7 @@ import {
   type WebhookDeliveryRecord,
   type WebhookEventRef,
 } from '../contract/index.js';
-import { openStore, TooManyWebhookEndpointsError, type Store } from '../store/index.js';
+import { openStore, TooManyWebhookEndpointsError, type Store } from '../src/store/index.js';
 import { storeBackends, type StoreTarget } from './support/store.js';
 
 /** A clock that moves 1 s per reading; `skip(ms)` moves it further. */
@@ -282,7 +282,7 @@ describe.each(storeBackends())('webhook event states on $name', (backend) => {
     const kept = (await store.webhooks.createEndpoint(endpoint(2))).id;
     await store.webhooks.trackEvent(ref(2), [kept]);
     clock.skip(8 * 86_400_000);
-    // The retention Schedule's purge (store/retention.ts), not a write, forgets it.
+    // The retention Schedule's purge (src/store/retention.ts), not a write, forgets it.
     const before = new Date(clock().getTime() - 7 * 86_400_000).toISOString();
     expect(await store.retention.purgeBatch('webhook_deliveries', before, 100)).toBe(1);
     expect(await store.webhooks.eventState(kept, 'evt_2')).toBeUndefined();

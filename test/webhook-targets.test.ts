@@ -1,14 +1,14 @@
 /**
- * Where a webhook may go (webhooks/ssrf-guard.ts, webhooks/http-delivery.ts): the refused
+ * Where a webhook may go (src/webhooks/ssrf-guard.ts, src/webhooks/http-delivery.ts): the refused
  * ranges as a table, the operator's allow-list, WEBHOOK_* configuration, and the limits of one
  * POST (no redirect followed, response size cap, timeout) against a loopback server.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../config/index.js';
-import { postWebhook, WebhookTargetRefusedError } from '../webhooks/http-delivery.js';
-import { WebhookAddressGuard } from '../webhooks/ssrf-guard.js';
+import { ConfigError, loadConfig } from '../src/config/index.js';
+import { postWebhook, WebhookTargetRefusedError } from '../src/webhooks/http-delivery.js';
+import { WebhookAddressGuard } from '../src/webhooks/ssrf-guard.js';
 
 describe('WebhookAddressGuard', () => {
   const guard = new WebhookAddressGuard();

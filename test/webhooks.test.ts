@@ -10,8 +10,8 @@ import fc from 'fast-check';
 import request from 'supertest';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { run } from '../cli/program.js';
-import { workerRegistry } from '../activities/metrics.js';
+import { run } from '../clients/cli/program.js';
+import { workerRegistry } from '../src/activities/metrics.js';
 import {
   acceptedCreate,
   awaitOperation,
@@ -23,10 +23,10 @@ import {
   type OperationBody,
   type TestTenant,
 } from './support/api.js';
-import { waitUntil } from '../scripts/wait-until.js';
+import { waitUntil } from '../tools/wait-until.js';
 import { Receiver } from './support/webhook-receiver.js';
-import { announceLostEvent } from '../activities/webhooks.js';
-import { sweepOrphanPods } from '../worker/orphan-sweeper.js';
+import { announceLostEvent } from '../src/activities/webhooks.js';
+import { sweepOrphanPods } from '../src/worker/orphan-sweeper.js';
 
 let api: ApiStack;
 const receivers: Receiver[] = [];
@@ -317,7 +317,7 @@ describe('webhook delivery', () => {
       name: pod.name!,
       namespace: api.stack.namespace,
     });
-    // As the worker wires its sweep (worker/serve.ts).
+    // As the worker wires its sweep (src/worker/serve.ts).
     const announcer = {
       client: api.stack.temporal.client,
       taskQueue: api.stack.taskQueue,

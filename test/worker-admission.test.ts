@@ -10,12 +10,12 @@ import { ApplicationFailure } from '@temporalio/common';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newOperationId, newSandboxId } from '../contract/ids.js';
-import type { OperationMemo } from '../temporal/operation-memo.js';
+import type { OperationMemo } from '../src/temporal/operation-memo.js';
 import type { CreateSandboxInput } from '../contract/index.js';
-import type { createSandbox } from '../workflows/create-sandbox.js';
-import type { deleteSandbox } from '../workflows/delete-sandbox.js';
+import type { createSandbox } from '../src/workflows/create-sandbox.js';
+import type { deleteSandbox } from '../src/workflows/delete-sandbox.js';
 import type { DeleteSandboxInput } from '../contract/delete-workflow.js';
-import { operationSearchAttributes } from '../temporal/search-attribute-keys.js';
+import { operationSearchAttributes } from '../src/temporal/search-attribute-keys.js';
 import { bearer, createBody, finishedCreate, startApiStack, type ApiStack } from './support/api.js';
 import { createInput, startCreate, storeSandbox } from './support/creates.js';
 

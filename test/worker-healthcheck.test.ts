@@ -1,5 +1,5 @@
 /**
- * The worker container's health check (worker/healthcheck.ts) against the run's dev server: a
+ * The worker container's health check (src/worker/healthcheck.ts) against the run's dev server: a
  * polling worker on this host is healthy; another task queue or another host is not; as a
  * command it also checks the search attributes and the cluster (the simulated apiserver).
  */
@@ -7,9 +7,9 @@ import { execFile } from 'node:child_process';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { checkWorkerPolling } from '../worker/healthcheck.js';
+import { checkWorkerPolling } from '../src/worker/healthcheck.js';
 import { startTestStack, type TestStack } from './support/stack.js';
-import { waitUntil } from '../scripts/wait-until.js';
+import { waitUntil } from '../tools/wait-until.js';
 
 let stack: TestStack;
 beforeAll(async () => {
@@ -54,7 +54,7 @@ describe('worker health check', () => {
       new Promise<{ status: number | null; stderr: string }>((resolve) => {
         execFile(
           process.execPath,
-          ['--import', 'tsx', 'worker/healthcheck.ts'],
+          ['--import', 'tsx', 'src/worker/healthcheck.ts'],
           {
             env: {
               ...process.env,

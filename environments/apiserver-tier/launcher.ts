@@ -9,7 +9,7 @@
  * - `admin` (group `system:masters`): set-up and tests;
  * - `durable-sandbox`: the service's worker; only the Role of deploy/rbac.yaml is bound to it;
  * - `durable-sandbox-api`: the service's API; bound to nothing, as deploy/ binds its account
- *   (it only asks who it is: kubernetes/cluster-check.ts);
+ *   (it only asks who it is: src/kubernetes/cluster-check.ts);
  * - `system:node:<nodeName>` (group `system:nodes`), one per node: the node agents as kubelets,
  *   authorized by the Node authorizer and NodeRestriction exactly like a kubelet;
  * - `system:kube-scheduler`: the node agent's binding step, authorized by the bootstrap
@@ -24,7 +24,7 @@ import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
-import { freePort } from '../../config/free-port.js';
+import { freePort } from '../../src/config/free-port.js';
 import { ETCD, KUBE_APISERVER, locateBinary } from './binaries.js';
 import { renderTierKubeconfig } from './kubeconfig.js';
 import { prepareNamespace, type NamespaceOptions } from './namespace.js';

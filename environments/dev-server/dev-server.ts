@@ -1,6 +1,6 @@
 /**
  * Starts and stops `temporal server start-dev` (README, "Quick start"): no version check (no
- * network here), the search attributes of temporal/search-attribute-keys.ts registered, a free or chosen
+ * network here), the search attributes of src/temporal/search-attribute-keys.ts registered, a free or chosen
  * port, the UI on or off, state in a DB file or in memory.
  *
  * The server never outlives its parent: it runs under a small `sh` guard that holds a pipe
@@ -9,8 +9,8 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { Connection } from '@temporalio/client';
-import { SEARCH_ATTRIBUTE_KEYS } from '../../temporal/search-attribute-keys.js';
-import { freePort } from '../../config/free-port.js';
+import { SEARCH_ATTRIBUTE_KEYS } from '../../src/temporal/search-attribute-keys.js';
+import { freePort } from '../../src/config/free-port.js';
 import { locateTemporalCli } from '../binaries/temporal-cli.js';
 
 /** Options for {@link startDevServer}. */
@@ -91,7 +91,7 @@ export async function startDevServer(options: DevServerOptions = {}): Promise<De
     '--dynamic-config-value',
     'system.enableActivityEagerExecution=true',
     // Task queue fairness: each tenant's workflows a share of the backlog by their fairness key
-    // (temporal/priority.ts, docs/architecture.md "Fairness between tenants"); default off.
+    // (src/temporal/priority.ts, docs/architecture.md "Fairness between tenants"); default off.
     '--dynamic-config-value',
     'matching.enableFairness=true',
     '--log-level',

@@ -26,7 +26,7 @@ import {
   type V1Pod,
   type V1PodList,
 } from '@kubernetes/client-node';
-import { httpStatusOf } from '../../kubernetes/client.js';
+import { httpStatusOf } from '../../src/kubernetes/client.js';
 import {
   podIpFor,
   refusalBackoffMs,

@@ -11,7 +11,7 @@ import {
   type V1Lease,
   type V1Node,
 } from '@kubernetes/client-node';
-import { httpStatusOf } from '../../kubernetes/client.js';
+import { httpStatusOf } from '../../src/kubernetes/client.js';
 import { NODE_HOST_IP } from '../simulated-cluster/node-rules.js';
 
 /** Lease duration (s) and renewal interval (ms). */

@@ -14,7 +14,7 @@ import {
   type V1Pod,
   type V1PodList,
 } from '@kubernetes/client-node';
-import { httpStatusOf } from '../../kubernetes/client.js';
+import { httpStatusOf } from '../../src/kubernetes/client.js';
 import {
   FAILED_SCHEDULING_REASON,
   UNSCHEDULABLE_REASON,

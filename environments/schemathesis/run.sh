@@ -41,7 +41,7 @@ trap stop_stack EXIT
 # allowed to be: schemathesis.toml lists 429 for the creates), so the creates reach the engine.
 PORT="$port" DATA_DIR="$data" LOG_LEVEL=warn \
   TENANT_LIMITS='{"default":{"sandboxes":100000,"creates_per_second":1000,"create_burst":2000,"waits":500}}' \
-  node --import tsx scripts/start.ts >"$data/stack.log" 2>&1 &
+  node --import tsx tools/start.ts >"$data/stack.log" 2>&1 &
 stack_pid=$!
 url="http://127.0.0.1:$port"
 for _ in $(seq 1 240); do

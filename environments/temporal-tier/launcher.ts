@@ -10,7 +10,7 @@
  *    loopback port, archival and pprof are off, dynamic config is this folder's
  *    dynamicconfig.yaml (the compose file mounts the same file) written into the server's;
  * 3. `setup.sh namespace` once the frontend answers: the namespace with its retention and the
- *    search attributes of temporal/search-attribute-keys.ts, through the operator API (the
+ *    search attributes of src/temporal/search-attribute-keys.ts, through the operator API (the
  *    Temporal CLI);
  * 4. the Temporal UI server, pointed at the frontend.
  *
@@ -35,11 +35,11 @@ import { parse, stringify } from 'yaml';
 import { startGuarded, type GuardedProcess } from '../apiserver-tier/process.js';
 import { findGo } from '../binaries/binary-lookup.js';
 import { locateTemporalCli } from '../binaries/temporal-cli.js';
-import { SEARCH_ATTRIBUTE_KEYS } from '../../temporal/search-attribute-keys.js';
+import { SEARCH_ATTRIBUTE_KEYS } from '../../src/temporal/search-attribute-keys.js';
 import {
   clientConnectionOptions,
   parseTemporalCredentials,
-} from '../../config/temporal-connection.js';
+} from '../../src/config/temporal-connection.js';
 import {
   createCertificateAuthority,
   type CertificateAuthority,
@@ -97,7 +97,7 @@ export interface TemporalTier {
   /** The tier's CA and the name on the server's certificate; unset without mTLS. */
   tls?: { caPath: string; serverName: string };
   /**
-   * The connection variables (config/temporal-connection.ts, the Temporal CLI's names) of a
+   * The connection variables (src/config/temporal-connection.ts, the Temporal CLI's names) of a
    * client called `name`: a client certificate of the tier's CA (`CN=<name>`), made on the
    * first call, the CA and the server name. Empty without mTLS.
    */
@@ -153,7 +153,7 @@ export async function startTemporalTier(options: TemporalTierOptions): Promise<T
     }),
     TEMPORAL_SQL_TOOL: binaries.sqlTool,
     TEMPORAL_CLI: cli,
-    // The CLI reads the same variables as the service (config/temporal-connection.ts).
+    // The CLI reads the same variables as the service (src/config/temporal-connection.ts).
     ...(await clientEnv('temporal-setup')),
   };
   const setup = async (step: 'schema' | 'namespace', address?: string) => {
@@ -443,7 +443,7 @@ async function serverModuleDir(): Promise<string> {
 /**
  * `count` distinct ports free on 127.0.0.1, below 32768: the SQL schema stores membership ports
  * as `smallint` (cluster_membership.rpc_port), so the kernel's ephemeral range (32768+) that
- * config/free-port.ts hands out is refused.
+ * src/config/free-port.ts hands out is refused.
  */
 async function distinctFreePorts(count: number): Promise<number[]> {
   const ports = new Set<number>();

@@ -15,8 +15,8 @@
 import { randomUUID } from 'node:crypto';
 import { CoreV1Api } from '@kubernetes/client-node';
 import pg from 'pg';
-import { DEV_TOKEN } from '../../config/index.js';
-import { POD_LABELS } from '../../kubernetes/pod-spec.js';
+import { DEV_TOKEN } from '../../src/config/index.js';
+import { POD_LABELS } from '../../src/kubernetes/pod-spec.js';
 import {
   auditScenario,
   faultRow,

@@ -5,10 +5,10 @@
  *   `databaseUrl` is given; it holds Temporal's two databases and the sandbox store;
  * - the Temporal server tier on it (environments/temporal-tier/launcher.ts) with its UI, serving
  *   mTLS only: the API replicas and the workers connect with client certificates of the
- *   tier's CA (TEMPORAL_TLS_CLIENT_CERT_PATH and the rest, config/temporal-connection.ts);
+ *   tier's CA (TEMPORAL_TLS_CLIENT_CERT_PATH and the rest, src/config/temporal-connection.ts);
  * - the real apiserver tier (etcd + kube-apiserver) with the node agent in kubelet's place;
- * - two API replicas (`api/main.ts`) behind a round-robin TCP load balancer, and two workers
- *   (`worker/main.ts`), each a process of its own, restarted when it exits (as a supervisor or
+ * - two API replicas (`src/api/main.ts`) behind a round-robin TCP load balancer, and two workers
+ *   (`src/worker/main.ts`), each a process of its own, restarted when it exits (as a supervisor or
  *   Kubernetes would); worker 2 reaches kube-apiserver through a TCP proxy the fault matrix can
  *   cut, while it still reaches Temporal. The workers run as the tier's `durable-sandbox` user
  *   (deploy/rbac.yaml's Role), the APIs as `durable-sandbox-api`, which is granted nothing
@@ -21,7 +21,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { freePort } from '../../config/free-port.js';
+import { freePort } from '../../src/config/free-port.js';
 import { startApiserverTier, type ApiserverTier } from '../apiserver-tier/launcher.js';
 import { startTierNodes } from '../node-agent/tier-nodes.js';
 import { startGuarded, type GuardedProcess } from '../apiserver-tier/process.js';
@@ -193,7 +193,7 @@ export async function startTopology(options: TopologyOptions = {}): Promise<Topo
       services.push(
         superviseService(
           `api-${i + 1}`,
-          'api/main.ts',
+          'src/api/main.ts',
           { ...apiTemporalEnv, ...env, KUBECONFIG: apiKubeconfigPath },
           log,
           { variable: 'PORT', port, path: '', moved: (next) => (apiPorts[i] = next) },
@@ -204,7 +204,7 @@ export async function startTopology(options: TopologyOptions = {}): Promise<Topo
       services.push(
         superviseService(
           `worker-${i}`,
-          'worker/main.ts',
+          'src/worker/main.ts',
           {
             ...workerTemporalEnv,
             ...env,
@@ -272,7 +272,7 @@ interface ServicePort {
 
 /**
  * Whether `line` is a service's failed start because `port` was taken: the startup failure
- * line of config/startup-failure.ts (plain, or pino's `fatal` at level 60) naming that port.
+ * line of src/config/startup-failure.ts (plain, or pino's `fatal` at level 60) naming that port.
  */
 export function isPortTakenLine(line: string, port: number): boolean {
   if (!line.includes(`cannot listen on port ${port}`)) return false;
@@ -334,7 +334,7 @@ function superviseService(
       ],
       (line) => {
         log(`${name}: ${line}`);
-        // Its startup failure (config/startup-failure.ts, listenStep), as the failed start's own
+        // Its startup failure (src/config/startup-failure.ts, listenStep), as the failed start's own
         // line says it (plain `… failed to start: …`, or pino's `fatal`), never a log line that
         // merely quotes it. The run exits by itself 0.5 s later (exitAfterStartupFailure); the
         // kill only saves that wait, and ends a run that would not.

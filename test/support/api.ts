@@ -9,11 +9,11 @@ import type { AddressInfo } from 'node:net';
 import type { Express } from 'express';
 import request from 'supertest';
 import { expect } from 'vitest';
-import { createApp, type AppDeps } from '../../api/app.js';
-import { loadConfig, type Config } from '../../config/index.js';
+import { createApp, type AppDeps } from '../../src/api/app.js';
+import { loadConfig, type Config } from '../../src/config/index.js';
 import { startTestStack, type TestStack, type TestStackOptions } from './stack.js';
 import { ROOMY_TENANT_LIMITS } from './tenant-limits.js';
-import { waitUntil } from '../../scripts/wait-until.js';
+import { waitUntil } from '../../tools/wait-until.js';
 
 /** A tenant and its bearer token. */
 export interface TestTenant {

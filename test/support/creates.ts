@@ -1,19 +1,19 @@
 /**
- * Creates as the suites need them: started the way the API does (scripts/start-create.ts),
+ * Creates as the suites need them: started the way the API does (tools/start-create.ts),
  * stored as ones Temporal no longer knows, settled, or followed until they wait asynchronously.
  */
 import { randomUUID } from 'node:crypto';
 import type { WorkflowHandle } from '@temporalio/client';
-import { DEFAULT_TEMPLATES } from '../../config/index.js';
-import { createPod } from '../../kubernetes/pods.js';
+import { DEFAULT_TEMPLATES } from '../../src/config/index.js';
+import { createPod } from '../../src/kubernetes/pods.js';
 import { harnessUnstartedWait } from './harness-workflows.js';
-import type { createSandbox } from '../../workflows/create-sandbox.js';
-import { CreatePhaseKey } from '../../temporal/search-attribute-keys.js';
+import type { createSandbox } from '../../src/workflows/create-sandbox.js';
+import { CreatePhaseKey } from '../../src/temporal/search-attribute-keys.js';
 import { readinessWaitActivityId, type CreateSandboxInput } from '../../contract/index.js';
-import type { Store } from '../../store/index.js';
+import type { Store } from '../../src/store/index.js';
 import type { TestStack } from './stack.js';
-import { createInput } from '../../scripts/start-create.js';
-import { waitUntil } from '../../scripts/wait-until.js';
+import { createInput } from '../../tools/start-create.js';
+import { waitUntil } from '../../tools/wait-until.js';
 
 /** `PendingActivityState.PENDING_ACTIVITY_STATE_STARTED` (temporal.api.enums.v1). */
 const PENDING_STARTED = 2;
@@ -24,7 +24,7 @@ export {
   storeSandbox,
   type CreateTarget,
   type StartCreateOptions,
-} from '../../scripts/start-create.js';
+} from '../../tools/start-create.js';
 
 /**
  * Stores a create left waiting for an IP (its operation in phase `waiting_for_ip`, pod

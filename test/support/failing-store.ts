@@ -2,7 +2,7 @@
  * A store that fails some calls on demand, for the suites that attack the readiness wait
  * (test/readiness-wait-attacks.test.ts, test/readiness-wait-pages.test.ts).
  */
-import type { Store } from '../../store/index.js';
+import type { Store } from '../../src/store/index.js';
 
 /**
  * Wraps a store (as `TestStackOptions.activityStore` does) so that the calls `names` reject with

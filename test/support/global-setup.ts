@@ -6,10 +6,10 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { bundleSandboxWorkflows } from '../../worker/workflow-bundle.js';
+import { bundleSandboxWorkflows } from '../../src/worker/workflow-bundle.js';
 import type { TestProject } from 'vitest/node';
 import { startDevServer, type DevServer } from '../../environments/dev-server/dev-server.js';
-import { freePort } from '../../config/free-port.js';
+import { freePort } from '../../src/config/free-port.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {

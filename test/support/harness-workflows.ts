@@ -22,7 +22,7 @@ export async function harnessGreeting(name: string): Promise<string> {
  * Schedules the readiness wait of the pod `podUid` the way the create workflow does (activity
  * `awaitPodReady`, activity id from contract/readiness-wait.ts) on `taskQueue`, which a test
  * leaves without a worker: the attempt is scheduled and never started, so only a completion by
- * id (verdict/readiness-decider.ts) can decide it. Returns the wait's result.
+ * id (src/verdict/readiness-decider.ts) can decide it. Returns the wait's result.
  */
 export async function harnessUnstartedWait(input: {
   podUid: string;

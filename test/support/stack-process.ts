@@ -3,8 +3,8 @@
  * itself, in its own process group, interrupted as a terminal's Ctrl-C does (the whole group).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { freePort } from '../../config/free-port.js';
-import { waitUntil } from '../../scripts/wait-until.js';
+import { freePort } from '../../src/config/free-port.js';
+import { waitUntil } from '../../tools/wait-until.js';
 
 /** A running (or exited) embedded stack. */
 export interface StackProcess {
@@ -25,12 +25,12 @@ export interface StackProcess {
 
 /** Options of {@link startStackProcess}. */
 export interface StackProcessOptions {
-  /** Run `npm start` (package.json's script) instead of `node --import tsx scripts/start.ts`. */
+  /** Run `npm start` (package.json's script) instead of `node --import tsx tools/start.ts`. */
   viaNpm?: boolean;
 }
 
 /**
- * Starts `scripts/start.ts` with `env` on a free API and metrics port.
+ * Starts `tools/start.ts` with `env` on a free API and metrics port.
  * @param waitUntilRunning wait for the banner (default true); false returns at once
  * @throws when the banner does not appear within 240 s or the process exits first
  */
@@ -42,7 +42,7 @@ export async function startStackProcess(
   const port = await freePort();
   const [command, args] = options.viaNpm
     ? ['npm', ['start', '--silent']]
-    : [process.execPath, ['--import', 'tsx', 'scripts/start.ts']];
+    : [process.execPath, ['--import', 'tsx', 'tools/start.ts']];
   const child = spawn(command, args, {
     detached: options.viaNpm === true, // its own process group, as a terminal's job
     env: {

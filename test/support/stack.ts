@@ -8,22 +8,22 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Worker } from '@temporalio/worker';
 import { pino, type Logger } from 'pino';
-import type { ReadinessDeciderOptions } from '../../verdict/readiness-decider.js';
-import type { RefusalBoundsMs } from '../../activities/pods.js';
-import type { WebhookDeliveryOptions } from '../../activities/webhooks.js';
-import { createKubernetesClient, type KubernetesClient } from '../../kubernetes/client.js';
+import type { ReadinessDeciderOptions } from '../../src/verdict/readiness-decider.js';
+import type { RefusalBoundsMs } from '../../src/activities/pods.js';
+import type { WebhookDeliveryOptions } from '../../src/activities/webhooks.js';
+import { createKubernetesClient, type KubernetesClient } from '../../src/kubernetes/client.js';
 import {
   SimulatedCluster,
   type SimulatedClusterOptions,
 } from '../../environments/simulated-cluster/index.js';
-import { openStore, type Store, type StoreOptions } from '../../store/index.js';
-import { startSandboxWorker } from '../../worker/sandbox-worker.js';
+import { openStore, type Store, type StoreOptions } from '../../src/store/index.js';
+import { startSandboxWorker } from '../../src/worker/sandbox-worker.js';
 import {
   DEFAULT_TEMPLATES,
   type TemplateConfig,
   type TenantLimitsConfig,
-} from '../../config/index.js';
-import type { RetentionConfig } from '../../config/retention.js';
+} from '../../src/config/index.js';
+import type { RetentionConfig } from '../../src/config/retention.js';
 import { freshPostgresTarget, type StoreTarget } from './store.js';
 import {
   connectToTestServer,
@@ -47,7 +47,7 @@ export interface TestStackOptions {
   /**
    * The worker's template catalog (default: the service's, `base` only); the API stack passes
    * its SANDBOX_TEMPLATES, as a deployment gives both processes the same one. It also bounds
-   * the refusal events the deciders believe (verdict/refusal-bounds.ts), as in worker/serve.ts.
+   * the refusal events the deciders believe (src/verdict/refusal-bounds.ts), as in src/worker/serve.ts.
    */
   templates?: Record<string, TemplateConfig>;
   /** Start a worker (default true). */
@@ -71,7 +71,7 @@ export interface TestStackOptions {
   tenantLimits?: TenantLimitsConfig;
   /**
    * The workers' retention settings: each worker ensures the retention Schedule of the stack's
-   * task queue at start (temporal/retention-schedule.ts). Default: none, no Schedule.
+   * task queue at start (src/temporal/retention-schedule.ts). Default: none, no Schedule.
    */
   retention?: RetentionConfig;
   /** The workers' activity slots (default: the worker's, MAX_CONCURRENT_ACTIVITIES). */
@@ -87,7 +87,7 @@ export interface TestStackOptions {
    */
   reconcileIntervalMs?: number;
   /**
-   * More options of the worker's decider (verdict/readiness-decider.ts), e.g. small pages
+   * More options of the worker's decider (src/verdict/readiness-decider.ts), e.g. small pages
    * (default: the decider's).
    */
   decider?: Pick<
@@ -169,7 +169,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     dataDir,
     templates: { ...(options.templates ?? DEFAULT_TEMPLATES) },
     async startWorker() {
-      // Built as every worker is (worker/sandbox-worker.ts), over the stack's store as the
+      // Built as every worker is (src/worker/sandbox-worker.ts), over the stack's store as the
       // activities see it.
       const started = await startSandboxWorker({
         connection: temporal.nativeConnection,

@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import type { StoreOptions } from '../../store/index.js';
+import type { StoreOptions } from '../../src/store/index.js';
 
 /** An empty database for one test, and how to throw it away. */
 export interface StoreTarget {

@@ -9,7 +9,7 @@ import { temporal } from '@temporalio/proto';
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import type { Logger } from 'pino';
 import { inject } from 'vitest';
-import { sdkLogForwarder } from '../../worker/runtime.js';
+import { sdkLogForwarder } from '../../src/worker/runtime.js';
 
 /** What a suite needs to run workflows on the shared dev server. */
 export interface TemporalTestContext {
@@ -71,7 +71,7 @@ let sdkLogSink: Logger | undefined;
 
 /**
  * Sends what workflows and activities log through the SDK (`log`) to `logger` from now on, as
- * worker/runtime.ts does in production; undefined drops it again. One sink per process: the
+ * src/worker/runtime.ts does in production; undefined drops it again. One sink per process: the
  * suites run their stacks one at a time.
  */
 export function routeSdkLogsTo(logger: Logger | undefined): void {

@@ -5,10 +5,10 @@
  */
 import { Client } from '@temporalio/client';
 import type { SpanProcessor } from '@opentelemetry/sdk-trace-base';
-import { startTracing } from '../../tracing/sdk.js';
-import type { Tracing } from '../../tracing/spans.js';
-import { tracingClientInterceptors } from '../../tracing/temporal.js';
-import { startSandboxWorker } from '../../worker/sandbox-worker.js';
+import { startTracing } from '../../src/tracing/sdk.js';
+import type { Tracing } from '../../src/tracing/spans.js';
+import { tracingClientInterceptors } from '../../src/tracing/temporal.js';
+import { startSandboxWorker } from '../../src/worker/sandbox-worker.js';
 import { startApiStack, type ApiStack } from './api.js';
 
 /** What a traced suite gets. */

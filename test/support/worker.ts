@@ -1,13 +1,13 @@
 /**
  * A create worker for one test, on a task queue of its own, built as every worker is
- * (worker/sandbox-worker.ts): for tests that need a worker over another cluster client or
+ * (src/worker/sandbox-worker.ts): for tests that need a worker over another cluster client or
  * Temporal namespace than the stack's.
  */
-import type { RefusalBoundsMs } from '../../activities/pods.js';
-import type { KubernetesClient } from '../../kubernetes/client.js';
-import type { Store } from '../../store/index.js';
-import { DEFAULT_TEMPLATES, type TemplateConfig } from '../../config/index.js';
-import { startSandboxWorker } from '../../worker/sandbox-worker.js';
+import type { RefusalBoundsMs } from '../../src/activities/pods.js';
+import type { KubernetesClient } from '../../src/kubernetes/client.js';
+import type { Store } from '../../src/store/index.js';
+import { DEFAULT_TEMPLATES, type TemplateConfig } from '../../src/config/index.js';
+import { startSandboxWorker } from '../../src/worker/sandbox-worker.js';
 import type { TemporalTestContext } from './temporal.js';
 
 /** What {@link withSandboxWorker} runs a worker with. */

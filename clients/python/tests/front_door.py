@@ -1,7 +1,7 @@
 """A recording front door for the API: a loopback HTTP server that forwards each request to the
 stack unchanged and answers with the stack's answer unchanged, noting what arrived (method,
 path, headers, arrival time) and what the stack answered. It does not answer for the API: every
-answer is the API's own. It exists because the API's request log (api/request-log.ts) does not
+answer is the API's own. It exists because the API's request log (src/api/request-log.ts) does not
 name a request's Idempotency-Key, which the retry tests must show arrived twice.
 """
 

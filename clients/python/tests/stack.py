@@ -1,5 +1,5 @@
 """The embedded stack the tests run against, started from this checkout as CI starts it for
-Schemathesis (environments/schemathesis/run.sh): ``node --import tsx scripts/start.ts`` on a free
+Schemathesis (environments/schemathesis/run.sh): ``node --import tsx tools/start.ts`` on a free
 port with a throw-away DATA_DIR, its JSON log kept, until /readyz answers. Configured so every
 retry the client makes can be provoked for real:
 
@@ -38,7 +38,7 @@ ISSUER = "https://issuer.python-client.test"
 AUDIENCE = "durable-sandbox"
 KEY_ID = "python-client-test"
 READY_TIMEOUT_S = 240
-#: How long the simulated node takes to give a pod its IP, in ms (scripts/start.ts).
+#: How long the simulated node takes to give a pod its IP, in ms (tools/start.ts).
 NODE_DELAY_MS = 1500
 #: Templates of an image of their own each, whose root filesystem (451 MiB, the simulated node's)
 #: no create has taught the API yet: the first create of each below it is refused by the node,
@@ -122,7 +122,7 @@ class Stack:
     data_dir: Path
 
     def requests(self) -> list[dict[str, Any]]:
-        """The API's request log so far (api/request-log.ts): one entry per answered request,
+        """The API's request log so far (src/api/request-log.ts): one entry per answered request,
         with ``method``, ``path``, ``status``, ``request_id``, ``tenant`` and ``time`` (epoch ms),
         in the order they finished."""
         entries = []
@@ -180,7 +180,7 @@ def start_stack() -> Iterator[Stack]:
     log_path = data_dir / "stack.log"
     with open(log_path, "wb") as log:
         process = subprocess.Popen(
-            ["node", "--import", "tsx", "scripts/start.ts"],
+            ["node", "--import", "tsx", "tools/start.ts"],
             cwd=ROOT,
             env=env,
             stdout=log,

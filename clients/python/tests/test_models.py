@@ -23,7 +23,7 @@ def test_models_py_is_what_the_generator_makes_of_api_openapi_json(tmp_path: Pat
     )
     checked_in = (HERE / "src" / "durable_sandbox" / "models.py").read_text()
     assert fresh.read_text() == checked_in, (
-        "clients/python/src/durable_sandbox/models.py differs from what api/openapi.json "
+        "clients/python/src/durable_sandbox/models.py differs from what src/api/openapi.json "
         "generates: run `npm run python-client:models` and commit it"
     )
 

@@ -1,5 +1,5 @@
 """Verifying a webhook delivery of the API (docs/webhooks.md): the API signs each delivery with
-the Standard Webhooks scheme (https://www.standardwebhooks.com/; webhooks/signing.ts signs with
+the Standard Webhooks scheme (https://www.standardwebhooks.com/; src/webhooks/signing.ts signs with
 the specification's `standardwebhooks` library): headers ``webhook-id`` (the event's id),
 ``webhook-timestamp`` (Unix seconds) and ``webhook-signature`` (``v1,<base64 HMAC-SHA256>`` of
 ``<id>.<timestamp>.<body>``, one per secret while a rotation's grace period lasts). This module

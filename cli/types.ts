@@ -1,5 +1,0 @@
-/**
- * The API's JSON shapes as the CLI reads them: the typed client's, generated from the OpenAPI
- * document (client/src/types.ts).
- */
-export type { Operation, Quota, Sandbox, SandboxState, Template } from '../client/src/index.js';

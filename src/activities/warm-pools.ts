@@ -1,0 +1,474 @@
+/**
+ * The warm pools' activities (docs/architecture.md, "Warm pools"): a create's claim of a ready
+ * pod, and a pool's reconcile (list its pods, delete what must go, make what is missing, record
+ * its status). The worker's catalog decides every pod's image, resources and settings and
+ * whether a create may claim at all; the workflow's input only asks.
+ */
+import { Context, log } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
+import { floorBoundOf } from '../verdict/refusal-bounds.js';
+import {
+  OPERATION_ERRORS,
+  RESOURCE_LIMITS,
+  WARM_POOL_CHANGED_SIGNAL,
+  matchesWarmPool,
+  warmPoolWorkflowId,
+  type SandboxResources,
+  type WarmPoolStatus,
+} from '../../contract/index.js';
+import { placementPolicyOf, warmPoolOf, type TemplateConfig } from '../config/index.js';
+import { podSettingsOf } from '../config/pod-settings.js';
+import type { PodRef } from '../kubernetes/pods.js';
+import { isSandboxFailureOf, parseRefusal, parseRootfsFloor } from '../verdict/refusal.js';
+import {
+  claimWarmPod,
+  createWarmPod,
+  findClaimedPod,
+  isReady,
+  listSandboxFailureEvents,
+  listWarmPods,
+  deletePoolPod,
+  warmPodFingerprint,
+  warmPodsOf,
+  type WarmPod,
+  type WarmPodInput,
+} from '../kubernetes/warm-pods.js';
+import type { KubernetesClient } from '../kubernetes/client.js';
+import type { WarmPodInformer } from '../kubernetes/warm-pod-informer.js';
+import type { CreateMetrics } from './metrics.js';
+import { storeActivities } from './store.js';
+import type { Store } from '../store/index.js';
+import {
+  PLAN_DEFAULTS,
+  planReconcile,
+  type PlanHistory,
+  type PlannedPod,
+  type PodRefusal,
+} from './warm-pool-plan.js';
+import { warmPoolMetrics } from './warm-pool-metrics.js';
+
+/** Dependencies of the pool activities (a subset of the pod activities'). */
+export interface WarmPoolActivityDeps {
+  kubernetes: KubernetesClient;
+  store: Store;
+  templates: Record<string, TemplateConfig>;
+  /**
+   * The worker's informer of pool pods (src/kubernetes/warm-pod-informer.ts), started when its
+   * catalog has a pool: claims pick from its cache. Unset or not synced: claims list the pool.
+   */
+  warmPods?: WarmPodInformer;
+  /** Create metrics (src/activities/metrics.ts); optional. */
+  metrics?: CreateMetrics;
+}
+
+/** Input of `claimWarmPod`: the create's execution, template and resources. */
+export interface ClaimWarmPodInput {
+  operationId: string;
+  sandboxId: string;
+  generation: number;
+  attempt: number;
+  template: string;
+  resources: SandboxResources;
+}
+
+/**
+ * A claimed pod: its ref, its IP and the image it runs, and whether the sandbox was marked
+ * running with it (false: the execution was retired or superseded meanwhile; nothing written).
+ */
+export interface ClaimedWarmPod {
+  pod: PodRef & { image: string };
+  podIp: string;
+  marked: boolean;
+}
+
+/** Input of `reconcileWarmPool`: the template and the pool's memory (its workflow's). */
+export interface ReconcileWarmPoolInput {
+  template: string;
+  history: PlanHistory;
+}
+
+/** Result of `reconcileWarmPool`. `waitMs`: when the pool should look again, at the latest. */
+export interface ReconcileWarmPoolResult {
+  status: WarmPoolStatus;
+  history: PlanHistory;
+  waitMs: number;
+  /** True when the template has no pool and none of its pods is left: the workflow may end. */
+  ended: boolean;
+}
+
+/** How long a pool at rest waits before it looks again (ms), and while pods start. */
+export const WARM_POOL_RESYNC_MS = { rest: 60_000, starting: 1_000 } as const;
+
+/** Candidates a claim tries before it goes cold (each lost race is one 409). */
+const CLAIM_TRIES = 8;
+
+/** How long an attempt keeps trying candidates, in ms: well inside the step's 30 s timeout. */
+const CLAIM_BUDGET_MS = 10_000;
+
+/** What the pool's pods are made from: the catalog's image, resources and pod settings. */
+function poolPodInput(
+  name: string,
+  template: TemplateConfig,
+  resources: SandboxResources,
+): WarmPodInput {
+  return { template: name, image: template.image, resources, settings: podSettingsOf(template) };
+}
+
+/**
+ * How old a made pod's row must be before a reconcile that does not list the pod forgets it, in
+ * ms: longer than a claim's retries (so a retried claim still finds its pod ours) and than the
+ * informer's lag.
+ */
+const FORGET_AFTER_MS = 600_000;
+
+/** Uids seen ready once, so each warm pod's ready latency is observed once (bounded). */
+const seenReady = new Set<string>();
+
+/** Builds the pool activities over their dependencies. */
+export function warmPoolActivities(deps: WarmPoolActivityDeps) {
+  const { markSandboxRunning } = storeActivities(deps);
+  return {
+    /**
+     * Claims a ready warm pod of the create's template for its sandbox (src/kubernetes/warm-pods.ts
+     * `claimWarmPod`: one update under the pod's resourceVersion, so each pod goes to one
+     * create), records it on the sandbox and marks the sandbox running with its IP (both fenced,
+     * as `markSandboxRunning`, whose webhook event and lifetime follow), and tells the pool to
+     * refill. A retry after a claim whose answer was lost finds the pod by its sandbox id label.
+     * @returns the pod and its IP, or null when the worker's catalog gives the template no pool,
+     *   the resources are not the pool's, or no ready pod is left (the create goes cold)
+     * @throws the client's or the store's error (Temporal retries the step)
+     */
+    async claimWarmPod(input: ClaimWarmPodInput): Promise<ClaimedWarmPod | null> {
+      const template = Object.hasOwn(deps.templates, input.template)
+        ? deps.templates[input.template]
+        : undefined;
+      const pool = template ? warmPoolOf(template) : undefined;
+      if (!template || !pool || !matchesWarmPool(input.resources, pool)) return null;
+      const claim = {
+        sandboxId: input.sandboxId,
+        // The store's tenant, as the pod activities' (src/activities/pods.ts).
+        tenant: (await deps.store.getSandboxById(input.sandboxId))?.tenant,
+        generation: input.generation,
+        template: input.template,
+      };
+      const metrics = warmPoolMetrics();
+      // Only a retry can find its pod claimed already (the first attempt's answer was lost).
+      let claimed =
+        Context.current().info.attempt > 1
+          ? await findClaimedPod(deps.kubernetes, claim)
+          : undefined;
+      // A pod claimed earlier that lost its IP since is not one to run on: its create fails
+      // (compensation deletes it) rather than mark the sandbox running without an address.
+      if (claimed && !claimed.podIp) {
+        throw ApplicationFailure.nonRetryable(
+          `the warm pod ${claimed.name} claimed for this sandbox has no IP any more`,
+          OPERATION_ERRORS.pod_failed.failureType,
+        );
+      }
+      if (!claimed) {
+        // Only pods this installation made, from what the catalog says now (store `warm_pods`):
+        // a pod someone else labelled as the pool's is never handed to a tenant.
+        const fingerprint = warmPodFingerprint(
+          poolPodInput(input.template, template, pool.resources),
+        );
+        const cached = deps.warmPods?.cached();
+        const listed = cached
+          ? warmPodsOf(cached, input.template)
+          : await listWarmPods(deps.kubernetes, input.template);
+        const candidates = shuffled(listed.filter(isReady));
+        const startedAtMs = Date.now();
+        let tries = 0;
+        for (const pod of candidates) {
+          // An attempt past its time stops claiming: a retry must not find a second pod claimed.
+          if (tries >= CLAIM_TRIES || Date.now() - startedAtMs > CLAIM_BUDGET_MS) break;
+          // One indexed read per candidate, in the random order: never the whole pool.
+          if ((await deps.store.warmPools.fingerprintOf(pod.uid)) !== fingerprint) continue;
+          tries += 1;
+          claimed = await claimWarmPod(deps.kubernetes, pod, claim);
+          if (claimed) break;
+        }
+        if (!claimed) {
+          metrics.claims.inc({ template: input.template, outcome: 'empty' });
+          log.info('warm pool had no ready pod; the create goes cold', {
+            template: input.template,
+            candidates: candidates.length,
+          });
+          return null;
+        }
+        metrics.claims.inc({ template: input.template, outcome: 'claimed' });
+        await deps.store.warmPools.recordClaim(input.template);
+        // Not awaited: the refill must not hold the create back (a lost signal is the next
+        // resync's).
+        void signalPool(input.template);
+      }
+      await deps.store.recordPod({
+        sandboxId: input.sandboxId,
+        generation: input.generation,
+        attempt: input.attempt,
+        podName: claimed.name,
+        podUid: claimed.uid,
+        operationId: input.operationId,
+        runId: Context.current().info.workflowExecution?.runId,
+        createPath: 'warm',
+      });
+      log.info('warm pod claimed', { pod_name: claimed.name, pod_uid: claimed.uid });
+      // Marked running in the same step: a claimed pod has its IP already.
+      const marked = await markSandboxRunning({
+        operationId: input.operationId,
+        sandboxId: input.sandboxId,
+        generation: input.generation,
+        attempt: input.attempt,
+        podUid: claimed.uid,
+        podIp: claimed.podIp,
+      });
+      return {
+        marked,
+        pod: {
+          name: claimed.name,
+          uid: claimed.uid,
+          resourceVersion: claimed.resourceVersion,
+          image: template.image,
+        },
+        podIp: claimed.podIp,
+      };
+    },
+
+    /**
+     * One reconcile of a template's pool (src/activities/warm-pool-plan.ts has the rules): lists its
+     * pods and the kubelet refusals, deletes (uid precondition) what must go, learns the floor a
+     * decisive refusal states, makes what is missing, records the status in the store and the
+     * metrics.
+     * @throws the client's or the store's error (Temporal retries the step)
+     */
+    async reconcileWarmPool(input: ReconcileWarmPoolInput): Promise<ReconcileWarmPoolResult> {
+      const nowMs = Date.now();
+      const template = Object.hasOwn(deps.templates, input.template)
+        ? deps.templates[input.template]
+        : undefined;
+      const pool = template ? warmPoolOf(template) : undefined;
+      const record = await deps.store.warmPools.get(input.template);
+      const desired = pool ? (record?.size ?? pool.size) : 0;
+      const cached = deps.warmPods?.cached();
+      const listedPods = cached
+        ? warmPodsOf(cached, input.template)
+        : await listWarmPods(deps.kubernetes, input.template);
+      const made = await deps.store.warmPools.madePods(input.template);
+      // Pods this installation did not make are no concern of its pool: not counted, not
+      // claimed, not deleted (another installation's, or planted).
+      const pods = listedPods.filter((pod) => made.has(pod.uid));
+      if (!template || !pool) {
+        // No pool in the catalog (any more): every pod it made goes.
+        for (const pod of pods) if (!pod.terminating) await deletePoolPod(deps.kubernetes, pod);
+        return {
+          status: emptyStatus(input.template, template?.image ?? ''),
+          history: { failures: 0, backOffUntilMs: 0 },
+          waitMs: WARM_POOL_RESYNC_MS.rest,
+          ended: pods.every((pod) => pod.terminating),
+        };
+      }
+      const pending = pods.filter((pod) => !pod.terminating && !isReady(pod));
+      const events = pending.length > 0 ? await listSandboxFailureEvents(deps.kubernetes) : [];
+      const floors = await deps.store.listRootfsFloors([template.image]);
+      const floorMib = template.rootfs_mib ?? floors[0]?.rootfsMib;
+      const makeInput = poolPodInput(input.template, template, pool.resources);
+      const fingerprint = warmPodFingerprint(makeInput);
+      const planned: PlannedPod[] = pods.map((pod) => ({
+        uid: pod.uid,
+        name: pod.name,
+        madeAsPool: made.get(pod.uid) === fingerprint,
+        ready: isReady(pod),
+        phase: pod.phase,
+        terminating: pod.terminating,
+        createdAtMs: pod.createdAtMs,
+        refusal: refusalOf(pod, events, floorBoundOf(deps.templates, input.template).mib),
+      }));
+      const plan = planReconcile(
+        planned,
+        {
+          resources: pool.resources,
+          desired,
+          replaceOn: placementPolicyOf(template)?.replaceOn ?? [],
+          floorMib,
+        },
+        input.history,
+        nowMs,
+        { ...PLAN_DEFAULTS, makingAtOnce: pool.maxPending },
+      );
+      const metrics = warmPoolMetrics();
+      for (const floor of plan.floors) {
+        await learnFloor(deps.store, input.template, template, floor, nowMs);
+      }
+      let deleted = 0;
+      const byUid = new Map(pods.map((pod) => [pod.uid, pod]));
+      for (const doomed of plan.deletes) {
+        const pod = byUid.get(doomed.uid);
+        if (!pod) continue;
+        // Under the resourceVersion read: a pod claimed since is not deleted.
+        const outcome = await deletePoolPod(deps.kubernetes, pod);
+        if (outcome === 'deleted') deleted += 1;
+        if (doomed.reason !== 'stale' && doomed.reason !== 'surplus') {
+          metrics.podFailures.inc({ template: input.template, reason: doomed.reason });
+          log.warn('warm pod failed; deleted', { template: input.template, detail: doomed.detail });
+        }
+      }
+      const madeNames: string[] = [];
+      for (let i = 0; i < plan.make; i += 1) {
+        const pod = await createWarmPod(deps.kubernetes, makeInput);
+        // Recorded before anything counts it: a pod made but not recorded (a crash between
+        // the two) is no pool's, and is left to an operator, never handed out.
+        await deps.store.warmPools.recordMadePod({
+          uid: pod.uid,
+          template: input.template,
+          name: pod.name,
+          fingerprint,
+        });
+        madeNames.push(pod.name);
+      }
+      // Rows of pods claimed or deleted since, once old enough that the cache has shown them.
+      await deps.store.warmPools.forgetMadePods(
+        input.template,
+        listedPods.map((pod) => pod.uid),
+        new Date(nowMs - FORGET_AFTER_MS).toISOString(),
+      );
+      // The next reconcile reads the cache: let it hold what was just made.
+      if (cached && madeNames.length > 0) await deps.warmPods?.sawCreated(madeNames);
+      for (const pod of pods) {
+        if (!isReady(pod) || seenReady.has(pod.uid)) continue;
+        if (seenReady.size > 10_000) seenReady.clear();
+        seenReady.add(pod.uid);
+        if (pod.createdAtMs !== undefined) {
+          // creationTimestamp has 1 s resolution: the figure is good to a second.
+          const seconds = Math.max(0, (nowMs - pod.createdAtMs) / 1000);
+          metrics.podReadySeconds.observe({ template: input.template }, seconds);
+        }
+      }
+      const backOffReason =
+        plan.blocked ?? (nowMs < plan.history.backOffUntilMs ? plan.history.reason : undefined);
+      const status: WarmPoolStatus = {
+        template: input.template,
+        image: template.image,
+        desired,
+        ready: plan.ready,
+        pending: plan.pending + madeNames.length,
+        made: madeNames.length,
+        deleted,
+        ...(backOffReason
+          ? {
+              backOff: {
+                reason: backOffReason,
+                untilMs: plan.blocked
+                  ? nowMs + WARM_POOL_RESYNC_MS.rest
+                  : plan.history.backOffUntilMs,
+              },
+            }
+          : {}),
+      };
+      await deps.store.warmPools.recordStatus(status);
+      metrics.desired.set({ template: input.template }, desired);
+      metrics.pods.set({ template: input.template, state: 'ready' }, status.ready);
+      metrics.pods.set({ template: input.template, state: 'pending' }, status.pending);
+      metrics.backingOff.set({ template: input.template }, backOffReason ? 1 : 0);
+      return {
+        status,
+        history: plan.history,
+        waitMs: waitOf(status, nowMs),
+        ended: false,
+      };
+    },
+  };
+}
+
+/** When the pool looks again: soon while pods start, at the back-off's end, else at rest. */
+function waitOf(status: WarmPoolStatus, nowMs: number): number {
+  if (status.backOff) {
+    return Math.max(
+      WARM_POOL_RESYNC_MS.starting,
+      Math.min(status.backOff.untilMs - nowMs, WARM_POOL_RESYNC_MS.rest),
+    );
+  }
+  if (status.pending > 0 || status.ready < status.desired) return WARM_POOL_RESYNC_MS.starting;
+  return WARM_POOL_RESYNC_MS.rest;
+}
+
+function emptyStatus(template: string, image: string): WarmPoolStatus {
+  return { template, image, desired: 0, ready: 0, pending: 0, made: 0, deleted: 0 };
+}
+
+/**
+ * The latest kubelet refusal of a pool pod among `events`: only events that count for it
+ * (src/verdict/refusal.ts `isSandboxFailureOf`: its uid, reported by its node's kubelet), with
+ * the floor a decisive one states when within `boundMib` (src/verdict/refusal-bounds.ts
+ * `floorBoundOf`: the smallest largest-disk of the templates sharing the image).
+ */
+function refusalOf(
+  pod: WarmPod,
+  events: Awaited<ReturnType<typeof listSandboxFailureEvents>>,
+  boundMib: number,
+): PodRefusal | undefined {
+  let latest: PodRefusal | undefined;
+  for (const event of events) {
+    if (!isSandboxFailureOf(event, pod.object)) continue;
+    const parsed = parseRefusal(event.message);
+    if (!parsed) continue;
+    const rootfsMib = parsed.decisive ? parseRootfsFloor(parsed.reason) : undefined;
+    const bounded = rootfsMib !== undefined && rootfsMib <= boundMib ? rootfsMib : undefined;
+    latest = {
+      ...parsed,
+      ...(bounded === undefined ? {} : { rootfsMib: bounded }),
+      nodeName: pod.nodeName,
+    };
+  }
+  return latest;
+}
+
+/** Records a floor a pool pod's decisive refusal stated, as a create's would be. */
+async function learnFloor(
+  store: Store,
+  templateName: string,
+  template: TemplateConfig,
+  floor: { rootfsMib: number; nodeName?: string; reason: string },
+  nowMs: number,
+): Promise<void> {
+  if (floor.rootfsMib > RESOURCE_LIMITS.diskMib) return;
+  const recorded = await store.recordRootfsFloor({
+    image: template.image,
+    template: templateName,
+    rootfsMib: floor.rootfsMib,
+    learnedAtMs: nowMs,
+    operationId: warmPoolWorkflowId(Context.current().info.taskQueue, templateName),
+    // No tenant taught it: a name no tenant id can have (config TENANT_ID_PATTERN).
+    tenantId: '(warm pool)',
+    nodeName: floor.nodeName ?? null,
+    reason: `cloned rootfs size ${floor.rootfsMib} MiB`,
+  });
+  log.info('rootfs floor learned by a warm pool', {
+    template: templateName,
+    image: template.image,
+    rootfs_mib: floor.rootfsMib,
+    recorded,
+  });
+}
+
+/** Tells the pool's workflow to reconcile now; a pool not running is no error. */
+async function signalPool(template: string): Promise<void> {
+  try {
+    const context = Context.current();
+    await context.client.workflow
+      .getHandle(warmPoolWorkflowId(context.info.taskQueue, template))
+      .signal(WARM_POOL_CHANGED_SIGNAL);
+  } catch (err) {
+    log.warn('the warm pool was not told of a claim; it refills at its next resync', {
+      template,
+      error: (err as Error).message,
+    });
+  }
+}
+
+function shuffled<T>(items: T[]): T[] {
+  const copy = [...items];
+  for (let i = copy.length - 1; i > 0; i -= 1) {
+    const j = Math.floor(Math.random() * (i + 1));
+    [copy[i], copy[j]] = [copy[j] as T, copy[i] as T];
+  }
+  return copy;
+}

@@ -1,0 +1,181 @@
+/**
+ * The Temporal floors `npm run bench`'s outcome benchmark measures the product against (docs/benchmarks.md):
+ * workflows whose activities do nothing, on the same dev server, worker process and machine.
+ */
+import {
+  ApplicationFailure,
+  CancellationScope,
+  patched,
+  proxyActivities,
+  proxyLocalActivities,
+  sleep,
+  upsertSearchAttributes,
+} from '@temporalio/workflow';
+import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+import {
+  ASYNC_READINESS_WAIT_PATCH,
+  DELETE_LEFT_TO_SWEEPER_PATCH,
+  OUTCOME_AT_DECISION_PATCH,
+  READINESS_WAIT_BY_ID_PATCH,
+  WORKER_ADMISSION_PATCH,
+} from '../../src/workflows/create-sandbox.js';
+
+/** The no-op activities of the floors (tools/bench/outcomes.ts implements them). */
+export interface FloorActivities {
+  /** Does nothing. */
+  step(): Promise<void>;
+  /** Fails at once, non-retryable. */
+  refuse(): Promise<void>;
+}
+
+const { step, refuse } = proxyActivities<FloorActivities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { maximumAttempts: 1 },
+});
+
+const local = proxyLocalActivities<FloorActivities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { maximumAttempts: 1 },
+});
+
+const CreatePhaseKey = defineSearchAttributeKey('CreatePhase', SearchAttributeType.KEYWORD);
+const FailureCodeKey = defineSearchAttributeKey('FailureCode', SearchAttributeType.KEYWORD);
+
+/** One activity that succeeds: the least a successful create can cost on Temporal. */
+export async function floorOneActivity(): Promise<void> {
+  await step();
+}
+
+/** One activity that fails: the least a refusal can cost on Temporal. */
+export async function floorOneFailingActivity(): Promise<void> {
+  await refuse();
+}
+
+/**
+ * The create's shape as it was before issue 11: create pod, readiness wait (refused), then
+ * compensation (delete pod, retire execution) as activities, a phase upsert at each step, and
+ * the failure visible when the workflow has failed.
+ */
+export async function floorCreateShape(): Promise<void> {
+  upsertSearchAttributes([{ key: CreatePhaseKey, value: 'creating_pod' }]);
+  await step();
+  upsertSearchAttributes([{ key: CreatePhaseKey, value: 'waiting_for_ip' }]);
+  try {
+    await refuse();
+  } catch {
+    upsertSearchAttributes([{ key: CreatePhaseKey, value: 'compensating' }]);
+    await step();
+    await step();
+    upsertSearchAttributes([{ key: CreatePhaseKey, value: 'finished' }]);
+    throw ApplicationFailure.nonRetryable('refused', 'InvalidRequest');
+  }
+}
+
+/** Which elements of a refusal's Temporal shape a floor keeps (all, in `floorRefusalShape`). */
+interface ShapeElements {
+  /**
+   * The local activities: admission and the retirement (the outcome is written at the decision,
+   * docs/architecture.md, "The outcome at the decision"; it was a third before).
+   */
+  localActivities: boolean;
+  /** The three search-attribute upserts (phase, outcome, finished). */
+  upserts: boolean;
+  /** The create's deadline timer (30 min, cancelled at the refusal). */
+  deadlineTimer: boolean;
+  /**
+   * The patches a refused create passes today (src/workflows/create-sandbox.ts), each where the
+   * product passes it: each adds a `MarkerRecorded` and the SDK's `TemporalChangeVersion` upsert
+   * (docs/architecture.md, "Round trips per create"), until the patch exit plan removes it
+   * (docs/testing.md). Off in `floorRefusalShape`, which is the refusal's shape without them.
+   */
+  patches?: boolean;
+}
+
+/**
+ * The patches a refused create passes, by the workflow task that passes them: admission's in the
+ * first; the readiness wait's (async, by id, outcome at the decision) in the second; the
+ * compensation delete's in the third. The product's own ids: the TemporalChangeVersion upsert
+ * carries all ids so far, so their length counts.
+ */
+const REFUSAL_PATCHES = [
+  [WORKER_ADMISSION_PATCH],
+  [ASYNC_READINESS_WAIT_PATCH, READINESS_WAIT_BY_ID_PATCH, OUTCOME_AT_DECISION_PATCH],
+  [DELETE_LEFT_TO_SWEEPER_PATCH],
+] as const;
+
+/** Passes the patches of workflow task `task` (0-based) of a refusal, when `keep` says so. */
+function passPatches(keep: ShapeElements, task: 0 | 1 | 2): void {
+  if (!keep.patches) return;
+  for (const id of REFUSAL_PATCHES[task]) patched(id);
+}
+
+/**
+ * A refused create's Temporal shape (docs/architecture.md, "Round trips per create"), every step
+ * a no-op, with the elements `keep` names: the admission local activity, the deadline timer,
+ * createPod, the phase upsert, the readiness wait (refused), the outcome upsert, the pod delete,
+ * the retirement local activity and the last upsert. With all of them: 4 workflow tasks, 3
+ * activity tasks, 2 local activities.
+ * @throws ApplicationFailure `InvalidRequest` (non-retryable), always
+ */
+async function refusalShape(keep: ShapeElements): Promise<void> {
+  passPatches(keep, 0);
+  if (keep.localActivities) await local.step();
+  const deadline = new CancellationScope();
+  if (keep.deadlineTimer) void deadline.run(() => sleep('30 minutes')).catch(() => undefined);
+  await step();
+  if (keep.upserts) upsertSearchAttributes([{ key: CreatePhaseKey, value: 'waiting_for_ip' }]);
+  passPatches(keep, 1);
+  try {
+    await refuse();
+  } catch {
+    deadline.cancel();
+    if (keep.upserts)
+      upsertSearchAttributes([
+        { key: CreatePhaseKey, value: 'compensating' },
+        { key: FailureCodeKey, value: 'invalid_request' },
+      ]);
+    passPatches(keep, 2);
+    await step();
+    if (keep.localActivities) await local.step();
+    if (keep.upserts) upsertSearchAttributes([{ key: CreatePhaseKey, value: 'finished' }]);
+  }
+  throw ApplicationFailure.nonRetryable('refused', 'InvalidRequest');
+}
+
+const ALL: ShapeElements = { localActivities: true, upserts: true, deadlineTimer: true };
+
+/**
+ * A refused create's Temporal shape today, every step a no-op: what Temporal and the SDK cost a
+ * refused create whatever its steps do, the CPU floor of a refusal (tools/bench/open-loop.ts).
+ */
+export async function floorRefusalShape(): Promise<void> {
+  await refusalShape(ALL);
+}
+
+/**
+ * {@link floorRefusalShape} with the 5 patches a refused create passes today, 10 events more
+ * (tools/bench/shapes.ts): the difference is what the patches cost until they leave.
+ */
+export async function floorRefusalShapeWithPatches(): Promise<void> {
+  await refusalShape({ ...ALL, patches: true });
+}
+
+/** {@link floorRefusalShape} without its local activities (tools/bench/shapes.ts). */
+export async function floorRefusalShapeNoLocalActivities(): Promise<void> {
+  await refusalShape({ ...ALL, localActivities: false });
+}
+
+/** {@link floorRefusalShape} without its search-attribute upserts (tools/bench/shapes.ts). */
+export async function floorRefusalShapeNoUpserts(): Promise<void> {
+  await refusalShape({ ...ALL, upserts: false });
+}
+
+/** {@link floorRefusalShape} without its deadline timer (tools/bench/shapes.ts). */
+export async function floorRefusalShapeNoTimer(): Promise<void> {
+  await refusalShape({ ...ALL, deadlineTimer: false });
+}
+
+/** Three activities and nothing else: createPod, the refused wait, the delete. */
+export async function floorRefusalShapeActivitiesOnly(): Promise<void> {
+  await refusalShape({ localActivities: false, upserts: false, deadlineTimer: false });
+}

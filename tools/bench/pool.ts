@@ -1,0 +1,206 @@
+/**
+ * `npm run bench -- pool`: a warm pool's claim beside a cold create of the same template and
+ * Temporal's one-activity floor, in one run (docs/benchmarks.md, "Warm pools: `pool`";
+ * docs/architecture.md, "Warm pools"). Servers of its own: a Temporal dev server (in memory), a
+ * simulated cluster whose node answers a new pod 300 ms after it is made (the embedded stack's
+ * default), this checkout's API and worker as two processes on a SQLite store, and the floors'
+ * worker in this process. The template `warm` has a pool of POOL.size pods (max_pending
+ * POOL.maxPending) made with 1 CPU, 256 MiB, 2048 MiB of disk.
+ *
+ * Measured, each from the moment its request is sent to its answer:
+ * - one at a time, alternating: a warm create (`POST /sync/v1/sandboxes` with the pool's
+ *   resources -> 201, checked to run on a pod named `warm-warm-…`), a cold one (disk 4096 MiB,
+ *   not the pool's -> 201 on the sandbox's own pod), and the floor (start of a workflow with one
+ *   no-op activity -> its result);
+ * - an open loop of warm creates at RATE per second for the run's seconds (each sent on its
+ *   schedule, whether or not the ones before have answered), on a full pool: each answer's
+ *   latency, and how many were claimed and how many found the pool empty and went cold.
+ */
+import { loadavg } from 'node:os';
+import { ProcessRig } from './process-rig.js';
+import { startFloors } from './outcomes.js';
+import { sumOf } from './prometheus.js';
+import { api, cpuMs, problems, sleep, summary, type Summary } from './support.js';
+import { waitUntil } from '../wait-until.js';
+
+const NAMESPACE = 'sandboxes';
+const TEMPLATE = 'warm';
+const NODE_DELAY_MS = 300;
+const POOL = { size: 500, maxPending: 100 } as const;
+const RESOURCES = { cpu: 1, memory_mib: 256, disk_mib: 2048 };
+
+/** One-at-a-time rounds, and the open loop's rate (per s) and seconds (`--quick`: a trial). */
+const RUN = {
+  full: { rounds: 40, rate: 50, seconds: 30 },
+  quick: { rounds: 8, rate: 50, seconds: 5 },
+} as const;
+
+/** A summary with p99 too. */
+type Tail = Summary & { p99: number };
+
+function tail(values: number[]): Tail {
+  const sorted = values.filter(Number.isFinite).sort((a, b) => a - b);
+  const p99 = sorted[Math.min(sorted.length - 1, Math.ceil(0.99 * sorted.length) - 1)] ?? NaN;
+  return { ...summary(values), p99: Math.round(p99 * 10) / 10 };
+}
+
+/** One synchronous create: ms from the POST to its answer, and whether it claimed a warm pod. */
+async function syncCreate(
+  base: string,
+  diskMib: number,
+): Promise<{ ms: number; warm: boolean; status: number }> {
+  const body = JSON.stringify({
+    template: TEMPLATE,
+    resources: { ...RESOURCES, disk_mib: diskMib },
+  });
+  const startedAtMs = performance.now();
+  const response = await api(base, '/sync/v1/sandboxes', { method: 'POST', body });
+  const text = await response.text();
+  const ms = performance.now() - startedAtMs;
+  if (response.status !== 201) {
+    problems.push(`sync create answered ${response.status}: ${text.slice(0, 300)}`);
+    return { ms: NaN, warm: false, status: response.status };
+  }
+  const pod = (JSON.parse(text) as { pod?: { name?: string } }).pod?.name ?? '';
+  return { ms, warm: pod.startsWith(`warm-${TEMPLATE}-`), status: 201 };
+}
+
+/** The pool's ready, unclaimed pods on the simulated apiserver. */
+async function readyWarmPods(rig: ProcessRig): Promise<number> {
+  const response = await fetch(
+    `${rig.cluster.url}/api/v1/namespaces/${NAMESPACE}/pods?labelSelector=` +
+      encodeURIComponent(`durable-sandbox.dev/warm-pool=${TEMPLATE}`),
+  );
+  const list = (await response.json()) as {
+    items: Array<{ status?: { podIP?: string }; metadata?: { deletionTimestamp?: string } }>;
+  };
+  return list.items.filter((p) => p.status?.podIP && !p.metadata?.deletionTimestamp).length;
+}
+
+/**
+ * Runs the pool mode.
+ * @returns the figures and the goals; failed checks go to `problems`
+ */
+export async function measurePool(quick: boolean): Promise<Record<string, unknown>> {
+  const run = quick ? RUN.quick : RUN.full;
+  const loadBefore = loadavg().map((v) => Math.round(v * 10) / 10);
+  const rig = await ProcessRig.start({
+    label: 'pool',
+    cluster: { startupDelayMs: NODE_DELAY_MS, rootfsMib: { [TEMPLATE]: 451 } },
+    namespace: NAMESPACE,
+    env: {
+      SANDBOX_TEMPLATES: JSON.stringify({
+        [TEMPLATE]: {
+          image: 'ghcr.io/durable-sandbox/base:1',
+          warm_pool: { size: POOL.size, resources: RESOURCES, max_pending: POOL.maxPending },
+        },
+      }),
+    },
+  });
+  const floors = await startFloors(rig.devServer.address);
+  try {
+    const full = () => readyWarmPods(rig).then((n) => n >= POOL.size);
+    await waitUntil(full, {
+      timeoutMs: 300_000,
+      intervalMs: 200,
+      what: `pool: ${POOL.size} ready warm pods`,
+    });
+    console.log(`pool: ${POOL.size} warm pods ready; warming up (one of each)`);
+    await syncCreate(rig.base, RESOURCES.disk_mib);
+    await syncCreate(rig.base, 4096);
+    await floors.run('floorOneActivity');
+
+    const warm: number[] = [];
+    const cold: number[] = [];
+    const floor: number[] = [];
+    for (let round = 0; round < run.rounds; round++) {
+      floor.push((await floors.run('floorOneActivity')).fromStartMs);
+      const claimed = await syncCreate(rig.base, RESOURCES.disk_mib);
+      if (!claimed.warm) problems.push('a warm create one at a time did not claim a warm pod');
+      warm.push(claimed.ms);
+      const coldRun = await syncCreate(rig.base, 4096);
+      if (coldRun.warm) problems.push('a create with other resources claimed a warm pod');
+      cold.push(coldRun.ms);
+    }
+    const oneAtATime = { warm: tail(warm), cold: tail(cold), floor: tail(floor) };
+    console.log(`one at a time (ms): ${JSON.stringify(oneAtATime)}`);
+
+    await waitUntil(full, {
+      timeoutMs: 300_000,
+      intervalMs: 200,
+      what: `pool: refilled to ${POOL.size}`,
+    });
+    console.log(`pool: open loop of warm creates at ${run.rate}/s for ${run.seconds} s`);
+    const total = run.rate * run.seconds;
+    const intervalMs = 1000 / run.rate;
+    const cpuBefore = {
+      api: cpuMs(rig.pidOf('src/api/main.ts')),
+      worker: cpuMs(rig.pidOf('src/worker/main.ts')),
+    };
+    const startedAtMs = performance.now();
+    const pending: Array<Promise<{ ms: number; warm: boolean; late: number }>> = [];
+    for (let i = 0; i < total; i++) {
+      const dueAtMs = startedAtMs + i * intervalMs;
+      const waitMs = dueAtMs - performance.now();
+      if (waitMs > 0) await sleep(waitMs);
+      const late = performance.now() - dueAtMs;
+      pending.push(syncCreate(rig.base, RESOURCES.disk_mib).then((r) => ({ ...r, late })));
+    }
+    const results = await Promise.all(pending);
+    const elapsedS = (performance.now() - startedAtMs) / 1000;
+    // CPU of each process per create of the loop (the refill's pod creates included).
+    const cpuPerCreate = {
+      api_ms: Math.round((cpuMs(rig.pidOf('src/api/main.ts')) - cpuBefore.api) / total),
+      worker_ms: Math.round((cpuMs(rig.pidOf('src/worker/main.ts')) - cpuBefore.worker) / total),
+    };
+    const claimedRuns = results.filter((r) => r.warm);
+    const claims = sumOf(await rig.workerMetrics(), 'durable_sandbox_warm_pool_claims_total', {
+      template: TEMPLATE,
+      outcome: 'claimed',
+    });
+    const openLoop = {
+      sent: total,
+      rate_per_s: run.rate,
+      seconds: run.seconds,
+      sending_late_ms_max: Math.round(Math.max(...results.map((r) => r.late))),
+      answered_s: Math.round(elapsedS * 10) / 10,
+      claimed: claimedRuns.length,
+      went_cold: results.length - claimedRuns.length,
+      warm_ms: tail(claimedRuns.map((r) => r.ms)),
+      all_ms: tail(results.map((r) => r.ms)),
+      cpu_per_create: cpuPerCreate,
+    };
+    console.log(`open loop: ${JSON.stringify(openLoop)}`);
+    const goals = {
+      warm_p50_vs_floor_p50: ratio(oneAtATime.warm.p50, oneAtATime.floor.p50, 1.5),
+      warm_p50_vs_cold_p50: ratio(oneAtATime.warm.p50, oneAtATime.cold.p50, 0.2),
+      open_loop_warm_p99_vs_warm_p50: ratio(openLoop.warm_ms.p99, oneAtATime.warm.p50, 4),
+    };
+    console.log('\ngoals (each figure beside its bound, measured in this run):');
+    for (const [name, goal] of Object.entries(goals)) {
+      console.log(
+        `  ${name.padEnd(34)} ${goal.ratio}x (goal <= ${goal.goal}x): ${goal.met ? 'MET' : 'MISSED'}`,
+      );
+    }
+    return {
+      figures: {
+        pool: POOL,
+        node_delay_ms: NODE_DELAY_MS,
+        rounds: run.rounds,
+        one_at_a_time_ms: oneAtATime,
+        open_loop: openLoop,
+        worker_claims_counted: claims,
+        goals,
+        load_average: { before: loadBefore, after: loadavg().map((v) => Math.round(v * 10) / 10) },
+      },
+    };
+  } finally {
+    await floors.stop().catch(() => undefined);
+    await rig.stop();
+  }
+}
+
+function ratio(value: number, base: number, goal: number) {
+  const r = Math.round((value / base) * 100) / 100;
+  return { ratio: r, goal, met: r <= goal };
+}
