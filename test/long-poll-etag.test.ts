@@ -9,6 +9,7 @@
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { entityTagOf, noneMatchFails, parseIfNoneMatch } from '../src/api/entity-tag.js';
+import { countingApp } from './support/counting-app.js';
 import {
   acceptedCreate,
   awaitOperation,
@@ -27,33 +28,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await api?.stop();
 });
-
-/**
- * An app over the same store that counts the reads of operation `id` and the wakes of its
- * waits: what the server did to answer, rather than how long it took.
- */
-function countingApp(id: string) {
-  const store = api.stack.store;
-  const seen = { reads: 0, wakes: 0 };
-  const app = api.appWith(
-    {},
-    {
-      store: {
-        ...store,
-        getOperation: (tenant, operationId) => {
-          if (operationId === id) seen.reads += 1;
-          return store.getOperation(tenant, operationId);
-        },
-        waitForOperationChange: async (operationId, timeoutMs, signal) => {
-          const changed = await store.waitForOperationChange(operationId, timeoutMs, signal);
-          if (changed && operationId === id) seen.wakes += 1;
-          return changed;
-        },
-      },
-    },
-  );
-  return { app, seen };
-}
 
 function getOperation(id: string, query = '', ifNoneMatch?: string, app = api.app) {
   const get = request(app).get(`/v1/operations/${id}${query}`).set(bearer(api.tenantA));
@@ -116,7 +90,7 @@ describe('operation GET and long-poll with If-None-Match', () => {
         until: (current) => current.status === 'cancelled',
       });
 
-      const { app, seen: server } = countingApp(op.id);
+      const { app, seen: server } = countingApp(api, 'operation', op.id);
       const answered = await getOperation(op.id, '?wait=60s', seenTag, app);
       expect(answered.status).toBe(200);
       expect(answered.body).toMatchObject({ status: 'cancelled', done: false });
@@ -141,7 +115,7 @@ describe('operation GET and long-poll with If-None-Match', () => {
     await awaitOperation(api.app, api.tenantA, op.id);
     const done = await getOperation(op.id);
     const tag = done.headers.etag as string;
-    const { app, seen: server } = countingApp(op.id);
+    const { app, seen: server } = countingApp(api, 'operation', op.id);
     const answered = await getOperation(op.id, '?wait=60s', `"other", W/${tag}`, app);
     expect(answered.status).toBe(304);
     expect(answered.headers.etag).toBe(tag);
@@ -159,7 +133,7 @@ describe('operation GET and long-poll with If-None-Match', () => {
       await awaitOperation(api.app, api.tenantA, op.id, {
         until: (current) => current.phase === 'waiting_for_ip',
       });
-      const { app, seen: server } = countingApp(op.id);
+      const { app, seen: server } = countingApp(api, 'operation', op.id);
       const answered = await getOperation(op.id, '?wait=60s', '*', app);
       expect(answered.status).toBe(304);
       expect(server).toEqual({ reads: 1, wakes: 0 });

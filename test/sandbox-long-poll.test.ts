@@ -19,6 +19,7 @@ import {
   startApiStack,
   type ApiStack,
 } from './support/api.js';
+import { countingApp } from './support/counting-app.js';
 import { storeBackends } from './support/store.js';
 
 describe.each(storeBackends())('the sandbox long-poll on $name', (backend) => {
@@ -41,30 +42,6 @@ describe.each(storeBackends())('the sandbox long-poll on $name', (backend) => {
     return op.sandbox_id;
   }
 
-  /** An app over the same store that counts reads of sandbox `id` and wake-ups of its waits. */
-  function countingApp(id: string) {
-    const store = api.stack.store;
-    const seen = { reads: 0, wakes: 0 };
-    const app = api.appWith(
-      {},
-      {
-        store: {
-          ...store,
-          getSandbox: (tenant, sandboxId) => {
-            if (sandboxId === id) seen.reads += 1;
-            return store.getSandbox(tenant, sandboxId);
-          },
-          waitForSandboxChange: async (sandbox, timeoutMs, signal) => {
-            const changed = await store.waitForSandboxChange(sandbox, timeoutMs, signal);
-            if (changed && sandbox.id === id) seen.wakes += 1;
-            return changed;
-          },
-        },
-      },
-    );
-    return { app, seen };
-  }
-
   function get(id: string, query = '', ifNoneMatch?: string, app = api.app) {
     const sent = request(app).get(`/v1/sandboxes/${id}${query}`).set(bearer(api.tenantA));
     return ifNoneMatch === undefined ? sent : sent.set('If-None-Match', ifNoneMatch);
@@ -81,7 +58,7 @@ describe.each(storeBackends())('the sandbox long-poll on $name', (backend) => {
     const id = await running();
     const seenTag = (await get(id)).headers.etag as string;
     expect((await label(id, 'before-poll')).status).toBe(200);
-    const { app, seen } = countingApp(id);
+    const { app, seen } = countingApp(api, 'sandbox', id);
     const answered = await get(id, '?wait=60s', seenTag, app);
     expect(answered.status).toBe(200);
     expect(answered.body.labels).toEqual({ step: 'before-poll' });
@@ -94,13 +71,13 @@ describe.each(storeBackends())('the sandbox long-poll on $name', (backend) => {
   it('is woken by a label change while it waits, and answers 304 at the timeout when nothing changes', async () => {
     const id = await running();
     const tag = (await get(id)).headers.etag as string;
-    const quiet = countingApp(id);
+    const quiet = countingApp(api, 'sandbox', id);
     const unchanged = await get(id, '?wait=1s', tag, quiet.app);
     expect(unchanged.status).toBe(304);
     expect(unchanged.headers.etag).toBe(tag);
     expect(quiet.seen.wakes).toBe(0);
 
-    const { app, seen } = countingApp(id);
+    const { app, seen } = countingApp(api, 'sandbox', id);
     const poll = get(id, '?wait=60s', tag, app).then((response) => response);
     await waitUntil(() => sandboxLongPollsHeld() === 1, { what: 'the sandbox long-poll held' });
     expect((await label(id, 'during-poll')).status).toBe(200);
@@ -114,7 +91,7 @@ describe.each(storeBackends())('the sandbox long-poll on $name', (backend) => {
   it('is woken by the delete of the sandbox while it waits', async () => {
     const id = await running();
     const tag = (await get(id)).headers.etag as string;
-    const { app, seen } = countingApp(id);
+    const { app, seen } = countingApp(api, 'sandbox', id);
     const poll = get(id, '?wait=60s', tag, app).then((response) => response);
     await waitUntil(() => sandboxLongPollsHeld() === 1, { what: 'the sandbox long-poll held' });
     const deleted = await request(api.app).delete(`/v1/sandboxes/${id}`).set(bearer(api.tenantA));
