@@ -3,10 +3,10 @@
  *
  * kysely's SQLite driver prepares every query it runs (`database.prepare(sql)` per execution);
  * preparing costs SQLite a parse and a plan each time, about 50 µs for the store's queries here
- * against about 2 µs to run a prepared one (docs/benchmarks.md, "Throughput: what limits it"),
- * and a create runs about 40 statements. The store builds the same few dozen SQL texts over and
- * over (values are always parameters), so keeping the prepared statement per text is safe:
- * SQLite re-prepares a statement by itself when the schema changed under it
+ * against about 2 µs to run a prepared one (docs/benchmarks-log.md, "Throughput: what limits
+ * it (2026-12-01)"), and a create runs about 40 statements. The store builds the same few dozen
+ * SQL texts over and over (values are always parameters), so keeping the prepared statement per
+ * text is safe: SQLite re-prepares a statement by itself when the schema changed under it
  * (`sqlite3_prepare_v2`), and the store runs one statement at a time per connection (the
  * dialect's lock; it never streams), so no cached statement is in use twice at once.
  */
