@@ -89,16 +89,25 @@ export function checkoutRelease(commit: string): ReleaseCheckout {
 }
 
 /**
- * The create workflow's branches tools/record-histories.ts records a history of, by fixture
- * file name (`create-sandbox-<branch>.history.json`); test/replay.test.ts requires them all.
+ * The histories tools/record-histories.ts records of the release before, by fixture file name
+ * (`<name>.history.json`); test/replay.test.ts requires them all. Every branch of the create
+ * workflow, the delete's (both hold patches), and the lifetime and warm-pool workflows while they
+ * wait (they run for days, so a worker of the next release meets them mid-flight).
  */
-export const RECORDED_BRANCHES = [
-  'running',
-  'invalid-request',
-  'cancelled',
-  'deadline',
-  'pod-failed',
-  'deleted-while-creating',
+export const RECORDED_HISTORIES = [
+  'create-sandbox-running',
+  'create-sandbox-invalid-request',
+  'create-sandbox-labels-ttl',
+  'create-sandbox-warm-claim',
+  'create-sandbox-re-placement',
+  'create-sandbox-cancelled',
+  'create-sandbox-deadline',
+  'create-sandbox-pod-failed',
+  'create-sandbox-deleted-while-creating',
+  'delete-sandbox-running',
+  'delete-sandbox-while-creating',
+  'sandbox-lifetime-waiting',
+  'warm-pool-reconciling',
 ] as const;
 
 /** Where the replay fixtures recorded by `commit` live: test/fixtures/<7 hex digits>. */
