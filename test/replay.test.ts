@@ -6,8 +6,8 @@
  * test/fixtures/<commit>/ hold histories recorded by an earlier release's own stack
  * (tools/record-histories.ts): every branch of the create workflow, the delete's, and the
  * lifetime and warm-pool workflows mid-flight. Those of the release named by RELEASE_BEFORE must
- * all be there; older releases' directories stay while their executions may still be open
- * (docs/testing.md, "Upgrades with creates in flight").
+ * all be there; older releases' directories stay only while the rule of docs/testing.md
+ * ("Which histories must replay") says this release's worker may meet them.
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';

@@ -12,9 +12,9 @@ import {
   ApplicationFailure,
   CancellationScope,
   CancelledFailure,
+  deprecatePatch,
   isCancellation,
   log,
-  patched,
   proxyActivities,
   proxyLocalActivities,
   type RetryPolicy,
@@ -67,7 +67,8 @@ const settledStep = proxyActivities<CreateActivities>({
 /**
  * The patch of "Waiting costs nothing" (docs/architecture.md): the readiness wait completes
  * asynchronously and holds no watch, so it has no heartbeat timeout and is cancelled with
- * TRY_CANCEL. Histories recorded before it keep the heartbeating wait.
+ * TRY_CANCEL. Deprecated:
+ * every history a worker may meet records it (docs/testing.md, "Which histories must replay").
  * Exit plan: docs/testing.md, "Patch exit plan".
  */
 export const ASYNC_READINESS_WAIT_PATCH = 'async-readiness-wait';
@@ -76,8 +77,8 @@ export const ASYNC_READINESS_WAIT_PATCH = 'async-readiness-wait';
  * The patch of "One record: Temporal's" (docs/architecture.md, "Waiting costs nothing"): the
  * asynchronous readiness wait is scheduled under the activity id of its pod
  * (contract/readiness-wait.ts), so any worker completes it by workflow id and activity id and the
- * store keeps no task token. Histories recorded before it keep the sequence id; their wait runs
- * in the worker's process (src/verdict/readiness-wait.ts).
+ * store keeps no task token. Deprecated:
+ * every history a worker may meet records it (docs/testing.md, "Which histories must replay").
  * Exit plan: docs/testing.md, "Patch exit plan".
  */
 export const READINESS_WAIT_BY_ID_PATCH = 'readiness-wait-by-id';
@@ -89,34 +90,23 @@ export const READINESS_WAIT_BY_ID_PATCH = 'readiness-wait-by-id';
  * loses nothing, nothing but Temporal records the wait, and there is no heartbeat timeout. A cancel (or the deadline timer) resolves it at once
  * (TRY_CANCEL): the wait holds nothing to stop, so compensation starts within the workflow task.
  * The start-to-close timeout (deadline + 60 s) is only a backstop for a wait nobody decides.
- *
- * Histories from before the patch keep its former options: heartbeat timeout 20 s, and a
- * cancel that waits until the activity has stopped its in-process watch.
+ * Both of its patches are deprecated (docs/testing.md, "Patch exit plan").
  */
 function readinessWait(createDeadlineMs: number, podUid: string) {
-  const retry: RetryPolicy = {
-    initialInterval: '1 second',
-    maximumInterval: '10 seconds',
-    nonRetryableErrorTypes: [
-      OPERATION_ERRORS.invalid_request.failureType,
-      OPERATION_ERRORS.pod_failed.failureType,
-    ],
-  };
-  if (patched(ASYNC_READINESS_WAIT_PATCH)) {
-    return proxyActivities<CreateActivities>({
-      ...(patched(READINESS_WAIT_BY_ID_PATCH)
-        ? { activityId: readinessWaitActivityId(podUid) }
-        : {}),
-      startToCloseTimeout: createDeadlineMs + 60_000,
-      cancellationType: ActivityCancellationType.TRY_CANCEL,
-      retry,
-    });
-  }
+  deprecatePatch(ASYNC_READINESS_WAIT_PATCH);
+  deprecatePatch(READINESS_WAIT_BY_ID_PATCH);
   return proxyActivities<CreateActivities>({
+    activityId: readinessWaitActivityId(podUid),
     startToCloseTimeout: createDeadlineMs + 60_000,
-    heartbeatTimeout: '20 seconds',
-    cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-    retry,
+    cancellationType: ActivityCancellationType.TRY_CANCEL,
+    retry: {
+      initialInterval: '1 second',
+      maximumInterval: '10 seconds',
+      nonRetryableErrorTypes: [
+        OPERATION_ERRORS.invalid_request.failureType,
+        OPERATION_ERRORS.pod_failed.failureType,
+      ],
+    },
   });
 }
 
@@ -124,14 +114,16 @@ function readinessWait(createDeadlineMs: number, podUid: string) {
  * The patch of "A compensation the service account may not do" (docs/reliability.md): the
  * compensation's pod delete stops at a refusal of the service's account (RBAC 403, 401) that
  * has lasted its bound, leaving the pod to the orphan sweeper, so the create still ends.
- * Histories recorded before it retry that delete until it succeeds.
+ * Deprecated:
+ * every history a worker may meet records it (docs/testing.md, "Which histories must replay").
  * Exit plan: docs/testing.md, "Patch exit plan".
  */
 export const DELETE_LEFT_TO_SWEEPER_PATCH = 'compensation-delete-left-to-sweeper';
 
-/** The options of a compensation's pod delete: `leaveToSweeper` from the patch on. */
-function compensationDelete(): { leaveToSweeper?: true } {
-  return patched(DELETE_LEFT_TO_SWEEPER_PATCH) ? { leaveToSweeper: true } : {};
+/** The options of a compensation's pod delete: `leaveToSweeper` (the patch is deprecated). */
+function compensationDelete(): { leaveToSweeper: true } {
+  deprecatePatch(DELETE_LEFT_TO_SWEEPER_PATCH);
+  return { leaveToSweeper: true };
 }
 
 /** Compensation steps: idempotent, retried by Temporal until they succeed. */
@@ -167,8 +159,8 @@ const outcomeStep = proxyLocalActivities<CreateActivities>({
 /**
  * The patch of "What the worker trusts" (docs/security.md): before anything else, the worker
  * checks the input against the store (src/activities/admission.ts), so a workflow started by anyone
- * but the API makes no pod and writes nothing. Histories recorded before it go straight to the
- * pod (whose image and settings come from the worker's catalog either way).
+ * but the API makes no pod and writes nothing. Deprecated:
+ * every history a worker may meet records it (docs/testing.md, "Which histories must replay").
  * Exit plan: docs/testing.md, "Patch exit plan".
  */
 export const WORKER_ADMISSION_PATCH = 'worker-admission';
@@ -260,7 +252,8 @@ interface CreateProgress {
  * @throws CancelledFailure when the operation was cancelled, after compensation
  */
 export async function createSandbox(input: CreateSandboxInput): Promise<CreateSandboxResult> {
-  if (patched(WORKER_ADMISSION_PATCH)) await admit(input);
+  deprecatePatch(WORKER_ADMISSION_PATCH);
+  await admit(input);
   const progress: CreateProgress = { compensations: [] };
   const work = new CancellationScope();
   const deadline = startDeadline(input, work);
@@ -296,7 +289,8 @@ export async function createSandbox(input: CreateSandboxInput): Promise<CreateSa
 /**
  * The patch of "The create's labels and lifetime in its result" (docs/nexus.md): a create whose
  * input carries `labels` or `ttl` repeats them in its result, which is the Nexus create's. Inputs
- * without them, and histories recorded before it, end with `{ sandboxId, pod }` as before.
+ * without them end with `{ sandboxId, pod }`. Deprecated:
+ * every history a worker may meet records it (docs/testing.md, "Which histories must replay").
  * Exit plan: docs/testing.md, "Patch exit plan".
  */
 export const CREATE_RESULT_FIELDS_PATCH = 'create-result-labels-ttl';
@@ -306,12 +300,8 @@ function withCreateFields(
   input: CreateSandboxInput,
   result: CreateSandboxResult,
 ): CreateSandboxResult {
-  if (
-    (input.labels === undefined && input.ttl === undefined) ||
-    !patched(CREATE_RESULT_FIELDS_PATCH)
-  ) {
-    return result;
-  }
+  if (input.labels === undefined && input.ttl === undefined) return result;
+  deprecatePatch(CREATE_RESULT_FIELDS_PATCH);
   return {
     ...result,
     ...(input.labels !== undefined ? { labels: { ...input.labels } } : {}),
@@ -325,7 +315,8 @@ function withCreateFields(
  * (src/verdict/outcome-at-decision.ts), so `failed` shows without a workflow task; a failure
  * that says so is the outcome, and the workflow writes none. Its own outcome write reads back
  * the outcome recorded first when it did not write, and the create ends with that one.
- * Histories recorded before it write the outcome themselves, always.
+ * Deprecated:
+ * every history a worker may meet records it (docs/testing.md, "Which histories must replay").
  * Exit plan: docs/testing.md, "Patch exit plan".
  */
 export const OUTCOME_AT_DECISION_PATCH = 'outcome-at-decision';
@@ -361,8 +352,9 @@ function startDeadline(
 
 /**
  * The patch of "Re-placement" (docs/architecture.md): a create whose input carries a placement
- * policy (its template names `replace_on`) runs the placement loop. Inputs without one, and
- * histories recorded before it, run the one-placement steps unchanged.
+ * policy (its template names `replace_on`) runs the placement loop. Inputs
+ * without one run the one-placement steps unchanged. Deprecated:
+ * every history a worker may meet records it (docs/testing.md, "Which histories must replay").
  * Exit plan: docs/testing.md, "Patch exit plan".
  */
 export const RE_PLACEMENT_PATCH = 're-placement';
@@ -376,8 +368,8 @@ export const RE_PLACEMENT_PATCH = 're-placement';
  * sandbox running. With a re-placement policy (the template names `replace_on`;
  * docs/architecture.md, "Re-placement"), a node's refusal with one of its codes records the
  * placement, deletes the pod (uid precondition) and goes on with placement n + 1, inside the
- * create's one deadline. Without one, and in histories recorded before {@link RE_PLACEMENT_PATCH},
- * there is one placement and the steps' inputs carry no placement fields, as before.
+ * create's one deadline. Without one there is one placement and the steps' inputs carry no
+ * placement fields.
  * @throws ApplicationFailure `NoNodeAvailable` when the placements are used up or no node is
  *   left; its message names each node and its reason
  * @throws the failure of a step, or CancelledFailure: compensation is the caller's
@@ -386,9 +378,11 @@ async function runSteps(
   input: CreateSandboxInput,
   progress: CreateProgress,
 ): Promise<CreateSandboxResult> {
-  const policy = input.placement && patched(RE_PLACEMENT_PATCH) ? input.placement : undefined;
+  if (input.placement) deprecatePatch(RE_PLACEMENT_PATCH);
+  const policy = input.placement;
   const execution = executionOf(input);
-  if (input.warmPool && patched(WARM_POOL_PATCH)) {
+  if (input.warmPool) {
+    deprecatePatch(WARM_POOL_PATCH);
     const claimed = await claimWarmPod(input, progress);
     if (claimed) return claimed;
   }
@@ -428,7 +422,10 @@ async function runSteps(
     progress.image = pod.image;
     // Phase `creating_pod` is set by the start's search attributes; no upsert for it here.
     if (placement === 1) setPhase(input, 'waiting_for_ip');
-    progress.outcomeAtDecision ??= patched(OUTCOME_AT_DECISION_PATCH);
+    if (progress.outcomeAtDecision === undefined) {
+      deprecatePatch(OUTCOME_AT_DECISION_PATCH);
+      progress.outcomeAtDecision = true;
+    }
 
     let podIp: string;
     try {
@@ -455,8 +452,9 @@ async function runSteps(
 
 /**
  * The patch of "Warm pools" (docs/architecture.md): a create whose input says its template had
- * a matching pool first claims a ready pod of it. Inputs without `warmPool`, and histories
- * recorded before it, go straight to creating a pod.
+ * a matching pool first claims a ready pod of it. Inputs without `warmPool` go straight to
+ * creating a pod. Deprecated:
+ * every history a worker may meet records it (docs/testing.md, "Which histories must replay").
  * Exit plan: docs/testing.md, "Patch exit plan".
  */
 export const WARM_POOL_PATCH = 'warm-pool-claim';

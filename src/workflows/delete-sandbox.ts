@@ -13,8 +13,8 @@ import {
   ApplicationFailure,
   CancellationScope,
   getExternalWorkflowHandle,
+  deprecatePatch,
   log,
-  patched,
   proxyActivities,
 } from '@temporalio/workflow';
 import type { CreateActivities } from '../activities/index.js';
@@ -42,7 +42,9 @@ const deletionStep = proxyActivities<CreateActivities>({
 /**
  * The patch of "What the worker trusts" (docs/security.md): the delete first checks its input
  * against the store (src/activities/admission.ts), so a delete started by anyone but the API cancels
- * nothing, deletes no pod and writes nothing. Histories recorded before it go straight on.
+ * nothing, deletes no pod and writes nothing. Deprecated: every delete admits, and only records
+ * the marker (the release before records it in every delete). The same id as the create's
+ * (src/workflows/create-sandbox.ts `WORKER_ADMISSION_PATCH`), in another workflow type's histories.
  * Exit plan: docs/testing.md, "Patch exit plan".
  */
 export const DELETE_ADMISSION_PATCH = 'worker-admission';
@@ -80,7 +82,8 @@ async function admit(input: DeleteSandboxInput): Promise<void> {
  */
 export async function deleteSandbox(input: DeleteSandboxInput): Promise<DeleteSandboxResult> {
   return CancellationScope.nonCancellable(async () => {
-    if (patched(DELETE_ADMISSION_PATCH)) await admit(input);
+    deprecatePatch(DELETE_ADMISSION_PATCH);
+    await admit(input);
     if (input.cancelCreate) {
       try {
         await getExternalWorkflowHandle(input.createOperationId).cancel();

@@ -5,7 +5,7 @@
 import {
   ApplicationFailure,
   CancellationScope,
-  patched,
+  deprecatePatch,
   proxyActivities,
   proxyLocalActivities,
   sleep,
@@ -106,7 +106,7 @@ const REFUSAL_PATCHES = [
 /** Passes the patches of workflow task `task` (0-based) of a refusal, when `keep` says so. */
 function passPatches(keep: ShapeElements, task: 0 | 1 | 2): void {
   if (!keep.patches) return;
-  for (const id of REFUSAL_PATCHES[task]) patched(id);
+  for (const id of REFUSAL_PATCHES[task]) deprecatePatch(id);
 }
 
 /**
