@@ -44,7 +44,7 @@ const deletionStep = proxyActivities<CreateActivities>({
  * against the store (src/activities/admission.ts), so a delete started by anyone but the API cancels
  * nothing, deletes no pod and writes nothing. Deprecated: every delete admits, and only records
  * the marker (the release before records it in every delete). The same id as the create's
- * (src/workflows/create-sandbox.ts `WORKER_ADMISSION_PATCH`), in another workflow type's histories.
+ * (src/workflows/create-patches.ts `WORKER_ADMISSION_PATCH`), in another workflow type's histories.
  * Exit plan: docs/testing.md, "Patch exit plan".
  */
 export const DELETE_ADMISSION_PATCH = 'worker-admission';

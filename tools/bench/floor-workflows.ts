@@ -18,7 +18,7 @@ import {
   OUTCOME_AT_DECISION_PATCH,
   READINESS_WAIT_BY_ID_PATCH,
   WORKER_ADMISSION_PATCH,
-} from '../../src/workflows/create-sandbox.js';
+} from '../../src/workflows/create-patches.js';
 
 /** The no-op activities of the floors (tools/bench/outcomes.ts implements them). */
 export interface FloorActivities {
