@@ -5,6 +5,7 @@
  */
 import { execFile } from 'node:child_process';
 import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -17,6 +18,14 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const NPM = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 const TSC = join(ROOT, 'node_modules/typescript/bin/tsc');
 
+/** The folder the client README's install line packs: `(cd <folder> && npm pack …)`. */
+function packFolderOfReadme(): string {
+  const readme = readFileSync(join(ROOT, 'clients/typescript/README.md'), 'utf8');
+  const folder = /\(cd ([\w./-]+) && npm pack\b/.exec(readme)?.[1];
+  expect(folder, 'the README has an install line that packs the client').toBeDefined();
+  return folder as string;
+}
+
 let api: ApiStack;
 let url: string;
 let work: string;
@@ -25,8 +34,9 @@ beforeAll(async () => {
   api = await startApiStack({ stack: { cluster: { startupDelayMs: 50 } } });
   ({ url } = await api.listen());
   work = await mkdtemp(join(tmpdir(), 'durable-sandbox-client-install-'));
-  // What the repository builds: the package's tarball (prepack compiles dist/).
-  await run(NPM, ['pack', '--pack-destination', work], { cwd: join(ROOT, 'clients/typescript') });
+  // What the repository builds, packed where the README's install line packs it (prepack
+  // compiles dist/): a moved folder the line still names fails here, not on a reader's machine.
+  await run(NPM, ['pack', '--pack-destination', work], { cwd: join(ROOT, packFolderOfReadme()) });
   const [tarball] = (await readdir(work)).filter((name) => name.endsWith('.tgz'));
   expect(tarball, 'npm pack wrote no tarball').toBeDefined();
   // An empty project that knows nothing of the repository.
