@@ -108,8 +108,11 @@ describe('the outcome is visible when it is known', () => {
       done: true,
       error: { code: 'invalid_request' },
     });
-    // Temporal agrees with the row: the workflow failed, it was not cancelled.
-    const described = await api.stack.temporal.client.workflow.getHandle(op.id).describe();
+    // Temporal agrees with the row: the workflow failed, it was not cancelled. (The row is
+    // final once compensation has written it; the workflow closes in its next task.)
+    const handle = api.stack.temporal.client.workflow.getHandle(op.id);
+    await expect(handle.result()).rejects.toThrow();
+    const described = await handle.describe();
     expect(described.status.name).toBe('FAILED');
   });
 
