@@ -179,3 +179,74 @@ export async function floorRefusalShapeNoTimer(): Promise<void> {
 export async function floorRefusalShapeActivitiesOnly(): Promise<void> {
   await refusalShape({ localActivities: false, upserts: false, deadlineTimer: false });
 }
+
+/**
+ * A cold create that succeeds, every step a no-op (src/workflows/create-sandbox.ts;
+ * docs/architecture.md, "Round trips per create", success: 4 workflow tasks, 3 activity tasks,
+ * 1 local activity): the admission local activity, the deadline timer, createPod, the phase
+ * upsert, the readiness wait, markSandboxRunning, the deadline cancelled and the last upsert.
+ * The CPU floor of a cold create (tools/bench/cpu.ts).
+ */
+export async function floorCreateSuccessShape(): Promise<void> {
+  await local.step();
+  const deadline = new CancellationScope();
+  void deadline.run(() => sleep('30 minutes')).catch(() => undefined);
+  await step();
+  upsertSearchAttributes([{ key: CreatePhaseKey, value: 'waiting_for_ip' }]);
+  await step();
+  await step();
+  deadline.cancel();
+  upsertSearchAttributes([{ key: CreatePhaseKey, value: 'finished' }]);
+}
+
+/**
+ * A warm claim, every step a no-op (src/workflows/create-sandbox.ts, `claimWarmPod`): the admission
+ * local activity, the deadline timer, the one claim activity (it marks the sandbox running), the
+ * deadline cancelled and the last upsert. The CPU floor of a warm claim (tools/bench/cpu.ts).
+ */
+export async function floorWarmClaimShape(): Promise<void> {
+  await local.step();
+  const deadline = new CancellationScope();
+  void deadline.run(() => sleep('30 minutes')).catch(() => undefined);
+  await step();
+  deadline.cancel();
+  upsertSearchAttributes([{ key: CreatePhaseKey, value: 'finished' }]);
+}
+
+/**
+ * A delete of a running sandbox, every step a no-op (src/workflows/delete-sandbox.ts, its create
+ * already closed): admitDelete, readSandboxPod, deletePod and markSandboxDeleted, one activity
+ * after the other. The CPU floor of a delete (tools/bench/cpu.ts).
+ */
+export async function floorDeleteShape(): Promise<void> {
+  for (let i = 0; i < 4; i++) await step();
+}
+
+/** What {@link floorExpiryShape} returns: the delete workflow its activity started. */
+export interface FollowedBy {
+  /** The workflow id of the delete-shaped workflow, which the bench awaits too. */
+  followedBy: string;
+}
+
+/**
+ * An expiry, every step a no-op (src/workflows/sandbox-lifetime.ts): the lifetime's timer (1 s
+ * here; it was started at the create in the product, so the floor's start is extra), then the
+ * expireSandbox activity, which starts a {@link floorDeleteShape} workflow with the client, as
+ * the product's starts `deleteSandbox` (tools/bench/outcomes.ts, `startDeleteShape`).
+ * @returns the delete's workflow id, which `startFloors`' `run` waits for as well
+ */
+export async function floorExpiryShape(): Promise<FollowedBy> {
+  await sleep('1 second');
+  return { followedBy: await floorExpiryStep.startDeleteShape() };
+}
+
+/** The floors' expiry step (tools/bench/outcomes.ts implements it). */
+export interface FloorExpiryActivities {
+  /** Starts a {@link floorDeleteShape} workflow; @returns its workflow id */
+  startDeleteShape(): Promise<string>;
+}
+
+const floorExpiryStep = proxyActivities<FloorExpiryActivities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { maximumAttempts: 1 },
+});

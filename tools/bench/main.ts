@@ -34,7 +34,11 @@
  *     -> bench-results/bench-list-<time>.json;
  *   - `retention`: the store's creates/s with and without a purge of a large backlog running,
  *     on SQLite and PostgreSQL (tools/bench/retention.ts)
- *     -> bench-results/bench-retention-<time>.json.
+ *     -> bench-results/bench-retention-<time>.json;
+ *   - `cpu`: CPU per operation (cold create, refused create, warm claim, delete, expiry) of the
+ *     stack process, the API, the worker and the Temporal server, beside the no-op workflow of
+ *     each operation's shape, baseline beside candidate (tools/bench/cpu.ts)
+ *     -> bench-results/bench-cpu-<time>.json.
  *
  * `--quick` runs smaller counts (a trial, not the issue's figures). The baseline is the
  * checkout at BASELINE_DIR, the candidate the one at CANDIDATE_DIR (default: this one).
@@ -58,6 +62,7 @@ import { ladderCountsOf, measureStackFigures } from './open-loop.js';
 import { measureOutcomes } from './outcomes.js';
 import { compareRefusalLatency } from './real.js';
 import { measureReplacement } from './replace.js';
+import { measureCpu } from './cpu.js';
 import { measureShapes } from './shapes.js';
 import { measureSplitProcesses } from './split.js';
 import { measureExpiry } from './expiry.js';
@@ -178,6 +183,7 @@ const MODES: Record<string, (quick: boolean) => Promise<Record<string, unknown>>
   pool: (quick) => measurePool(quick),
   list: (quick) => measureList(quick),
   retention: (quick) => measureRetention(quick),
+  cpu: (quick) => measureCpu(quick),
 };
 
 /** The mode named by the arguments (`real`, `--real`, ...), `default` when none is. */
@@ -187,7 +193,7 @@ function modeOf(args: string[]): string {
   const unknown = args.filter((arg) => !(arg.replace(/^--/, '') in MODES) && arg !== '--quick');
   if (unknown.length > 0)
     throw new Error(
-      `unknown argument ${unknown.join(' ')}; modes: real, floors, waits, goals, notify, replace, topology, noisy, split, shapes, expiry, pool, list, retention`,
+      `unknown argument ${unknown.join(' ')}; modes: real, floors, waits, goals, notify, replace, topology, noisy, split, shapes, expiry, pool, list, retention, cpu`,
     );
   return named[0] ?? 'default';
 }

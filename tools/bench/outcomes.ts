@@ -34,7 +34,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { podNameFor } from '../../src/kubernetes/pod-spec.js';
-import type { FloorActivities } from './floor-workflows.js';
+import type { FloorActivities, FloorExpiryActivities, FollowedBy } from './floor-workflows.js';
 import {
   errorText,
   asyncCreate,
@@ -144,7 +144,9 @@ export function floorSummaries(runs: FloorTiming[]): { fromMark: Summary; fromSt
  * The floor worker and client on the stack's dev server (tools/bench/floor-workflows.ts).
  * The worker runs in this process, so the activities' marks and the client's clock are one
  * `performance.now()`.
- * @returns `run(workflowType)`: its {@link FloorTiming} (failed or not), and `stop`
+ * @returns `run(workflowType)`: its {@link FloorTiming} (failed or not; for a floor that
+ *   returns {@link FollowedBy}, such as the expiry's, when the workflow it started has closed
+ *   too), and `stop`
  */
 export async function startFloors(temporalAddress: string, credentials: TemporalCredentials = {}) {
   const taskQueue = `bench-floor-${process.pid}-${Date.now()}`;
@@ -158,7 +160,14 @@ export async function startFloors(temporalAddress: string, credentials: Temporal
   // when nothing marked the run yet (the create shape's compensation steps come after it).
   const marks = new Map<string, number>();
   const workflowId = () => ActivityContext.current().info.workflowExecution?.workflowId ?? '';
-  const activities: FloorActivities = {
+  let deletes = 0;
+  const activities: FloorActivities & FloorExpiryActivities = {
+    async startDeleteShape() {
+      const context = ActivityContext.current();
+      const id = `${context.info.workflowExecution?.workflowId ?? 'floor'}-delete-${deletes++}`;
+      await context.client.workflow.start('floorDeleteShape', { taskQueue, workflowId: id });
+      return id;
+    },
     async step() {
       if (!marks.has(workflowId())) marks.set(workflowId(), performance.now());
     },
@@ -184,7 +193,12 @@ export async function startFloors(temporalAddress: string, credentials: Temporal
     const id = `bench-floor-${process.pid}-${seq++}`;
     const startedAtMs = performance.now();
     const handle = await client.workflow.start(workflowType, { taskQueue, workflowId: id });
-    await handle.result().catch(() => undefined);
+    const result = (await handle.result().catch(() => undefined)) as FollowedBy | undefined;
+    if (result?.followedBy)
+      await client.workflow
+        .getHandle(result.followedBy)
+        .result()
+        .catch(() => undefined);
     const endedAtMs = performance.now();
     const markedAtMs = marks.get(id);
     marks.delete(id);

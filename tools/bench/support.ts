@@ -5,7 +5,7 @@
  */
 import type { TemporalCredentials } from '../../src/config/temporal-connection.js';
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api, KubeConfig, Watch, type CoreV1Event } from '@kubernetes/client-node';
@@ -118,6 +118,40 @@ export function cpuMs(pid: number): number {
   // After the command name in parentheses: field 3 (state) is index 0, utime 11, stime 12.
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / clockTicksPerS;
+}
+
+/**
+ * The CPU time (user + system) of process `pid` and every process under it, in ms ({@link cpuMs}
+ * each; each process's parent from field 4 of /proc/<pid>/stat, proc(5)): e.g. the Temporal dev
+ * server, a guard shell whose child is the `temporal` binary. With `command`, only the processes
+ * of the tree whose /proc/<pid>/comm is `command` count (e.g. `temporal` under the embedded
+ * stack, whose tree holds esbuild's service too). A process gone meanwhile counts 0.
+ */
+export function treeCpuMs(pid: number, command?: string): number {
+  const parents = new Map<number, number>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      parents.set(Number(entry), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
+    } catch {
+      // exited while listed
+    }
+  }
+  const tree = [pid];
+  for (let i = 0; i < tree.length; i++)
+    for (const [child, parent] of parents) if (parent === tree[i]) tree.push(child);
+  const commandOf = (p: number) => {
+    try {
+      return readFileSync(`/proc/${p}/comm`, 'utf8').trim();
+    } catch {
+      return '';
+    }
+  };
+  return tree
+    .filter((p) => command === undefined || commandOf(p) === command)
+    .map(cpuMs)
+    .reduce((sum, ms) => sum + (Number.isNaN(ms) ? 0 : ms), 0);
 }
 
 /**

@@ -1,0 +1,319 @@
+/**
+ * The five operations `npm run bench -- cpu` measures (tools/bench/cpu.ts; issue 50), each
+ * driven over the API as a user would, `n` at once, on either topology (the embedded stack or
+ * the API and worker apart): a cold create that succeeds, a refused create, a warm claim, a
+ * delete and an expiry. For each, the CPU per operation of the target's processes
+ * (tools/bench/floor-cpu.ts) over a window that opens when the operations are sent and closes
+ * when they, and what they leave running (compensation, the pool's refill, the pods' deletes),
+ * are done; what each needs first (running sandboxes, a full pool, one `expire_time`) is made
+ * before the window.
+ */
+import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { podNameFor } from '../../src/kubernetes/pod-spec.js';
+import { waitUntil } from '../wait-until.js';
+import type { CpuOperation } from './cpu-table.js';
+import { cpuMsPerOperation, type CpuMeter } from './floor-cpu.js';
+import {
+  api,
+  atOnce,
+  awaitOperation,
+  expectRefused,
+  FreshTemplates,
+  isDone,
+  problems,
+  summary,
+  type Operation,
+  type Summary,
+} from './support.js';
+
+/** The namespace of every target's sandboxes. */
+export const CPU_NAMESPACE = 'sandboxes';
+/** The template with a warm pool, and the resources of its pods. */
+export const WARM_TEMPLATE = 'warm';
+const WARM_RESOURCES = { cpu: 1, memory_mib: 256, disk_mib: 2048 };
+/** A cold create: the `base` template with more disk than the pool's, so it never claims. */
+const COLD_RESOURCES = { cpu: 1, memory_mib: 256, disk_mib: 4096 };
+
+/** The expiry's sandboxes carry this label, so one list read says whether any still runs. */
+const EXPIRY_LABELS = { 'bench-cpu': 'expiry' };
+const EXPIRY_SELECTOR = encodeURIComponent('bench-cpu=expiry');
+
+/**
+ * The catalog (SANDBOX_TEMPLATES) every target runs with: `base`, `known`, `fresh` templates
+ * for refusals, and `warm` with a pool of `poolSize` pods.
+ */
+export function cpuCatalog(fresh: FreshTemplates, poolSize: number): string {
+  const catalog = JSON.parse(fresh.catalog()) as Record<string, unknown>;
+  catalog[WARM_TEMPLATE] = {
+    image: 'ghcr.io/durable-sandbox/base:1',
+    warm_pool: { size: poolSize, resources: WARM_RESOURCES, max_pending: poolSize },
+  };
+  return JSON.stringify(catalog);
+}
+
+/** A topology under measurement. */
+export interface CpuTarget {
+  /** e.g. `candidate stack`, for messages. */
+  label: string;
+  /** The API's base URL. */
+  base: string;
+  /** A client config for its cluster. */
+  kubeConfig: KubeConfig;
+  /** The processes measured: name -> its CPU meter. */
+  meters: Record<string, CpuMeter>;
+  fresh: FreshTemplates;
+  /** The warm pool's size. */
+  poolSize: number;
+}
+
+/** One operation's figures: CPU per operation per meter, and latency. */
+export interface OperationFigures {
+  cpu_ms: Record<string, number>;
+  /** Each operation's ms from its request to done (the expiry: expire_time -> all pods gone). */
+  latency_ms: Summary;
+}
+
+async function json<T>(response: Response, expected: number, what: string): Promise<T> {
+  const text = await response.text();
+  if (response.status !== expected)
+    throw new Error(`${what} answered ${response.status}: ${text.slice(0, 300)}`);
+  return JSON.parse(text) as T;
+}
+
+/**
+ * Creates a cold sandbox (with `lifetime`'s ttl and labels, if given) and waits for its create
+ * to be done. @returns ms and the operation
+ */
+async function coldCreate(
+  base: string,
+  lifetime?: { ttl: string; labels: Record<string, string> },
+): Promise<{ ms: number; op: Operation }> {
+  const startedAtMs = performance.now();
+  const body = JSON.stringify({ template: 'base', resources: COLD_RESOURCES, ...lifetime });
+  const accepted = await json<Operation>(
+    await api(base, '/v1/sandboxes', { method: 'POST', body }),
+    202,
+    'a cold create',
+  );
+  const op = await awaitOperation(base, accepted, isDone, { longPoll: true });
+  if (op.status !== 'succeeded') problems.push(`cpu: a cold create ended ${op.status}`);
+  return { ms: performance.now() - startedAtMs, op };
+}
+
+/** The names of the pods in the namespace now, and which of them are ready warm pods. */
+async function pods(kubeConfig: KubeConfig): Promise<{ names: Set<string>; readyWarm: number }> {
+  const core = kubeConfig.makeApiClient(CoreV1Api);
+  const list = await core.listNamespacedPod({ namespace: CPU_NAMESPACE });
+  const readyWarm = list.items.filter(
+    (p) =>
+      p.metadata?.labels?.['durable-sandbox.dev/warm-pool'] === WARM_TEMPLATE &&
+      p.status?.podIP &&
+      !p.metadata?.deletionTimestamp &&
+      !p.metadata?.labels?.['durable-sandbox.dev/sandbox-id'],
+  ).length;
+  return { names: new Set(list.items.map((p) => p.metadata?.name ?? '')), readyWarm };
+}
+
+/** Waits (250 ms apart, up to `timeoutMs`) until none of `podNames` exists. */
+async function untilGone(target: CpuTarget, podNames: string[], timeoutMs = 300_000) {
+  await waitUntil(
+    async () => {
+      const { names } = await pods(target.kubeConfig);
+      return podNames.every((name) => !names.has(name));
+    },
+    { timeoutMs, intervalMs: 250, what: `${target.label}: ${podNames.length} pods deleted` },
+  );
+}
+
+/** Waits until the warm pool holds its `poolSize` ready pods. */
+export async function untilPoolFull(target: CpuTarget): Promise<void> {
+  await waitUntil(async () => (await pods(target.kubeConfig)).readyWarm >= target.poolSize, {
+    timeoutMs: 300_000,
+    intervalMs: 250,
+    what: `${target.label}: ${target.poolSize} ready warm pods`,
+  });
+}
+
+/** A refused create (disk 300 on a fresh template whose rootfs is 451 MiB), done. */
+async function refusedCreate(target: CpuTarget): Promise<{ ms: number; op: Operation }> {
+  const startedAtMs = performance.now();
+  const body = JSON.stringify({
+    template: target.fresh.take(),
+    resources: { ...COLD_RESOURCES, disk_mib: 300 },
+  });
+  const accepted = await json<Operation>(
+    await api(target.base, '/v1/sandboxes', { method: 'POST', body }),
+    202,
+    'a refused create',
+  );
+  const op = await awaitOperation(target.base, accepted, isDone, { longPoll: true });
+  expectRefused(op);
+  return { ms: performance.now() - startedAtMs, op };
+}
+
+/** A warm claim: a synchronous create with the pool's resources. @returns ms */
+async function warmClaim(target: CpuTarget): Promise<number> {
+  const startedAtMs = performance.now();
+  const body = JSON.stringify({ template: WARM_TEMPLATE, resources: WARM_RESOURCES });
+  const answer = await json<{ pod?: { name?: string } }>(
+    await api(target.base, '/sync/v1/sandboxes', { method: 'POST', body }),
+    201,
+    'a warm create',
+  );
+  if (!answer.pod?.name?.startsWith(`warm-${WARM_TEMPLATE}-`))
+    problems.push(`cpu: a warm create ran on ${answer.pod?.name}, not a warm pod`);
+  return performance.now() - startedAtMs;
+}
+
+/** A delete of a running sandbox, done. @returns ms */
+async function deleteSandbox(base: string, sandboxId: string): Promise<number> {
+  const startedAtMs = performance.now();
+  const accepted = await json<Operation>(
+    await api(base, `/v1/sandboxes/${sandboxId}`, { method: 'DELETE' }),
+    202,
+    'a delete',
+  );
+  const op = await awaitOperation(base, accepted, isDone, { longPoll: true });
+  if (op.status !== 'succeeded') problems.push(`cpu: a delete ended ${op.status}`);
+  return performance.now() - startedAtMs;
+}
+
+/**
+ * Measures the five operations on `target`, `n` at once each (`expiries` for the expiry), after
+ * one of each (but the expiry) to warm up.
+ * @returns each operation's figures; an operation that threw is left out (its error in `problems`)
+ */
+export async function measureOperations(
+  target: CpuTarget,
+  n: number,
+  expiries: number,
+): Promise<Partial<Record<CpuOperation, OperationFigures>>> {
+  const { base } = target;
+  const figures: Partial<Record<CpuOperation, OperationFigures>> = {};
+  const measure = async (
+    operation: CpuOperation,
+    count: number,
+    burst: (latencies: number[]) => Promise<unknown>,
+  ) => {
+    try {
+      const latencies: number[] = [];
+      const cpu = await cpuMsPerOperation(count, target.meters, () => burst(latencies));
+      figures[operation] = { cpu_ms: cpu, latency_ms: summary(latencies) };
+      console.log(
+        `  ${target.label}: ${operation}, ${count} at once: CPU ms/op ${JSON.stringify(cpu)}, latency ${JSON.stringify(figures[operation].latency_ms)}`,
+      );
+    } catch (err) {
+      problems.push(`cpu: ${target.label}: ${operation}: ${String(err)}`);
+    }
+  };
+  await untilPoolFull(target);
+  console.log(`  ${target.label}: pool full; warming up`);
+  const warmUp = await coldCreate(base);
+  await refusedCreate(target);
+  await warmClaim(target);
+  await deleteSandbox(base, warmUp.op.sandbox_id);
+  await untilPoolFull(target);
+
+  const running: string[] = [];
+  await measure('cold_create', n, async (latencies) => {
+    for (const { ms, op } of await atOnce(n, () => coldCreate(base))) {
+      latencies.push(ms);
+      running.push(op.sandbox_id);
+    }
+  });
+  await measure('refused_create', n, async (latencies) => {
+    const done = await atOnce(n, () => refusedCreate(target));
+    latencies.push(...done.map((d) => d.ms));
+    // Compensation deletes each refused pod: the window closes when they are gone.
+    await untilGone(
+      target,
+      done.map((d) => podNameFor(d.op.sandbox_id, 1)),
+    );
+  });
+  await measure('warm_claim', n, async (latencies) => {
+    latencies.push(...(await atOnce(n, () => warmClaim(target))));
+    // The pool's refill is part of what a claim costs.
+    await untilPoolFull(target);
+  });
+  await measure('delete', running.length, async (latencies) => {
+    latencies.push(...(await atOnce(running.length, () => deleteSandbox(base, running.shift()!))));
+  });
+  await measureExpiry(target, expiries, measure);
+  return figures;
+}
+
+/**
+ * The expiry: `count` sandboxes created running with a day's ttl and extended to one
+ * `expire_time` 6 s ahead (before the window); the window opens 3 s before it (the idle
+ * reading) and closes when every pod is gone. Then each sandbox must read `deleted`.
+ */
+async function measureExpiry(
+  target: CpuTarget,
+  count: number,
+  measure: (
+    operation: CpuOperation,
+    count: number,
+    burst: (latencies: number[]) => Promise<unknown>,
+  ) => Promise<void>,
+): Promise<void> {
+  const { base } = target;
+  const ids: string[] = [];
+  for (let i = 0; i < count; i += 20) {
+    const batch = await atOnce(Math.min(20, count - i), () =>
+      coldCreate(base, { ttl: '86400s', labels: EXPIRY_LABELS }),
+    );
+    ids.push(...batch.map((b) => b.op.sandbox_id));
+  }
+  const expireAtMs = Date.now() + 6_000 + count * 20;
+  const expireTime = new Date(expireAtMs).toISOString();
+  for (let i = 0; i < ids.length; i += 20) {
+    await Promise.all(
+      ids.slice(i, i + 20).map(async (id) => {
+        const body = JSON.stringify({ expire_time: expireTime });
+        await json(
+          await api(base, `/v1/sandboxes/${id}:extend`, { method: 'POST', body }),
+          200,
+          'an extend',
+        );
+      }),
+    );
+  }
+  if (Date.now() > expireAtMs - 3_500)
+    problems.push(`cpu: ${target.label}: the extends ended too close to expire_time`);
+  await measure('expiry', count, async (latencies) => {
+    await untilGone(
+      target,
+      ids.map((id) => podNameFor(id, 1)),
+    );
+    latencies.push(Date.now() - expireAtMs);
+    // Then each delete's last step: the sandbox leaves `running` (one list read per 250 ms).
+    await waitUntil(
+      async () => {
+        const page = await json<{ sandboxes: unknown[] }>(
+          await api(base, `/v1/sandboxes?state=running&limit=1&label_selector=${EXPIRY_SELECTOR}`),
+          200,
+          'the running list',
+        );
+        return page.sandboxes.length === 0;
+      },
+      {
+        timeoutMs: 300_000,
+        intervalMs: 250,
+        what: `${target.label}: every expired sandbox deleted`,
+      },
+    );
+  });
+  const states = await Promise.all(
+    ids.map(async (id) => {
+      const sandbox = await json<{ state: string }>(
+        await api(base, `/v1/sandboxes/${id}`),
+        200,
+        'a sandbox read',
+      );
+      return sandbox.state;
+    }),
+  );
+  const notDeleted = states.filter((state) => state !== 'deleted').length;
+  if (notDeleted > 0)
+    problems.push(`cpu: ${target.label}: ${notDeleted} expired sandboxes not deleted`);
+}
