@@ -12,6 +12,7 @@ import { sql, type Kysely, type Selectable } from 'kysely';
 import { decodePageToken, encodePageToken, filterDigest } from './page-token.js';
 import type { Database, OperationsTable, SandboxesTable } from './schema.js';
 import { operationResult, resultColumn } from './operation-results.js';
+import { reusableQuery } from './reusable-query.js';
 import { toRecord } from './sandboxes.js';
 import {
   PAGE_SIZE,
@@ -279,11 +280,22 @@ export async function selectOperation(
   id: string,
   tenant?: string,
 ): Promise<OperationRecord | undefined> {
-  let query = operationsWithSandbox(db).where('operations.id', '=', id);
-  if (tenant !== undefined) query = query.where('operations.tenant', '=', tenant);
-  const row = (await query.executeTakeFirst()) as JoinedRow | undefined;
-  return row && toOperationRecord(row);
+  const [row] =
+    tenant === undefined
+      ? await selectOperationById(db, id)
+      : await selectTenantOperation(db, id, tenant);
+  return row && toOperationRecord(row as JoinedRow);
 }
+
+/** The operation read, compiled once per database (store/reusable-query.ts): by id. */
+const selectOperationById = reusableQuery((db: Kysely<Database>, id: string) =>
+  operationsWithSandbox(db).where('operations.id', '=', id),
+);
+
+/** The same, by id and tenant (`GET /v1/operations/{id}`). */
+const selectTenantOperation = reusableQuery((db: Kysely<Database>, id: string, tenant: string) =>
+  operationsWithSandbox(db).where('operations.id', '=', id).where('operations.tenant', '=', tenant),
+);
 
 /** An operation filter in one canonical form, for the page token's digest; undefined: none. */
 function canonicalFilter(options: ListOperationsOptions): unknown {
