@@ -287,7 +287,7 @@ export async function selectOperation(
   return row && toOperationRecord(row as JoinedRow);
 }
 
-/** The operation read, compiled once per database (store/reusable-query.ts): by id. */
+/** The operation read, compiled once per database (src/store/reusable-query.ts): by id. */
 const selectOperationById = reusableQuery((db: Kysely<Database>, id: string) =>
   operationsWithSandbox(db).where('operations.id', '=', id),
 );

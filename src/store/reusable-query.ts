@@ -10,7 +10,7 @@
  * changes, only its values, which kysely always sends as parameters: so the query is compiled
  * once with a marker value standing for each parameter, and each call runs that compiled query
  * (kysely's `executeQuery(CompiledQuery)`, public API) with the markers replaced by the call's
- * values. On SQLite the text then also meets its prepared statement (store/statement-cache.ts).
+ * values. On SQLite the text then also meets its prepared statement (src/store/statement-cache.ts).
  */
 import type { Compilable, CompiledQuery, Kysely } from 'kysely';
 

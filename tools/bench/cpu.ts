@@ -5,9 +5,10 @@
  *
  * 1. the embedded stack (`tools/start.ts`, one process: API, worker and simulated cluster) on
  *    its own dev server: the stack process's CPU per operation;
- * 2. the production shape (tools/bench/process-rig.ts: `src/api/main.ts` and `src/worker/main.ts` as
- *    two processes, the simulated cluster in the bench's process): the API's, the worker's and
- *    the Temporal dev server's CPU per operation (its process tree, from /proc);
+ * 2. the production shape (tools/bench/process-rig.ts: `src/api/main.ts` and
+ *    `src/worker/main.ts` as two processes, the simulated cluster in the bench's process): the
+ *    API's, the worker's and the Temporal dev server's CPU per operation (its process tree,
+ *    from /proc);
  * 3. on that same dev server, the no-op workflow of each operation's shape
  *    (tools/bench/floor-workflows.ts, worker and client in the bench's process): its CPU per
  *    workflow, and the dev server's.
