@@ -65,14 +65,14 @@ interface CheckoutFigures {
   table: string[];
 }
 
-function targetFresh(sizes: { atOnce: number }) {
-  // Warm-up, the burst, and room to spare.
+/** The fresh templates of one target's refusals: the warm-up's, the burst's, and 4 to spare. */
+function freshTemplatesFor(sizes: { atOnce: number }): FreshTemplates {
   return new FreshTemplates(sizes.atOnce + 5);
 }
 
 /** The embedded stack of `checkout`: the stack process's and its dev server's CPU. */
 async function measureStack(checkout: Checkout, sizes: typeof SIZES.quick): Promise<Figures> {
-  const fresh = targetFresh(sizes);
+  const fresh = freshTemplatesFor(sizes);
   const poolSize = sizes.atOnce + 2;
   const stack = await startStack({
     checkoutDir: checkout.dir,
@@ -106,7 +106,7 @@ async function measureSplit(
   checkout: Checkout,
   sizes: typeof SIZES.quick,
 ): Promise<Pick<CheckoutFigures, 'split' | 'floors' | 'floor_deletes_at_once_ms'>> {
-  const fresh = targetFresh(sizes);
+  const fresh = freshTemplatesFor(sizes);
   const poolSize = sizes.atOnce + 2;
   const catalog = cpuCatalog(fresh, poolSize);
   const rootfsMib = Object.fromEntries(
