@@ -1,5 +1,5 @@
 /**
- * `npx tsx tools/relocate.ts '[["old","new/place"]]'`: moves top-level folders (`git mv`) and
+ * `npx tsx tools/relocate.ts '[["old","new/place"]]'`: moves folders or files (`git mv`) and
  * rewrites every path that names them: relative import specifiers (and `new URL('..', import.meta.url)` forms) in sources, and
  * cited paths (`api/main.ts`, `workflows/**`, a bare `store/`) in sources, pages, manifests and
  * scripts. Recorded fixtures (test/fixtures/) are left as recorded. Run once per move, on a clean
@@ -23,6 +23,8 @@ const ROOT = process.cwd();
 export function moved(path: string): string {
   for (const [from, to] of MOVES) {
     if (path === from) return to;
+    // A moved `.ts` file is imported by its `.js` name (NodeNext module resolution).
+    if (from.endsWith('.ts') && path === `${from.slice(0, -3)}.js`) return `${to.slice(0, -3)}.js`;
     if (path.startsWith(`${from}/`)) return to + path.slice(from.length);
   }
   return path;
@@ -70,8 +72,15 @@ function rewriteSpecifiers(
 const NOT_OURS = new Set(['config/development-postgres12.yaml', 'config/development.yaml']);
 
 function rewriteCitations(text: string, oldFile: string): string {
-  const folders = MOVES.map(([from]) => from.replace(/[.]/g, '\\.')).join('|');
-  const pattern = new RegExp(`(?<![\\w./@:~$-])((?:${folders})/[\\w.*/-]*)`, 'g');
+  const escaped = (from: string) => from.replace(/[.]/g, '\\.');
+  const isFile = (from: string) => /\.\w+$/.test(from);
+  const folders = MOVES.filter(([from]) => !isFile(from)).map(([from]) => escaped(from));
+  const movedFiles = MOVES.filter(([from]) => isFile(from)).map(([from]) => escaped(from));
+  const forms = [
+    ...(folders.length > 0 ? [`(?:${folders.join('|')})/[\\w.*/-]*`] : []),
+    ...(movedFiles.length > 0 ? [`(?:${movedFiles.join('|')})(?![\\w/-])`] : []),
+  ];
+  const pattern = new RegExp(`(?<![\\w./@:~$-])(${forms.join('|')})`, 'g');
   return text.replace(pattern, (cited: string) => {
     const path = cited.replace(/[./]+$/, (end) => (end.startsWith('/') ? '/' : ''));
     const bare = path.replace(/\/$/, '');
@@ -113,4 +122,4 @@ for (const oldFile of files) {
     changed += 1;
   }
 }
-console.log(`moved ${MOVES.length} folders, rewrote ${changed} files`);
+console.log(`moved ${MOVES.length} paths, rewrote ${changed} files`);
