@@ -1,6 +1,6 @@
 /**
  * The Sandbox JSON: a sandbox as the API answers it (src/api/wire.ts, src/api/openapi.json `Sandbox`)
- * and as every webhook event carries it (`data`, src/activities/webhooks.ts), snake_case, with its
+ * and as every webhook event carries it (`data`, src/activities/webhook-delivery.ts), snake_case, with its
  * resources in the API's spelling. Pure, so the API and the webhook activities share one shape.
  */
 import type { Labels } from './labels.js';

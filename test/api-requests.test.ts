@@ -6,7 +6,7 @@
  *
  * - The cluster check is off the create path (src/api/readiness.ts): a create never waits for it,
  *   a probe that only times out does not turn creates away, a definite failure still does.
- * - Reads of an operation come from the store (src/api/operations.ts): a waiting create is never
+ * - Reads of an operation come from the store (src/api/operation-read.ts): a waiting create is never
  *   described; a row its workflow left behind is described once.
  */
 import { Client, Connection } from '@temporalio/client';

@@ -25,7 +25,7 @@ import {
 } from './support/api.js';
 import { waitUntil } from '../tools/wait-until.js';
 import { Receiver } from './support/webhook-receiver.js';
-import { announceLostEvent } from '../src/activities/webhooks.js';
+import { announceLostEvent } from '../src/activities/webhook-delivery.js';
 import { sweepOrphanPods } from '../src/worker/orphan-sweeper.js';
 
 let api: ApiStack;

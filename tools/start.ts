@@ -11,7 +11,7 @@
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { Client } from '@temporalio/client';
-import { announceLostEvent, type EventAnnouncer } from '../src/activities/webhooks.js';
+import { announceLostEvent, type EventAnnouncer } from '../src/activities/webhook-delivery.js';
 import { createApp } from '../src/api/app.js';
 import { listenApi } from '../src/api/http-server.js';
 import { rootfsFloorsOf } from '../src/api/rootfs-floors.js';

@@ -40,7 +40,7 @@ import type { Operation, SandboxState } from './types.js';
 import { formatTraceTree } from './trace-tree.js';
 import { missingTraceMessage } from './trace-missing.js';
 import { addEventCommands } from './events.js';
-import { addWebhookCommands } from './webhooks.js';
+import { addWebhookCommands } from './webhook-commands.js';
 
 /** The API used when neither `--api-url` nor DURABLE_SANDBOX_URL is given. */
 export const DEFAULT_API_URL = 'http://127.0.0.1:8080';

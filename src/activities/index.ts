@@ -5,11 +5,11 @@
 import type { TenantLimitsConfig } from '../config/index.js';
 import { admissionActivities } from './admission.js';
 import { podActivities, type PodActivityDeps } from './pods.js';
-import { operationActivities } from './operations.js';
+import { operationActivities } from './operation-wait.js';
 import { storeActivities } from './store.js';
 import { lifetimeActivities } from './lifetime.js';
-import { webhookActivities, type WebhookActivityDeps } from './webhooks.js';
-import { warmPoolActivities } from './warm-pools.js';
+import { webhookActivities, type WebhookActivityDeps } from './webhook-delivery.js';
+import { warmPoolActivities } from './warm-pool-pods.js';
 import { retentionActivities } from './retention.js';
 
 /** Everything the activities need. */

@@ -69,7 +69,7 @@ export interface PodActivityDeps {
   heartbeatIntervalMs?: number;
   /** Create and watch metrics (src/activities/metrics.ts); optional. */
   metrics?: CreateMetrics;
-  /** The worker's informer of warm pool pods, when its catalog has a pool (src/activities/warm-pools.ts). */
+  /** The worker's informer of warm pool pods, when its catalog has a pool (src/activities/warm-pool-pods.ts). */
   warmPods?: WarmPodInformer;
   /**
    * How long `createPod` retries a refusal of the service's account before it ends the create

@@ -15,7 +15,7 @@ import {
 } from '../../contract/index.js';
 import type { CreateMetrics } from './metrics.js';
 import { floorFields, rootfsFloorOf } from '../verdict/rootfs-floor-evidence.js';
-import { emitSandboxEvent } from './webhooks.js';
+import { emitSandboxEvent } from './webhook-delivery.js';
 import { startLifetime } from '../temporal/lifetime-workflow.js';
 import { tenantPriority } from '../temporal/priority.js';
 import { endLifetime } from './lifetime.js';

@@ -11,7 +11,7 @@ import { errorHandler, methodNotAllowedHandler, notFoundHandler } from './errors
 import { jsonBody } from './json-body.js';
 import { healthHandlers } from './handlers/health.js';
 import { httpMetrics, metricsHandlers } from './metrics.js';
-import { operationHandlers } from './handlers/operations.js';
+import { operationHandlers } from './handlers/operation-routes.js';
 import { sandboxHandlers } from './handlers/sandboxes.js';
 import { syncCreateHandlers } from './handlers/sync-create.js';
 import { templateHandlers } from './handlers/templates.js';
@@ -20,7 +20,7 @@ import { ADMIN_PREFIX, adminRouter } from './handlers/admin-floors.js';
 import { requestId } from './request-id.js';
 import { createTenantAdmission } from './tenant-admission.js';
 import { quotaHandlers } from './handlers/quota.js';
-import { webhookHandlers } from './handlers/webhooks.js';
+import { webhookHandlers } from './handlers/webhook-routes.js';
 import { eventHandlers } from './handlers/events.js';
 import { requestLog } from './request-log.js';
 import { ROUTES, pathsInMatchOrder, type RouteName } from './routes.js';

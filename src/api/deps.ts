@@ -39,7 +39,7 @@ export interface AppDeps {
    */
   spanStore?: SpanStore;
   /**
-   * How a webhook endpoint's host is resolved at registration (src/api/handlers/webhooks.ts); unset:
+   * How a webhook endpoint's host is resolved at registration (src/api/handlers/webhook-routes.ts); unset:
    * node:dns `lookup`, as delivery. Tests set one that never answers.
    */
   webhookLookup?: HostLookup;

@@ -5,7 +5,7 @@
  * PostgreSQL LISTEN/NOTIFY across API replicas and workers), so nothing polls: a waiting request
  * holds one listener and a timer, and reads its row once more when woken.
  *
- * A caller that names the version it last saw (`If-None-Match`, src/api/handlers/operations.ts)
+ * A caller that names the version it last saw (`If-None-Match`, src/api/handlers/operation-routes.ts)
  * passes `until` "the tag differs from the named one", so a change that landed between its GET and
  * its long-poll is answered at once instead of at the next change.
  *
@@ -13,8 +13,8 @@
  * at once with the current state, as a plain GET.
  */
 import type { AppDeps } from './deps.js';
-import type { Operation } from './operations.js';
-import { readOperation } from './operations.js';
+import type { Operation } from './operation-read.js';
+import { readOperation } from './operation-read.js';
 
 /** Longest `wait` a caller may ask for, in ms (60 s). */
 export const MAX_WAIT_MS = 60_000;

@@ -5,7 +5,7 @@
 import { InvalidPageTokenError } from '../store/index.js';
 import type { AppDeps } from './deps.js';
 import { ApiError } from './errors.js';
-import { operationOfRecord, type Operation } from './operations.js';
+import { operationOfRecord, type Operation } from './operation-read.js';
 import type { OperationListQuery } from './validation.js';
 
 /** A page of operations; `nextPageToken` is null on the last page. */

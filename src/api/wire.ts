@@ -23,7 +23,7 @@ import {
 import { runsAsRoot, warmPoolOf, type TemplateConfig } from '../config/index.js';
 import type { FeedEventRecord } from '../store/index.js';
 import type { OperationPage } from './operation-list.js';
-import type { Operation, OperationType } from './operations.js';
+import type { Operation, OperationType } from './operation-read.js';
 
 /** `camelCase` -> `snake_case`. */
 export function snakeCase(key: string): string {

@@ -164,7 +164,7 @@ export async function openStore(options: StoreOptions): Promise<Store> {
   /**
    * Keeps the `sandbox.lost` event of a sandbox just marked lost, in the same transaction, so
    * the feed has it whatever happens next (its webhooks are signalled by the caller's process:
-   * src/activities/webhooks.ts `announceEvent`).
+   * src/activities/webhook-delivery.ts `announceEvent`).
    * @returns the sandbox's tenant (undefined when the row is gone)
    */
   async function recordLostEvent(

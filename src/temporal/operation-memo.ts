@@ -1,6 +1,6 @@
 /**
  * The memo of an operation's workflow: written when the workflow is started (src/api/create-flow.ts,
- * src/temporal/delete-workflow.ts), read back with the workflow's description (src/api/operations.ts,
+ * src/temporal/delete-workflow.ts), read back with the workflow's description (src/api/operation-read.ts,
  * src/nexus/sandbox-handler.ts).
  */
 import type { DeleteCause, OperationType } from '../../contract/index.js';

@@ -136,7 +136,7 @@ export class WebhookTargetRefusedError extends Error {
 
 /**
  * The one rule of where a webhook may go, for delivery (each attempt, src/webhooks/http-delivery.ts)
- * and registration (src/api/handlers/webhooks.ts) alike: the URL is http or https, and every address
+ * and registration (src/api/handlers/webhook-routes.ts) alike: the URL is http or https, and every address
  * its host is (an IP literal) or resolves to is allowed by `guard`.
  * @returns the vetted addresses (delivery connects to exactly these)
  * @throws WebhookTargetRefusedError naming the address and its range (`127.0.0.2 (loopback)`)

@@ -58,7 +58,7 @@ export interface OrphanSweepDeps {
   templates?: Record<string, TemplateConfig>;
   /**
    * Hands a sandbox just marked lost (its `sandbox.lost` event is in the store) to its tenant's
-   * webhook endpoints (src/activities/webhooks.ts `announceLostEvent`). Unset: the event is only in
+   * webhook endpoints (src/activities/webhook-delivery.ts `announceLostEvent`). Unset: the event is only in
    * the feed. A failure is logged; the event stays in the feed.
    */
   announceLost?: (sandbox: SandboxRecord) => Promise<unknown>;

@@ -23,9 +23,9 @@ import {
   type SandboxInformersOptions,
 } from '../kubernetes/sandbox-informers.js';
 import type { Store } from '../store/index.js';
-import type { WebhookDeliveryOptions } from '../activities/webhooks.js';
+import type { WebhookDeliveryOptions } from '../activities/webhook-delivery.js';
 import { createSandboxWorker, type SandboxWorkerOptions } from './worker.js';
-import { startWarmPools } from './warm-pools.js';
+import { startWarmPools } from './warm-pool-start.js';
 import { WarmPodInformer } from '../kubernetes/warm-pod-informer.js';
 
 /** Options of {@link startSandboxWorker}. */
@@ -66,7 +66,7 @@ export interface StartSandboxWorkerOptions {
   templates: Record<string, TemplateConfig>;
   /**
    * How webhooks are delivered (WEBHOOK_* variables; default
-   * src/activities/webhooks.ts's DEFAULT_WEBHOOK_DELIVERY: no private targets).
+   * src/activities/webhook-delivery.ts's DEFAULT_WEBHOOK_DELIVERY: no private targets).
    */
   webhooks?: WebhookDeliveryOptions;
   /**

@@ -8,7 +8,7 @@ import type { Server } from 'node:http';
 import { NativeConnection, type Worker } from '@temporalio/worker';
 import type { Logger } from 'pino';
 import { workerRegistry } from '../activities/metrics.js';
-import { announceLostEvent } from '../activities/webhooks.js';
+import { announceLostEvent } from '../activities/webhook-delivery.js';
 import type { SandboxInformersOptions } from '../kubernetes/sandbox-informers.js';
 import { collectProcessMetrics } from '../config/process-metrics.js';
 import { freePort } from '../config/free-port.js';

@@ -240,7 +240,7 @@ async function runSteps(
 }
 
 /**
- * The warm step: one activity claims a ready pod of the template's pool (src/activities/warm-pools.ts;
+ * The warm step: one activity claims a ready pod of the template's pool (src/activities/warm-pool-pods.ts;
  * one update under the pod's resourceVersion, so no pod goes to two creates) and marks the
  * sandbox running with its IP; its delete goes onto the compensation stack. No pod create, no
  * readiness wait, no second step.

@@ -81,7 +81,7 @@ export function readinessWait(createDeadlineMs: number, podUid: string) {
  * activity tried a few times only. If the store keeps failing, the create goes on without it;
  * the operation row then shows the outcome when `retireExecution` commits (it writes status,
  * error and `finished` in one transaction, retried until it succeeds), and a reader meanwhile
- * re-syncs from Temporal (src/api/operations.ts).
+ * re-syncs from Temporal (src/api/operation-read.ts).
  */
 export const outcomeStep = proxyLocalActivities<CreateActivities>({
   startToCloseTimeout: '10 seconds',

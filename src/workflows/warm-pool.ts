@@ -1,7 +1,7 @@
 /**
  * The `warmPool` workflow (docs/architecture.md, "Warm pools"): one per template with a pool
  * (workflow id `warm-pool/<task queue>/<template>`), started by every worker at start (signal-with-start, so
- * many workers make one pool). It reconciles the pool (src/activities/warm-pools.ts) and then waits:
+ * many workers make one pool). It reconciles the pool (src/activities/warm-pool-pods.ts) and then waits:
  * a durable timer until the reconcile's `waitMs` (1 s while pods start, the back-off's end, 60 s
  * at rest), or the `warmPoolChanged` signal a claim or the scale route sends, whichever is first.
  * Its back-off memory (failures in a row) lives here, and goes on through continue-as-new.

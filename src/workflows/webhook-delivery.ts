@@ -1,7 +1,7 @@
 /**
  * The `webhookDelivery` workflow (docs/webhooks.md): one per endpoint and sandbox (workflow id
  * `webhook-delivery:<endpoint>:<sandbox>`), started or signalled by `emitSandboxEvent`
- * (src/activities/webhooks.ts) with signal-with-start. It delivers its events one at a time in the
+ * (src/activities/webhook-delivery.ts) with signal-with-start. It delivers its events one at a time in the
  * order they arrived, so a receiver sees a sandbox's `running` before its `deleted`; each
  * delivery is an activity Temporal retries with back-off for up to three days, so a receiver
  * down for an hour still gets every event, at least once, with a stable `webhook-id`. An event

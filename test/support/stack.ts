@@ -10,7 +10,7 @@ import type { Worker } from '@temporalio/worker';
 import { pino, type Logger } from 'pino';
 import type { ReadinessDeciderOptions } from '../../src/verdict/readiness-decider.js';
 import type { RefusalBoundsMs } from '../../src/activities/pods.js';
-import type { WebhookDeliveryOptions } from '../../src/activities/webhooks.js';
+import type { WebhookDeliveryOptions } from '../../src/activities/webhook-delivery.js';
 import { createKubernetesClient, type KubernetesClient } from '../../src/kubernetes/client.js';
 import {
   SimulatedCluster,

@@ -10,7 +10,7 @@ import { acceptDelete } from '../delete-flow.js';
 import type { AppDeps } from '../deps.js';
 import { ApiError } from '../errors.js';
 import { SANDBOX_ID, countProblem, sandboxToWire } from '../../../contract/index.js';
-import { readOperation, type Operation } from '../operations.js';
+import { readOperation, type Operation } from '../operation-read.js';
 import { operationToWire } from '../wire.js';
 import { parseExtendRequest, parseLabelUpdate, parseSandboxListQuery } from '../validation.js';
 import { extendLifetime } from '../extend-flow.js';

@@ -7,7 +7,7 @@ import { ApiError } from '../errors.js';
 import { listOperations } from '../operation-list.js';
 import { entityTagOf, noneMatchFails, parseIfNoneMatch } from '../entity-tag.js';
 import { MAX_WAIT_MS, parseWait, readOperationWhenChanged } from '../long-poll.js';
-import { describeOperation, readOperation, type Operation } from '../operations.js';
+import { describeOperation, readOperation, type Operation } from '../operation-read.js';
 import { parseOperationListQuery } from '../validation.js';
 import { operationPageToWire, operationToWire } from '../wire.js';
 import { OPERATION_RETRY_AFTER_S, sendAccepted } from './sandboxes.js';
