@@ -3,7 +3,7 @@
  * (src/worker/serve.ts) and by the tests alike: the worker's informer pair (one pods and one events
  * informer for every wait of the process: docs/architecture.md, "The readiness watch"), the
  * readiness decider over them ("Waiting costs nothing"), and the Temporal worker with the real
- * activities (src/worker/worker.ts), started in that order and run in the background. A test that
+ * activities (src/worker/temporal-worker.ts), started in that order and run in the background. A test that
  * builds its worker here runs what production runs; only the options differ.
  */
 import { Client, ScheduleClient } from '@temporalio/client';
@@ -24,7 +24,7 @@ import {
 } from '../kubernetes/sandbox-informers.js';
 import type { Store } from '../store/index.js';
 import type { WebhookDeliveryOptions } from '../activities/webhook-delivery.js';
-import { createSandboxWorker, type SandboxWorkerOptions } from './worker.js';
+import { createSandboxWorker, type SandboxWorkerOptions } from './temporal-worker.js';
 import { startWarmPools } from './warm-pool-start.js';
 import { WarmPodInformer } from '../kubernetes/warm-pod-informer.js';
 
@@ -82,7 +82,7 @@ export interface StartSandboxWorkerOptions {
   retention?: RetentionConfig;
   /** More options of the decider (its intervals and pages; default: the decider's). */
   decider?: Omit<ReadinessDeciderOptions, 'informers' | 'store' | 'client' | 'logger' | 'bounds'>;
-  /** More options of the Temporal worker (default: src/worker/worker.ts's). */
+  /** More options of the Temporal worker (default: src/worker/temporal-worker.ts's). */
   worker?: Pick<
     SandboxWorkerOptions,
     | 'workflowBundle'

@@ -1,6 +1,6 @@
 /**
  * Activity summaries for the Temporal UI: a workflow interceptor module (registered by the
- * worker, src/worker/worker.ts, and bundled with the workflows) that gives every scheduled activity
+ * worker, src/worker/temporal-worker.ts, and bundled with the workflows) that gives every scheduled activity
  * a one-line summary built from its input, so the timeline of a create says what each step was
  * for ("wait for sbx-…-g1's IP or the node's refusal") rather than only the activity's type.
  * The summary is user metadata on the ScheduleActivityTask command; it changes no command, so
