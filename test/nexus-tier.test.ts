@@ -28,7 +28,7 @@ import {
 } from '../environments/postgresql/instance.js';
 import { startTemporalTier, type TemporalTier } from '../environments/temporal-tier/launcher.js';
 import type { createSandboxThroughNexus } from '../clients/examples/nexus-caller/workflows.js';
-import { startSandboxWorker, type StartedSandboxWorker } from '../src/worker/sandbox-worker.js';
+import { runSandboxWorker, type RunningSandboxWorker } from '../src/worker/sandbox-worker.js';
 import { waitUntil } from '../tools/wait-until.js';
 import { startTestStack, type TestStack } from './support/stack.js';
 
@@ -43,7 +43,7 @@ let tier: TemporalTier | undefined;
 let stack: TestStack | undefined;
 let connection: Connection | undefined;
 let nativeConnection: NativeConnection | undefined;
-let handlerWorker: StartedSandboxWorker | undefined;
+let handlerWorker: RunningSandboxWorker | undefined;
 let caller: { worker: Worker; run: Promise<void> } | undefined;
 
 // A cold build of the tier's binaries may run in this hook (they are cached afterwards).
@@ -82,7 +82,7 @@ beforeAll(async () => {
     CREATE_DEADLINE_MS: '60000',
     NEXUS_TENANTS: `${callerNamespace}:${tenant}`,
   });
-  handlerWorker = await startSandboxWorker({
+  handlerWorker = await runSandboxWorker({
     connection: nativeConnection,
     namespace: tier.namespace,
     taskQueue: stack.taskQueue,

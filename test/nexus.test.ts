@@ -18,7 +18,7 @@ import type {
   deleteSandboxThroughNexus,
 } from '../clients/examples/nexus-caller/workflows.js';
 import type { NexusCreateInput } from '../src/nexus/service.js';
-import { startSandboxWorker, type StartedSandboxWorker } from '../src/worker/sandbox-worker.js';
+import { runSandboxWorker, type RunningSandboxWorker } from '../src/worker/sandbox-worker.js';
 import type { Store } from '../src/store/index.js';
 import { bundleSandboxWorkflows } from '../src/worker/workflow-bundle.js';
 import { startTestStack, type TestStack } from './support/stack.js';
@@ -52,7 +52,7 @@ function handlerStore(store: Store): Store {
     },
   };
 }
-let handlerWorker: StartedSandboxWorker;
+let handlerWorker: RunningSandboxWorker;
 const callerWorkers: Array<{ worker: Worker; run: Promise<void> }> = [];
 
 /** A worker of the caller's workflows in `namespace`, once the new namespace is usable. */
@@ -102,7 +102,7 @@ beforeAll(async () => {
     CREATE_DEADLINE_MS: '60000',
     NEXUS_TENANTS: `${callerNamespace}:${tenant}`,
   });
-  handlerWorker = await startSandboxWorker({
+  handlerWorker = await runSandboxWorker({
     connection: stack.temporal.nativeConnection,
     namespace: 'default',
     taskQueue: stack.taskQueue,

@@ -11,7 +11,7 @@ import type { RetentionConfig } from '../src/config/retention.js';
 import type { RetentionRunResult } from '../contract/index.js';
 import { waitUntil } from '../tools/wait-until.js';
 import { retentionScheduleId } from '../src/temporal/retention-schedule.js';
-import { startSandboxWorker } from '../src/worker/sandbox-worker.js';
+import { runSandboxWorker } from '../src/worker/sandbox-worker.js';
 import { startTestStack, type TestStack } from './support/stack.js';
 
 /** Everything ages out after 1 ms; batches of 2 prove the run goes batch after batch. */
@@ -53,7 +53,7 @@ describe('the retention Schedule', () => {
     second = await NativeConnection.connect({ address: stack.temporal.address });
     const [first, other] = await Promise.all([
       stack.startWorker(),
-      startSandboxWorker({
+      runSandboxWorker({
         connection: second,
         namespace: 'default',
         taskQueue: stack.taskQueue,

@@ -32,7 +32,7 @@ import { createKubernetesClient } from '../src/kubernetes/client.js';
 import { SimulatedCluster } from '../environments/simulated-cluster/index.js';
 import { openStore, type Store } from '../src/store/index.js';
 import { installRuntime } from '../src/worker/runtime.js';
-import { startSandboxWorker } from '../src/worker/sandbox-worker.js';
+import { runSandboxWorker } from '../src/worker/sandbox-worker.js';
 import { startCreate } from './start-create.js';
 import { startDevServer } from '../environments/dev-server/dev-server.js';
 import { DEFAULT_TEMPLATES } from '../src/config/index.js';
@@ -66,7 +66,7 @@ const client = new Client({ connection });
 const nativeConnection = await NativeConnection.connect({ address: devServer.address });
 const taskQueue = `measure-${randomUUID()}`;
 // Built as every worker is (src/worker/sandbox-worker.ts).
-const started = await startSandboxWorker({
+const started = await runSandboxWorker({
   connection: nativeConnection,
   namespace: 'default',
   taskQueue,

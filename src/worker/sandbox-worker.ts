@@ -1,10 +1,11 @@
 /**
- * The one way a create worker is put together, by `npm run worker` and `npm start`
+ * Runs a create worker in the background (the middle of the worker's three layers: build,
+ * run, serve). The one way a create worker is put together, by `npm run worker` and `npm start`
  * (src/worker/serve.ts) and by the tests alike: the worker's informer pair (one pods and one events
  * informer for every wait of the process: docs/architecture.md, "The readiness watch"), the
  * readiness decider over them ("Waiting costs nothing"), and the Temporal worker with the real
  * activities (src/worker/temporal-worker.ts), started in that order and run in the background. A test that
- * builds its worker here runs what production runs; only the options differ.
+ * runs its worker here runs what production runs; only the options differ.
  */
 import { Client, ScheduleClient } from '@temporalio/client';
 import type { NativeConnection, Worker } from '@temporalio/worker';
@@ -24,12 +25,12 @@ import {
 } from '../kubernetes/sandbox-informers.js';
 import type { Store } from '../store/index.js';
 import type { WebhookDeliveryOptions } from '../activities/webhook-delivery.js';
-import { createSandboxWorker, type SandboxWorkerOptions } from './temporal-worker.js';
+import { buildTemporalWorker, type TemporalWorkerOptions } from './temporal-worker.js';
 import { startWarmPools } from './warm-pool-start.js';
 import { WarmPodInformer } from '../kubernetes/warm-pod-informer.js';
 
-/** Options of {@link startSandboxWorker}. */
-export interface StartSandboxWorkerOptions {
+/** Options of {@link runSandboxWorker}. */
+export interface RunSandboxWorkerOptions {
   /** The worker's connection to the Temporal frontend. */
   connection: NativeConnection;
   /** Temporal namespace of the task queue. */
@@ -84,7 +85,7 @@ export interface StartSandboxWorkerOptions {
   decider?: Omit<ReadinessDeciderOptions, 'informers' | 'store' | 'client' | 'logger' | 'bounds'>;
   /** More options of the Temporal worker (default: src/worker/temporal-worker.ts's). */
   worker?: Pick<
-    SandboxWorkerOptions,
+    TemporalWorkerOptions,
     | 'workflowBundle'
     | 'shutdownGraceTimeMs'
     | 'maxConcurrentActivities'
@@ -94,11 +95,11 @@ export interface StartSandboxWorkerOptions {
 }
 
 /** A worker running in the background, with what it was built from. */
-export interface StartedSandboxWorker {
+export interface RunningSandboxWorker {
   worker: Worker;
   informers: SandboxInformers;
   decider: ReadinessDecider;
-  /** The decider's client (see {@link StartSandboxWorkerOptions.client}). */
+  /** The decider's client (see {@link RunSandboxWorkerOptions.client}). */
   client: Pick<Client, 'activity' | 'workflow'>;
   /**
    * Resolves once the worker has stopped (its `run()` ended) and the decider and informers have
@@ -110,15 +111,15 @@ export interface StartedSandboxWorker {
 }
 
 /**
- * Builds and starts the informers, the decider and the worker; the worker runs in the
- * background until shut down (SIGINT/SIGTERM, `stop()`, or `worker.shutdown()`).
+ * Starts the informers and the decider, builds the worker ({@link buildTemporalWorker}) and runs
+ * it in the background until shut down (SIGINT/SIGTERM, `stop()`, or `worker.shutdown()`).
  * @throws the SDK's errors when the connection or the workflow bundle is unusable (the
  *   informers and the decider are stopped again first), or when the frontend refuses the
  *   retention Schedule (nothing was started yet)
  */
-export async function startSandboxWorker(
-  options: StartSandboxWorkerOptions,
-): Promise<StartedSandboxWorker> {
+export async function runSandboxWorker(
+  options: RunSandboxWorkerOptions,
+): Promise<RunningSandboxWorker> {
   const metrics = options.metrics ?? createMetrics();
   const { logger } = options;
   // First, while nothing runs yet: a Schedule the frontend refuses fails the start cleanly.
@@ -174,7 +175,7 @@ export async function startSandboxWorker(
   warmPods?.start();
   let worker: Worker;
   try {
-    worker = await createSandboxWorker({
+    worker = await buildTemporalWorker({
       ...options.worker,
       connection: options.connection,
       namespace: options.namespace,

@@ -1,8 +1,9 @@
 /**
- * Runs the create worker inside a process: the SDK Runtime (logs to pino, worker metrics to an
+ * Serves the create worker as a process (the outer of the worker's three layers: build, run,
+ * serve): the SDK Runtime (logs to pino, worker metrics to an
  * internal Prometheus exporter), the worker's `/metrics` server, the connection, the orphan-pod
- * sweeper (src/worker/orphan-sweeper.ts), and the worker itself (src/worker/sandbox-worker.ts, as the
- * tests build it). Shared by `npm run worker` (src/worker/main.ts) and the embedded stack (tools/start.ts).
+ * sweeper (src/worker/orphan-sweeper.ts), and the worker itself (`runSandboxWorker`,
+ * src/worker/sandbox-worker.ts, as the tests run it). Shared by `npm run worker` (src/worker/main.ts) and the embedded stack (tools/start.ts).
  */
 import type { Server } from 'node:http';
 import { NativeConnection, type Worker } from '@temporalio/worker';
@@ -27,7 +28,7 @@ import { checkSearchAttributes } from '../temporal/search-attributes.js';
 import { isWorkflowOpen, listRunningWorkflowIds } from '../temporal/workflow-status.js';
 import { startOrphanSweeper } from './orphan-sweeper.js';
 import { installRuntime } from './runtime.js';
-import { startSandboxWorker } from './sandbox-worker.js';
+import { runSandboxWorker } from './sandbox-worker.js';
 
 /** Thrown by {@link serveWorker} when the Temporal namespace lacks search attributes. */
 export class SearchAttributesMissingError extends Error {
@@ -138,7 +139,7 @@ export async function serveWorker(options: ServeWorkerOptions): Promise<ServedWo
     worker,
     client,
     done: stopped,
-  } = await startSandboxWorker({
+  } = await runSandboxWorker({
     connection,
     namespace: config.temporalNamespace,
     taskQueue: config.taskQueue,

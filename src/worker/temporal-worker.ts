@@ -1,6 +1,8 @@
 /**
- * Builds the Temporal worker of the create task queue: the bundled workflows and the real
- * activities over their dependencies.
+ * Builds (does not run) the Temporal SDK `Worker` of the create task queue: the bundled
+ * workflows and the real activities over their dependencies. The innermost of the worker's
+ * three layers: {@link buildTemporalWorker} builds, `runSandboxWorker` (src/worker/sandbox-worker.ts)
+ * runs it with its informers and decider, `serveWorker` (src/worker/serve.ts) serves it as a process.
  */
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from '../activities/index.js';
@@ -22,8 +24,8 @@ import {
  */
 export const MAX_CONCURRENT_ACTIVITIES = 200;
 
-/** Options of {@link createSandboxWorker}. */
-export interface SandboxWorkerOptions {
+/** Options of {@link buildTemporalWorker}. */
+export interface TemporalWorkerOptions {
   connection: NativeConnection;
   namespace: string;
   taskQueue: string;
@@ -54,11 +56,11 @@ export interface SandboxWorkerOptions {
 }
 
 /**
- * Creates (does not run) the worker. With traces on (src/tracing/sdk.ts) it also runs the
+ * Builds (does not run) the worker. With traces on (src/tracing/sdk.ts) it also runs the
  * OpenTelemetry interceptors and the workflow spans' sink (src/tracing/temporal.ts).
  * @throws the SDK's errors when the connection or the workflow bundle is unusable
  */
-export async function createSandboxWorker(options: SandboxWorkerOptions): Promise<Worker> {
+export async function buildTemporalWorker(options: TemporalWorkerOptions): Promise<Worker> {
   const tracing = currentTracing();
   return Worker.create({
     connection: options.connection,

@@ -17,7 +17,7 @@ import {
   type SimulatedClusterOptions,
 } from '../../environments/simulated-cluster/index.js';
 import { openStore, type Store, type StoreOptions } from '../../src/store/index.js';
-import { startSandboxWorker } from '../../src/worker/sandbox-worker.js';
+import { runSandboxWorker } from '../../src/worker/sandbox-worker.js';
 import {
   DEFAULT_TEMPLATES,
   type TemplateConfig,
@@ -171,7 +171,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     async startWorker() {
       // Built as every worker is (src/worker/sandbox-worker.ts), over the stack's store as the
       // activities see it.
-      const started = await startSandboxWorker({
+      const started = await runSandboxWorker({
         connection: temporal.nativeConnection,
         namespace: 'default',
         taskQueue,

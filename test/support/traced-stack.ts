@@ -8,7 +8,7 @@ import type { SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { startTracing } from '../../src/tracing/sdk.js';
 import type { Tracing } from '../../src/tracing/spans.js';
 import { tracingClientInterceptors } from '../../src/tracing/temporal.js';
-import { startSandboxWorker } from '../../src/worker/sandbox-worker.js';
+import { runSandboxWorker } from '../../src/worker/sandbox-worker.js';
 import { startApiStack, type ApiStack } from './api.js';
 
 /** What a traced suite gets. */
@@ -26,7 +26,7 @@ export async function startTracedStack(spanProcessors?: SpanProcessor[]): Promis
   const api = await startApiStack({ stack: { worker: false, cluster: { startupDelayMs: 100 } } });
   const { stack } = api;
   // Without a prebuilt bundle: the worker bundles the workflows with the tracing modules.
-  const started = await startSandboxWorker({
+  const started = await runSandboxWorker({
     connection: stack.temporal.nativeConnection,
     namespace: 'default',
     taskQueue: stack.taskQueue,

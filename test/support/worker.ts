@@ -7,11 +7,11 @@ import type { RefusalBoundsMs } from '../../src/activities/pods.js';
 import type { KubernetesClient } from '../../src/kubernetes/client.js';
 import type { Store } from '../../src/store/index.js';
 import { DEFAULT_TEMPLATES, type TemplateConfig } from '../../src/config/index.js';
-import { startSandboxWorker } from '../../src/worker/sandbox-worker.js';
+import { runSandboxWorker } from '../../src/worker/sandbox-worker.js';
 import type { TemporalTestContext } from './temporal.js';
 
 /** What {@link withSandboxWorker} runs a worker with. */
-export interface SandboxWorkerOptions {
+export interface WithSandboxWorkerOptions {
   temporal: TemporalTestContext;
   store: Store;
   kubernetes: KubernetesClient;
@@ -29,10 +29,10 @@ export interface SandboxWorkerOptions {
  * shuts both down afterwards, whether `body` passed or threw.
  */
 export async function withSandboxWorker<T>(
-  options: SandboxWorkerOptions,
+  options: WithSandboxWorkerOptions,
   body: () => Promise<T>,
 ): Promise<T> {
-  const started = await startSandboxWorker({
+  const started = await runSandboxWorker({
     connection: options.temporal.nativeConnection,
     namespace: options.namespace ?? 'default',
     taskQueue: options.taskQueue,
