@@ -11,7 +11,7 @@ import {
 import { existsSync, readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { OIDC_VARIABLES, OidcConfigProblem, parseOidc, type OidcConfig } from './oidc.js';
-import { isLogLevel, LOG_LEVELS } from './logger.js';
+import { isLogLevel, LOG_LEVELS } from './log-level.js';
 import {
   parseTemporalCredentials,
   refusePlaintextApiKey,

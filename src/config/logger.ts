@@ -5,6 +5,7 @@
  * start is reported by src/config/startup-failure.ts (one plain line unless LOG_FORMAT=json).
  */
 import { pino, type DestinationStream, type Logger } from 'pino';
+import { isLogLevel } from './log-level.js';
 import { requestLogFields } from './request-context.js';
 
 /**
@@ -29,14 +30,6 @@ export function createLogger(
       : {}),
   };
   return destination ? pino(options, destination) : pino(options);
-}
-
-/** pino's level names (`fatal` … `trace`) and `silent`, which LOG_LEVEL may name. */
-export const LOG_LEVELS = [...Object.keys(pino.levels.values), 'silent'] as const;
-
-/** Whether `level` is one of {@link LOG_LEVELS}. */
-export function isLogLevel(level: string): boolean {
-  return (LOG_LEVELS as readonly string[]).includes(level);
 }
 
 /**
