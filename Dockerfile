@@ -29,7 +29,7 @@ RUN apt-get update \
   && mkdir -p /var/lib/durable-sandbox \
   && chown node:node /var/lib/durable-sandbox
 # JSON logs even on a terminal (pino-pretty is a dev dependency), a failed start included
-# (src/config/startup-failure.ts; unset, it would be one plain line).
+# (src/process/startup-failure.ts; unset, it would be one plain line).
 ENV NODE_ENV=production \
   LOG_FORMAT=json \
   DATA_DIR=/var/lib/durable-sandbox

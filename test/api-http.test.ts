@@ -12,7 +12,7 @@ import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { AUTH_REFUSALS } from '../src/api/auth-refusals.js';
 import { NOT_READY_MESSAGE } from '../src/api/handlers/health.js';
-import { createLogger } from '../src/config/logger.js';
+import { createLogger } from '../src/process/logger.js';
 import { openApiDocument } from '../src/api/openapi.js';
 import { openApiPath, ROUTES } from '../src/api/routes.js';
 import type { Store } from '../src/store/index.js';

@@ -13,7 +13,7 @@ import { CompactSign, SignJWT, type JWTPayload } from 'jose';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AUTH_REFUSALS, challenge, type AuthRefusalReason } from '../src/api/auth-refusals.js';
-import { createLogger } from '../src/config/logger.js';
+import { createLogger } from '../src/process/logger.js';
 import { createBody, finishedCreate, startApiStack, type ApiStack } from './support/api.js';
 import {
   IdentityProvider,

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { requireApiCredentials } from '../src/config/api-credentials.js';
-import { freePort } from '../src/config/free-port.js';
+import { freePort } from '../src/process/free-port.js';
 import { ConfigError, DEV_TOKEN, loadConfig } from '../src/config/index.js';
 import { BENCH_SERVICE_ENV, errorText, TOKEN } from '../tools/bench/support.js';
 

@@ -3,16 +3,16 @@
  * (docs/configuration.md): LOG_LEVEL is checked like every other value, and `npm run api`
  * refuses to start without credentials unless ALLOW_DEV_TOKEN=true opts into the dev token.
  * Off a terminal (these children have none), a failed start is one plain line on stderr unless
- * LOG_FORMAT=json asks for the JSON line (src/config/startup-failure.ts).
+ * LOG_FORMAT=json asks for the JSON line (src/process/startup-failure.ts).
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { freePort } from '../src/config/free-port.js';
+import { freePort } from '../src/process/free-port.js';
 import { loadConfig } from '../src/config/index.js';
-import { startupFailureLine } from '../src/config/startup-failure.js';
+import { startupFailureLine } from '../src/process/startup-failure.js';
 
 const dataDir = mkdtempSync(join(tmpdir(), 'config-errors-'));
 afterAll(() => rmSync(dataDir, { recursive: true, force: true }));

@@ -9,7 +9,7 @@ import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { RequestQuery } from '../environments/simulated-cluster/index.js';
 import { FailureCodeKey, CreatePhaseKey } from '../src/temporal/search-attribute-keys.js';
-import { freePort } from '../src/config/free-port.js';
+import { freePort } from '../src/process/free-port.js';
 import { startCreate, settle } from './support/creates.js';
 import { startTestStack, type TestStack } from './support/stack.js';
 import { waitUntil } from '../tools/wait-until.js';

@@ -12,7 +12,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config/index.js';
-import { freePort } from '../src/config/free-port.js';
+import { freePort } from '../src/process/free-port.js';
 import { waitUntil } from '../tools/wait-until.js';
 import { sweepOrphanPods } from '../src/worker/orphan-sweeper.js';
 import { startTestStack, type TestStack } from './support/stack.js';

@@ -20,6 +20,7 @@ const GROUPS = {
     folders: [
       'contract',
       'src/config',
+      'src/process',
       'src/store',
       'src/kubernetes',
       'src/temporal',

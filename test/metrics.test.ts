@@ -8,7 +8,7 @@ import type { Server } from 'node:http';
 import { pino } from 'pino';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../src/config/free-port.js';
+import { freePort } from '../src/process/free-port.js';
 import { startMetricsServer } from '../src/worker/metrics-server.js';
 import { installRuntime } from '../src/worker/runtime.js';
 import { acceptedCreate, startApiStack, type ApiStack } from './support/api.js';

@@ -6,7 +6,7 @@
 import { Writable } from 'node:stream';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLogger } from '../src/config/logger.js';
+import { createLogger } from '../src/process/logger.js';
 import { acceptedCreate, createBody, startApiStack, type ApiStack } from './support/api.js';
 
 interface LogLine {

@@ -14,7 +14,7 @@ import { defaultPayloadConverter } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freshPostgresTarget } from './support/store.js';
-import { freePort } from '../src/config/free-port.js';
+import { freePort } from '../src/process/free-port.js';
 import { startTestStack, type TestStack } from './support/stack.js';
 import { waitUntil } from '../tools/wait-until.js';
 

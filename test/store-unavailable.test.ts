@@ -8,7 +8,7 @@ import { pino } from 'pino';
 import request from 'supertest';
 import { describe, expect, it } from 'vitest';
 import { errorHandler, UNAVAILABLE_RETRY_AFTER_S } from '../src/api/errors.js';
-import { freePort } from '../src/config/free-port.js';
+import { freePort } from '../src/process/free-port.js';
 import { isStoreUnavailable } from '../src/store/index.js';
 
 async function refusedConnectionError(): Promise<unknown> {

@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import { Connection } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { freePort } from '../src/config/free-port.js';
+import { freePort } from '../src/process/free-port.js';
 import { ConfigError, loadConfig } from '../src/config/index.js';
 import {
   clientConnectionOptions,

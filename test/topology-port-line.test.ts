@@ -4,7 +4,7 @@
  * line that quotes the same words. Fast tier.
  */
 import { describe, expect, it } from 'vitest';
-import { startupFailureLine } from '../src/config/startup-failure.js';
+import { startupFailureLine } from '../src/process/startup-failure.js';
 import { isPortTakenLine } from '../environments/topology/index.js';
 
 const taken = new Error('PORT: cannot listen on port 7243 (address in use)');

@@ -30,7 +30,7 @@ import fc from 'fast-check';
 import { pino } from 'pino';
 import { createApp } from '../src/api/app.js';
 import { READINESS_CACHE_MS } from '../src/api/readiness.js';
-import { freePort } from '../src/config/free-port.js';
+import { freePort } from '../src/process/free-port.js';
 import { loadConfig } from '../src/config/index.js';
 import { ROOMY_TENANT_LIMITS_ENV } from './roomy-tenant-limits.js';
 import { createKubernetesClient } from '../src/kubernetes/client.js';

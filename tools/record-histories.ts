@@ -22,7 +22,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
-import { freePort } from '../src/config/free-port.js';
+import { freePort } from '../src/process/free-port.js';
 import { createKubernetesClient } from '../src/kubernetes/client.js';
 import {
   checkoutRelease,

@@ -5,8 +5,8 @@
  * unless DATABASE_URL — then the worker and the
  * API, prints where everything is, and stops all of it on Ctrl-C (SIGINT) or SIGTERM: `stopping`
  * at once, then each part in reverse order, `<DATA_DIR>/stack.pid` last; a second Ctrl-C a
- * second later forces the exit (src/config/shutdown-signals.ts). A failed start is one plain line
- * on stderr, or a JSON line with LOG_FORMAT=json (src/config/startup-failure.ts).
+ * second later forces the exit (src/process/shutdown-signals.ts). A failed start is one plain line
+ * on stderr, or a JSON line with LOG_FORMAT=json (src/process/startup-failure.ts).
  */
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -16,12 +16,12 @@ import { createApp } from '../src/api/app.js';
 import { listenApi } from '../src/api/http-server.js';
 import { rootfsFloorsOf } from '../src/api/rootfs-floors.js';
 import { apiRegistry } from '../src/api/metrics.js';
-import { collectProcessMetrics } from '../src/config/process-metrics.js';
+import { collectProcessMetrics } from '../src/process/process-metrics.js';
 import { ConfigError, loadConfig, type Config } from '../src/config/index.js';
 import { DEFAULT_API_URL } from '../clients/cli/program.js';
-import { createLogger } from '../src/config/logger.js';
-import { onShutdownSignals } from '../src/config/shutdown-signals.js';
-import { reportStartupFailure, startupStep, storeStep } from '../src/config/startup-failure.js';
+import { createLogger } from '../src/process/logger.js';
+import { onShutdownSignals } from '../src/process/shutdown-signals.js';
+import { reportStartupFailure, startupStep, storeStep } from '../src/process/startup-failure.js';
 import {
   startEmbeddedRealCluster,
   type EmbeddedRealCluster,
@@ -30,7 +30,7 @@ import { createKubernetesClient } from '../src/kubernetes/client.js';
 import { SimulatedCluster } from '../environments/simulated-cluster/index.js';
 import { openStore } from '../src/store/index.js';
 import { serveWorker, type ServeWorkerOptions } from '../src/worker/serve.js';
-import { freePort } from '../src/config/free-port.js';
+import { freePort } from '../src/process/free-port.js';
 import { clusterResetReason, explainPodsOfBefore } from './cluster-reset.js';
 import { credentialHint } from './credential-hint.js';
 import { startDevServer } from '../environments/dev-server/dev-server.js';

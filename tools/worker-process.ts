@@ -3,7 +3,7 @@
  * checked out by tools/release-before.ts. For the upgrade test and the fixture recorder.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { freePort } from '../src/config/free-port.js';
+import { freePort } from '../src/process/free-port.js';
 import { pathInCheckout } from './release-before.js';
 
 /** A running (or exited) worker process. */

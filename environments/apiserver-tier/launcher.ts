@@ -24,7 +24,7 @@ import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
-import { freePort } from '../../src/config/free-port.js';
+import { freePort } from '../../src/process/free-port.js';
 import { ETCD, KUBE_APISERVER, locateBinary } from './binaries.js';
 import { renderTierKubeconfig } from './kubeconfig.js';
 import { prepareNamespace, type NamespaceOptions } from './namespace.js';

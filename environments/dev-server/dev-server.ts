@@ -10,7 +10,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { Connection } from '@temporalio/client';
 import { SEARCH_ATTRIBUTE_KEYS } from '../../src/temporal/search-attribute-keys.js';
-import { freePort } from '../../src/config/free-port.js';
+import { freePort } from '../../src/process/free-port.js';
 import { locateTemporalCli } from '../binaries/temporal-cli.js';
 
 /** Options for {@link startDevServer}. */

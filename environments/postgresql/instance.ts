@@ -15,7 +15,7 @@ import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
-import { freePort } from '../../src/config/free-port.js';
+import { freePort } from '../../src/process/free-port.js';
 import { startGuarded, type GuardedProcess } from '../apiserver-tier/process.js';
 
 const run = promisify(execFile);

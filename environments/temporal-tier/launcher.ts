@@ -443,7 +443,7 @@ async function serverModuleDir(): Promise<string> {
 /**
  * `count` distinct ports free on 127.0.0.1, below 32768: the SQL schema stores membership ports
  * as `smallint` (cluster_membership.rpc_port), so the kernel's ephemeral range (32768+) that
- * src/config/free-port.ts hands out is refused.
+ * src/process/free-port.ts hands out is refused.
  */
 async function distinctFreePorts(count: number): Promise<number[]> {
   const ports = new Set<number>();

@@ -21,7 +21,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { freePort } from '../../src/config/free-port.js';
+import { freePort } from '../../src/process/free-port.js';
 import { startApiserverTier, type ApiserverTier } from '../apiserver-tier/launcher.js';
 import { startTierNodes } from '../node-agent/tier-nodes.js';
 import { startGuarded, type GuardedProcess } from '../apiserver-tier/process.js';
@@ -272,7 +272,7 @@ interface ServicePort {
 
 /**
  * Whether `line` is a service's failed start because `port` was taken: the startup failure
- * line of src/config/startup-failure.ts (plain, or pino's `fatal` at level 60) naming that port.
+ * line of src/process/startup-failure.ts (plain, or pino's `fatal` at level 60) naming that port.
  */
 export function isPortTakenLine(line: string, port: number): boolean {
   if (!line.includes(`cannot listen on port ${port}`)) return false;
@@ -334,7 +334,7 @@ function superviseService(
       ],
       (line) => {
         log(`${name}: ${line}`);
-        // Its startup failure (src/config/startup-failure.ts, listenStep), as the failed start's own
+        // Its startup failure (src/process/startup-failure.ts, listenStep), as the failed start's own
         // line says it (plain `… failed to start: …`, or pino's `fatal`), never a log line that
         // merely quotes it. The run exits by itself 0.5 s later (exitAfterStartupFailure); the
         // kill only saves that wait, and ends a run that would not.

@@ -4,15 +4,15 @@
  * development: the dev token); listens on PORT; opens the store from DATABASE_URL or
  * `<DATA_DIR>/store.db`. SIGINT/SIGTERM stop accepting connections, let running requests end
  * and close the connections (`api stopping`, then `api stopped`); a second signal a second later
- * forces the exit (src/config/shutdown-signals.ts). A failed start is one plain line on stderr
+ * forces the exit (src/process/shutdown-signals.ts). A failed start is one plain line on stderr
  * naming what failed and what to do, or a JSON line with LOG_FORMAT=json
- * (src/config/startup-failure.ts).
+ * (src/process/startup-failure.ts).
  */
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { ConfigError, DEV_TOKEN, loadConfig } from '../config/index.js';
-import { createLogger } from '../config/logger.js';
-import { onShutdownSignals } from '../config/shutdown-signals.js';
+import { createLogger } from '../process/logger.js';
+import { onShutdownSignals } from '../process/shutdown-signals.js';
 import {
   listenStep,
   exitAfterStartupFailure,
@@ -20,14 +20,14 @@ import {
   startupStep,
   storeStep,
   temporalStep,
-} from '../config/startup-failure.js';
+} from '../process/startup-failure.js';
 import { createKubernetesClient } from '../kubernetes/client.js';
 import { openStore } from '../store/index.js';
 import { checkSearchAttributes } from '../temporal/search-attributes.js';
 import { createApp } from './app.js';
 import { listenApi } from './http-server.js';
 import { apiRegistry } from './metrics.js';
-import { collectProcessMetrics } from '../config/process-metrics.js';
+import { collectProcessMetrics } from '../process/process-metrics.js';
 import { tracingRequested } from '../tracing/spans.js';
 import { tracingClientInterceptors } from '../tracing/temporal.js';
 import { requireApiCredentials } from '../config/api-credentials.js';

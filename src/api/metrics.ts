@@ -8,7 +8,7 @@
 import type { RequestHandler } from 'express';
 import { Counter, Histogram, Registry } from 'prom-client';
 
-/** The API's registry (and the process metrics when the process is an API, see src/config/process-metrics.ts). */
+/** The API's registry (and the process metrics when the process is an API, see src/process/process-metrics.ts). */
 export const apiRegistry = new Registry();
 
 let httpDuration: Histogram<'method' | 'route' | 'status'> | undefined;

@@ -1,11 +1,11 @@
 /**
  * `X-Request-Id`: taken from the request when it is a sane token (1-128 characters of letters,
  * digits and `-._:/@`), made (a UUID) otherwise; sent back on every response, and carried by
- * every log line written while the request is served (src/config/request-context.ts).
+ * every log line written while the request is served (src/process/request-context.ts).
  */
 import { randomUUID } from 'node:crypto';
 import type { RequestHandler } from 'express';
-import { requestContext } from '../config/request-context.js';
+import { requestContext } from '../process/request-context.js';
 
 /** The header, as proxies and load balancers name it. */
 export const REQUEST_ID_HEADER = 'X-Request-Id';

@@ -225,7 +225,7 @@ export interface Config {
   /**
    * LOG_FORMAT: `json` writes pino JSON lines everywhere, a failed start included; unset: pretty
    * lines on a terminal, JSON off one, and a failed start as one plain line on stderr
-   * (src/config/startup-failure.ts). The launchers (Dockerfile, docker-compose.yml, deploy/) set `json`.
+   * (src/process/startup-failure.ts). The launchers (Dockerfile, docker-compose.yml, deploy/) set `json`.
    */
   logFormat?: 'json';
   /** Port of the worker's Prometheus `/metrics` (the API serves its own on PORT). */

@@ -1,6 +1,6 @@
 /**
  * LOG_LEVEL's values (docs/configuration.md): pino's level names and `silent`. Read by the
- * configuration, which refuses an unknown one, and by the process logger (src/config/logger.ts).
+ * configuration, which refuses an unknown one, and by the process logger (src/process/logger.ts).
  */
 import { pino } from 'pino';
 

@@ -3,21 +3,21 @@
  * database). Needs TEMPORAL_ADDRESS, and KUBECONFIG unless it runs inside the cluster.
  * SIGINT/SIGTERM shut it down gracefully (`worker stopping`, then `worker stopped`): it polls
  * no more tasks, and running activities get the shutdown grace time, then see cancellation; a
- * second signal a second later forces the exit (src/config/shutdown-signals.ts). A failed start is
+ * second signal a second later forces the exit (src/process/shutdown-signals.ts). A failed start is
  * one plain line on stderr naming what failed and what to do, or a JSON line with
- * LOG_FORMAT=json (src/config/startup-failure.ts).
+ * LOG_FORMAT=json (src/process/startup-failure.ts).
  */
 import { join } from 'node:path';
 import { ConfigError, loadConfig } from '../config/index.js';
-import { createLogger } from '../config/logger.js';
-import { onShutdownSignals } from '../config/shutdown-signals.js';
+import { createLogger } from '../process/logger.js';
+import { onShutdownSignals } from '../process/shutdown-signals.js';
 import {
   kubernetesStep,
   exitAfterStartupFailure,
   reportStartupFailure,
   startupStep,
   storeStep,
-} from '../config/startup-failure.js';
+} from '../process/startup-failure.js';
 import { createKubernetesClient } from '../kubernetes/client.js';
 import { openStore } from '../store/index.js';
 import { serveWorker, type ServedWorker } from './serve.js';

@@ -11,9 +11,9 @@ import type { Logger } from 'pino';
 import { workerRegistry } from '../activities/metrics.js';
 import { announceLostEvent } from '../activities/webhook-delivery.js';
 import type { SandboxInformersOptions } from '../kubernetes/sandbox-informers.js';
-import { collectProcessMetrics } from '../config/process-metrics.js';
-import { freePort } from '../config/free-port.js';
-import { listenStep, startupStep, temporalStep } from '../config/startup-failure.js';
+import { collectProcessMetrics } from '../process/process-metrics.js';
+import { freePort } from '../process/free-port.js';
+import { listenStep, startupStep, temporalStep } from '../process/startup-failure.js';
 import type { Config } from '../config/index.js';
 import {
   nativeConnectionOptions,
@@ -85,7 +85,7 @@ export interface ServedWorker {
  * Installs the Runtime, starts the metrics server and runs the worker in the background.
  * @throws when the Runtime is already installed or the workflow bundle fails to build
  * @throws ConfigError naming METRICS_PORT when its port is taken, TEMPORAL_ADDRESS when that
- *   frontend is unreachable (src/config/startup-failure.ts)
+ *   frontend is unreachable (src/process/startup-failure.ts)
  * @throws SearchAttributesMissingError naming the missing search attributes and the command
  *   that registers them
  */

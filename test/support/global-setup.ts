@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { bundleSandboxWorkflows } from '../../src/worker/workflow-bundle.js';
 import type { TestProject } from 'vitest/node';
 import { startDevServer, type DevServer } from '../../environments/dev-server/dev-server.js';
-import { freePort } from '../../src/config/free-port.js';
+import { freePort } from '../../src/process/free-port.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {

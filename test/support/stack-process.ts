@@ -3,7 +3,7 @@
  * itself, in its own process group, interrupted as a terminal's Ctrl-C does (the whole group).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { freePort } from '../../src/config/free-port.js';
+import { freePort } from '../../src/process/free-port.js';
 import { waitUntil } from '../../tools/wait-until.js';
 
 /** A running (or exited) embedded stack. */

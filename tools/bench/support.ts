@@ -9,7 +9,7 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSyn
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api, KubeConfig, Watch, type CoreV1Event } from '@kubernetes/client-node';
-import { freePort } from '../../src/config/free-port.js';
+import { freePort } from '../../src/process/free-port.js';
 import { DEV_TOKEN } from '../../src/config/index.js';
 import { ROOMY_TENANT_LIMITS, ROOMY_TENANT_LIMITS_ENV } from '../roomy-tenant-limits.js';
 

@@ -25,7 +25,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import pg from 'pg';
-import { freePort } from '../../src/config/free-port.js';
+import { freePort } from '../../src/process/free-port.js';
 import { podNameFor } from '../../src/kubernetes/pod-spec.js';
 import { SimulatedCluster } from '../../environments/simulated-cluster/index.js';
 import { startDevServer, type DevServer } from '../../environments/dev-server/dev-server.js';

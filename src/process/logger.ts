@@ -1,11 +1,11 @@
 /**
  * The process logger: pino JSON, one event per line, level from LOG_LEVEL; human-readable
  * only when stdout is a terminal and LOG_FORMAT is not `json`. A line written while the API
- * serves a request carries the request's `request_id` (src/config/request-context.ts). A failed
- * start is reported by src/config/startup-failure.ts (one plain line unless LOG_FORMAT=json).
+ * serves a request carries the request's `request_id` (src/process/request-context.ts). A failed
+ * start is reported by src/process/startup-failure.ts (one plain line unless LOG_FORMAT=json).
  */
 import { pino, type DestinationStream, type Logger } from 'pino';
-import { isLogLevel } from './log-level.js';
+import { isLogLevel } from '../config/log-level.js';
 import { requestLogFields } from './request-context.js';
 
 /**
@@ -34,7 +34,7 @@ export function createLogger(
 
 /**
  * Whether LOG_FORMAT asks for JSON lines everywhere (`json`): on a terminal too, and for a
- * failed start (src/config/startup-failure.ts). The production launchers set it.
+ * failed start (src/process/startup-failure.ts). The production launchers set it.
  */
 export function jsonLogsRequested(env: NodeJS.ProcessEnv = process.env): boolean {
   return env.LOG_FORMAT?.trim() === 'json';

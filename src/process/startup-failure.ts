@@ -9,7 +9,7 @@
  * to check, so the line says where to look.
  */
 import type { Logger } from 'pino';
-import { ConfigError, type Config } from './index.js';
+import { ConfigError, type Config } from '../config/index.js';
 import { jsonLogsRequested } from './logger.js';
 
 /**

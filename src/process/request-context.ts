@@ -1,6 +1,6 @@
 /**
  * The HTTP request a piece of work runs for: an AsyncLocalStorage the API's first middleware
- * enters (src/api/request-id.ts), read by the logger (src/config/logger.ts) so every log line written
+ * enters (src/api/request-id.ts), read by the logger (src/process/logger.ts) so every log line written
  * while serving a request carries its `request_id`, wherever in the code it is written.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
