@@ -3,7 +3,7 @@
  * (docs/architecture.md, "Layout"): the service (src/, with the contract beside it) at the
  * ground; its clients (clients/) and the environments it runs in (environments/) above it, side by
  * side; the tooling (tools/, then test/) on top. The root holds those folders and no other. A file may import its own group and any
- * group on a lower floor, never one on its floor or above: no folder imports one above it.
+ * group on a lower level, never one on its level or above: no folder imports one above it.
  * Inside a group the folders form an order too (the service's, bottom first, in
  * docs/architecture.md "Layout"): their imports make no cycle.
  * Read from every tracked source file's relative imports (`import type` included).
@@ -13,10 +13,10 @@ import { readFileSync } from 'node:fs';
 import { dirname, join, normalize } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
-/** Each group: its floor (0 = the ground) and its top-level folders. */
+/** Each group: its level (0 = the ground) and its top-level folders. */
 const GROUPS = {
   service: {
-    floor: 0,
+    level: 0,
     folders: [
       'contract',
       'src/config',
@@ -35,12 +35,12 @@ const GROUPS = {
     ],
   },
   clients: {
-    floor: 1,
+    level: 1,
     folders: ['clients/typescript', 'clients/cli', 'clients/examples', 'clients/python'],
   },
-  environments: { floor: 1, folders: ['environments'] },
-  tools: { floor: 2, folders: ['tools'] },
-  tests: { floor: 3, folders: ['test'] },
+  environments: { level: 1, folders: ['environments'] },
+  tools: { level: 2, folders: ['tools'] },
+  tests: { level: 3, folders: ['test'] },
 } as const;
 
 type Group = keyof typeof GROUPS;
@@ -170,7 +170,7 @@ describe('the layers of the tree', () => {
     expect(unplaced).toEqual([]);
   });
 
-  it('imports run only downhill: no folder imports a group on its floor or above', () => {
+  it('imports run only downhill: no folder imports a group on its level or above', () => {
     const edges = crossFolderImports();
     expect(edges.length).toBeGreaterThan(100); // the scan reads the tree's imports
     const uphill = edges
@@ -178,7 +178,7 @@ describe('the layers of the tree', () => {
         const a = groupOf(from);
         const b = groupOf(to);
         if (!a || !b || a === b) return false;
-        return GROUPS[b].floor >= GROUPS[a].floor;
+        return GROUPS[b].level >= GROUPS[a].level;
       })
       .map(({ file, specifier }) => `${file} imports ${specifier}`);
     expect(uphill).toEqual([]);
