@@ -103,7 +103,7 @@ function currentWorkflowId(): string {
 
 /**
  * Why the create's deadline is not the one its operation row was given, or undefined when it
- * is. The row stores `created_at + deadlineMs` (src/store/store.ts), both in ms, so they match
+ * is. The row stores `created_at + deadlineMs` (src/store/sandbox-create.ts), both in ms, so they match
  * exactly.
  */
 function deadlineProblem(

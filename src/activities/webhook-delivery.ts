@@ -137,7 +137,7 @@ export async function announceEvent(
 
 /**
  * Announces the `sandbox.lost` event the store kept when it marked `sandbox` lost
- * (src/store/store.ts `markSandboxLost`) to the tenant's subscribed endpoints.
+ * (src/store/lost-sandboxes.ts `markSandboxLost`) to the tenant's subscribed endpoints.
  * @returns how many endpoints it signalled
  * @throws the store's or Temporal's error
  */

@@ -6,7 +6,7 @@
  * (`creating_pod` -> `waiting_for_ip` -> `compensating` -> `finished`; `deleting` ->
  * `finished`), and a status leaves `running` once. A retried or late write of an earlier step
  * therefore changes nothing, and running any write twice is safe. Writes made for an execution
- * run in the same transaction as that execution's fenced sandbox write (store.ts).
+ * run in the same transaction as that execution's fenced sandbox write (sandbox-outcomes.ts).
  */
 import { sql, type Kysely, type Selectable } from 'kysely';
 import { decodePageToken, encodePageToken, filterDigest } from './page-token.js';

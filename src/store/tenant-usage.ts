@@ -4,7 +4,7 @@
  * deleted, lost) frees its share in the same commit that ends it.
  *
  * Exact across API replicas: a create takes the tenant's admission lock, counts, and inserts its
- * row in one transaction (src/store/store.ts `createSandbox`). PostgreSQL: a transaction-scoped
+ * row in one transaction (src/store/sandbox-create.ts `createSandbox`). PostgreSQL: a transaction-scoped
  * advisory lock on the tenant, so two replicas' creates of one tenant take turns and each counts
  * the rows the other committed (READ COMMITTED reads the latest commit at each statement);
  * other tenants are not held up. SQLite: `BEGIN IMMEDIATE` already makes every write

@@ -2,7 +2,7 @@
  * `operations.result_sandbox`: the result of an operation that succeeded, as it was when the
  * operation ended (Google AIP-151: a long-running operation's response is what it produced when
  * it was done): the JSON of its sandbox's `sandboxes` row, written in the transaction that makes
- * the operation `succeeded` (src/store/store.ts). Null while running, for failed and cancelled
+ * the operation `succeeded` (src/store/sandbox-outcomes.ts). Null while running, for failed and cancelled
  * operations, and on rows a process of the release before writes during a rolling upgrade
  * (src/store/operation-results.ts reads those as before this migration, see there).
  *
