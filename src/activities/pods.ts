@@ -115,149 +115,160 @@ export function podActivities(deps: PodActivityDeps) {
   return {
     // The readiness wait, `awaitPodReady`: the verdict's room holds it (src/verdict/readiness-wait.ts).
     ...readinessWaitActivities(deps),
-    /**
-     * Creates the sandbox pod (or adopts the one an earlier attempt created) and records its
-     * name and uid on the sandbox. The pod's image and isolation settings are the template's in
-     * the worker's catalog ({@link PodActivityDeps.templates}), not the input's.
-     * @returns the pod, with the image it runs
-     * @throws ApplicationFailure `NotAdmitted` (non-retryable) when the catalog has no such
-     *   template
-     * @throws ApplicationFailure `PodNameTaken` (non-retryable) when another pod owns the name
-     * @throws ApplicationFailure (non-retryable) typed by the apiserver's answer
-     *   (src/kubernetes/apiserver-errors.ts): `InvalidRequest` for a permanent refusal, `QuotaExceeded`
-     *   for a quota, `Unavailable` for a kubeconfig that cannot work, or an RBAC 403 or a 401
-     *   that lasted past its bound ({@link PodActivityDeps.refusalBoundsMs}); details
-     *   {@link CreateFailureDetails} with `podCreated: false` when every attempt got a definite
-     *   refusal, so none can have made the pod (src/activities/create-attempts.ts)
-     * @throws the client's error for transient answers (Temporal retries the step)
-     */
-    async createPod(input: CreatePodInput): Promise<PodRef & { image: string }> {
-      const template = catalogTemplate(deps.templates, input.template, input.sandboxId);
-      if (input.image !== template.image) {
-        log.warn("the workflow names another image than the worker's catalog; the catalog's runs", {
-          template: input.template,
-          image: template.image,
-          workflow_image: input.image,
-        });
-      }
-      // The tenant the pod is labelled with is the store's (the admission step checked the
-      // input's against it), not a field of the workflow's input.
-      const tenant = (await deps.store.getSandboxById(input.sandboxId))?.tenant;
-      let pod: PodRef & { adopted: boolean };
-      try {
-        pod = await createPod(deps.kubernetes, {
-          operationId: input.operationId,
-          tenant,
-          sandboxId: input.sandboxId,
-          generation: input.generation,
-          template: input.template,
-          image: template.image,
-          resources: input.resources,
-          placement: input.placement,
-          avoidNodes: input.avoidNodes,
-          ...(input.replaceOn ? { replaceOn: input.replaceOn } : {}),
-          settings: podSettingsOf(template),
-        });
-      } catch (err) {
-        if (err instanceof PodNameTakenError) {
-          throw ApplicationFailure.nonRetryable(err.message, 'PodNameTaken');
-        }
-        throw createPodFailure(err, resolvedBounds(deps.refusalBoundsMs));
-      }
-      await deps.store.recordPod({
-        sandboxId: input.sandboxId,
-        generation: input.generation,
-        attempt: input.attempt,
-        podName: pod.name,
-        podUid: pod.uid,
-        operationId: input.operationId,
-        runId: Context.current().info.workflowExecution?.runId,
-        createPath: 'cold',
-      });
-      log.info('pod created', { pod_name: pod.name, pod_uid: pod.uid, adopted: pod.adopted });
-      return {
-        name: pod.name,
-        uid: pod.uid,
-        resourceVersion: pod.resourceVersion,
-        image: template.image,
-      };
-    },
-
-    /**
-     * Deletes the sandbox pod with a uid precondition; absent counts as done, a newer pod of
-     * the same name is left alone. Without `pod` (the create never learned its uid), the pod is
-     * looked up by its deterministic name and deleted only if it carries this sandbox id and
-     * generation.
-     *
-     * With `leaveToSweeper` (a create's compensation), a refusal of the service's account (RBAC
-     * 403, 401) that has lasted its bound ({@link PodActivityDeps.refusalBoundsMs}) since the
-     * step was first scheduled ends the step instead of being retried for ever: the pod is left
-     * to the orphan sweeper (src/worker/orphan-sweeper.ts), which deletes any pod of a `failed`
-     * sandbox once the grant is back, and the create goes on to retire its execution.
-     * @returns what happened: `deleted`, `absent`, `replaced` or `left_to_sweeper`
-     * @throws the client's error otherwise (Temporal retries the step)
-     */
-    async deletePod(input: {
-      operationId: string;
-      sandboxId: string;
-      generation?: number;
-      /** The placement whose pod is looked up by name when `pod` is absent (default 1). */
-      placement?: number;
-      pod?: PodRef;
-      /**
-       * The template whose warm pool the pod was claimed from, when `pod` is absent: the pod is
-       * looked up by the sandbox id label (a claim cut short; src/kubernetes/warm-pods.ts).
-       */
-      claimedFrom?: string;
-      /** Stop at a lasting refusal of the service's account and leave the pod to the sweeper. */
-      leaveToSweeper?: boolean;
-    }): Promise<string> {
-      let pod: PodRef | undefined;
-      let outcome: string;
-      try {
-        pod =
-          input.pod ??
-          (input.generation === undefined
-            ? undefined
-            : input.claimedFrom !== undefined
-              ? await findClaimedPod(deps.kubernetes, {
-                  sandboxId: input.sandboxId,
-                  generation: input.generation,
-                  template: input.claimedFrom,
-                })
-              : await findSandboxPod(
-                  deps.kubernetes,
-                  input.sandboxId,
-                  input.generation,
-                  input.placement ?? 1,
-                ));
-        outcome = pod ? await deletePod(deps.kubernetes, pod) : 'absent';
-      } catch (err) {
-        // Compensation must succeed: every class is retried by Temporal, each attempt logged.
-        const answer = classifyApiserverError(err);
-        if (input.leaveToSweeper && refusalOutlasted(answer, deps.refusalBoundsMs)) {
-          log.warn('pod delete refused past its bound; the orphan sweeper deletes the pod', {
-            error_class: answer.kind,
-            status: answer.status,
-            reason: answer.message,
-            pod_name: pod?.name,
-            pod_uid: pod?.uid,
-          });
-          deps.metrics?.podsLeftToSweeper.inc({ error_class: answer.kind });
-          return 'left_to_sweeper';
-        }
-        log.warn('pod delete failed; retrying', {
-          error_class: answer.kind,
-          status: answer.status,
-          reason: answer.message,
-        });
-        throw err;
-      }
-      // The pod may have been found by name: its uid is logged explicitly.
-      log.info('pod deleted (compensation)', { pod_uid: pod?.uid, outcome });
-      return outcome;
-    },
+    /** Creates the sandbox pod and records it: {@link createPodStep}. */
+    createPod: (input: CreatePodInput) => createPodStep(deps, input),
+    /** Deletes the sandbox pod (a create's compensation, a delete): {@link deletePodStep}. */
+    deletePod: (input: DeletePodInput) => deletePodStep(deps, input),
   };
+}
+
+/**
+ * Creates the sandbox pod (or adopts the one an earlier attempt created) and records its
+ * name and uid on the sandbox. The pod's image and isolation settings are the template's in
+ * the worker's catalog ({@link PodActivityDeps.templates}), not the input's.
+ * @returns the pod, with the image it runs
+ * @throws ApplicationFailure `NotAdmitted` (non-retryable) when the catalog has no such
+ *   template
+ * @throws ApplicationFailure `PodNameTaken` (non-retryable) when another pod owns the name
+ * @throws ApplicationFailure (non-retryable) typed by the apiserver's answer
+ *   (src/kubernetes/apiserver-errors.ts): `InvalidRequest` for a permanent refusal, `QuotaExceeded`
+ *   for a quota, `Unavailable` for a kubeconfig that cannot work, or an RBAC 403 or a 401
+ *   that lasted past its bound ({@link PodActivityDeps.refusalBoundsMs}); details
+ *   {@link CreateFailureDetails} with `podCreated: false` when every attempt got a definite
+ *   refusal, so none can have made the pod (src/activities/create-attempts.ts)
+ * @throws the client's error for transient answers (Temporal retries the step)
+ */
+export async function createPodStep(
+  deps: PodActivityDeps,
+  input: CreatePodInput,
+): Promise<PodRef & { image: string }> {
+  const template = catalogTemplate(deps.templates, input.template, input.sandboxId);
+  if (input.image !== template.image) {
+    log.warn("the workflow names another image than the worker's catalog; the catalog's runs", {
+      template: input.template,
+      image: template.image,
+      workflow_image: input.image,
+    });
+  }
+  // The tenant the pod is labelled with is the store's (the admission step checked the
+  // input's against it), not a field of the workflow's input.
+  const tenant = (await deps.store.getSandboxById(input.sandboxId))?.tenant;
+  let pod: PodRef & { adopted: boolean };
+  try {
+    pod = await createPod(deps.kubernetes, {
+      operationId: input.operationId,
+      tenant,
+      sandboxId: input.sandboxId,
+      generation: input.generation,
+      template: input.template,
+      image: template.image,
+      resources: input.resources,
+      placement: input.placement,
+      avoidNodes: input.avoidNodes,
+      ...(input.replaceOn ? { replaceOn: input.replaceOn } : {}),
+      settings: podSettingsOf(template),
+    });
+  } catch (err) {
+    if (err instanceof PodNameTakenError) {
+      throw ApplicationFailure.nonRetryable(err.message, 'PodNameTaken');
+    }
+    throw createPodFailure(err, resolvedBounds(deps.refusalBoundsMs));
+  }
+  await deps.store.recordPod({
+    sandboxId: input.sandboxId,
+    generation: input.generation,
+    attempt: input.attempt,
+    podName: pod.name,
+    podUid: pod.uid,
+    operationId: input.operationId,
+    runId: Context.current().info.workflowExecution?.runId,
+    createPath: 'cold',
+  });
+  log.info('pod created', { pod_name: pod.name, pod_uid: pod.uid, adopted: pod.adopted });
+  return {
+    name: pod.name,
+    uid: pod.uid,
+    resourceVersion: pod.resourceVersion,
+    image: template.image,
+  };
+}
+
+/** The input of {@link deletePodStep}. */
+export interface DeletePodInput {
+  operationId: string;
+  sandboxId: string;
+  generation?: number;
+  /** The placement whose pod is looked up by name when `pod` is absent (default 1). */
+  placement?: number;
+  pod?: PodRef;
+  /**
+   * The template whose warm pool the pod was claimed from, when `pod` is absent: the pod is
+   * looked up by the sandbox id label (a claim cut short; src/kubernetes/warm-pods.ts).
+   */
+  claimedFrom?: string;
+  /** Stop at a lasting refusal of the service's account and leave the pod to the sweeper. */
+  leaveToSweeper?: boolean;
+}
+
+/**
+ * Deletes the sandbox pod with a uid precondition; absent counts as done, a newer pod of
+ * the same name is left alone. Without `pod` (the create never learned its uid), the pod is
+ * looked up by its deterministic name and deleted only if it carries this sandbox id and
+ * generation.
+ *
+ * With `leaveToSweeper` (a create's compensation), a refusal of the service's account (RBAC
+ * 403, 401) that has lasted its bound ({@link PodActivityDeps.refusalBoundsMs}) since the
+ * step was first scheduled ends the step instead of being retried for ever: the pod is left
+ * to the orphan sweeper (src/worker/orphan-sweeper.ts), which deletes any pod of a `failed`
+ * sandbox once the grant is back, and the create goes on to retire its execution.
+ * @returns what happened: `deleted`, `absent`, `replaced` or `left_to_sweeper`
+ * @throws the client's error otherwise (Temporal retries the step)
+ */
+export async function deletePodStep(deps: PodActivityDeps, input: DeletePodInput): Promise<string> {
+  let pod: PodRef | undefined;
+  let outcome: string;
+  try {
+    pod =
+      input.pod ??
+      (input.generation === undefined
+        ? undefined
+        : input.claimedFrom !== undefined
+          ? await findClaimedPod(deps.kubernetes, {
+              sandboxId: input.sandboxId,
+              generation: input.generation,
+              template: input.claimedFrom,
+            })
+          : await findSandboxPod(
+              deps.kubernetes,
+              input.sandboxId,
+              input.generation,
+              input.placement ?? 1,
+            ));
+    outcome = pod ? await deletePod(deps.kubernetes, pod) : 'absent';
+  } catch (err) {
+    // Compensation must succeed: every class is retried by Temporal, each attempt logged.
+    const answer = classifyApiserverError(err);
+    if (input.leaveToSweeper && refusalOutlasted(answer, deps.refusalBoundsMs)) {
+      log.warn('pod delete refused past its bound; the orphan sweeper deletes the pod', {
+        error_class: answer.kind,
+        status: answer.status,
+        reason: answer.message,
+        pod_name: pod?.name,
+        pod_uid: pod?.uid,
+      });
+      deps.metrics?.podsLeftToSweeper.inc({ error_class: answer.kind });
+      return 'left_to_sweeper';
+    }
+    log.warn('pod delete failed; retrying', {
+      error_class: answer.kind,
+      status: answer.status,
+      reason: answer.message,
+    });
+    throw err;
+  }
+  // The pod may have been found by name: its uid is logged explicitly.
+  log.info('pod deleted (compensation)', { pod_uid: pod?.uid, outcome });
+  return outcome;
 }
 
 /**

@@ -31,6 +31,7 @@ import {
   warmPodFingerprint,
   warmPodsOf,
   type WarmPod,
+  type WarmPodClaim,
   type WarmPodInput,
 } from '../kubernetes/warm-pods.js';
 import type { KubernetesClient } from '../kubernetes/client.js';
@@ -128,254 +129,356 @@ const seenReady = new Set<string>();
 export function warmPoolActivities(deps: WarmPoolActivityDeps) {
   const { markSandboxRunning } = storeActivities(deps);
   return {
-    /**
-     * Claims a ready warm pod of the create's template for its sandbox (src/kubernetes/warm-pods.ts
-     * `claimWarmPod`: one update under the pod's resourceVersion, so each pod goes to one
-     * create), records it on the sandbox and marks the sandbox running with its IP (both fenced,
-     * as `markSandboxRunning`, whose webhook event and lifetime follow), and tells the pool to
-     * refill. A retry after a claim whose answer was lost finds the pod by its sandbox id label.
-     * @returns the pod and its IP, or null when the worker's catalog gives the template no pool,
-     *   the resources are not the pool's, or no ready pod is left (the create goes cold)
-     * @throws the client's or the store's error (Temporal retries the step)
-     */
-    async claimWarmPod(input: ClaimWarmPodInput): Promise<ClaimedWarmPod | null> {
-      const template = Object.hasOwn(deps.templates, input.template)
-        ? deps.templates[input.template]
-        : undefined;
-      const pool = template ? warmPoolOf(template) : undefined;
-      if (!template || !pool || !matchesWarmPool(input.resources, pool)) return null;
-      const claim = {
-        sandboxId: input.sandboxId,
-        // The store's tenant, as the pod activities' (src/activities/pods.ts).
-        tenant: (await deps.store.getSandboxById(input.sandboxId))?.tenant,
-        generation: input.generation,
-        template: input.template,
-      };
-      const metrics = warmPoolMetrics();
-      // Only a retry can find its pod claimed already (the first attempt's answer was lost).
-      let claimed =
-        Context.current().info.attempt > 1
-          ? await findClaimedPod(deps.kubernetes, claim)
-          : undefined;
-      // A pod claimed earlier that lost its IP since is not one to run on: its create fails
-      // (compensation deletes it) rather than mark the sandbox running without an address.
-      if (claimed && !claimed.podIp) {
-        throw ApplicationFailure.nonRetryable(
-          `the warm pod ${claimed.name} claimed for this sandbox has no IP any more`,
-          OPERATION_ERRORS.pod_failed.failureType,
-        );
-      }
-      if (!claimed) {
-        // Only pods this installation made, from what the catalog says now (store `warm_pods`):
-        // a pod someone else labelled as the pool's is never handed to a tenant.
-        const fingerprint = warmPodFingerprint(
-          poolPodInput(input.template, template, pool.resources),
-        );
-        const cached = deps.warmPods?.cached();
-        const listed = cached
-          ? warmPodsOf(cached, input.template)
-          : await listWarmPods(deps.kubernetes, input.template);
-        const candidates = shuffled(listed.filter(isReady));
-        const startedAtMs = Date.now();
-        let tries = 0;
-        for (const pod of candidates) {
-          // An attempt past its time stops claiming: a retry must not find a second pod claimed.
-          if (tries >= CLAIM_TRIES || Date.now() - startedAtMs > CLAIM_BUDGET_MS) break;
-          // One indexed read per candidate, in the random order: never the whole pool.
-          if ((await deps.store.warmPools.fingerprintOf(pod.uid)) !== fingerprint) continue;
-          tries += 1;
-          claimed = await claimWarmPod(deps.kubernetes, pod, claim);
-          if (claimed) break;
-        }
-        if (!claimed) {
-          metrics.claims.inc({ template: input.template, outcome: 'empty' });
-          log.info('warm pool had no ready pod; the create goes cold', {
-            template: input.template,
-            candidates: candidates.length,
-          });
-          return null;
-        }
-        metrics.claims.inc({ template: input.template, outcome: 'claimed' });
-        await deps.store.warmPools.recordClaim(input.template);
-        // Not awaited: the refill must not hold the create back (a lost signal is the next
-        // resync's).
-        void signalPool(input.template);
-      }
-      await deps.store.recordPod({
-        sandboxId: input.sandboxId,
-        generation: input.generation,
-        attempt: input.attempt,
-        podName: claimed.name,
-        podUid: claimed.uid,
-        operationId: input.operationId,
-        runId: Context.current().info.workflowExecution?.runId,
-        createPath: 'warm',
-      });
-      log.info('warm pod claimed', { pod_name: claimed.name, pod_uid: claimed.uid });
-      // Marked running in the same step: a claimed pod has its IP already.
-      const marked = await markSandboxRunning({
-        operationId: input.operationId,
-        sandboxId: input.sandboxId,
-        generation: input.generation,
-        attempt: input.attempt,
-        podUid: claimed.uid,
-        podIp: claimed.podIp,
-      });
-      return {
-        marked,
-        pod: {
-          name: claimed.name,
-          uid: claimed.uid,
-          resourceVersion: claimed.resourceVersion,
-          image: template.image,
-        },
-        podIp: claimed.podIp,
-      };
-    },
-
-    /**
-     * One reconcile of a template's pool (src/activities/warm-pool-plan.ts has the rules): lists its
-     * pods and the kubelet refusals, deletes (uid precondition) what must go, learns the floor a
-     * decisive refusal states, makes what is missing, records the status in the store and the
-     * metrics.
-     * @throws the client's or the store's error (Temporal retries the step)
-     */
-    async reconcileWarmPool(input: ReconcileWarmPoolInput): Promise<ReconcileWarmPoolResult> {
-      const nowMs = Date.now();
-      const template = Object.hasOwn(deps.templates, input.template)
-        ? deps.templates[input.template]
-        : undefined;
-      const pool = template ? warmPoolOf(template) : undefined;
-      const record = await deps.store.warmPools.get(input.template);
-      const desired = pool ? (record?.size ?? pool.size) : 0;
-      const cached = deps.warmPods?.cached();
-      const listedPods = cached
-        ? warmPodsOf(cached, input.template)
-        : await listWarmPods(deps.kubernetes, input.template);
-      const made = await deps.store.warmPools.madePods(input.template);
-      // Pods this installation did not make are no concern of its pool: not counted, not
-      // claimed, not deleted (another installation's, or planted).
-      const pods = listedPods.filter((pod) => made.has(pod.uid));
-      if (!template || !pool) {
-        // No pool in the catalog (any more): every pod it made goes.
-        for (const pod of pods) if (!pod.terminating) await deletePoolPod(deps.kubernetes, pod);
-        return {
-          status: emptyStatus(input.template, template?.image ?? ''),
-          history: { failures: 0, backOffUntilMs: 0 },
-          waitMs: WARM_POOL_RESYNC_MS.rest,
-          ended: pods.every((pod) => pod.terminating),
-        };
-      }
-      const pending = pods.filter((pod) => !pod.terminating && !isReady(pod));
-      const events = pending.length > 0 ? await listSandboxFailureEvents(deps.kubernetes) : [];
-      const floors = await deps.store.listRootfsFloors([template.image]);
-      const floorMib = template.rootfs_mib ?? floors[0]?.rootfsMib;
-      const makeInput = poolPodInput(input.template, template, pool.resources);
-      const fingerprint = warmPodFingerprint(makeInput);
-      const planned: PlannedPod[] = pods.map((pod) => ({
-        uid: pod.uid,
-        name: pod.name,
-        madeAsPool: made.get(pod.uid) === fingerprint,
-        ready: isReady(pod),
-        phase: pod.phase,
-        terminating: pod.terminating,
-        createdAtMs: pod.createdAtMs,
-        refusal: refusalOf(pod, events, floorBoundOf(deps.templates, input.template).mib),
-      }));
-      const plan = planReconcile(
-        planned,
-        {
-          resources: pool.resources,
-          desired,
-          replaceOn: placementPolicyOf(template)?.replaceOn ?? [],
-          floorMib,
-        },
-        input.history,
-        nowMs,
-        { ...PLAN_DEFAULTS, makingAtOnce: pool.maxPending },
-      );
-      const metrics = warmPoolMetrics();
-      for (const floor of plan.floors) {
-        await learnFloor(deps.store, input.template, template, floor, nowMs);
-      }
-      let deleted = 0;
-      const byUid = new Map(pods.map((pod) => [pod.uid, pod]));
-      for (const doomed of plan.deletes) {
-        const pod = byUid.get(doomed.uid);
-        if (!pod) continue;
-        // Under the resourceVersion read: a pod claimed since is not deleted.
-        const outcome = await deletePoolPod(deps.kubernetes, pod);
-        if (outcome === 'deleted') deleted += 1;
-        if (doomed.reason !== 'stale' && doomed.reason !== 'surplus') {
-          metrics.podFailures.inc({ template: input.template, reason: doomed.reason });
-          log.warn('warm pod failed; deleted', { template: input.template, detail: doomed.detail });
-        }
-      }
-      const madeNames: string[] = [];
-      for (let i = 0; i < plan.make; i += 1) {
-        const pod = await createWarmPod(deps.kubernetes, makeInput);
-        // Recorded before anything counts it: a pod made but not recorded (a crash between
-        // the two) is no pool's, and is left to an operator, never handed out.
-        await deps.store.warmPools.recordMadePod({
-          uid: pod.uid,
-          template: input.template,
-          name: pod.name,
-          fingerprint,
-        });
-        madeNames.push(pod.name);
-      }
-      // Rows of pods claimed or deleted since, once old enough that the cache has shown them.
-      await deps.store.warmPools.forgetMadePods(
-        input.template,
-        listedPods.map((pod) => pod.uid),
-        new Date(nowMs - FORGET_AFTER_MS).toISOString(),
-      );
-      // The next reconcile reads the cache: let it hold what was just made.
-      if (cached && madeNames.length > 0) await deps.warmPods?.sawCreated(madeNames);
-      for (const pod of pods) {
-        if (!isReady(pod) || seenReady.has(pod.uid)) continue;
-        if (seenReady.size > 10_000) seenReady.clear();
-        seenReady.add(pod.uid);
-        if (pod.createdAtMs !== undefined) {
-          // creationTimestamp has 1 s resolution: the figure is good to a second.
-          const seconds = Math.max(0, (nowMs - pod.createdAtMs) / 1000);
-          metrics.podReadySeconds.observe({ template: input.template }, seconds);
-        }
-      }
-      const backOffReason =
-        plan.blocked ?? (nowMs < plan.history.backOffUntilMs ? plan.history.reason : undefined);
-      const status: WarmPoolStatus = {
-        template: input.template,
-        image: template.image,
-        desired,
-        ready: plan.ready,
-        pending: plan.pending + madeNames.length,
-        made: madeNames.length,
-        deleted,
-        ...(backOffReason
-          ? {
-              backOff: {
-                reason: backOffReason,
-                untilMs: plan.blocked
-                  ? nowMs + WARM_POOL_RESYNC_MS.rest
-                  : plan.history.backOffUntilMs,
-              },
-            }
-          : {}),
-      };
-      await deps.store.warmPools.recordStatus(status);
-      metrics.desired.set({ template: input.template }, desired);
-      metrics.pods.set({ template: input.template, state: 'ready' }, status.ready);
-      metrics.pods.set({ template: input.template, state: 'pending' }, status.pending);
-      metrics.backingOff.set({ template: input.template }, backOffReason ? 1 : 0);
-      return {
-        status,
-        history: plan.history,
-        waitMs: waitOf(status, nowMs),
-        ended: false,
-      };
-    },
+    /** Claims a ready warm pod for a create's sandbox: {@link claimWarmPodStep}. */
+    claimWarmPod: (input: ClaimWarmPodInput) => claimWarmPodStep(deps, markSandboxRunning, input),
+    /** One reconcile of a template's pool: {@link reconcileWarmPoolStep}. */
+    reconcileWarmPool: (input: ReconcileWarmPoolInput) => reconcileWarmPoolStep(deps, input),
   };
+}
+
+/**
+ * Claims a ready warm pod of the create's template for its sandbox (src/kubernetes/warm-pods.ts
+ * `claimWarmPod`: one update under the pod's resourceVersion, so each pod goes to one
+ * create), records it on the sandbox and marks the sandbox running with its IP (both fenced,
+ * as `markSandboxRunning`, whose webhook event and lifetime follow), and tells the pool to
+ * refill. A retry after a claim whose answer was lost finds the pod by its sandbox id label.
+ * @returns the pod and its IP, or null when the worker's catalog gives the template no pool,
+ *   the resources are not the pool's, or no ready pod is left (the create goes cold)
+ * @param markSandboxRunning the store activity (src/activities/store.ts) the claim marks with
+ * @throws the client's or the store's error (Temporal retries the step)
+ */
+export async function claimWarmPodStep(
+  deps: WarmPoolActivityDeps,
+  markSandboxRunning: ReturnType<typeof storeActivities>['markSandboxRunning'],
+  input: ClaimWarmPodInput,
+): Promise<ClaimedWarmPod | null> {
+  const template = Object.hasOwn(deps.templates, input.template)
+    ? deps.templates[input.template]
+    : undefined;
+  const pool = template ? warmPoolOf(template) : undefined;
+  if (!template || !pool || !matchesWarmPool(input.resources, pool)) return null;
+  const claim = {
+    sandboxId: input.sandboxId,
+    // The store's tenant, as the pod activities' (src/activities/pods.ts).
+    tenant: (await deps.store.getSandboxById(input.sandboxId))?.tenant,
+    generation: input.generation,
+    template: input.template,
+  };
+  // Only a retry can find its pod claimed already (the first attempt's answer was lost).
+  let claimed =
+    Context.current().info.attempt > 1 ? await findClaimedPod(deps.kubernetes, claim) : undefined;
+  // A pod claimed earlier that lost its IP since is not one to run on: its create fails
+  // (compensation deletes it) rather than mark the sandbox running without an address.
+  if (claimed && !claimed.podIp) {
+    throw ApplicationFailure.nonRetryable(
+      `the warm pod ${claimed.name} claimed for this sandbox has no IP any more`,
+      OPERATION_ERRORS.pod_failed.failureType,
+    );
+  }
+  if (!claimed) {
+    claimed = await claimReadyPod(deps, input, template, pool.resources, claim);
+    if (!claimed) return null;
+  }
+  await deps.store.recordPod({
+    sandboxId: input.sandboxId,
+    generation: input.generation,
+    attempt: input.attempt,
+    podName: claimed.name,
+    podUid: claimed.uid,
+    operationId: input.operationId,
+    runId: Context.current().info.workflowExecution?.runId,
+    createPath: 'warm',
+  });
+  log.info('warm pod claimed', { pod_name: claimed.name, pod_uid: claimed.uid });
+  // Marked running in the same step: a claimed pod has its IP already.
+  const marked = await markSandboxRunning({
+    operationId: input.operationId,
+    sandboxId: input.sandboxId,
+    generation: input.generation,
+    attempt: input.attempt,
+    podUid: claimed.uid,
+    podIp: claimed.podIp,
+  });
+  return {
+    marked,
+    pod: {
+      name: claimed.name,
+      uid: claimed.uid,
+      resourceVersion: claimed.resourceVersion,
+      image: template.image,
+    },
+    podIp: claimed.podIp,
+  };
+}
+
+/**
+ * Tries up to {@link CLAIM_TRIES} ready pods of the pool, in random order, within
+ * {@link CLAIM_BUDGET_MS}; counts the claim, and tells the pool to refill when one was claimed.
+ * @returns the claimed pod, or undefined when none was left (the create goes cold)
+ */
+async function claimReadyPod(
+  deps: WarmPoolActivityDeps,
+  input: ClaimWarmPodInput,
+  template: TemplateConfig,
+  resources: SandboxResources,
+  claim: WarmPodClaim,
+): Promise<(PodRef & { podIp: string }) | undefined> {
+  const metrics = warmPoolMetrics();
+  let claimed: (PodRef & { podIp: string }) | undefined;
+  // Only pods this installation made, from what the catalog says now (store `warm_pods`):
+  // a pod someone else labelled as the pool's is never handed to a tenant.
+  const fingerprint = warmPodFingerprint(poolPodInput(input.template, template, resources));
+  const cached = deps.warmPods?.cached();
+  const listed = cached
+    ? warmPodsOf(cached, input.template)
+    : await listWarmPods(deps.kubernetes, input.template);
+  const candidates = shuffled(listed.filter(isReady));
+  const startedAtMs = Date.now();
+  let tries = 0;
+  for (const pod of candidates) {
+    // An attempt past its time stops claiming: a retry must not find a second pod claimed.
+    if (tries >= CLAIM_TRIES || Date.now() - startedAtMs > CLAIM_BUDGET_MS) break;
+    // One indexed read per candidate, in the random order: never the whole pool.
+    if ((await deps.store.warmPools.fingerprintOf(pod.uid)) !== fingerprint) continue;
+    tries += 1;
+    claimed = await claimWarmPod(deps.kubernetes, pod, claim);
+    if (claimed) break;
+  }
+  if (!claimed) {
+    metrics.claims.inc({ template: input.template, outcome: 'empty' });
+    log.info('warm pool had no ready pod; the create goes cold', {
+      template: input.template,
+      candidates: candidates.length,
+    });
+    return undefined;
+  }
+  metrics.claims.inc({ template: input.template, outcome: 'claimed' });
+  await deps.store.warmPools.recordClaim(input.template);
+  // Not awaited: the refill must not hold the create back (a lost signal is the next
+  // resync's).
+  void signalPool(input.template);
+  return claimed;
+}
+
+/**
+ * One reconcile of a template's pool (src/activities/warm-pool-plan.ts has the rules): lists its
+ * pods and the kubelet refusals, deletes (uid precondition) what must go, learns the floor a
+ * decisive refusal states, makes what is missing, records the status in the store and the
+ * metrics.
+ * @throws the client's or the store's error (Temporal retries the step)
+ */
+export async function reconcileWarmPoolStep(
+  deps: WarmPoolActivityDeps,
+  input: ReconcileWarmPoolInput,
+): Promise<ReconcileWarmPoolResult> {
+  const nowMs = Date.now();
+  const template = Object.hasOwn(deps.templates, input.template)
+    ? deps.templates[input.template]
+    : undefined;
+  const pool = template ? warmPoolOf(template) : undefined;
+  const record = await deps.store.warmPools.get(input.template);
+  const desired = pool ? (record?.size ?? pool.size) : 0;
+  const cached = deps.warmPods?.cached();
+  const listedPods = cached
+    ? warmPodsOf(cached, input.template)
+    : await listWarmPods(deps.kubernetes, input.template);
+  const made = await deps.store.warmPools.madePods(input.template);
+  // Pods this installation did not make are no concern of its pool: not counted, not
+  // claimed, not deleted (another installation's, or planted).
+  const pods = listedPods.filter((pod) => made.has(pod.uid));
+  if (!template || !pool) {
+    // No pool in the catalog (any more): every pod it made goes.
+    for (const pod of pods) if (!pod.terminating) await deletePoolPod(deps.kubernetes, pod);
+    return {
+      status: emptyStatus(input.template, template?.image ?? ''),
+      history: { failures: 0, backOffUntilMs: 0 },
+      waitMs: WARM_POOL_RESYNC_MS.rest,
+      ended: pods.every((pod) => pod.terminating),
+    };
+  }
+  const makeInput = poolPodInput(input.template, template, pool.resources);
+  const fingerprint = warmPodFingerprint(makeInput);
+  const plan = await planPool(deps, input, template, pool, {
+    pods,
+    made,
+    desired,
+    fingerprint,
+    nowMs,
+  });
+  const { deleted, madeNames } = await applyPlan(deps, input.template, template, plan, {
+    pods,
+    makeInput,
+    fingerprint,
+    nowMs,
+  });
+  // Rows of pods claimed or deleted since, once old enough that the cache has shown them.
+  await deps.store.warmPools.forgetMadePods(
+    input.template,
+    listedPods.map((pod) => pod.uid),
+    new Date(nowMs - FORGET_AFTER_MS).toISOString(),
+  );
+  // The next reconcile reads the cache: let it hold what was just made.
+  if (cached && madeNames.length > 0) await deps.warmPods?.sawCreated(madeNames);
+  observeReadyPods(pods, input.template, nowMs);
+  const status = await recordPoolStatus(deps, input.template, template.image, plan, {
+    desired,
+    deleted,
+    made: madeNames.length,
+    nowMs,
+  });
+  return {
+    status,
+    history: plan.history,
+    waitMs: waitOf(status, nowMs),
+    ended: false,
+  };
+}
+
+/** What {@link planPool} plans from: the pool's own pods and the pool's settings now. */
+interface PoolSnapshot {
+  pods: WarmPod[];
+  made: Awaited<ReturnType<Store['warmPools']['madePods']>>;
+  desired: number;
+  fingerprint: string;
+  nowMs: number;
+}
+
+/**
+ * The reconcile's plan (src/activities/warm-pool-plan.ts): each pod with its refusal (the kubelet's
+ * events, read only while pods are pending) and the image's rootfs floor.
+ */
+async function planPool(
+  deps: WarmPoolActivityDeps,
+  input: ReconcileWarmPoolInput,
+  template: TemplateConfig,
+  pool: NonNullable<ReturnType<typeof warmPoolOf>>,
+  snapshot: PoolSnapshot,
+): Promise<ReturnType<typeof planReconcile>> {
+  const { pods, made, desired, fingerprint, nowMs } = snapshot;
+  const pending = pods.filter((pod) => !pod.terminating && !isReady(pod));
+  const events = pending.length > 0 ? await listSandboxFailureEvents(deps.kubernetes) : [];
+  const floors = await deps.store.listRootfsFloors([template.image]);
+  const floorMib = template.rootfs_mib ?? floors[0]?.rootfsMib;
+  const planned: PlannedPod[] = pods.map((pod) => ({
+    uid: pod.uid,
+    name: pod.name,
+    madeAsPool: made.get(pod.uid) === fingerprint,
+    ready: isReady(pod),
+    phase: pod.phase,
+    terminating: pod.terminating,
+    createdAtMs: pod.createdAtMs,
+    refusal: refusalOf(pod, events, floorBoundOf(deps.templates, input.template).mib),
+  }));
+  return planReconcile(
+    planned,
+    {
+      resources: pool.resources,
+      desired,
+      replaceOn: placementPolicyOf(template)?.replaceOn ?? [],
+      floorMib,
+    },
+    input.history,
+    nowMs,
+    { ...PLAN_DEFAULTS, makingAtOnce: pool.maxPending },
+  );
+}
+
+/**
+ * Carries out a plan: learns the floors it found, deletes (uid precondition) the pods it dooms,
+ * makes the pods it lacks and records each before anything counts it.
+ * @returns how many pods were deleted, and the names of the pods made
+ */
+async function applyPlan(
+  deps: WarmPoolActivityDeps,
+  templateName: string,
+  template: TemplateConfig,
+  plan: ReturnType<typeof planReconcile>,
+  work: { pods: WarmPod[]; makeInput: WarmPodInput; fingerprint: string; nowMs: number },
+): Promise<{ deleted: number; madeNames: string[] }> {
+  const { pods, makeInput, fingerprint, nowMs } = work;
+  const metrics = warmPoolMetrics();
+  for (const floor of plan.floors) {
+    await learnFloor(deps.store, templateName, template, floor, nowMs);
+  }
+  let deleted = 0;
+  const byUid = new Map(pods.map((pod) => [pod.uid, pod]));
+  for (const doomed of plan.deletes) {
+    const pod = byUid.get(doomed.uid);
+    if (!pod) continue;
+    // Under the resourceVersion read: a pod claimed since is not deleted.
+    const outcome = await deletePoolPod(deps.kubernetes, pod);
+    if (outcome === 'deleted') deleted += 1;
+    if (doomed.reason !== 'stale' && doomed.reason !== 'surplus') {
+      metrics.podFailures.inc({ template: templateName, reason: doomed.reason });
+      log.warn('warm pod failed; deleted', { template: templateName, detail: doomed.detail });
+    }
+  }
+  const madeNames: string[] = [];
+  for (let i = 0; i < plan.make; i += 1) {
+    const pod = await createWarmPod(deps.kubernetes, makeInput);
+    // Recorded before anything counts it: a pod made but not recorded (a crash between
+    // the two) is no pool's, and is left to an operator, never handed out.
+    await deps.store.warmPools.recordMadePod({
+      uid: pod.uid,
+      template: templateName,
+      name: pod.name,
+      fingerprint,
+    });
+    madeNames.push(pod.name);
+  }
+  return { deleted, madeNames };
+}
+
+/** Observes each pool pod's ready latency once (`seenReady`). */
+function observeReadyPods(pods: WarmPod[], template: string, nowMs: number): void {
+  const metrics = warmPoolMetrics();
+  for (const pod of pods) {
+    if (!isReady(pod) || seenReady.has(pod.uid)) continue;
+    if (seenReady.size > 10_000) seenReady.clear();
+    seenReady.add(pod.uid);
+    if (pod.createdAtMs !== undefined) {
+      // creationTimestamp has 1 s resolution: the figure is good to a second.
+      const seconds = Math.max(0, (nowMs - pod.createdAtMs) / 1000);
+      metrics.podReadySeconds.observe({ template }, seconds);
+    }
+  }
+}
+
+/** Builds the pool's status from the plan, records it in the store and sets the pool's gauges. */
+async function recordPoolStatus(
+  deps: WarmPoolActivityDeps,
+  templateName: string,
+  image: string,
+  plan: ReturnType<typeof planReconcile>,
+  counts: { desired: number; deleted: number; made: number; nowMs: number },
+): Promise<WarmPoolStatus> {
+  const { desired, deleted, nowMs } = counts;
+  const metrics = warmPoolMetrics();
+  const backOffReason =
+    plan.blocked ?? (nowMs < plan.history.backOffUntilMs ? plan.history.reason : undefined);
+  const status: WarmPoolStatus = {
+    template: templateName,
+    image,
+    desired,
+    ready: plan.ready,
+    pending: plan.pending + counts.made,
+    made: counts.made,
+    deleted,
+    ...(backOffReason
+      ? {
+          backOff: {
+            reason: backOffReason,
+            untilMs: plan.blocked ? nowMs + WARM_POOL_RESYNC_MS.rest : plan.history.backOffUntilMs,
+          },
+        }
+      : {}),
+  };
+  await deps.store.warmPools.recordStatus(status);
+  metrics.desired.set({ template: templateName }, desired);
+  metrics.pods.set({ template: templateName, state: 'ready' }, status.ready);
+  metrics.pods.set({ template: templateName, state: 'pending' }, status.pending);
+  metrics.backingOff.set({ template: templateName }, backOffReason ? 1 : 0);
+  return status;
 }
 
 /** When the pool looks again: soon while pods start, at the back-off's end, else at rest. */
