@@ -12,7 +12,7 @@ import {
   type WebhookEventType,
 } from '../typescript/src/index.js';
 
-/** What the events command uses of the CLI's session (clients/cli/program.ts). */
+/** What the events command uses of the CLI's session (clients/cli/session.ts). */
 export interface EventSession {
   client: DurableSandboxClient;
   /** `-o json`: one event per line as the API's JSON (NDJSON). */

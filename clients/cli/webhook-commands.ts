@@ -8,7 +8,7 @@ import type { DurableSandboxClient } from '../typescript/src/index.js';
 import type { WebhookDelivery, WebhookEndpoint } from '../typescript/src/index.js';
 import { renderTable, type TableOptions } from './format.js';
 
-/** What the webhook commands use of the CLI's session (clients/cli/program.ts). */
+/** What the webhook commands use of the CLI's session (clients/cli/session.ts). */
 export interface WebhookSession {
   client: DurableSandboxClient;
   show<T>(value: T, human: (value: T) => string): void;
