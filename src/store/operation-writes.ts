@@ -17,7 +17,6 @@ export function operationWrites(
   | 'insertOperation'
   | 'beginDelete'
   | 'advanceOperation'
-  | 'recordOperationOutcome'
   | 'recordOperationRunId'
   | 'recordPlacement'
   | 'markCancellationRequested'
@@ -54,6 +53,40 @@ export function operationWrites(
         return wrote !== undefined;
       });
     },
+    async recordOperationRunId(id, runId) {
+      const result = await db
+        .updateTable('operations')
+        .set({ run_id: runId })
+        .where('id', '=', id)
+        .where('run_id', 'is', null)
+        .executeTakeFirst();
+      return result.numUpdatedRows > 0n;
+    },
+    recordPlacement(operationId, placement) {
+      return writing(async (trx, changed) => {
+        const wrote = await appendPlacement(trx, operationId, placement, now());
+        if (!wrote) return false;
+        changed.add(operationId);
+        return true;
+      });
+    },
+    markCancellationRequested(id) {
+      return writing(async (trx, changed) => {
+        const wrote = await markCancellationRequested(trx, id, now());
+        if (wrote) changed.add(id);
+        return wrote;
+      });
+    },
+  };
+}
+
+/**
+ * Store.recordOperationOutcome: the early outcome of a create (phase `compensating`), with its
+ * sandbox failed in the same transaction (src/store/create-outcome.ts).
+ */
+export function operationOutcomeWrite(ctx: StoreContext): Pick<Store, 'recordOperationOutcome'> {
+  const { dialect, now, writing, advanceIn, note } = ctx;
+  return {
     recordOperationOutcome(input) {
       return writing(async (trx, changed) => {
         // The sandbox's row first, as every fenced write takes it (src/store/fencing.ts).
@@ -84,30 +117,6 @@ export function operationWrites(
         if (wrote !== undefined) await failCreatingSandbox(trx, input.operationId, at);
         note(changed, wrote);
         return wrote !== undefined;
-      });
-    },
-    async recordOperationRunId(id, runId) {
-      const result = await db
-        .updateTable('operations')
-        .set({ run_id: runId })
-        .where('id', '=', id)
-        .where('run_id', 'is', null)
-        .executeTakeFirst();
-      return result.numUpdatedRows > 0n;
-    },
-    recordPlacement(operationId, placement) {
-      return writing(async (trx, changed) => {
-        const wrote = await appendPlacement(trx, operationId, placement, now());
-        if (!wrote) return false;
-        changed.add(operationId);
-        return true;
-      });
-    },
-    markCancellationRequested(id) {
-      return writing(async (trx, changed) => {
-        const wrote = await markCancellationRequested(trx, id, now());
-        if (wrote) changed.add(id);
-        return wrote;
       });
     },
   };

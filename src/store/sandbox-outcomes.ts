@@ -24,10 +24,7 @@ export const DELETED_REASON = 'deleted';
 /** The outcome writes of {@link Store}, over the store's shared context. */
 export function sandboxOutcomeWrites(
   ctx: StoreContext,
-): Pick<
-  Store,
-  'markSandboxRunning' | 'retireExecution' | 'markSandboxFailed' | 'markSandboxDeleted'
-> {
+): Pick<Store, 'markSandboxRunning' | 'retireExecution'> {
   const { dialect, now, writing, advanceIn, note } = ctx;
   return {
     markSandboxRunning(input) {
@@ -86,6 +83,31 @@ export function sandboxOutcomeWrites(
         return { retired: true };
       });
     },
+  };
+}
+/** What a retirement does to the sandbox (see Store.retireExecution). */
+function retirementOutcome(
+  input: RetireExecutionInput,
+):
+  | { state: 'failed'; failure: { code: string; message: string } }
+  | { state: 'deleted'; failure: null } {
+  if (input.failure !== null) return { state: 'failed', failure: input.failure };
+  if (input.reason === DELETED_REASON) return { state: 'deleted', failure: null };
+  return {
+    state: 'failed',
+    failure: { code: input.reason, message: `execution retired: ${input.reason}` },
+  };
+}
+
+/**
+ * Store.markSandboxFailed and markSandboxDeleted: the sandbox ends, its executions retired and
+ * its operation finished, in one transaction.
+ */
+export function sandboxEndWrites(
+  ctx: StoreContext,
+): Pick<Store, 'markSandboxFailed' | 'markSandboxDeleted'> {
+  const { dialect, now, writing, advanceIn, note } = ctx;
+  return {
     markSandboxFailed(input) {
       return writing(async (trx, changed) => {
         await lockSandbox(trx, dialect, input.sandboxId);
@@ -118,18 +140,5 @@ export function sandboxOutcomeWrites(
         return deleted;
       });
     },
-  };
-}
-/** What a retirement does to the sandbox (see Store.retireExecution). */
-function retirementOutcome(
-  input: RetireExecutionInput,
-):
-  | { state: 'failed'; failure: { code: string; message: string } }
-  | { state: 'deleted'; failure: null } {
-  if (input.failure !== null) return { state: 'failed', failure: input.failure };
-  if (input.reason === DELETED_REASON) return { state: 'deleted', failure: null };
-  return {
-    state: 'failed',
-    failure: { code: input.reason, message: `execution retired: ${input.reason}` },
   };
 }

@@ -35,20 +35,12 @@ export function storeReads(
   | 'listSandboxes'
   | 'getOperation'
   | 'listOperations'
-  | 'waitForOperationChange'
-  | 'waitForSandboxChange'
-  | 'recordRootfsFloor'
-  | 'noteImageRan'
-  | 'claimRootfsFloorProbe'
-  | 'listRootfsFloors'
-  | 'listAllRootfsFloors'
-  | 'deleteRootfsFloor'
   | 'findIdempotencyKey'
   | 'listRunningSandboxes'
   | 'listCreatingPodUids'
   | 'listWaitingPods'
 > {
-  const { db, dialect, notifier } = ctx;
+  const { db, dialect } = ctx;
   return {
     getTenantUsage(tenant) {
       return selectTenantUsage(db, tenant);
@@ -68,6 +60,27 @@ export function storeReads(
     listOperations(tenant, options) {
       return selectOperationPage(db, tenant, options);
     },
+    findIdempotencyKey(tenant, key) {
+      return findIdempotencyKey(db, tenant, key);
+    },
+    listRunningSandboxes(input) {
+      return selectRunningBefore(db, input);
+    },
+    listCreatingPodUids(limit = 10_000) {
+      return selectCreatingPodUids(db, limit);
+    },
+    listWaitingPods(page) {
+      return selectWaitingPods(db, page);
+    },
+  };
+}
+
+/** The waits of {@link Store} for an operation's or a sandbox's change (the notifier's). */
+export function storeWaits(
+  ctx: StoreContext,
+): Pick<Store, 'waitForOperationChange' | 'waitForSandboxChange'> {
+  const { notifier } = ctx;
+  return {
     waitForOperationChange(id, timeoutMs, signal) {
       return notifier.waitForChange(id, timeoutMs, signal);
     },
@@ -90,6 +103,23 @@ export function storeReads(
         done.abort();
       }
     },
+  };
+}
+
+/** The rootfs floor methods of {@link Store} (src/store/rootfs-floors.ts), one query each. */
+export function rootfsFloorQueries(
+  ctx: StoreContext,
+): Pick<
+  Store,
+  | 'recordRootfsFloor'
+  | 'noteImageRan'
+  | 'claimRootfsFloorProbe'
+  | 'listRootfsFloors'
+  | 'listAllRootfsFloors'
+  | 'deleteRootfsFloor'
+> {
+  const { db } = ctx;
+  return {
     recordRootfsFloor(floor) {
       return upsertRootfsFloor(db, floor);
     },
@@ -107,18 +137,6 @@ export function storeReads(
     },
     deleteRootfsFloor(image) {
       return deleteRootfsFloor(db, image);
-    },
-    findIdempotencyKey(tenant, key) {
-      return findIdempotencyKey(db, tenant, key);
-    },
-    listRunningSandboxes(input) {
-      return selectRunningBefore(db, input);
-    },
-    listCreatingPodUids(limit = 10_000) {
-      return selectCreatingPodUids(db, limit);
-    },
-    listWaitingPods(page) {
-      return selectWaitingPods(db, page);
     },
   };
 }

@@ -17,10 +17,10 @@ import { retentionStore } from './retention.js';
 import { storeContext } from './store-context.js';
 import { sandboxCreate } from './sandbox-create.js';
 import { sandboxWrites } from './sandbox-writes.js';
-import { sandboxOutcomeWrites } from './sandbox-outcomes.js';
-import { operationWrites } from './operation-writes.js';
+import { sandboxEndWrites, sandboxOutcomeWrites } from './sandbox-outcomes.js';
+import { operationOutcomeWrite, operationWrites } from './operation-writes.js';
 import { lostSandboxWrites } from './lost-sandboxes.js';
-import { storeReads } from './store-reads.js';
+import { rootfsFloorQueries, storeReads, storeWaits } from './store-reads.js';
 import type { Store, StoreOptions } from './types.js';
 
 export { DELETED_REASON } from './sandbox-outcomes.js';
@@ -75,9 +75,13 @@ export async function openStore(options: StoreOptions): Promise<Store> {
     ...sandboxCreate(ctx),
     ...sandboxWrites(ctx),
     ...sandboxOutcomeWrites(ctx),
+    ...sandboxEndWrites(ctx),
     ...operationWrites(ctx),
+    ...operationOutcomeWrite(ctx),
     ...lostSandboxWrites(ctx),
     ...storeReads(ctx),
+    ...storeWaits(ctx),
+    ...rootfsFloorQueries(ctx),
 
     async ping() {
       await sql`select 1`.execute(db);
