@@ -68,12 +68,20 @@ const examples: DocExample[] = PAGES.flatMap((page) =>
 );
 let stack: StackProcess;
 let dataDir: string;
+/**
+ * npm's cache for the examples' commands, fresh each run, as on a new user's machine: `npx
+ * durable-sandbox` installs this checkout into npm's npx cache under a key made from the
+ * checkout's path, and does not link the bin again when package.json's `bin` moves, so a clone
+ * at a path an older checkout once used would run (and miss) that checkout's bin.
+ */
+let npmCache: string;
 /** The pages' addresses, rewritten to the stack's. */
 let rewrites: Array<[string, string]> = [];
 let ran = 0;
 
 beforeAll(async () => {
   dataDir = mkdtempSync(join(tmpdir(), 'durable-sandbox-docs-'));
+  npmCache = mkdtempSync(join(tmpdir(), 'durable-sandbox-docs-npm-'));
   stack = await startStackProcess({ ...DOCTEST_ENV, DATA_DIR: dataDir });
   const banner = stack.output();
   const temporal = /Temporal:\s+(\S+),/.exec(banner)?.[1];
@@ -101,6 +109,7 @@ afterAll(async () => {
     if (!stopped) stack.kill();
   }
   rmSync(dataDir, { recursive: true, force: true });
+  rmSync(npmCache, { recursive: true, force: true });
 }, 60_000);
 
 function rewrite(text: string): string {
@@ -124,6 +133,7 @@ function run(command: string, previousCode: number): Promise<{ code: number; out
         TOKEN: 'acme-token',
         OPERATOR_TOKEN: 'operator-token',
         NO_COLOR: '1',
+        npm_config_cache: npmCache,
       },
     });
     let output = '';
