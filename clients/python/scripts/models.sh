@@ -16,7 +16,7 @@ venv="$(bash "$here/scripts/venv.sh")"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 "$venv/bin/datamodel-codegen" \
-  --input "$root/api/openapi.json" --input-file-type openapi \
+  --input "$root/src/api/openapi.json" --input-file-type openapi \
   --output "$tmp/models.py" --output-model-type pydantic_v2.BaseModel \
   --target-python-version 3.10 --use-standard-collections --use-union-operator \
   --use-annotated --field-constraints --use-double-quotes --disable-timestamp --formatters builtin \

@@ -30,7 +30,7 @@ def test_models_py_is_what_the_generator_makes_of_api_openapi_json(tmp_path: Pat
 
 def test_the_document_generated_from_is_the_served_one(stack: Stack) -> None:
     served = httpx.get(f"{stack.url}/openapi.json").json()
-    assert served == json.loads((ROOT / "api" / "openapi.json").read_text())
+    assert served == json.loads((ROOT / "src" / "api" / "openapi.json").read_text())
 
 
 def test_every_error_code_of_the_document_has_its_class() -> None:
