@@ -29,6 +29,9 @@
  *   - `expiry`: lateness of expiring sandboxes (tools/bench/expiry.ts);
  *   - `pool`: a warm pool's claim beside a cold create and the one-activity floor, one at a time
  *     and at 50/s (tools/bench/pool.ts) -> bench-results/bench-pool-<time>.json;
+ *   - `claims`: the highest rate of warm claims held with p99 <= 1 s beside the rate the
+ *     claim's no-op shape holds, baseline beside candidate (tools/bench/claims.ts)
+ *     -> bench-results/bench-claims-<time>.json;
  *   - `list`: a page of `GET /v1/sandboxes` by label selector beside the unfiltered page, over
  *     100,000 sandboxes of one tenant, on SQLite and PostgreSQL (tools/bench/list.ts)
  *     -> bench-results/bench-list-<time>.json;
@@ -68,6 +71,7 @@ import { measureSplitProcesses } from './split.js';
 import { measureExpiry } from './expiry.js';
 import { measureList } from './list.js';
 import { measurePool } from './pool.js';
+import { measureClaims } from './claims.js';
 import { measureRetention } from './retention.js';
 import { measureTopologyThroughput } from './topology.js';
 import { errorText, finish, problems, writeResults } from './support.js';
@@ -181,6 +185,7 @@ const MODES: Record<string, (quick: boolean) => Promise<Record<string, unknown>>
   shapes: (quick) => measureShapes(quick),
   expiry: (quick) => measureExpiry(quick),
   pool: (quick) => measurePool(quick),
+  claims: (quick) => measureClaims(quick),
   list: (quick) => measureList(quick),
   retention: (quick) => measureRetention(quick),
   cpu: (quick) => measureCpu(quick),
@@ -193,7 +198,7 @@ function modeOf(args: string[]): string {
   const unknown = args.filter((arg) => !(arg.replace(/^--/, '') in MODES) && arg !== '--quick');
   if (unknown.length > 0)
     throw new Error(
-      `unknown argument ${unknown.join(' ')}; modes: real, floors, waits, goals, notify, replace, topology, noisy, split, shapes, expiry, pool, list, retention, cpu`,
+      `unknown argument ${unknown.join(' ')}; modes: real, floors, waits, goals, notify, replace, topology, noisy, split, shapes, expiry, pool, claims, list, retention, cpu`,
     );
   return named[0] ?? 'default';
 }
