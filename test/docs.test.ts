@@ -182,15 +182,35 @@ describe('failure codes in docs/api.md and src/api/openapi.json', () => {
 });
 
 describe('docs/testing.md, "Patch exit plan"', () => {
-  it('has a row for every patch constant of src/workflows/', () => {
+  /** The plan's rows: constant, id, and whether the call was removed (last cell `yes`). */
+  function planRows(): Array<{ name: string; id: string; removed: boolean }> {
     const plan = read('docs/testing.md')
       .split(/^### Patch exit plan$/m)[1]!
       .split(/^### /m)[0]!;
-    const rows = new Set([...plan.matchAll(/^\| `([A-Z_]+_PATCH)`/gm)].map((m) => m[1]));
-    const constants = sourceFiles('src/workflows').flatMap((file) =>
-      [...read(file).matchAll(/export const ([A-Z_]+_PATCH) =/g)].map((m) => m[1]),
+    return [...plan.matchAll(/^\| `([A-Z_]+_PATCH)` +\| `([a-z-]+)` +\|(.*)$/gm)].map((m) => ({
+      name: m[1]!,
+      id: m[2]!,
+      removed: m[3]!.split('|').at(-2)!.trim() === 'yes',
+    }));
+  }
+
+  it('has a row for every patch constant of src/workflows/, and no patch reuses a removed id', () => {
+    const rows = planRows();
+    expect(rows.length, 'the plan table lost its rows (or this parser its match)').toBeGreaterThan(
+      0,
     );
-    expect(constants.length).toBeGreaterThan(0);
-    expect([...rows].sort()).toEqual([...new Set(constants)].sort());
+    const constants = sourceFiles('src/workflows').flatMap((file) =>
+      [...read(file).matchAll(/export const ([A-Z_]+_PATCH) = '([^']+)'/g)].map((m) => ({
+        name: m[1]!,
+        id: m[2]!,
+      })),
+    );
+    const live = rows.filter((row) => !row.removed);
+    expect(
+      constants.filter((c) => !live.some((row) => row.name === c.name && row.id === c.id)),
+    ).toEqual([]);
+    expect(live.filter((row) => !constants.some((c) => c.name === row.name))).toEqual([]);
+    const removedIds = new Set(rows.filter((row) => row.removed).map((row) => row.id));
+    expect(constants.filter((c) => removedIds.has(c.id))).toEqual([]);
   });
 });

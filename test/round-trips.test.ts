@@ -27,6 +27,8 @@ interface HistoryCost {
   workflowTasks: number;
   activityTasks: string[];
   localActivities: number;
+  /** `core_patch` markers and the SDK's `TemporalChangeVersion` upserts that go with them. */
+  patchEvents: number;
 }
 
 async function historyCost(diskMib: number): Promise<HistoryCost> {
@@ -42,6 +44,13 @@ async function historyCost(diskMib: number): Promise<HistoryCost> {
       .map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? ''),
     localActivities: events.filter(
       (e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity',
+    ).length,
+    patchEvents: events.filter(
+      (e) =>
+        e.markerRecordedEventAttributes?.markerName === 'core_patch' ||
+        e.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields?.[
+          'TemporalChangeVersion'
+        ] !== undefined,
     ).length,
   };
 }
@@ -82,6 +91,8 @@ describe('round trips per create', () => {
       // admitCreate, retireExecution: the outcome was recorded at the decision
       // (src/verdict/outcome-at-decision.ts), so no recordOperationOutcome
       localActivities: 2,
+      // the patches were retired (docs/testing.md, "Patch exit plan")
+      patchEvents: 0,
     });
     expect(await eagerDispatches(3)).toBe(3);
 
@@ -91,6 +102,7 @@ describe('round trips per create', () => {
       activityTasks: ['createPod', 'awaitPodReady', 'markSandboxRunning'],
       // admitCreate, inside the first workflow task
       localActivities: 1,
+      patchEvents: 0,
     });
     expect(await eagerDispatches(6)).toBe(6);
   });

@@ -3,7 +3,7 @@
  * of RELEASE_BEFORE (tools/release-before.ts), runs that checkout's own embedded stack
  * (`tools/start.ts`: its API, worker, dev server and simulated cluster, all the old code),
  * drives one create down every branch of the create workflow over its HTTP API, and writes the
- * history of every workflow type that holds a patch or may run for days
+ * history of every create and delete branch and of the workflows that may run for days
  * (`RECORDED_HISTORIES`) to `test/fixtures/<commit, 7 hex>/<name>.history.json`.
  *
  *     npx tsx tools/record-histories.ts            # the commit of RELEASE_BEFORE

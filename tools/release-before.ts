@@ -91,8 +91,9 @@ export function checkoutRelease(commit: string): ReleaseCheckout {
 /**
  * The histories tools/record-histories.ts records of the release before, by fixture file name
  * (`<name>.history.json`); test/replay.test.ts requires them all. Every branch of the create
- * workflow, the delete's (both hold patches), and the lifetime and warm-pool workflows while they
- * wait (they run for days, so a worker of the next release meets them mid-flight).
+ * workflow, the delete's (the next release's worker may meet them mid-flight for minutes to an
+ * hour), and the lifetime and warm-pool workflows while they wait (they run for days, so they
+ * cross every upgrade).
  */
 export const RECORDED_HISTORIES = [
   'create-sandbox-running',

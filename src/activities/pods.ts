@@ -62,11 +62,6 @@ export interface PodActivityDeps {
    * informers: it completes the waits this activity leaves asynchronous.
    */
   decider: ReadinessDecider;
-  /**
-   * How often a wait scheduled by the release before (with a heartbeat timeout) heartbeats, in
-   * ms (default HEARTBEAT_INTERVAL_MS, 1000).
-   */
-  heartbeatIntervalMs?: number;
   /** Create and watch metrics (src/activities/metrics.ts); optional. */
   metrics?: CreateMetrics;
   /** The worker's informer of warm pool pods, when its catalog has a pool (src/activities/warm-pool-pods.ts). */

@@ -11,13 +11,12 @@ import { ApplicationFailure, CompleteAsyncError } from '@temporalio/common';
 import type { PodRef } from '../kubernetes/pods.js';
 import type { SandboxInformers } from '../kubernetes/sandbox-informers.js';
 import type { Store } from '../store/index.js';
-import { readinessWaitActivityId, type WaitPlacement } from '../../contract/index.js';
-import { whileHeartbeating } from '../temporal/heartbeat.js';
+import type { WaitPlacement } from '../../contract/index.js';
 import { activeSpanContext } from '../tracing/spans.js';
 import { readinessFailure, readinessFailureLog } from './create-failure.js';
 import { failureAtDecision, floorLearning, outcomeRecordedField } from './outcome-at-decision.js';
 import type { ReadinessDecider } from './readiness-decider.js';
-import { awaitPodReady, cachedOutcome, type ReadinessOutcome } from './readiness-watch.js';
+import { cachedOutcome, type ReadinessOutcome } from './readiness-watch.js';
 import { floorFields } from './rootfs-floor-evidence.js';
 
 /** Dependencies of the readiness wait: a worker's (src/activities/pods.ts `PodActivityDeps`). */
@@ -29,11 +28,6 @@ export interface ReadinessWaitDeps {
   informers: SandboxInformers;
   /** The worker's decider, over the same informers: it completes the waits left asynchronous. */
   decider: ReadinessDecider;
-  /**
-   * How often a wait scheduled by the release before (with a heartbeat timeout) heartbeats, in
-   * ms (default HEARTBEAT_INTERVAL_MS, 1000).
-   */
-  heartbeatIntervalMs?: number;
 }
 
 /** Input of `awaitPodReady`. It has no deadline: the workflow's deadline timer cancels it. */
@@ -68,10 +62,8 @@ export function readinessWaitActivities(deps: ReadinessWaitDeps) {
      * outcome, and otherwise completes asynchronously (`CompleteAsyncError`: no slot held, no
      * heartbeat, nothing recorded). Any worker's {@link ReadinessDecider} then completes or fails
      * it by workflow id and activity id (contract/readiness-wait.ts) on the pod's decisive change.
-     *
-     * An attempt scheduled with a heartbeat timeout (by a workflow started before this design,
-     * whose wait must heartbeat), or under another activity id than the pod's (no worker could
-     * complete it by id), waits in this process instead, until the outcome or its cancellation.
+     * The workflow schedules it under the pod's activity id and with no heartbeat timeout
+     * (src/workflows/create-step-options.ts `readinessWait`), as every release from 68490f8 on.
      * @returns the pod IP
      * @throws ApplicationFailure `InvalidRequest` (non-retryable) when the node refused the pod
      *   as invalid; its message names the node's reason and its details are
@@ -83,13 +75,9 @@ export function readinessWaitActivities(deps: ReadinessWaitDeps) {
      * @throws ApplicationFailure `NodeRefused` / `Unschedulable` (non-retryable) for a wait with
      *   `placement`: the node refused with a `replace_on` code, or no node can take the pod
      * @throws CompleteAsyncError when the outcome is not known yet (the decider completes it)
-     * @throws CancelledFailure when an in-process wait was cancelled
      */
     async awaitPodReady(input: AwaitPodReadyInput): Promise<AwaitPodReadyResult> {
       const { info } = Context.current();
-      if (info.heartbeatTimeoutMs || info.activityId !== readinessWaitActivityId(input.pod.uid)) {
-        return waitInProcess(deps, input);
-      }
       const outcome = cachedOutcome(
         deps.informers,
         input.pod,
@@ -139,34 +127,6 @@ export function readinessWaitActivities(deps: ReadinessWaitDeps) {
       throw new CompleteAsyncError();
     },
   };
-}
-
-/**
- * The wait of an attempt scheduled with a heartbeat timeout (by a workflow started before
- * "Waiting costs nothing"): follows the informers in this process while heartbeating, until the
- * outcome or the activity's cancellation.
- */
-async function waitInProcess(
-  deps: ReadinessWaitDeps,
-  input: AwaitPodReadyInput,
-): Promise<AwaitPodReadyResult> {
-  const { cancellationSignal } = Context.current();
-  const watch = awaitPodReady({
-    informers: deps.informers,
-    pod: input.pod,
-    signal: cancellationSignal,
-    bounds: deps.decider.bounds,
-  });
-  let outcome: ReadinessOutcome;
-  try {
-    outcome = await whileHeartbeating(watch, deps.heartbeatIntervalMs);
-  } catch (err) {
-    if (!cancellationSignal.aborted) throw err;
-    log.info('readiness wait cancelled');
-    // The SDK turns this into a CancelledFailure for the workflow.
-    throw cancellationSignal.reason ?? err;
-  }
-  return settleOutcome(outcome, input.pod);
 }
 
 /**

@@ -83,8 +83,8 @@ export async function buildTemporalWorker(options: TemporalWorkerOptions): Promi
     maxConcurrentActivityTaskExecutions:
       options.maxConcurrentActivities ?? MAX_CONCURRENT_ACTIVITIES,
     maxCachedWorkflows: options.maxCachedWorkflows ?? DEFAULT_MAX_CACHED_WORKFLOWS,
-    // Cancellation reaches a heartbeating activity (a delete's wait for its create; a wait of
-    // the release before) only with a heartbeat answer: keep that answer quick.
+    // Cancellation reaches a heartbeating activity (a delete's wait for its create) only with a
+    // heartbeat answer: keep that answer quick.
     maxHeartbeatThrottleInterval: '2 seconds',
     shutdownGraceTime: options.shutdownGraceTimeMs ?? 2_000,
   });

@@ -9,14 +9,13 @@
  * the deadline, a warm claim or the placements: create the pod, wait for its IP, mark the sandbox
  * running), then the compensation (publish the outcome, undo, retire). How each step is called
  * (timeouts, retries, cancellation): src/workflows/create-step-options.ts; how a failure becomes the
- * outcome: src/workflows/create-failures.ts; the patches passed here: src/workflows/create-patches.ts.
+ * outcome: src/workflows/create-failures.ts.
  *
  * Deterministic: no I/O, time only from the workflow API.
  */
 import {
   ApplicationFailure,
   CancellationScope,
-  deprecatePatch,
   log,
   sleep,
   upsertSearchAttributes,
@@ -49,16 +48,6 @@ import {
   retiredWhileStarting,
   type CreateOutcome,
 } from './create-failures.js';
-import {
-  ASYNC_READINESS_WAIT_PATCH,
-  CREATE_RESULT_FIELDS_PATCH,
-  DELETE_LEFT_TO_SWEEPER_PATCH,
-  OUTCOME_AT_DECISION_PATCH,
-  READINESS_WAIT_BY_ID_PATCH,
-  RE_PLACEMENT_PATCH,
-  WARM_POOL_PATCH,
-  WORKER_ADMISSION_PATCH,
-} from './create-patches.js';
 import {
   admissionStep,
   compensationStep,
@@ -147,7 +136,6 @@ interface CreateProgress {
  *   written and no pod made
  */
 async function admit(input: CreateSandboxInput): Promise<void> {
-  deprecatePatch(WORKER_ADMISSION_PATCH);
   try {
     await CancellationScope.nonCancellable(() =>
       admissionStep(input.deadlineMs).admitCreate({
@@ -214,10 +202,8 @@ async function runSteps(
   input: CreateSandboxInput,
   progress: CreateProgress,
 ): Promise<CreateSandboxResult> {
-  if (input.placement) deprecatePatch(RE_PLACEMENT_PATCH);
   const policy = input.placement;
   if (input.warmPool) {
-    deprecatePatch(WARM_POOL_PATCH);
     const claimed = await claimWarmPod(input, progress);
     if (claimed) return claimed;
   }
@@ -340,10 +326,7 @@ async function awaitPodIp(
   pod: PodRef,
   placed: { placement: number; policy: PlacementPolicy } | undefined,
 ): Promise<string> {
-  deprecatePatch(OUTCOME_AT_DECISION_PATCH);
   progress.waitScheduled = true;
-  deprecatePatch(ASYNC_READINESS_WAIT_PATCH);
-  deprecatePatch(READINESS_WAIT_BY_ID_PATCH);
   const { podIp } = await readinessWait(input.deadlineMs, pod.uid).awaitPodReady({
     operationId: input.operationId,
     sandboxId: input.sandboxId,
@@ -459,7 +442,6 @@ function withCreateFields(
   result: CreateSandboxResult,
 ): CreateSandboxResult {
   if (input.labels === undefined && input.ttl === undefined) return result;
-  deprecatePatch(CREATE_RESULT_FIELDS_PATCH);
   return {
     ...result,
     ...(input.labels !== undefined ? { labels: { ...input.labels } } : {}),
@@ -549,7 +531,6 @@ async function compensate(
 function deletePodToUndo(
   args: Omit<Parameters<typeof compensationStep.deletePod>[0], 'leaveToSweeper'>,
 ) {
-  deprecatePatch(DELETE_LEFT_TO_SWEEPER_PATCH);
   return compensationStep.deletePod({ ...args, leaveToSweeper: true });
 }
 

@@ -13,7 +13,6 @@ import {
   ApplicationFailure,
   CancellationScope,
   getExternalWorkflowHandle,
-  deprecatePatch,
   log,
   proxyActivities,
 } from '@temporalio/workflow';
@@ -40,17 +39,9 @@ const deletionStep = proxyActivities<CreateActivities>({
 });
 
 /**
- * The patch of "What the worker trusts" (docs/security.md): the delete first checks its input
- * against the store (src/activities/admission.ts), so a delete started by anyone but the API cancels
- * nothing, deletes no pod and writes nothing. Deprecated: every delete admits, and only records
- * the marker (the release before records it in every delete). The same id as the create's
- * (src/workflows/create-patches.ts `WORKER_ADMISSION_PATCH`), in another workflow type's histories.
- * Exit plan: docs/testing.md, "Patch exit plan".
- */
-export const DELETE_ADMISSION_PATCH = 'worker-admission';
-
-/**
- * Admits the delete, retried on the store's errors like every step of the delete.
+ * Admits the delete ("What the worker trusts", docs/security.md): checks its input against the
+ * store (src/activities/admission.ts), so a delete started by anyone but the API cancels nothing,
+ * deletes no pod and writes nothing. Retried on the store's errors like every step of the delete.
  * @throws ApplicationFailure `NotAdmitted` (non-retryable), with the admission's message
  */
 async function admit(input: DeleteSandboxInput): Promise<void> {
@@ -82,7 +73,6 @@ async function admit(input: DeleteSandboxInput): Promise<void> {
  */
 export async function deleteSandbox(input: DeleteSandboxInput): Promise<DeleteSandboxResult> {
   return CancellationScope.nonCancellable(async () => {
-    deprecatePatch(DELETE_ADMISSION_PATCH);
     await admit(input);
     if (input.cancelCreate) {
       try {

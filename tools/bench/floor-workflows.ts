@@ -5,20 +5,12 @@
 import {
   ApplicationFailure,
   CancellationScope,
-  deprecatePatch,
   proxyActivities,
   proxyLocalActivities,
   sleep,
   upsertSearchAttributes,
 } from '@temporalio/workflow';
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
-import {
-  ASYNC_READINESS_WAIT_PATCH,
-  DELETE_LEFT_TO_SWEEPER_PATCH,
-  OUTCOME_AT_DECISION_PATCH,
-  READINESS_WAIT_BY_ID_PATCH,
-  WORKER_ADMISSION_PATCH,
-} from '../../src/workflows/create-patches.js';
 
 /** The no-op activities of the floors (tools/bench/outcomes.ts implements them). */
 export interface FloorActivities {
@@ -82,31 +74,6 @@ interface ShapeElements {
   upserts: boolean;
   /** The create's deadline timer (30 min, cancelled at the refusal). */
   deadlineTimer: boolean;
-  /**
-   * The patches a refused create passes today (src/workflows/create-sandbox.ts), each where the
-   * product passes it: each adds a `MarkerRecorded` and the SDK's `TemporalChangeVersion` upsert
-   * (docs/architecture.md, "Round trips per create"), until the patch exit plan removes it
-   * (docs/testing.md). Off in `floorRefusalShape`, which is the refusal's shape without them.
-   */
-  patches?: boolean;
-}
-
-/**
- * The patches a refused create passes, by the workflow task that passes them: admission's in the
- * first; the readiness wait's (async, by id, outcome at the decision) in the second; the
- * compensation delete's in the third. The product's own ids: the TemporalChangeVersion upsert
- * carries all ids so far, so their length counts.
- */
-const REFUSAL_PATCHES = [
-  [WORKER_ADMISSION_PATCH],
-  [ASYNC_READINESS_WAIT_PATCH, READINESS_WAIT_BY_ID_PATCH, OUTCOME_AT_DECISION_PATCH],
-  [DELETE_LEFT_TO_SWEEPER_PATCH],
-] as const;
-
-/** Passes the patches of workflow task `task` (0-based) of a refusal, when `keep` says so. */
-function passPatches(keep: ShapeElements, task: 0 | 1 | 2): void {
-  if (!keep.patches) return;
-  for (const id of REFUSAL_PATCHES[task]) deprecatePatch(id);
 }
 
 /**
@@ -118,13 +85,11 @@ function passPatches(keep: ShapeElements, task: 0 | 1 | 2): void {
  * @throws ApplicationFailure `InvalidRequest` (non-retryable), always
  */
 async function refusalShape(keep: ShapeElements): Promise<void> {
-  passPatches(keep, 0);
   if (keep.localActivities) await local.step();
   const deadline = new CancellationScope();
   if (keep.deadlineTimer) void deadline.run(() => sleep('30 minutes')).catch(() => undefined);
   await step();
   if (keep.upserts) upsertSearchAttributes([{ key: CreatePhaseKey, value: 'waiting_for_ip' }]);
-  passPatches(keep, 1);
   try {
     await refuse();
   } catch {
@@ -134,7 +99,6 @@ async function refusalShape(keep: ShapeElements): Promise<void> {
         { key: CreatePhaseKey, value: 'compensating' },
         { key: FailureCodeKey, value: 'invalid_request' },
       ]);
-    passPatches(keep, 2);
     await step();
     if (keep.localActivities) await local.step();
     if (keep.upserts) upsertSearchAttributes([{ key: CreatePhaseKey, value: 'finished' }]);
@@ -150,14 +114,6 @@ const ALL: ShapeElements = { localActivities: true, upserts: true, deadlineTimer
  */
 export async function floorRefusalShape(): Promise<void> {
   await refusalShape(ALL);
-}
-
-/**
- * {@link floorRefusalShape} with the 5 patches a refused create passes today, 10 events more
- * (tools/bench/shapes.ts): the difference is what the patches cost until they leave.
- */
-export async function floorRefusalShapeWithPatches(): Promise<void> {
-  await refusalShape({ ...ALL, patches: true });
 }
 
 /** {@link floorRefusalShape} without its local activities (tools/bench/shapes.ts). */

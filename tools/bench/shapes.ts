@@ -6,10 +6,10 @@
  * cluster: every step is a no-op.
  *
  * Each round runs, `atOnce` at once, each floor of tools/bench/floor-workflows.ts: the refusal's
- * shape with the 5 patches it passes today (a marker and a TemporalChangeVersion upsert each),
- * the refusal's whole shape (3 activities, 2 local activities, the deadline timer, 3 upserts), the same
- * without its local activities, without its upserts, without its timer, its 3 activities alone,
- * and the one-failing-activity floor; figure: the bench process's CPU per workflow
+ * whole shape (3 activities, 2 local activities, the deadline timer, 3 upserts; no patch marker
+ * since the patches were retired, docs/testing.md "Patch exit plan"), the same without its local
+ * activities, without its upserts, without its timer, its 3 activities alone, and the
+ * one-failing-activity floor; figure: the bench process's CPU per workflow
  * (tools/bench/floor-cpu.ts). The difference between two rows is what the element costs.
  */
 import { loadavg } from 'node:os';
@@ -19,7 +19,6 @@ import { startFloors } from './outcomes.js';
 
 /** The floors measured, in this order each round. */
 const SHAPES = [
-  'floorRefusalShapeWithPatches',
   'floorRefusalShape',
   'floorRefusalShapeNoLocalActivities',
   'floorRefusalShapeNoUpserts',
