@@ -190,9 +190,11 @@ function rowsOf(f: Pick<CheckoutFigures, 'stack' | 'split' | 'floors'>) {
 /** The burst figures beside the table. */
 function burstLines(f: CheckoutFigures, sizes: typeof SIZES.quick): string[] {
   const refused = f.split.refused_create?.latency_ms;
+  const floorRefused = f.floors.refused_create?.latency_ms;
   const expiry = f.split.expiry?.latency_ms;
   return [
     `- ${sizes.atOnce} refused creates at once (API and worker apart), POST -> done: p50 ${refused?.p50} ms, p95 ${refused?.p95} ms (goal p95 <= 2000 ms)`,
+    `- ${sizes.atOnce} no-op refusal-shaped workflows at once on the same server, start -> result: p50 ${floorRefused?.p50} ms, p95 ${floorRefused?.p95} ms`,
     `- ${sizes.expiries} sandboxes with one expire_time: the last deleted ${expiry?.max} ms after it; ${sizes.expiries} no-op delete-shaped workflows from one instant: the last done ${f.floor_deletes_at_once_ms?.max} ms after (goal <= 1.5x)`,
     `- the stack's Temporal server, ms CPU/op: ${CPU_OPERATIONS.map((o) => `${o} ${f.stack[o]?.cpu_ms.temporal ?? 'n/a'}`).join(', ')}`,
   ];
