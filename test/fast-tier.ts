@@ -34,6 +34,7 @@ export const FAST_TESTS = [
   'test/placement-rules.test.ts',
   'test/refusal-bounds.test.ts',
   'test/refusal.test.ts',
+  'test/sdk-log-forwarder.test.ts',
   'test/statement-cache.test.ts',
   'test/topology-port-line.test.ts',
   'test/trace-missing.test.ts',
