@@ -9,6 +9,7 @@
  * test/support/stack.ts or api.ts) and takes seconds.
  */
 export const FAST_TESTS = [
+  'test/bench-cpu-rest.test.ts',
   'test/bench-goals.test.ts',
   'test/bench-service-env.test.ts',
   'test/bench-sizing.test.ts',
