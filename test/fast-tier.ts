@@ -9,6 +9,7 @@
  * test/support/stack.ts or api.ts) and takes seconds.
  */
 export const FAST_TESTS = [
+  'test/bench-cpu-rest.test.ts',
   'test/bench-goals.test.ts',
   'test/bench-service-env.test.ts',
   'test/bench-sizing.test.ts',
@@ -34,6 +35,7 @@ export const FAST_TESTS = [
   'test/placement-rules.test.ts',
   'test/refusal-bounds.test.ts',
   'test/refusal.test.ts',
+  'test/sdk-log-forwarder.test.ts',
   'test/statement-cache.test.ts',
   'test/topology-port-line.test.ts',
   'test/trace-missing.test.ts',

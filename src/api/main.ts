@@ -6,21 +6,15 @@
  * and close the connections (`api stopping`, then `api stopped`); a second signal a second later
  * forces the exit (src/process/shutdown-signals.ts). A failed start is one plain line on stderr
  * naming what failed and what to do, or a JSON line with LOG_FORMAT=json
- * (src/process/startup-failure.ts).
+ * (src/process/service-process.ts, src/process/startup-failure.ts).
  */
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
-import { ConfigError, DEV_TOKEN, loadConfig } from '../config/index.js';
+import { ConfigError, DEV_TOKEN } from '../config/index.js';
 import { createLogger } from '../process/logger.js';
+import { runServiceProcess, type ServiceStart } from '../process/service-process.js';
 import { onShutdownSignals } from '../process/shutdown-signals.js';
-import {
-  listenStep,
-  exitAfterStartupFailure,
-  reportStartupFailure,
-  startupStep,
-  storeStep,
-  temporalStep,
-} from '../process/startup-failure.js';
+import { listenStep, startupStep, storeStep, temporalStep } from '../process/startup-failure.js';
 import { createKubernetesClient } from '../kubernetes/client.js';
 import { openStore } from '../store/index.js';
 import { checkSearchAttributes } from '../temporal/search-attributes.js';
@@ -28,7 +22,6 @@ import { createApp } from './app.js';
 import { listenApi } from './http-server.js';
 import { apiRegistry } from './metrics.js';
 import { collectProcessMetrics } from '../process/process-metrics.js';
-import { tracingRequested } from '../tracing/spans.js';
 import { tracingClientInterceptors } from '../tracing/temporal.js';
 import { requireApiCredentials } from '../config/api-credentials.js';
 import {
@@ -38,18 +31,7 @@ import {
 
 const logger = createLogger('api');
 
-async function main(): Promise<void> {
-  // Before the server and the Temporal client exist: the SDK patches node's http server.
-  const tracing = tracingRequested()
-    ? (await import('../tracing/sdk.js')).startTracing({ serviceName: 'durable-sandbox-api' })
-    : undefined;
-  const config = loadConfig();
-  if (!config.temporalAddress) {
-    throw new ConfigError(
-      'TEMPORAL_ADDRESS',
-      'is required by `npm run api` (npm start runs its own)',
-    );
-  }
+async function main({ config, temporalAddress, tracing }: ServiceStart): Promise<void> {
   requireApiCredentials(config);
   const sqliteFile = join(config.dataDir, 'store.db');
   const store = await startupStep(storeStep(config, sqliteFile), () =>
@@ -59,7 +41,6 @@ async function main(): Promise<void> {
       webhookSecretKeys: config.webhooks.secretKeys,
     }),
   );
-  const temporalAddress = config.temporalAddress;
   for (const warning of temporalConnectionWarnings(temporalAddress, config.temporalCredentials)) {
     logger.warn({ temporal: temporalAddress }, warning);
   }
@@ -76,7 +57,7 @@ async function main(): Promise<void> {
   const attributes = await checkSearchAttributes(
     connection,
     config.temporalNamespace,
-    config.temporalAddress,
+    temporalAddress,
   );
   if (attributes.problem) throw new ConfigError('TEMPORAL_NAMESPACE', attributes.problem);
   // The cluster /readyz and creates check (src/api/readiness.ts): KUBECONFIG, or in the cluster.
@@ -96,7 +77,7 @@ async function main(): Promise<void> {
   const server = await startupStep(listenStep('PORT', config.port), () =>
     listenApi(app, { port: config.port, keepAliveTimeoutMs: config.httpKeepAliveTimeoutMs }),
   );
-  logger.info({ port: config.port, temporal: config.temporalAddress }, 'api listening');
+  logger.info({ port: config.port, temporal: temporalAddress }, 'api listening');
   if (config.devToken)
     logger.warn(
       { token: DEV_TOKEN },
@@ -128,7 +109,4 @@ async function main(): Promise<void> {
   });
 }
 
-main().catch((err: unknown) => {
-  reportStartupFailure({ role: 'api', err, logger });
-  exitAfterStartupFailure();
-});
+runServiceProcess({ role: 'api', logger }, main);

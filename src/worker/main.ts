@@ -5,23 +5,16 @@
  * no more tasks, and running activities get the shutdown grace time, then see cancellation; a
  * second signal a second later forces the exit (src/process/shutdown-signals.ts). A failed start is
  * one plain line on stderr naming what failed and what to do, or a JSON line with
- * LOG_FORMAT=json (src/process/startup-failure.ts).
+ * LOG_FORMAT=json (src/process/service-process.ts, src/process/startup-failure.ts).
  */
 import { join } from 'node:path';
-import { ConfigError, loadConfig } from '../config/index.js';
 import { createLogger } from '../process/logger.js';
+import { runServiceProcess, type ServiceStart } from '../process/service-process.js';
 import { onShutdownSignals } from '../process/shutdown-signals.js';
-import {
-  kubernetesStep,
-  exitAfterStartupFailure,
-  reportStartupFailure,
-  startupStep,
-  storeStep,
-} from '../process/startup-failure.js';
+import { kubernetesStep, startupStep, storeStep } from '../process/startup-failure.js';
 import { createKubernetesClient } from '../kubernetes/client.js';
 import { openStore } from '../store/index.js';
 import { serveWorker, type ServedWorker } from './serve.js';
-import { tracingRequested } from '../tracing/spans.js';
 
 const logger = createLogger('worker');
 let served: ServedWorker | undefined;
@@ -46,18 +39,7 @@ onShutdownSignals({
   },
 });
 
-async function main(): Promise<void> {
-  // Before the worker is built: it adds the tracing interceptors and sinks when the SDK runs.
-  const tracing = tracingRequested()
-    ? (await import('../tracing/sdk.js')).startTracing({ serviceName: 'durable-sandbox-worker' })
-    : undefined;
-  const config = loadConfig();
-  if (!config.temporalAddress) {
-    throw new ConfigError(
-      'TEMPORAL_ADDRESS',
-      'is required by `npm run worker` (npm start runs its own)',
-    );
-  }
+async function main({ config, temporalAddress, tracing }: ServiceStart): Promise<void> {
   const kubernetes = await startupStep(kubernetesStep(config.kubeconfig), async () =>
     createKubernetesClient({
       kubeconfigPath: config.kubeconfig,
@@ -74,14 +56,14 @@ async function main(): Promise<void> {
   );
   served = await serveWorker({
     config,
-    temporalAddress: config.temporalAddress,
+    temporalAddress,
     kubernetes,
     store,
     logger,
   });
   logger.info(
     {
-      temporal: config.temporalAddress,
+      temporal: temporalAddress,
       task_queue: config.taskQueue,
       namespace: config.sandboxNamespace,
       metrics_port: config.metricsPort,
@@ -97,9 +79,5 @@ async function main(): Promise<void> {
   }
 }
 
-main().catch((err: unknown) => {
-  // After the start, a failure (the worker's run ends in error) is a log line like any other.
-  if (served) logger.fatal({ err }, 'worker failed');
-  else reportStartupFailure({ role: 'worker', err, logger });
-  exitAfterStartupFailure();
-});
+// After the start, a failure (the worker's run ends in error) is a log line like any other.
+runServiceProcess({ role: 'worker', logger, started: () => served !== undefined }, main);

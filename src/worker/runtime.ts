@@ -63,7 +63,9 @@ const SEVERITY: LogLevel[] = ['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR'];
  * A DefaultLogger sink that writes SDK log entries to pino: our code's lines (`sdkComponent`
  * `workflow` or `activity`) from `info` up, the SDK's own from `sdkLevel` up; a line marked as
  * an expected failure's (src/workflows/expected-failure-logs.ts) at debug. The meta (the
- * activity's or workflow's attributes and the call's fields) becomes the line's fields.
+ * activity's or workflow's attributes and the call's fields) becomes the line's fields; a line
+ * below `logger`'s level (pino's `isLevelEnabled`) is dropped having read only `sdkComponent` and
+ * the expected-failure attribute of its meta, never copying the rest.
  */
 export function sdkLogForwarder(logger: Logger, sdkLevel: LogLevel) {
   return (entry: { level: LogLevel; message: string; meta?: Record<string, unknown> }): void => {
@@ -73,6 +75,8 @@ export function sdkLogForwarder(logger: Logger, sdkLevel: LogLevel) {
     const level =
       entry.meta?.[EXPECTED_FAILURE_LOG_ATTRIBUTE] !== undefined ? 'DEBUG' : entry.level;
     if (SEVERITY.indexOf(level) < least) return;
+    // Below pino's level the line is dropped: skip building its fields (a copy of the meta).
+    if (!logger.isLevelEnabled(PINO_LEVELS[level])) return;
     const fields = withSerializableErrors(entry.meta);
     delete fields.taskToken; // opaque and long; activityId and workflowId name the task
     if (!ours) fields.source = 'temporal-sdk';

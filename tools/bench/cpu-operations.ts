@@ -6,13 +6,15 @@
  * (tools/bench/floor-cpu.ts) over a window that opens when the operations are sent and closes
  * when they, and what they leave running (compensation, the pool's refill, the pods' deletes),
  * are done; what each needs first (running sandboxes, a full pool, one `expire_time`) is made
- * before the window.
+ * before the window, and the expiry's window waits for the processes to be back at rest after
+ * its extends (tools/bench/cpu-rest.ts).
  */
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { podNameFor } from '../../src/kubernetes/pod-spec.js';
 import { waitUntil } from '../wait-until.js';
 import type { CpuOperation } from './cpu-table.js';
-import { cpuMsPerOperation, type CpuMeter } from './floor-cpu.js';
+import { readRest, untilBackAtRest } from './cpu-rest.js';
+import { cpuMsPerOperation, type CpuMeter, type IdleReading } from './floor-cpu.js';
 import {
   api,
   atOnce,
@@ -21,6 +23,7 @@ import {
   FreshTemplates,
   isDone,
   problems,
+  sleep,
   summary,
   type Operation,
   type Summary,
@@ -182,6 +185,22 @@ async function deleteSandbox(base: string, sandboxId: string): Promise<number> {
 }
 
 /**
+ * Measures one operation: `burst` sends `count` of it and resolves when they are done, pushing
+ * their latencies; each meter's idle rate is `idle`'s, or read over the 3 s before the burst.
+ */
+type Measure = (
+  operation: CpuOperation,
+  count: number,
+  burst: (latencies: number[]) => Promise<unknown>,
+  idle?: IdleReading<string>,
+) => Promise<void>;
+
+/** How long the CPU may take to settle after the expiry's creates, in ms. */
+const CREATES_SETTLE_MS = 60_000;
+/** How long before `expire_time` the expiry's window opens, in ms. */
+const EXPIRY_WINDOW_LEAD_MS = 1_000;
+
+/**
  * Measures the five operations on `target`, `n` at once each (`expiries` for the expiry), after
  * one of each (but the expiry) to warm up.
  * @returns each operation's figures; an operation that threw is left out (its error in `problems`)
@@ -193,14 +212,10 @@ export async function measureOperations(
 ): Promise<Partial<Record<CpuOperation, OperationFigures>>> {
   const { base } = target;
   const figures: Partial<Record<CpuOperation, OperationFigures>> = {};
-  const measure = async (
-    operation: CpuOperation,
-    count: number,
-    burst: (latencies: number[]) => Promise<unknown>,
-  ) => {
+  const measure: Measure = async (operation, count, burst, idle) => {
     try {
       const latencies: number[] = [];
-      const cpu = await cpuMsPerOperation(count, target.meters, () => burst(latencies));
+      const cpu = await cpuMsPerOperation(count, target.meters, () => burst(latencies), idle);
       figures[operation] = { cpu_ms: cpu, latency_ms: summary(latencies) };
       console.log(
         `  ${target.label}: ${operation}, ${count} at once: CPU ms/op ${JSON.stringify(cpu)}, latency ${JSON.stringify(figures[operation].latency_ms)}`,
@@ -246,20 +261,42 @@ export async function measureOperations(
 }
 
 /**
- * The expiry: `count` sandboxes created running with a day's ttl and extended to one
- * `expire_time` 6 s ahead (before the window); the window opens 3 s before it (the idle
- * reading) and closes when none of them is `running` any more. Then every pod must be gone
- * and each sandbox read `deleted`.
+ * Waits until none of the expiry's sandboxes is `running` (a delete's last step marks it
+ * deleted), then pushes the ms from `expireAtMs` (epoch ms) to then. One list read a second
+ * (about 8 ms of the API's CPU each on a loaded machine), where listing the pods would cost the
+ * stack's simulated cluster a page of every pod each time.
  */
-async function measureExpiry(
-  target: CpuTarget,
-  count: number,
-  measure: (
-    operation: CpuOperation,
-    count: number,
-    burst: (latencies: number[]) => Promise<unknown>,
-  ) => Promise<void>,
-): Promise<void> {
+async function untilExpired(target: CpuTarget, expireAtMs: number, latencies: number[]) {
+  await waitUntil(
+    async () => {
+      const page = await json<{ sandboxes: unknown[] }>(
+        await api(
+          target.base,
+          `/v1/sandboxes?state=running&limit=1&label_selector=${EXPIRY_SELECTOR}`,
+        ),
+        200,
+        'the running list',
+      );
+      return page.sandboxes.length === 0;
+    },
+    {
+      timeoutMs: 300_000,
+      intervalMs: 1_000,
+      what: `${target.label}: every expired sandbox deleted`,
+    },
+  );
+  latencies.push(Date.now() - expireAtMs);
+}
+
+/**
+ * The expiry: `count` sandboxes created running with a day's ttl; the processes' rest rate read
+ * once their CPU has settled after the creates (tools/bench/cpu-rest.ts); every sandbox extended
+ * to one `expire_time` (30 s, and 50 ms a sandbox, ahead); the window opens 1 s before it, once
+ * the processes are back at rest (the extends' work in the worker and the Temporal server goes on
+ * after their answers), and closes when none of them is `running` any more. Each meter's idle
+ * rate is the rest rate. Then every pod must be gone and each sandbox read `deleted`.
+ */
+async function measureExpiry(target: CpuTarget, count: number, measure: Measure): Promise<void> {
   const { base } = target;
   const ids: string[] = [];
   for (let i = 0; i < count; i += 20) {
@@ -268,7 +305,12 @@ async function measureExpiry(
     );
     ids.push(...batch.map((b) => b.op.sandbox_id));
   }
-  const expireAtMs = Date.now() + 6_000 + count * 20;
+  const { rest, settled } = await readRest(target.meters, Date.now() + CREATES_SETTLE_MS);
+  if (!settled)
+    problems.push(
+      `cpu: ${target.label}: the CPU had not settled ${CREATES_SETTLE_MS} ms after the expiry's creates`,
+    );
+  const expireAtMs = Date.now() + 30_000 + count * 50;
   const expireTime = new Date(expireAtMs).toISOString();
   for (let i = 0; i < ids.length; i += 20) {
     await Promise.all(
@@ -282,29 +324,19 @@ async function measureExpiry(
       }),
     );
   }
-  if (Date.now() > expireAtMs - 3_500)
-    problems.push(`cpu: ${target.label}: the extends ended too close to expire_time`);
-  await measure('expiry', count, async (latencies) => {
-    // Done when no expiring sandbox is `running` (a delete's last step marks it deleted): one
-    // list read a second (about 8 ms of the API's CPU each on a loaded machine), where listing
-    // the pods would cost the stack's simulated cluster a page of every pod each time.
-    await waitUntil(
-      async () => {
-        const page = await json<{ sandboxes: unknown[] }>(
-          await api(base, `/v1/sandboxes?state=running&limit=1&label_selector=${EXPIRY_SELECTOR}`),
-          200,
-          'the running list',
-        );
-        return page.sandboxes.length === 0;
-      },
-      {
-        timeoutMs: 300_000,
-        intervalMs: 1_000,
-        what: `${target.label}: every expired sandbox deleted`,
-      },
+  const extendedAtMs = Date.now();
+  const opensAtMs = expireAtMs - EXPIRY_WINDOW_LEAD_MS;
+  if (await untilBackAtRest(target.meters, rest, opensAtMs)) {
+    console.log(
+      `  ${target.label}: back at rest ${Date.now() - extendedAtMs} ms after the extends' answers`,
     );
-    latencies.push(Date.now() - expireAtMs);
-  });
+  } else {
+    problems.push(
+      `cpu: ${target.label}: the extends' work still ran when the expiry's window opened`,
+    );
+  }
+  await sleep(Math.max(0, opensAtMs - Date.now()));
+  await measure('expiry', count, (latencies) => untilExpired(target, expireAtMs, latencies), rest);
   // Outside the window: every pod gone, every sandbox `deleted`.
   await untilGone(
     target,

@@ -39,23 +39,44 @@ export function perOperationMs(r: CpuReadings, n: number): number {
   return Math.round(ms * 10) / 10;
 }
 
+/** Each meter's CPU over a stretch of wall time in which nothing measured was sent. */
+export interface IdleReading<K extends string> {
+  /** CPU ms each meter used over the reading (NaN: its process is gone). */
+  cpuMs: Record<K, number>;
+  /** The reading's wall time, in ms. */
+  ms: number;
+}
+
+/** Reads every meter over `ms` (default 3 s) of wall time. */
+export async function readIdle<K extends string>(
+  meters: Record<K, CpuMeter>,
+  ms = IDLE_MS,
+): Promise<IdleReading<K>> {
+  const names = Object.keys(meters) as K[];
+  const fromMs = performance.now();
+  const from = names.map((name) => meters[name]());
+  await sleep(ms);
+  const to = names.map((name) => meters[name]());
+  const cpuMs = {} as Record<K, number>;
+  names.forEach((name, i) => (cpuMs[name] = to[i]! - from[i]!));
+  return { cpuMs, ms: performance.now() - fromMs };
+}
+
 /**
- * Reads every meter idle for 3 s, then around `burst` (which starts `n` operations and resolves
- * when they, and whatever they leave running, are done).
+ * Reads every meter around `burst` (which starts `n` operations and resolves when they, and
+ * whatever they leave running, are done), less each meter's idle rate: `idle`'s, or one read over
+ * the 3 s just before the burst when not given.
  * @returns per meter, its CPU per operation in ms ({@link perOperationMs})
  */
 export async function cpuMsPerOperation<K extends string>(
   n: number,
   meters: Record<K, CpuMeter>,
   burst: () => Promise<unknown>,
+  idle?: IdleReading<K>,
 ): Promise<Record<K, number>> {
   const names = Object.keys(meters) as K[];
+  const idleReading = idle ?? (await readIdle(meters));
   const read = () => names.map((name) => meters[name]());
-  const idleFromMs = performance.now();
-  const idleFrom = read();
-  await sleep(IDLE_MS);
-  const idleTo = read();
-  const idleMs = performance.now() - idleFromMs;
   const fromMs = performance.now();
   const from = read();
   await burst();
@@ -64,8 +85,8 @@ export async function cpuMsPerOperation<K extends string>(
   const result = {} as Record<K, number>;
   names.forEach((name, i) => {
     const readings = {
-      idleCpuMs: idleTo[i]! - idleFrom[i]!,
-      idleMs,
+      idleCpuMs: idleReading.cpuMs[name],
+      idleMs: idleReading.ms,
       burstCpuMs: to[i]! - from[i]!,
       burstMs,
     };

@@ -14,17 +14,16 @@
  * each store. Every answer is checked: 100 sandboxes (or all there are), each of the tenant and
  * matching the selector (contract/labels.ts `selectorMatches`).
  */
-import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { Insertable } from 'kysely';
-import pg from 'pg';
 import { numericLabelKey, parseLabelSelector, selectorMatches } from '../../contract/index.js';
 import { openDatabase } from '../../src/store/database.js';
 import { openStore, type Store, type StoreOptions } from '../../src/store/index.js';
 import type { SandboxLabelsTable, SandboxesTable } from '../../src/store/schema.js';
+import { benchDatabaseUrl, createBenchSchema } from './postgres-schema.js';
 import { problems, stamp, summary, type Summary } from './support.js';
 
 const LIMIT = 100;
@@ -234,34 +233,23 @@ export async function measureList(quick: boolean): Promise<Record<string, unknow
     rmSync(dir, { recursive: true, force: true });
   }
 
-  const url =
-    process.env.BENCH_DATABASE_URL || process.env.TEST_DATABASE_URL || process.env.DATABASE_URL;
+  const url = benchDatabaseUrl();
   if (!url) {
     results.postgres = 'not measured: set BENCH_DATABASE_URL (or TEST_DATABASE_URL)';
     console.log(`${stamp()} postgres: not measured (no BENCH_DATABASE_URL or TEST_DATABASE_URL)`);
     return results;
   }
-  const admin = new pg.Client({ connectionString: url });
-  await admin.connect();
-  const schema = `bench_list_${randomUUID().replaceAll('-', '')}`;
+  const schema = await createBenchSchema(url, 'bench_list');
   try {
-    await admin.query(`create schema ${schema}`);
-    const scoped = new URL(url);
-    scoped.searchParams.set('options', `-c search_path=${schema}`);
-    // As autovacuum's ANALYZE would after a bulk load.
     results.postgres = await measureStore(
       'postgres',
-      { databaseUrl: scoped.toString() },
+      { databaseUrl: schema.databaseUrl },
       count,
       calls,
-      async () => {
-        await admin.query(`analyze ${schema}.sandboxes`);
-        await admin.query(`analyze ${schema}.sandbox_labels`);
-      },
+      () => schema.analyze(['sandboxes', 'sandbox_labels']),
     );
   } finally {
-    await admin.query(`drop schema if exists ${schema} cascade`);
-    await admin.end();
+    await schema.drop();
   }
   return results;
 }

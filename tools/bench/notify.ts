@@ -34,6 +34,7 @@ import {
   type OperationNotifier,
 } from '../../src/store/operation-notifier.js';
 import { openStore } from '../../src/store/index.js';
+import { benchDatabaseUrl, createBenchSchema } from './postgres-schema.js';
 import { problems, sleep } from './support.js';
 
 const SECONDS = Number(process.env.BENCH_NOTIFY_SECONDS ?? 10);
@@ -92,13 +93,8 @@ interface Database {
 }
 
 async function openDatabase(url: string): Promise<Database> {
-  const schema = `bench_notify_${randomUUID().replaceAll('-', '')}`;
-  const admin = new pg.Client({ connectionString: url });
-  await admin.connect();
-  await admin.query(`create schema ${schema}`);
-  const scoped = new URL(url);
-  scoped.searchParams.set('options', `-c search_path=${schema}`);
-  const store = await openStore({ databaseUrl: scoped.toString() });
+  const schema = await createBenchSchema(url, 'bench_notify');
+  const store = await openStore({ databaseUrl: schema.databaseUrl });
   const ids: string[] = [];
   for (let i = 0; i < OPERATIONS; i++) {
     const suffix = randomUUID().replaceAll('-', '').slice(0, 20);
@@ -113,7 +109,7 @@ async function openDatabase(url: string): Promise<Database> {
     ids.push(id);
   }
   await store.close();
-  const pool = new pg.Pool({ connectionString: scoped.toString(), max: WRITERS });
+  const pool = new pg.Pool({ connectionString: schema.databaseUrl, max: WRITERS });
   const received = new Map<string, number>();
   const notifications = { count: 0 };
   const listeners = await Promise.all(
@@ -149,8 +145,7 @@ async function openDatabase(url: string): Promise<Database> {
       await notifier.close();
       await pool.end();
       for (const client of listeners) await client.end();
-      await admin.query(`drop schema ${schema} cascade`);
-      await admin.end();
+      await schema.drop();
     },
   };
 }
@@ -262,8 +257,7 @@ function show(run: Run, creates?: number): void {
 
 /** The mode: returns the results file's fields. */
 export async function measureNotify(): Promise<Record<string, unknown>> {
-  const url =
-    process.env.BENCH_DATABASE_URL || process.env.TEST_DATABASE_URL || process.env.DATABASE_URL;
+  const url = benchDatabaseUrl();
   if (!url) {
     throw new Error('bench notify needs BENCH_DATABASE_URL (or TEST_DATABASE_URL) = postgres://…');
   }

@@ -20,11 +20,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { sql, type Insertable } from 'kysely';
-import pg from 'pg';
 import { DEFAULT_RETENTION_BATCH_SIZE } from '../../src/config/retention.js';
 import { openDatabase } from '../../src/store/database.js';
 import { openStore, type StoreOptions } from '../../src/store/index.js';
 import type { ExecutionsTable, OperationsTable, SandboxesTable } from '../../src/store/schema.js';
+import { benchDatabaseUrl, createBenchSchema } from './postgres-schema.js';
 import { problems, stamp, summary, type Summary } from './support.js';
 
 const DAY_MS = 86_400_000;
@@ -243,35 +243,23 @@ export async function measureRetention(quick: boolean): Promise<Record<string, u
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
-  const url =
-    process.env.BENCH_DATABASE_URL || process.env.TEST_DATABASE_URL || process.env.DATABASE_URL;
+  const url = benchDatabaseUrl();
   if (!url) {
     results.postgres = 'not measured: set BENCH_DATABASE_URL (or TEST_DATABASE_URL)';
     return results;
   }
-  const admin = new pg.Client({ connectionString: url });
-  await admin.connect();
-  const schema = `bench_retention_${randomUUID().replaceAll('-', '')}`;
+  const schema = await createBenchSchema(url, 'bench_retention');
   try {
-    await admin.query(`create schema ${schema}`);
-    const scoped = new URL(url);
-    scoped.searchParams.set('options', `-c search_path=${schema}`);
     results.postgres = await measureBackend(
       'postgres',
-      { databaseUrl: scoped.toString() },
+      { databaseUrl: schema.databaseUrl },
       rows,
       seconds,
       batchSize,
-      // As autovacuum's ANALYZE would after a bulk load.
-      async () => {
-        for (const table of ['sandboxes', 'executions', 'operations']) {
-          await admin.query(`analyze ${schema}.${table}`);
-        }
-      },
+      () => schema.analyze(['sandboxes', 'executions', 'operations']),
     );
   } finally {
-    await admin.query(`drop schema if exists ${schema} cascade`);
-    await admin.end();
+    await schema.drop();
   }
   return results;
 }
