@@ -5,7 +5,8 @@
  * claims: `claims`"). For each checkout of the run (the baseline at BASELINE_DIR, then this one;
  * tools/bench/checkouts.ts): its API and worker as two processes (tools/bench/process-rig.ts) on
  * a SQLite store, a simulated cluster whose node answers a new pod after NODE_DELAY_MS, and a
- * template `warm` with a pool big enough for the top rung. The ladder (tools/bench/held-rate.ts)
+ * template `warm` with a pool of 500 pods (the most a pool may hold: the top rung also needs its
+ * refill). The ladder (tools/bench/held-rate.ts)
  * sends synchronous creates with the pool's resources (`POST /sync/v1/sandboxes` -> 201 on a
  * `warm-warm-…` pod; one that goes cold or fails counts as not answered), the pool full again
  * before each rung. Then, on this checkout's dev server with its worker idle, the same ladder of
@@ -32,7 +33,7 @@ const FLOOR_SHARE = 0.8;
 
 /** The ladder's rungs (per s), seconds per rung, and the pool's size (`--quick`: a trial). */
 const RUN = {
-  full: { rates: [10, 20, 30, 40, 50], seconds: 20, pool: 1_000, maxPending: 200 },
+  full: { rates: [10, 20, 30, 40, 50], seconds: 20, pool: 500, maxPending: 200 },
   quick: { rates: [10, 50], seconds: 3, pool: 150, maxPending: 100 },
 } as const;
 type Run = (typeof RUN)[keyof typeof RUN];
