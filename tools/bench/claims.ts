@@ -4,8 +4,8 @@
  * 50/s with p99 <= 1 s, otherwise a held rate >= 0.8x the floor's; docs/benchmarks.md, "Warm
  * claims: `claims`"). For each checkout of the run (the baseline at BASELINE_DIR, then this one;
  * tools/bench/checkouts.ts): its API and worker as two processes (tools/bench/process-rig.ts) on
- * a SQLite store, a simulated cluster whose node answers a new pod after NODE_DELAY_MS, and a
- * template `warm` with a pool of 500 pods (the most a pool may hold: the top rung also needs its
+ * a SQLite store, a simulated cluster whose node answers a new pod after 300 ms, and a
+ * template `warm` (tools/bench/warm-pool-rig.ts) with a pool of 500 pods (the most a pool may hold: the top rung also needs its
  * refill). The ladder (tools/bench/held-rate.ts)
  * sends synchronous creates with the pool's resources (`POST /sync/v1/sandboxes` -> 201 on a
  * `warm-warm-…` pod; one that goes cold or fails counts as not answered), the pool full again
@@ -17,14 +17,8 @@ import { loadavg } from 'node:os';
 import { checkoutsOfRun, type Checkout } from './checkouts.js';
 import { climbRates, highestHeld, type RateStep } from './held-rate.js';
 import { startFloors } from './outcomes.js';
-import { ProcessRig } from './process-rig.js';
 import { api, errorText, problems } from './support.js';
-import { waitUntil } from '../wait-until.js';
-
-const NAMESPACE = 'sandboxes';
-const TEMPLATE = 'warm';
-const NODE_DELAY_MS = 300;
-const RESOURCES = { cpu: 1, memory_mib: 256, disk_mib: 2048 };
+import { startWarmPoolRig, untilPoolFull, WARM_RESOURCES, WARM_TEMPLATE } from './warm-pool-rig.js';
 /** The goal's bound on each rung's p99, ms. */
 const P99_BOUND_MS = 1_000;
 /** The goal's rate, per s, and the share of the floor's held rate a miss must still reach. */
@@ -43,39 +37,13 @@ async function warmClaim(base: string): Promise<number> {
   const startedAtMs = performance.now();
   const response = await api(base, '/sync/v1/sandboxes', {
     method: 'POST',
-    body: JSON.stringify({ template: TEMPLATE, resources: RESOURCES }),
+    body: JSON.stringify({ template: WARM_TEMPLATE, resources: WARM_RESOURCES }),
   });
   const text = await response.text();
   const ms = performance.now() - startedAtMs;
   if (response.status !== 201) return NaN;
   const pod = (JSON.parse(text) as { pod?: { name?: string } }).pod?.name ?? '';
-  return pod.startsWith(`warm-${TEMPLATE}-`) ? ms : NaN;
-}
-
-/** Resolves when the pool's ready, unclaimed pods on the simulated apiserver number `size`. */
-async function untilPoolFull(rig: ProcessRig, size: number): Promise<void> {
-  await waitUntil(
-    async () => {
-      const response = await fetch(
-        `${rig.cluster.url}/api/v1/namespaces/${NAMESPACE}/pods?labelSelector=` +
-          encodeURIComponent(`durable-sandbox.dev/warm-pool=${TEMPLATE}`),
-      );
-      const list = (await response.json()) as {
-        items: Array<{
-          status?: { podIP?: string };
-          metadata?: { deletionTimestamp?: string; labels?: Record<string, string> };
-        }>;
-      };
-      const ready = list.items.filter(
-        (p) =>
-          p.status?.podIP &&
-          !p.metadata?.deletionTimestamp &&
-          !p.metadata?.labels?.['durable-sandbox.dev/sandbox-id'],
-      ).length;
-      return ready >= size;
-    },
-    { timeoutMs: 900_000, intervalMs: 500, what: `claims: ${size} ready warm pods` },
-  );
+  return pod.startsWith(`warm-${WARM_TEMPLATE}-`) ? ms : NaN;
 }
 
 /** One checkout's ladder, and (for the last checkout) the floor's on its dev server. */
@@ -84,20 +52,12 @@ async function climbCheckout(
   run: Run,
   withFloor: boolean,
 ): Promise<{ claims: RateStep[]; floor?: RateStep[] }> {
-  const rig = await ProcessRig.start({
+  const rig = await startWarmPoolRig({
     label: `claims-${checkout.label}`,
     checkout,
-    cluster: { startupDelayMs: NODE_DELAY_MS, rootfsMib: { [TEMPLATE]: 451 } },
-    namespace: NAMESPACE,
-    env: {
-      SANDBOX_TEMPLATES: JSON.stringify({
-        [TEMPLATE]: {
-          image: 'ghcr.io/durable-sandbox/base:1',
-          warm_pool: { size: run.pool, resources: RESOURCES, max_pending: run.maxPending },
-        },
-      }),
-      OTEL_TRACES_EXPORTER: 'none',
-    },
+    size: run.pool,
+    maxPending: run.maxPending,
+    env: { OTEL_TRACES_EXPORTER: 'none' },
   });
   try {
     console.log(`claims: ${checkout.label}: filling a pool of ${run.pool}`);

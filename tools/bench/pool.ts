@@ -17,32 +17,26 @@
  *   latency, and how many were claimed and how many found the pool empty and went cold.
  */
 import { loadavg } from 'node:os';
-import { ProcessRig } from './process-rig.js';
+import { tailOf } from './held-rate.js';
 import { startFloors } from './outcomes.js';
 import { sumOf } from './prometheus.js';
-import { api, cpuMs, problems, sleep, summary, type Summary } from './support.js';
+import { api, cpuMs, problems, sleep } from './support.js';
+import {
+  readyWarmPods,
+  startWarmPoolRig,
+  WARM_NODE_DELAY_MS as NODE_DELAY_MS,
+  WARM_RESOURCES as RESOURCES,
+  WARM_TEMPLATE as TEMPLATE,
+} from './warm-pool-rig.js';
 import { waitUntil } from '../wait-until.js';
 
-const NAMESPACE = 'sandboxes';
-const TEMPLATE = 'warm';
-const NODE_DELAY_MS = 300;
 const POOL = { size: 500, maxPending: 100 } as const;
-const RESOURCES = { cpu: 1, memory_mib: 256, disk_mib: 2048 };
 
 /** One-at-a-time rounds, and the open loop's rate (per s) and seconds (`--quick`: a trial). */
 const RUN = {
   full: { rounds: 40, rate: 50, seconds: 30 },
   quick: { rounds: 8, rate: 50, seconds: 5 },
 } as const;
-
-/** A summary with p99 too. */
-type Tail = Summary & { p99: number };
-
-function tail(values: number[]): Tail {
-  const sorted = values.filter(Number.isFinite).sort((a, b) => a - b);
-  const p99 = sorted[Math.min(sorted.length - 1, Math.ceil(0.99 * sorted.length) - 1)] ?? NaN;
-  return { ...summary(values), p99: Math.round(p99 * 10) / 10 };
-}
 
 /** One synchronous create: ms from the POST to its answer, and whether it claimed a warm pod. */
 async function syncCreate(
@@ -65,18 +59,6 @@ async function syncCreate(
   return { ms, warm: pod.startsWith(`warm-${TEMPLATE}-`), status: 201 };
 }
 
-/** The pool's ready, unclaimed pods on the simulated apiserver. */
-async function readyWarmPods(rig: ProcessRig): Promise<number> {
-  const response = await fetch(
-    `${rig.cluster.url}/api/v1/namespaces/${NAMESPACE}/pods?labelSelector=` +
-      encodeURIComponent(`durable-sandbox.dev/warm-pool=${TEMPLATE}`),
-  );
-  const list = (await response.json()) as {
-    items: Array<{ status?: { podIP?: string }; metadata?: { deletionTimestamp?: string } }>;
-  };
-  return list.items.filter((p) => p.status?.podIP && !p.metadata?.deletionTimestamp).length;
-}
-
 /**
  * Runs the pool mode.
  * @returns the figures and the goals; failed checks go to `problems`
@@ -84,18 +66,10 @@ async function readyWarmPods(rig: ProcessRig): Promise<number> {
 export async function measurePool(quick: boolean): Promise<Record<string, unknown>> {
   const run = quick ? RUN.quick : RUN.full;
   const loadBefore = loadavg().map((v) => Math.round(v * 10) / 10);
-  const rig = await ProcessRig.start({
+  const rig = await startWarmPoolRig({
     label: 'pool',
-    cluster: { startupDelayMs: NODE_DELAY_MS, rootfsMib: { [TEMPLATE]: 451 } },
-    namespace: NAMESPACE,
-    env: {
-      SANDBOX_TEMPLATES: JSON.stringify({
-        [TEMPLATE]: {
-          image: 'ghcr.io/durable-sandbox/base:1',
-          warm_pool: { size: POOL.size, resources: RESOURCES, max_pending: POOL.maxPending },
-        },
-      }),
-    },
+    size: POOL.size,
+    maxPending: POOL.maxPending,
   });
   const floors = await startFloors(rig.devServer.address);
   try {
@@ -122,7 +96,7 @@ export async function measurePool(quick: boolean): Promise<Record<string, unknow
       if (coldRun.warm) problems.push('a create with other resources claimed a warm pod');
       cold.push(coldRun.ms);
     }
-    const oneAtATime = { warm: tail(warm), cold: tail(cold), floor: tail(floor) };
+    const oneAtATime = { warm: tailOf(warm), cold: tailOf(cold), floor: tailOf(floor) };
     console.log(`one at a time (ms): ${JSON.stringify(oneAtATime)}`);
 
     await waitUntil(full, {
@@ -166,8 +140,8 @@ export async function measurePool(quick: boolean): Promise<Record<string, unknow
       answered_s: Math.round(elapsedS * 10) / 10,
       claimed: claimedRuns.length,
       went_cold: results.length - claimedRuns.length,
-      warm_ms: tail(claimedRuns.map((r) => r.ms)),
-      all_ms: tail(results.map((r) => r.ms)),
+      warm_ms: tailOf(claimedRuns.map((r) => r.ms)),
+      all_ms: tailOf(results.map((r) => r.ms)),
       cpu_per_create: cpuPerCreate,
     };
     console.log(`open loop: ${JSON.stringify(openLoop)}`);
