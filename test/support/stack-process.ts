@@ -29,8 +29,15 @@ export interface StackProcessOptions {
   viaNpm?: boolean;
 }
 
+/** Starts a stack on other free ports when one it was given was taken before it listened. */
+const PORT_ATTEMPTS = 3;
+
 /**
- * Starts `tools/start.ts` with `env` on a free API and metrics port.
+ * Starts `tools/start.ts` with `env` on a free API and metrics port. A free port is only free
+ * when it is picked: the stack listens on it after its servers have started (with
+ * `CLUSTER=real`, etcd and kube-apiserver, which pick free ports of their own meanwhile), so
+ * another process may take it first. Such a start (`EADDRINUSE`, or the stack's own check's "is
+ * in use") is made again on other ports, up to {@link PORT_ATTEMPTS} times.
  * @param waitUntilRunning wait for the banner (default true); false returns at once
  * @throws when the banner does not appear within 240 s or the process exits first
  */
@@ -38,6 +45,25 @@ export async function startStackProcess(
   env: Record<string, string>,
   waitUntilRunning = true,
   options: StackProcessOptions = {},
+): Promise<StackProcess> {
+  for (let attempt = 1; ; attempt++) {
+    const stack = await spawnStack(env, options);
+    if (!waitUntilRunning) return stack;
+    await waitUntil(
+      () => stack.output().includes('durable-sandbox is running') || stack.child.exitCode !== null,
+      { timeoutMs: 240_000 },
+    );
+    if (stack.child.exitCode === null) return stack;
+    if (attempt < PORT_ATTEMPTS && /EADDRINUSE|is in use on 127\.0\.0\.1/.test(stack.output()))
+      continue;
+    throw new Error(`the stack exited early:\n${stack.output()}`);
+  }
+}
+
+/** Spawns the stack on free ports, without waiting for it. */
+async function spawnStack(
+  env: Record<string, string>,
+  options: StackProcessOptions,
 ): Promise<StackProcess> {
   const port = await freePort();
   const [command, args] = options.viaNpm
@@ -79,13 +105,6 @@ export async function startStackProcess(
   function signal(name: NodeJS.Signals): void {
     if (options.viaNpm && child.pid) process.kill(-child.pid, name);
     else child.kill(name);
-  }
-  if (waitUntilRunning) {
-    await waitUntil(
-      () => output.includes('durable-sandbox is running') || child.exitCode !== null,
-      { timeoutMs: 240_000 },
-    );
-    if (child.exitCode !== null) throw new Error(`the stack exited early:\n${output}`);
   }
   return stack;
 }
