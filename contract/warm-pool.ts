@@ -16,6 +16,13 @@ export const WARM_POOL_WORKFLOW = 'warmPool';
 export const WARM_POOL_CHANGED_SIGNAL = 'warmPoolChanged';
 
 /**
+ * How long a pool woken by {@link WARM_POOL_CHANGED_SIGNAL} waits for more claims before it
+ * reconciles, in ms (src/workflows/warm-pool.ts); a worker sends a template's pool at most one
+ * claim's signal per this long (src/activities/warm-pool-wakes.ts).
+ */
+export const WARM_POOL_COALESCE_MS = 250;
+
+/**
  * The id of a template's pool workflow: `warm-pool/<task queue>/<template>`, so two
  * installations sharing a Temporal namespace (each its own task queue) run their own pools.
  */

@@ -9,7 +9,11 @@ import { randomBytes } from 'node:crypto';
 import request from 'supertest';
 import type { Express } from 'express';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { warmPoolWorkflowId } from '../contract/index.js';
+import {
+  WARM_POOL_CHANGED_SIGNAL,
+  WARM_POOL_COALESCE_MS,
+  warmPoolWorkflowId,
+} from '../contract/index.js';
 import { podNameFor, POD_LABELS } from '../src/kubernetes/pod-spec.js';
 import { warmPodManifest } from '../src/kubernetes/warm-pods.js';
 import {
@@ -28,6 +32,7 @@ const suffix = randomBytes(3).toString('hex');
 const POOLED = `pooled-${suffix}`;
 const REFUSED = `refused-${suffix}`;
 const BURST = `burst-${suffix}`;
+const WAKE = `wake-${suffix}`;
 const POOL_RESOURCES = { cpu: 1, memory_mib: 256, disk_mib: 2048 };
 
 const TEMPLATES = {
@@ -44,6 +49,10 @@ const TEMPLATES = {
     image: 'ghcr.io/durable-sandbox/burst:1',
     warm_pool: { size: 20, resources: POOL_RESOURCES },
   },
+  [WAKE]: {
+    image: 'ghcr.io/durable-sandbox/wake:1',
+    warm_pool: { size: 24, resources: POOL_RESOURCES },
+  },
 };
 
 let api: ApiStack;
@@ -55,7 +64,7 @@ beforeAll(async () => {
       cluster: {
         startupDelayMs: 50,
         refusalBackoffMs: 200,
-        rootfsMib: { base: 451, [POOLED]: 451, [REFUSED]: 451, [BURST]: 451 },
+        rootfsMib: { base: 451, [POOLED]: 451, [REFUSED]: 451, [BURST]: 451, [WAKE]: 451 },
       },
     },
   });
@@ -360,5 +369,66 @@ describe('a warm pool under concurrent claims', () => {
     }
     expect(sandboxes.filter((s) => s.pod.name === podNameFor(s.id, 1))).toHaveLength(80);
     expect(await warmPods(BURST)).toHaveLength(0);
+  }, 300_000);
+});
+
+/**
+ * The `warmPoolChanged` signals the pool's workflow received, as the history of its run holds
+ * them (a pool continues as new only after 500 reconciles: one run here).
+ */
+async function poolSignals(template: string): Promise<number> {
+  const history = await api.stack.temporal.client.workflow
+    .getHandle(warmPoolWorkflowId(api.stack.taskQueue, template))
+    .fetchHistory();
+  return (history.events ?? []).filter(
+    (e) => e.workflowExecutionSignaledEventAttributes?.signalName === WARM_POOL_CHANGED_SIGNAL,
+  ).length;
+}
+
+/** Epoch ms of a history event's time. */
+function eventMs(event: { eventTime?: { seconds?: unknown; nanos?: number | null } | null }) {
+  return Number(event.eventTime?.seconds ?? 0) * 1000 + (event.eventTime?.nanos ?? 0) / 1e6;
+}
+
+describe('a warm pool woken by a burst of claims', () => {
+  it('gets one signal per window from the worker, not one per claim, and still refills', async () => {
+    await waitUntil(async () => (await readyWarmPods(WAKE)) === 24, { timeoutMs: 90_000 });
+    const before = await poolSignals(WAKE);
+    const claims = await Promise.all(
+      // Half the pool: each claim finds a ready pod within its tries.
+      Array.from({ length: 12 }, () =>
+        acceptedCreate(app, api.tenantA, { template: WAKE, resources: POOL_RESOURCES }),
+      ),
+    );
+    // When each claim ran, as the server recorded it: its signal was sent in between.
+    const spans = await Promise.all(
+      claims.map(async (created) => {
+        const done = await awaitOperation(app, api.tenantA, created.id);
+        expect(done.status, JSON.stringify(done.error)).toBe('succeeded');
+        const events =
+          (await api.stack.temporal.client.workflow.getHandle(created.id).fetchHistory()).events ??
+          [];
+        const claim = events.findIndex(
+          (e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'claimWarmPod',
+        );
+        expect(claim, 'every create claimed').toBeGreaterThanOrEqual(0);
+        const started = events.slice(claim).find((e) => e.activityTaskStartedEventAttributes);
+        const completed = events.slice(claim).find((e) => e.activityTaskCompletedEventAttributes);
+        return { from: eventMs(started!), to: eventMs(completed!) };
+      }),
+    );
+    const sandboxes = await Promise.all(
+      claims.map(async (c) => (await api.stack.store.getSandboxById(c.sandbox_id))!),
+    );
+    expect(sandboxes.filter((s) => s.pod.name?.startsWith(`warm-${WAKE}-`))).toHaveLength(12);
+    // The pool refills: no claim's refill was lost with its signal.
+    await waitUntil(async () => (await readyWarmPods(WAKE)) === 24, { timeoutMs: 90_000 });
+    // Signals at least WARM_POOL_COALESCE_MS apart, all sent while some claim ran: at most one
+    // per window the claims spanned, whatever the runner's load. One per claim would be 12.
+    const spanMs = Math.max(...spans.map((s) => s.to)) - Math.min(...spans.map((s) => s.from));
+    const bound = Math.floor(spanMs / WARM_POOL_COALESCE_MS) + 1;
+    const signals = (await poolSignals(WAKE)) - before;
+    expect(signals, `claims spanned ${Math.round(spanMs)} ms`).toBeGreaterThanOrEqual(1);
+    expect(signals, `claims spanned ${Math.round(spanMs)} ms`).toBeLessThanOrEqual(bound);
   }, 300_000);
 });

@@ -47,6 +47,7 @@ import {
   type PodRefusal,
 } from './warm-pool-plan.js';
 import { warmPoolMetrics } from './warm-pool-metrics.js';
+import { PoolWakeups } from './warm-pool-wakes.js';
 
 /** Dependencies of the pool activities (a subset of the pod activities'). */
 export interface WarmPoolActivityDeps {
@@ -128,9 +129,12 @@ const seenReady = new Set<string>();
 /** Builds the pool activities over their dependencies. */
 export function warmPoolActivities(deps: WarmPoolActivityDeps) {
   const { markSandboxRunning } = storeActivities(deps);
+  // One per worker: its claims' signals to each pool, at most one per window.
+  const wakeups = new PoolWakeups();
   return {
     /** Claims a ready warm pod for a create's sandbox: {@link claimWarmPodStep}. */
-    claimWarmPod: (input: ClaimWarmPodInput) => claimWarmPodStep(deps, markSandboxRunning, input),
+    claimWarmPod: (input: ClaimWarmPodInput) =>
+      claimWarmPodStep(deps, markSandboxRunning, input, wakeups),
     /** One reconcile of a template's pool: {@link reconcileWarmPoolStep}. */
     reconcileWarmPool: (input: ReconcileWarmPoolInput) => reconcileWarmPoolStep(deps, input),
   };
@@ -145,12 +149,14 @@ export function warmPoolActivities(deps: WarmPoolActivityDeps) {
  * @returns the pod and its IP, or null when the worker's catalog gives the template no pool,
  *   the resources are not the pool's, or no ready pod is left (the create goes cold)
  * @param markSandboxRunning the store activity (src/activities/store.ts) the claim marks with
+ * @param wakeups the worker's signals to its pools (src/activities/warm-pool-wakes.ts)
  * @throws the client's or the store's error (Temporal retries the step)
  */
 export async function claimWarmPodStep(
   deps: WarmPoolActivityDeps,
   markSandboxRunning: ReturnType<typeof storeActivities>['markSandboxRunning'],
   input: ClaimWarmPodInput,
+  wakeups: PoolWakeups,
 ): Promise<ClaimedWarmPod | null> {
   const template = Object.hasOwn(deps.templates, input.template)
     ? deps.templates[input.template]
@@ -176,7 +182,7 @@ export async function claimWarmPodStep(
     );
   }
   if (!claimed) {
-    claimed = await claimReadyPod(deps, input, template, pool.resources, claim);
+    claimed = await claimReadyPod(deps, input, template, pool.resources, claim, wakeups);
     if (!claimed) return null;
   }
   await deps.store.recordPod({
@@ -213,7 +219,8 @@ export async function claimWarmPodStep(
 
 /**
  * Tries up to {@link CLAIM_TRIES} ready pods of the pool, in random order, within
- * {@link CLAIM_BUDGET_MS}; counts the claim, and tells the pool to refill when one was claimed.
+ * {@link CLAIM_BUDGET_MS}; counts the claim, and tells the pool to refill when one was claimed
+ * (at most one signal per pool and window: src/activities/warm-pool-wakes.ts).
  * @returns the claimed pod, or undefined when none was left (the create goes cold)
  */
 async function claimReadyPod(
@@ -222,6 +229,7 @@ async function claimReadyPod(
   template: TemplateConfig,
   resources: SandboxResources,
   claim: WarmPodClaim,
+  wakeups: PoolWakeups,
 ): Promise<(PodRef & { podIp: string }) | undefined> {
   const metrics = warmPoolMetrics();
   let claimed: (PodRef & { podIp: string }) | undefined;
@@ -256,7 +264,7 @@ async function claimReadyPod(
   await deps.store.warmPools.recordClaim(input.template);
   // Not awaited: the refill must not hold the create back (a lost signal is the next
   // resync's).
-  void signalPool(input.template);
+  void signalPool(input.template, wakeups);
   return claimed;
 }
 
@@ -552,13 +560,17 @@ async function learnFloor(
   });
 }
 
-/** Tells the pool's workflow to reconcile now; a pool not running is no error. */
-async function signalPool(template: string): Promise<void> {
+/**
+ * Tells the pool's workflow to reconcile now, unless this worker told it less than a window ago
+ * (`wakeups`); a pool not running is no error.
+ */
+async function signalPool(template: string, wakeups: PoolWakeups): Promise<void> {
   try {
     const context = Context.current();
-    await context.client.workflow
-      .getHandle(warmPoolWorkflowId(context.info.taskQueue, template))
-      .signal(WARM_POOL_CHANGED_SIGNAL);
+    const workflowId = warmPoolWorkflowId(context.info.taskQueue, template);
+    await wakeups.wake(workflowId, () =>
+      context.client.workflow.getHandle(workflowId).signal(WARM_POOL_CHANGED_SIGNAL),
+    );
   } catch (err) {
     log.warn('the warm pool was not told of a claim; it refills at its next resync', {
       template,

@@ -18,7 +18,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { CreateActivities } from '../activities/index.js';
-import { WARM_POOL_CHANGED_SIGNAL } from '../../contract/index.js';
+import { WARM_POOL_CHANGED_SIGNAL, WARM_POOL_COALESCE_MS } from '../../contract/index.js';
 import type { PlanHistory } from '../activities/warm-pool-plan.js';
 
 /** A claim or a new size: reconcile now. */
@@ -35,9 +35,6 @@ const reconcileStep = proxyActivities<CreateActivities>({
   startToCloseTimeout: '60 seconds',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds' },
 });
-
-/** How long a woken pool waits for more claims before it reconciles, in ms. */
-const COALESCE_MS = 250;
 
 /** Reconciles before continuing as new, at most (each is an activity and a timer in history). */
 const RECONCILES_PER_RUN = 500;
@@ -62,6 +59,6 @@ export async function warmPool(input: WarmPoolInput): Promise<void> {
     if (result.ended) return;
     // Woken by a claim or a scale: let the claims of a burst gather before the next reconcile,
     // so a burst costs a few reconciles, not one per claim.
-    if (await condition(() => changed, result.waitMs)) await sleep(COALESCE_MS);
+    if (await condition(() => changed, result.waitMs)) await sleep(WARM_POOL_COALESCE_MS);
   }
 }
