@@ -90,6 +90,16 @@ describe('sandboxLifetime', () => {
     const timerMs = Number(timeout.seconds ?? 0) * 1_000 + Math.round((timeout.nanos ?? 0) / 1e6);
     expect(timerMs).toBeLessThanOrEqual(2 * DAY_MS);
     expect(timerMs).toBeGreaterThan(2 * DAY_MS - 10_000);
+    // The expiry ran as a local activity in the workflow task the timer woke: no activity task,
+    // no workflow task of its own (two in all: the start's and the timer's).
+    const events = history.events ?? [];
+    expect(events.filter((event) => event.activityTaskScheduledEventAttributes)).toEqual([]);
+    expect(
+      events.filter(
+        (event) => event.markerRecordedEventAttributes?.markerName === 'core_local_activity',
+      ),
+    ).toHaveLength(1);
+    expect(events.filter((event) => event.workflowTaskCompletedEventAttributes)).toHaveLength(2);
   });
 
   it('re-arms its timer when an extend signals a later time', async () => {

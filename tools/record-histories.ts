@@ -11,7 +11,8 @@
  *
  * Two stacks run one after the other: one whose node answers at once (running, refused; a
  * create with labels and a lifetime, one claiming from a warm pool, one under a re-placement
- * policy, a delete of a running sandbox; the lifetime and warm-pool workflows still open) and
+ * policy, a delete of a running sandbox; a lifetime that expired; the lifetime and warm-pool
+ * workflows still open) and
  * one whose node never answers within the test (SIMULATED_NODE_DELAY_MS=600000), for the
  * branches that end while the create waits for its IP (cancelled, deadline, pod failed,
  * deleted, with that delete's own workflow).
@@ -22,6 +23,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
+import { lifetimeWorkflowId } from '../contract/index.js';
 import { freePort } from '../src/process/free-port.js';
 import { createKubernetesClient } from '../src/kubernetes/client.js';
 import {
@@ -178,6 +180,9 @@ const fastNode: Recording = async (stack) => {
   const labelled = await created(stack, 2048, { labels: { team: 'replay' }, ttl: '86400s' });
   await awaitOperation(stack, labelled.id, isDone);
   const lifetime = await openWorkflowOf(stack, 'sandboxLifetime');
+  // A lifetime whose timer fires: its expiry step deletes the sandbox (cause `expired`).
+  const expiring = await created(stack, 2048, { ttl: '2s' });
+  await awaitOperation(stack, expiring.id, isDone);
   // A claim from the warm pool once it holds a ready pod.
   const deadline = Date.now() + 120_000;
   const ready = async () =>
@@ -199,6 +204,7 @@ const fastNode: Recording = async (stack) => {
     ['create-sandbox-invalid-request', refused.id],
     ['create-sandbox-labels-ttl', labelled.id],
     ['sandbox-lifetime-waiting', lifetime],
+    ['sandbox-lifetime-expired', lifetimeWorkflowId(expiring.sandbox_id)],
     ['create-sandbox-warm-claim', claimed.id],
     ['warm-pool-reconciling', warmPool],
     ['create-sandbox-re-placement', placed.id],

@@ -92,8 +92,8 @@ export function checkoutRelease(commit: string): ReleaseCheckout {
  * The histories tools/record-histories.ts records of the release before, by fixture file name
  * (`<name>.history.json`); test/replay.test.ts requires them all. Every branch of the create
  * workflow, the delete's (the next release's worker may meet them mid-flight for minutes to an
- * hour), and the lifetime and warm-pool workflows while they wait (they run for days, so they
- * cross every upgrade).
+ * hour), the lifetime and warm-pool workflows while they wait (they run for days, so they
+ * cross every upgrade), and a lifetime that expired (its expiry step as that release ran it).
  */
 export const RECORDED_HISTORIES = [
   'create-sandbox-running',
@@ -108,6 +108,7 @@ export const RECORDED_HISTORIES = [
   'delete-sandbox-running',
   'delete-sandbox-while-creating',
   'sandbox-lifetime-waiting',
+  'sandbox-lifetime-expired',
   'warm-pool-reconciling',
 ] as const;
 

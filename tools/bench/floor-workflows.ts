@@ -187,8 +187,8 @@ export interface FollowedBy {
 /**
  * An expiry, every step a no-op (src/workflows/sandbox-lifetime.ts): the lifetime's timer (1 s
  * here; it was started at the create in the product, so the floor's start is extra), then the
- * expireSandbox activity, which starts a {@link floorDeleteShape} workflow with the client, as
- * the product's starts `deleteSandbox` (tools/bench/outcomes.ts, `startDeleteShape`).
+ * expireSandbox local activity, which starts a {@link floorDeleteShape} workflow with the client,
+ * as the product's starts `deleteSandbox` (tools/bench/outcomes.ts, `startDeleteShape`).
  * @returns the delete's workflow id, which `startFloors`' `run` waits for as well
  */
 export async function floorExpiryShape(): Promise<FollowedBy> {
@@ -202,7 +202,8 @@ export interface FloorExpiryActivities {
   startDeleteShape(): Promise<string>;
 }
 
-const floorExpiryStep = proxyActivities<FloorExpiryActivities>({
+/** A local activity, as the product's expiry step (src/workflows/sandbox-lifetime.ts). */
+const floorExpiryStep = proxyLocalActivities<FloorExpiryActivities>({
   startToCloseTimeout: '30 seconds',
   retry: { maximumAttempts: 1 },
 });
