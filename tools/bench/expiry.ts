@@ -16,6 +16,7 @@ import { loadavg } from 'node:os';
 import { DEV_TOKEN } from '../../src/config/index.js';
 import { podNameFor } from '../../src/kubernetes/pod-spec.js';
 import { ProcessRig } from './process-rig.js';
+import { sumOf, type Sample } from './prometheus.js';
 import { problems, sleep, summary, type Summary } from './support.js';
 import { waitUntil } from '../wait-until.js';
 
@@ -38,6 +39,11 @@ interface ExpiryFigures {
   last_pod_deleted_ms: number;
   /** Another tenant's GET of its own sandbox: at rest, and during the expiry. */
   other_tenant_get_ms: { at_rest: Summary; during_expiry: Summary };
+  /**
+   * The worker's workflow cache during the expiry (the SDK's `temporal_sticky_cache_*`
+   * counters): workflow tasks that found their workflow cached, and those that replayed it.
+   */
+  workflow_cache: { hits: number; misses: number };
   load_average: { before: number[]; after: number[] };
 }
 
@@ -164,6 +170,7 @@ export async function measureExpiry(quick: boolean): Promise<Record<string, unkn
     const podDeletes = () =>
       rig.cluster.requestsWhere({ verb: 'delete', resource: 'pods', namespace: NAMESPACE });
     const before = podDeletes().length;
+    const cacheBefore = await rig.workerMetrics();
     let done = false;
     const sampling = (async () => {
       while (!done) {
@@ -178,6 +185,7 @@ export async function measureExpiry(quick: boolean): Promise<Record<string, unkn
     }).catch((err: unknown) => problems.push(`expiry: ${String(err)}`));
     done = true;
     await sampling;
+    const cacheAfter = await rig.workerMetrics();
     const lateness = podDeletes()
       .slice(before)
       .map((r) => r.at - expireAtMs);
@@ -202,6 +210,10 @@ export async function measureExpiry(quick: boolean): Promise<Record<string, unkn
       lateness_ms: { ...summary(lateness), p99: Math.round(p99(lateness)) },
       last_pod_deleted_ms: Math.max(...lateness),
       other_tenant_get_ms: { at_rest: summary(atRest), during_expiry: summary(during) },
+      workflow_cache: {
+        hits: stickyCache(cacheAfter, 'hit') - stickyCache(cacheBefore, 'hit'),
+        misses: stickyCache(cacheAfter, 'miss') - stickyCache(cacheBefore, 'miss'),
+      },
       load_average: { before: loadBefore, after: loadavg().map((v) => Math.round(v * 10) / 10) },
     };
     console.log(`\n${n} sandboxes with one expire_time:`);
@@ -211,4 +223,12 @@ export async function measureExpiry(quick: boolean): Promise<Record<string, unkn
   } finally {
     await rig.stop();
   }
+}
+
+/** The SDK's sticky cache counter `temporal_sticky_cache_<kind>` (with or without `_total`). */
+function stickyCache(samples: Sample[], kind: 'hit' | 'miss'): number {
+  return (
+    sumOf(samples, `temporal_sticky_cache_${kind}`) +
+    sumOf(samples, `temporal_sticky_cache_${kind}_total`)
+  );
 }
