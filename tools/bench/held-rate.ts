@@ -3,7 +3,8 @@
  * 1 s"): the loop sends at each rate of a rising ladder for a fixed time, each request on its
  * schedule whether or not the ones before have answered, and the rate is held when the p99 of
  * its answers is within the bound. The ladder stops at the first rate not held: a loaded system
- * only gets slower above it. Used by `npm run bench -- claims` (tools/bench/claims.ts).
+ * only gets slower above it. Used by `npm run bench -- claims` (tools/bench/claims.ts); its open
+ * loop by `pool` too (tools/bench/pool.ts).
  */
 import { sleep, summary, type Summary } from './support.js';
 
