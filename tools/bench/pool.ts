@@ -22,13 +22,12 @@ import { startFloors } from './outcomes.js';
 import { sumOf } from './prometheus.js';
 import { api, cpuMs, problems } from './support.js';
 import {
-  readyWarmPods,
   startWarmPoolRig,
+  untilPoolFull,
   WARM_NODE_DELAY_MS as NODE_DELAY_MS,
   WARM_RESOURCES as RESOURCES,
   WARM_TEMPLATE as TEMPLATE,
 } from './warm-pool-rig.js';
-import { waitUntil } from '../wait-until.js';
 
 const POOL = { size: 500, maxPending: 100 } as const;
 
@@ -73,12 +72,7 @@ export async function measurePool(quick: boolean): Promise<Record<string, unknow
   });
   const floors = await startFloors(rig.devServer.address);
   try {
-    const full = () => readyWarmPods(rig).then((n) => n >= POOL.size);
-    await waitUntil(full, {
-      timeoutMs: 300_000,
-      intervalMs: 200,
-      what: `pool: ${POOL.size} ready warm pods`,
-    });
+    await untilPoolFull(rig, POOL.size, 300_000);
     console.log(`pool: ${POOL.size} warm pods ready; warming up (one of each)`);
     await syncCreate(rig.base, RESOURCES.disk_mib);
     await syncCreate(rig.base, 4096);
@@ -99,11 +93,7 @@ export async function measurePool(quick: boolean): Promise<Record<string, unknow
     const oneAtATime = { warm: tailOf(warm), cold: tailOf(cold), floor: tailOf(floor) };
     console.log(`one at a time (ms): ${JSON.stringify(oneAtATime)}`);
 
-    await waitUntil(full, {
-      timeoutMs: 300_000,
-      intervalMs: 200,
-      what: `pool: refilled to ${POOL.size}`,
-    });
+    await untilPoolFull(rig, POOL.size, 300_000);
     console.log(`pool: open loop of warm creates at ${run.rate}/s for ${run.seconds} s`);
     const total = run.rate * run.seconds;
     const cpuBefore = {
