@@ -38,15 +38,30 @@ describe('the open loop', () => {
     const sentAt: number[] = [];
     const startedAtMs = performance.now();
     // Each answer takes 300 ms, longer than the 50 ms between sends: a closed loop would need 3 s.
-    const latencies = await openLoop(20, 0.5, async () => {
+    const { answers } = await openLoop(20, 0.5, async () => {
       sentAt.push(performance.now() - startedAtMs);
       await new Promise((resolve) => setTimeout(resolve, 300));
       return 300;
     });
-    expect(latencies).toHaveLength(10);
+    expect(answers).toEqual(Array.from({ length: 10 }, () => 300));
     // The tenth is sent on its schedule (450 ms), long before the first nine have all answered
     // one after the other (2.7 s); generous for a loaded runner.
     expect(sentAt[9]).toBeLessThan(1_500);
+  });
+
+  it('reports how late each request was sent behind its schedule', async () => {
+    // The first send holds the event loop for 200 ms: the second, due 50 ms after the start,
+    // can only be sent after it, at least 150 ms late.
+    let sent = 0;
+    const run = await openLoop(20, 0.5, async () => {
+      if (sent++ === 0) {
+        const busyUntilMs = performance.now() + 200;
+        while (performance.now() < busyUntilMs);
+      }
+      return 0;
+    });
+    expect(run.late_ms).toHaveLength(10);
+    expect(run.late_ms[1], 'ms the second send was late').toBeGreaterThanOrEqual(150);
   });
 
   it('climbs until the first rung not held, and stops there', async () => {

@@ -1,6 +1,8 @@
 /**
  * The readiness wait over one informer pair (docs/architecture.md, "The readiness watch"),
- * against the simulated cluster over HTTP. What the apiserver saw (its request log) proves
+ * decided by the rules the worker runs (src/verdict/readiness-watch.ts: the wait activity's
+ * cache read, the decider's decision of each change and its read by name), against the
+ * simulated cluster over HTTP. What the apiserver saw (its request log) proves
  * that the waits open no watch of their own and that nothing polls: pods are listed once
  * and watched by the label selector, events listed once and watched by the refusal selector.
  */
@@ -8,8 +10,11 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createKubernetesClient, type KubernetesClient } from '../src/kubernetes/client.js';
 import { createPod, type PodRef } from '../src/kubernetes/pods.js';
 import {
-  awaitPodReady,
+  cachedOutcome,
+  eventChangeOutcome,
+  podChangeOutcome,
   podOutcome,
+  readOutcome,
   type ReadinessOutcome,
 } from '../src/verdict/readiness-watch.js';
 import {
@@ -28,6 +33,8 @@ const INVALID_ARGUMENT_MESSAGE =
   'Failed to create pod sandbox: rpc error: code = Unknown desc = [space-err=InvalidArgument] ' +
   'rootfs_size_mb=300 is smaller than cloned rootfs size 451 MiB';
 const EVENTS_SELECTOR = 'reason=FailedCreatePodSandBox,involvedObject.kind=Pod';
+/** How long the pods cache may lack a waited-for pod before it is read by name, ms (the decider's default). */
+const POD_READ_DELAY_MS = 5_000;
 
 let cluster: SimulatedCluster;
 let client: KubernetesClient;
@@ -73,6 +80,8 @@ afterEach(async () => {
 async function newPod(diskMib: number): Promise<PodRef> {
   sequence += 1;
   return createPod(client, {
+    // The create's workflow id the decider completes the wait under (src/verdict/pod-wait.ts).
+    operationId: `op_readiness${sequence}`,
     sandboxId: `sbx_readiness${sequence}`,
     generation: 1,
     template: 'base',
@@ -81,9 +90,46 @@ async function newPod(diskMib: number): Promise<PodRef> {
   });
 }
 
+/**
+ * The first decisive outcome for `pod` by the rules the worker runs (src/verdict/readiness-watch.ts):
+ * the caches as the wait activity reads them when it starts (`cachedOutcome`), then each change
+ * the informers report as the decider decides it (`podChangeOutcome`, `eventChangeOutcome`, and
+ * `cachedOutcome` again when the pods informer is refused), and a pod the pods cache still lacks
+ * after POD_READ_DELAY_MS read once by name (`readOutcome`), as the decider does for a wait it
+ * holds. Rejects when `signal` aborts.
+ */
 function wait(pod: PodRef, signal: AbortSignal = AbortSignal.timeout(60_000)) {
-  // The wait has no deadline of its own; a bound keeps a broken build from hanging the suite.
-  return awaitPodReady({ informers: informers as SandboxInformers, pod, signal });
+  // A bound keeps a broken build from hanging the suite.
+  const watched = informers as SandboxInformers;
+  return new Promise<ReadinessOutcome>((resolve, reject) => {
+    const finish = (end: () => void) => {
+      unobserve();
+      clearTimeout(readTimer);
+      signal.removeEventListener('abort', onAbort);
+      end();
+    };
+    const decide = (outcome: ReadinessOutcome | undefined) => {
+      if (outcome) finish(() => resolve(outcome));
+    };
+    const onAbort = () => finish(() => reject(signal.reason));
+    signal.addEventListener('abort', onAbort, { once: true });
+    const unobserve = watched.observe({
+      onPod: (type, changed) => {
+        if (changed.metadata?.uid === pod.uid) {
+          decide(podChangeOutcome(watched, type, changed, { pod }));
+        }
+      },
+      onEvent: (event) => {
+        const change = eventChangeOutcome(watched, event);
+        if (change?.wait.pod.uid === pod.uid) decide(change.outcome);
+      },
+      onPodsRefused: () => decide(cachedOutcome(watched, pod)),
+    });
+    const readTimer = setTimeout(() => {
+      if (!watched.cachedPod(pod.name)) readOutcome(watched, { pod }).then(decide, () => undefined);
+    }, POD_READ_DELAY_MS);
+    decide(cachedOutcome(watched, pod));
+  });
 }
 
 /** The reads of a whole collection in the namespace: lists and watches, or the verb given. */

@@ -1,8 +1,8 @@
 /**
  * One pods informer and one events informer per worker process (docs/architecture.md, "The
- * readiness watch"): every readiness wait of the worker reads their caches and is called on
- * the changes of its own pod, so the apiserver sees two watches per worker however many
- * creates wait.
+ * readiness watch"): every readiness wait of the worker reads their caches, and the worker's
+ * decider (src/verdict/readiness-decider.ts) is told of every change, so the apiserver sees two
+ * watches per worker however many creates wait.
  *
  * Built on client-node's `ListWatch` (list, then watch from the list's resourceVersion, resume
  * from the last version seen, re-list after 410, a cache of the objects). What it lacks is
@@ -81,18 +81,14 @@ export interface SandboxInformersOptions {
 /** Why a waited-for pod is gone unless {@link SandboxInformersOptions.explainMissingPod} knows. */
 export const MISSING_POD_EXPLANATION = 'it was deleted before it had an IP';
 
-/** What a wait is told about its pod. */
-export interface PodSubscriber {
-  /** The pod (or a pod holding its name) changed; `type` as on a watch. */
-  onPod(type: 'ADDED' | 'MODIFIED' | 'DELETED', pod: V1Pod): void;
-  /** A `FailedCreatePodSandBox` event of the pod was recorded or updated. */
-  onEvent(event: CoreV1Event): void;
-  /** The pods informer is refused (403 or 401 past its bound): the wait cannot see an IP. */
-  onPodsRefused(message: string): void;
-}
-
 /** What {@link SandboxInformers.observe} reports: every change, of every pod. */
-export interface InformersObserver extends Partial<PodSubscriber> {
+export interface InformersObserver {
+  /** A pod changed; `type` as on a watch. */
+  onPod?(type: 'ADDED' | 'MODIFIED' | 'DELETED', pod: V1Pod): void;
+  /** A `FailedCreatePodSandBox` event was recorded or updated. */
+  onEvent?(event: CoreV1Event): void;
+  /** The pods informer is refused (403 or 401 past its bound): no wait can see an IP. */
+  onPodsRefused?(message: string): void;
   /** Both informers have listed (first list, or a re-list): the caches are complete now. */
   onListed?(): void;
   /** The informers are stopping: nothing more will be reported. `stop()` awaits what it returns. */
@@ -103,21 +99,18 @@ export interface InformersObserver extends Partial<PodSubscriber> {
 export type PodsRefusal = string | undefined;
 
 /**
- * The worker's two informers and the waits subscribed to them.
+ * The worker's two informers, and who observes them.
  *
  * Events cache bound: only `FailedCreatePodSandBox` events of pods in the namespace are listed
  * and watched (field selector). An event is kept while its pod is in the pods cache (a wait,
- * or a retry of one on this worker, may still ask for it), or while a wait is subscribed to
- * its pod's uid; it is evicted when its pod is deleted, and an event of a pod the pods cache
- * never held (not a sandbox pod, or one deleted before this worker listed it) is evicted after
+ * or a retry of one on this worker, may still ask for it); it is evicted when its pod is
+ * deleted, and an event of a pod the pods cache never held (not a sandbox pod, or one deleted before this worker listed it) is evicted after
  * `unknownPodEventGraceMs` (default 2 min). So the cache holds about one event per live
  * sandbox pod that a node refused, and nothing for other pods.
  */
 export class SandboxInformers {
   private readonly pods: KeptInformer<V1Pod>;
   private readonly events: KeptInformer<CoreV1Event>;
-  private readonly byUid = new Map<string, Set<PodSubscriber>>();
-  private readonly byName = new Map<string, Set<PodSubscriber>>();
   /** Events by involved pod uid, then by event name. */
   private readonly eventsByUid = new Map<string, Map<string, CoreV1Event>>();
   /** When an event of a pod not in the pods cache was first seen, by pod uid. */
@@ -229,20 +222,6 @@ export class SandboxInformers {
   }
 
   /**
-   * Calls `subscriber` on every change of the pod (by uid; and of any other pod that takes its
-   * name) and on every refusal event of that uid, until the returned function is called. The
-   * caller reads the caches itself after subscribing, so nothing falls between the two.
-   */
-  subscribe(pod: { name: string; uid: string }, subscriber: PodSubscriber): () => void {
-    add(this.byUid, pod.uid, subscriber);
-    add(this.byName, pod.name, subscriber);
-    return () => {
-      remove(this.byUid, pod.uid, subscriber);
-      remove(this.byName, pod.name, subscriber);
-    };
-  }
-
-  /**
    * Calls `observer` on every change of every pod and every refusal event, whoever waits for it,
    * and after each list once both informers have listed (the caches are complete then), until
    * the returned function is called. The pending-wait decider (src/verdict/readiness-decider.ts)
@@ -266,7 +245,6 @@ export class SandboxInformers {
 
   private podChanged(type: 'ADDED' | 'MODIFIED' | 'DELETED', pod: V1Pod): void {
     const uid = pod.metadata?.uid ?? '';
-    const name = pod.metadata?.name ?? '';
     if (type === 'DELETED') {
       this.livePodUids.delete(uid);
       this.forgetEventsOf(uid);
@@ -274,25 +252,18 @@ export class SandboxInformers {
       this.livePodUids.add(uid);
       this.unknownSinceMs.delete(uid);
     }
-    const notified = new Set<PodSubscriber>();
-    for (const subscriber of [...(this.byUid.get(uid) ?? []), ...(this.byName.get(name) ?? [])]) {
-      if (notified.has(subscriber)) continue;
-      notified.add(subscriber);
-      subscriber.onPod(type, pod);
-    }
     for (const observer of [...this.observers]) observer.onPod?.(type, pod);
   }
 
   private eventChanged(event: CoreV1Event): void {
     const uid = event.involvedObject?.uid ?? '';
     const name = event.metadata?.name ?? '';
-    if (!this.livePodUids.has(uid) && !this.byUid.has(uid)) {
+    if (!this.livePodUids.has(uid)) {
       this.unknownSinceMs.set(uid, this.unknownSinceMs.get(uid) ?? this.now());
     }
     let events = this.eventsByUid.get(uid);
     if (!events) this.eventsByUid.set(uid, (events = new Map()));
     events.set(name, event);
-    for (const subscriber of [...(this.byUid.get(uid) ?? [])]) subscriber.onEvent(event);
     for (const observer of [...this.observers]) observer.onEvent?.(event);
   }
 
@@ -304,15 +275,15 @@ export class SandboxInformers {
   }
 
   /**
-   * Evicts the events no wait can need: those of pods neither in the pods cache nor subscribed
-   * to, first seen more than `unknownPodEventGraceMs` ago. (Events of deleted pods go at once,
-   * when the pods informer sees the deletion.) Runs every quarter of the grace period.
+   * Evicts the events no wait can need: those of pods not in the pods cache, first seen more
+   * than `unknownPodEventGraceMs` ago. (Events of deleted pods go at once, when the pods
+   * informer sees the deletion.) Runs every quarter of the grace period.
    */
   evictEvents(): void {
     const graceMs = this.options.unknownPodEventGraceMs ?? 120_000;
     const now = this.now();
     for (const [uid, sinceMs] of this.unknownSinceMs) {
-      if (this.livePodUids.has(uid) || this.byUid.has(uid)) {
+      if (this.livePodUids.has(uid)) {
         this.unknownSinceMs.delete(uid);
       } else if (now - sinceMs >= graceMs) {
         this.forgetEventsOf(uid);
@@ -340,9 +311,6 @@ export class SandboxInformers {
   private podsRefusalChanged(refusal: string | undefined): void {
     if (refusal === undefined) return;
     for (const observer of [...this.observers]) observer.onPodsRefused?.(refusal);
-    for (const subscribers of [...this.byUid.values()]) {
-      for (const subscriber of [...subscribers]) subscriber.onPodsRefused(refusal);
-    }
   }
 
   private eventsRefusalChanged(refusal: string | undefined): void {
@@ -358,16 +326,4 @@ export class SandboxInformers {
   private now(): number {
     return this.options.now?.() ?? Date.now();
   }
-}
-
-function add<K, V>(map: Map<K, Set<V>>, key: K, value: V): void {
-  let set = map.get(key);
-  if (!set) map.set(key, (set = new Set()));
-  set.add(value);
-}
-
-function remove<K, V>(map: Map<K, Set<V>>, key: K, value: V): void {
-  const set = map.get(key);
-  set?.delete(value);
-  if (set?.size === 0) map.delete(key);
 }

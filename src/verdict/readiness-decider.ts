@@ -22,12 +22,12 @@ import type { ApplicationFailure } from '@temporalio/common';
 import type { SpanContext } from '@opentelemetry/api';
 import {
   cachedOutcome,
-  podOutcome,
-  refusalOutcome,
+  eventChangeOutcome,
+  podChangeOutcome,
+  readOutcome,
   type ReadinessOutcome,
 } from './readiness-watch.js';
 import { podWaitOf, type PodWait } from './pod-wait.js';
-import { parseRefusal } from './refusal.js';
 import { DEFAULT_REFUSAL_BOUNDS, type RefusalBounds } from './refusal-bounds.js';
 import type { InformerLogger, SandboxInformers } from '../kubernetes/sandbox-informers.js';
 import type { Store, WaitingPod } from '../store/index.js';
@@ -201,12 +201,7 @@ export class ReadinessDecider {
         // A pod first seen by a list (a start, a re-list) is decided by the reconcile that
         // follows it, from the store's waiting creates: no call for every running sandbox.
         if (type === 'ADDED' && this.pods.get(uid)?.kind !== 'held') return;
-        const outcome =
-          podOutcome(type, pod, uid, wait.placement) ??
-          // Bound to its node now: a refusal cached before the binding was seen may count.
-          (pod.spec?.nodeName && informers.cachedEvents(uid).length > 0
-            ? cachedOutcome(informers, wait.pod, wait.placement, this.bounds)
-            : undefined);
+        const outcome = podChangeOutcome(informers, type, pod, wait, this.bounds);
         const decision = outcome ? this.decideChange(wait, outcome) : Promise.resolve();
         // A deleted pod is forgotten once decided (a deferred decision forgets it itself).
         if (type === 'DELETED') {
@@ -216,15 +211,10 @@ export class ReadinessDecider {
         }
       },
       onEvent: (event) => {
-        const uid = event.involvedObject?.uid;
-        if (!uid) return;
         // A decisive refusal, or one a re-placing wait may end on (its codes are on its pod),
         // judged against the pod as cached (its uid, its node).
-        const pod = informers.cachedPod(event.involvedObject?.name ?? '');
-        if (pod?.metadata?.uid !== uid || !parseRefusal(event.message)) return;
-        const wait = podWaitOf(pod);
-        const outcome = wait && refusalOutcome(event, pod, wait.placement, this.bounds);
-        if (wait && outcome) void this.decideChange(wait, outcome);
+        const decided = eventChangeOutcome(informers, event, this.bounds);
+        if (decided) void this.decideChange(decided.wait, decided.outcome);
       },
       onPodsRefused: () => void this.reconcile(),
       onListed: () => void this.reconcile(),
@@ -466,12 +456,7 @@ export class ReadinessDecider {
     const { informers } = this.options;
     let outcome: ReadinessOutcome | undefined;
     try {
-      const current = await informers.readPod(wait.pod.name);
-      const placement =
-        current?.metadata?.uid === wait.pod.uid ? podWaitOf(current)?.placement : undefined;
-      outcome = current
-        ? podOutcome('MODIFIED', current, wait.pod.uid, placement)
-        : { outcome: 'podFailed', reason: informers.missingPodReason(wait.pod) };
+      outcome = await readOutcome(informers, wait);
     } catch {
       return; // the informers will report the pod; the next reconcile reads again
     }

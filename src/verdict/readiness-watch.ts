@@ -1,12 +1,14 @@
 /**
- * The readiness wait (docs/architecture.md, "The readiness watch"): while waiting for the pod's
- * IP, follow the pod and its `FailedCreatePodSandBox` events through the worker's informers
- * (src/kubernetes/sandbox-informers.ts), and end on the first decisive signal. The wait itself
- * sends no list and no watch: the worker's two informers do, for every wait at once.
+ * What a pod's state and its node's events mean for its readiness wait (docs/architecture.md,
+ * "The readiness watch"): the first decisive outcome (an IP, the node's refusal, the pod's
+ * failure) as the worker's informers (src/kubernetes/sandbox-informers.ts) show it. The wait
+ * activity reads the caches with it when it starts (src/verdict/readiness-wait.ts), and the
+ * worker's decider decides each change with it (src/verdict/readiness-decider.ts). Nothing here
+ * sends a list or a watch: the worker's two informers do, for every wait at once.
  */
 import type { CoreV1Event, V1Pod } from '@kubernetes/client-node';
-import type { PodRef } from '../kubernetes/pods.js';
-import { decisiveRefusal, nodeRefusal } from './refusal.js';
+import { podWaitOf, type PodWait } from './pod-wait.js';
+import { decisiveRefusal, nodeRefusal, parseRefusal } from './refusal.js';
 import { DEFAULT_REFUSAL_BOUNDS, type RefusalBounds } from './refusal-bounds.js';
 import type { WaitPlacement } from '../../contract/index.js';
 import type { SandboxInformers } from '../kubernetes/sandbox-informers.js';
@@ -46,98 +48,66 @@ export type ReadinessOutcome =
   /** The worker may not watch pods (403, or 401 past its bound): nothing can show an IP. */
   | { outcome: 'watchRefused'; reason: string };
 
-/** Input of {@link awaitPodReady}. */
-export interface ReadinessWaitOptions {
-  /** The worker's informers (one pair per process). */
-  informers: SandboxInformers;
-  pod: PodRef;
-  /**
-   * Aborting ends the wait and rejects with the signal's reason. The wait has no deadline
-   * of its own: the caller bounds it (the create workflow's deadline timer cancels the activity,
-   * which aborts this signal; docs/architecture.md, "Deadline").
-   */
-  signal?: AbortSignal;
-  /** How long the pods cache may lack the pod before it is read once by name, in ms (default 5 000). */
-  podReadDelayMs?: number;
-  /** What a refusal may claim (default {@link DEFAULT_REFUSAL_BOUNDS}). */
-  bounds?: RefusalBounds;
+/**
+ * The decisive outcome a change of a sandbox pod carries for its wait (the decider's rule for each
+ * pod change the pods informer reports, src/verdict/readiness-decider.ts): the change itself
+ * ({@link podOutcome}), else, once the pod is bound to its node, a refusal the events cache
+ * already holds for it ({@link cachedOutcome}: only the pod's node's refusal counts, so one seen
+ * before the binding counts now). Undefined when the change decides nothing.
+ */
+export function podChangeOutcome(
+  informers: SandboxInformers,
+  type: 'ADDED' | 'MODIFIED' | 'DELETED',
+  pod: V1Pod,
+  wait: Pick<PodWait, 'pod' | 'placement'>,
+  bounds: RefusalBounds = DEFAULT_REFUSAL_BOUNDS,
+): ReadinessOutcome | undefined {
+  const { uid } = wait.pod;
+  return (
+    podOutcome(type, pod, uid, wait.placement) ??
+    (pod.spec?.nodeName && informers.cachedEvents(uid).length > 0
+      ? cachedOutcome(informers, wait.pod, wait.placement, bounds)
+      : undefined)
+  );
 }
 
-/** Default of {@link ReadinessWaitOptions.podReadDelayMs}, in ms. */
-export const POD_READ_DELAY_MS = 5_000;
+/**
+ * The wait a refusal event decides, and how (the decider's rule for each event the events
+ * informer reports): an event that parses as a refusal (src/verdict/refusal.ts, parseRefusal) of
+ * the pod the pods cache holds under its involved object's name and uid, judged against that pod
+ * and the wait it names ({@link refusalOutcome}, src/verdict/pod-wait.ts). Undefined when the
+ * event decides nothing (not a refusal, not decisive for that wait, or its pod not cached).
+ */
+export function eventChangeOutcome(
+  informers: SandboxInformers,
+  event: CoreV1Event,
+  bounds: RefusalBounds = DEFAULT_REFUSAL_BOUNDS,
+): { wait: PodWait; outcome: ReadinessOutcome } | undefined {
+  const uid = event.involvedObject?.uid;
+  if (!uid) return undefined;
+  const pod = informers.cachedPod(event.involvedObject?.name ?? '');
+  if (pod?.metadata?.uid !== uid || !parseRefusal(event.message)) return undefined;
+  const wait = podWaitOf(pod);
+  const outcome = wait && refusalOutcome(event, pod, wait.placement, bounds);
+  return wait && outcome ? { wait, outcome } : undefined;
+}
 
 /**
- * Waits until the pod has an IP, the node refuses it as invalid, or the pod fails, whichever
- * comes first, or until `signal` aborts (docs/architecture.md, "The readiness watch").
- *
- * Subscribes to the pod's uid first, then reads the informers' caches (so a refusal recorded
- * before the wait began, or an IP, is found at once), then decides on every change the
- * informers report for this pod. When the pods cache still lacks the pod after
- * `podReadDelayMs`, the pod is read once by name (it may have been deleted before this worker
- * listed it). While the
- * informers have lost the apiserver the wait goes on; they catch up after their re-list.
- * @returns the decisive outcome; never rejects for watch errors (the informers retry them)
- * @throws the signal's reason (an AbortError by default) when `signal` aborts first
- * Event aggregation: client-go `EventCorrelator`.
+ * The outcome of a wait whose pod the pods cache lacks, read once by name (one GET: it may have
+ * been deleted before this worker listed it): the pod as read ({@link podOutcome}), or, when it
+ * no longer exists (404), `podFailed` with why (SandboxInformers.missingPodReason).
+ * @returns undefined when the pod as read decides nothing yet
+ * @throws the read's error for any answer but 404 (the informers will report the pod)
  */
-export function awaitPodReady(options: ReadinessWaitOptions): Promise<ReadinessOutcome> {
-  const { signal, informers, pod } = options;
-  return new Promise<ReadinessOutcome>((resolve, reject) => {
-    if (signal?.aborted) {
-      reject(abortReason(signal));
-      return;
-    }
-    let settled = false;
-    let onSettled = (): void => undefined;
-    const finish = (result: { outcome: ReadinessOutcome } | { error: unknown }): void => {
-      if (settled) return;
-      settled = true;
-      signal?.removeEventListener('abort', onAbort);
-      unsubscribe();
-      onSettled();
-      if ('outcome' in result) resolve(result.outcome);
-      else reject(result.error);
-    };
-    const decide = (outcome: ReadinessOutcome | undefined): void => {
-      if (outcome) finish({ outcome });
-    };
-    const onAbort = (): void => finish({ error: abortReason(signal as AbortSignal) });
-    signal?.addEventListener('abort', onAbort, { once: true });
-    const bounds = options.bounds ?? DEFAULT_REFUSAL_BOUNDS;
-    const unsubscribe = informers.subscribe(pod, {
-      // A pod just bound to its node may make a refusal already cached count.
-      onPod: (type, current) =>
-        decide(
-          podOutcome(type, current, pod.uid) ?? cachedOutcome(informers, pod, undefined, bounds),
-        ),
-      onEvent: (event) =>
-        decide(refusalOutcome(event, informers.cachedPod(pod.name), undefined, bounds)),
-      onPodsRefused: (reason) => decide({ outcome: 'watchRefused', reason }),
-    });
-    // What the caches already hold.
-    decide(cachedOutcome(informers, pod, undefined, bounds));
-    if (settled || informers.cachedPod(pod.name)) return;
-    // Not in the cache yet: the informer normally delivers the new pod within milliseconds.
-    // If it still has not after `podReadDelayMs`, the pod may have been deleted before this
-    // worker listed it (e.g. while no worker ran): read it once by name.
-    const readTimer = setTimeout(() => {
-      if (settled || informers.cachedPod(pod.name)) return;
-      informers.readPod(pod.name).then(
-        (current) => {
-          if (current) decide(podOutcome('MODIFIED', current, pod.uid));
-          else {
-            decide({
-              outcome: 'podFailed',
-              reason: informers.missingPodReason(pod),
-            });
-          }
-        },
-        () => undefined, // the informers will report the pod
-      );
-    }, options.podReadDelayMs ?? POD_READ_DELAY_MS);
-    readTimer.unref();
-    onSettled = () => clearTimeout(readTimer);
-  });
+export async function readOutcome(
+  informers: SandboxInformers,
+  wait: Pick<PodWait, 'pod'>,
+): Promise<ReadinessOutcome | undefined> {
+  const current = await informers.readPod(wait.pod.name);
+  if (!current) return { outcome: 'podFailed', reason: informers.missingPodReason(wait.pod) };
+  const placement =
+    current.metadata?.uid === wait.pod.uid ? podWaitOf(current)?.placement : undefined;
+  return podOutcome('MODIFIED', current, wait.pod.uid, placement);
 }
 
 /**
@@ -254,10 +224,6 @@ export function podOutcome(
     }
   }
   return undefined;
-}
-
-function abortReason(signal: AbortSignal): unknown {
-  return signal.reason ?? new DOMException('The wait was aborted', 'AbortError');
 }
 
 function isoOrUndefined(value: Date | string | undefined | null): string | undefined {

@@ -61,8 +61,13 @@ const SEVERITY: LogLevel[] = ['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR'];
 
 /**
  * A DefaultLogger sink that writes SDK log entries to pino: our code's lines (`sdkComponent`
- * `workflow` or `activity`) from `info` up, the SDK's own from `sdkLevel` up; a line marked as
- * an expected failure's (src/workflows/expected-failure-logs.ts) at debug. The meta (the
+ * `workflow` or `activity`) from `info` up, the SDK's own from `sdkLevel` up. A line marked as
+ * an expected failure's (src/workflows/expected-failure-logs.ts) counts as `debug`, whatever its
+ * level, and is then held to its component's bound like any other: the line it is for, the SDK's
+ * closing `Workflow failed` (a warn with `sdkComponent` `worker`: Temporal TypeScript SDK,
+ * workflow/src/logs.ts), is written at debug only when `sdkLevel` is DEBUG or TRACE
+ * (TEMPORAL_LOG_LEVEL; the default WARN drops it) and pino's level lets debug through; a marked
+ * line of our code's (`workflow`, `activity`: from `info` up) is never written. The meta (the
  * activity's or workflow's attributes and the call's fields) becomes the line's fields; a line
  * below `logger`'s level (pino's `isLevelEnabled`) is dropped having read only `sdkComponent` and
  * the expected-failure attribute of its meta, never copying the rest.

@@ -15,6 +15,7 @@ import { waitUntil } from '../wait-until.js';
 import type { CpuOperation } from './cpu-table.js';
 import { readRest, untilBackAtRest } from './cpu-rest.js';
 import { cpuMsPerOperation, type CpuMeter, type IdleReading } from './floor-cpu.js';
+import { readyWarmPods } from './warm-pool-rig.js';
 import {
   api,
   atOnce,
@@ -106,34 +107,28 @@ async function coldCreate(
   return { ms: performance.now() - startedAtMs, op };
 }
 
-/** The names of the pods in the namespace now, and which of them are ready warm pods. */
-async function pods(kubeConfig: KubeConfig): Promise<{ names: Set<string>; readyWarm: number }> {
+/** The names of the pods in the namespace now. */
+async function existingPodNames(kubeConfig: KubeConfig): Promise<Set<string>> {
   const core = kubeConfig.makeApiClient(CoreV1Api);
   const list = await core.listNamespacedPod({ namespace: CPU_NAMESPACE });
-  const readyWarm = list.items.filter(
-    (p) =>
-      p.metadata?.labels?.['durable-sandbox.dev/warm-pool'] === WARM_TEMPLATE &&
-      p.status?.podIP &&
-      !p.metadata?.deletionTimestamp &&
-      !p.metadata?.labels?.['durable-sandbox.dev/sandbox-id'],
-  ).length;
-  return { names: new Set(list.items.map((p) => p.metadata?.name ?? '')), readyWarm };
+  return new Set(list.items.map((p) => p.metadata?.name ?? ''));
 }
 
 /** Waits (250 ms apart, up to `timeoutMs`) until none of `podNames` exists. */
 async function untilGone(target: CpuTarget, podNames: string[], timeoutMs = 300_000) {
   await waitUntil(
     async () => {
-      const { names } = await pods(target.kubeConfig);
+      const names = await existingPodNames(target.kubeConfig);
       return podNames.every((name) => !names.has(name));
     },
     { timeoutMs, intervalMs: 250, what: `${target.label}: ${podNames.length} pods deleted` },
   );
 }
 
-/** Waits until the warm pool holds its `poolSize` ready pods. */
+/** Waits until the warm pool holds its `poolSize` ready, unclaimed pods ({@link readyWarmPods}). */
 export async function untilPoolFull(target: CpuTarget): Promise<void> {
-  await waitUntil(async () => (await pods(target.kubeConfig)).readyWarm >= target.poolSize, {
+  const ready = () => readyWarmPods(target.kubeConfig, CPU_NAMESPACE, WARM_TEMPLATE);
+  await waitUntil(async () => (await ready()) >= target.poolSize, {
     timeoutMs: 300_000,
     intervalMs: 250,
     what: `${target.label}: ${target.poolSize} ready warm pods`,

@@ -3,7 +3,8 @@
  * 1 s"): the loop sends at each rate of a rising ladder for a fixed time, each request on its
  * schedule whether or not the ones before have answered, and the rate is held when the p99 of
  * its answers is within the bound. The ladder stops at the first rate not held: a loaded system
- * only gets slower above it. Used by `npm run bench -- claims` (tools/bench/claims.ts).
+ * only gets slower above it. Used by `npm run bench -- claims` (tools/bench/claims.ts); its open
+ * loop by `pool` too (tools/bench/pool.ts).
  */
 import { sleep, summary, type Summary } from './support.js';
 
@@ -30,26 +31,45 @@ export interface RateStep {
   held: boolean;
 }
 
+/** What an open loop sent and heard. */
+export interface OpenLoopRun<T> {
+  /** Each request's answer, in send order. */
+  answers: T[];
+  /**
+   * How late each request was sent behind its schedule, ms, in send order: the sender's own lag
+   * (a busy event loop), not the system's. Large values mean the loop did not send at its rate;
+   * a timer may fire a little early, so a value may be slightly below 0.
+   */
+  late_ms: number[];
+  /** From the first send to the last answer, ms. */
+  elapsed_ms: number;
+}
+
 /**
- * Sends `rate` requests per second for `seconds`, each on its schedule.
- * @param send one request; resolves to its ms from send to answer, NaN when it failed
- * @returns each request's ms, in send order
+ * Sends `rate` requests per second for `seconds`, each on its schedule whether or not the ones
+ * before have answered, and notes how late each was sent.
+ * @param send one request; a rejection rejects the loop (catch in `send` to count it instead)
+ * @returns each request's answer, and how late it was sent, in send order
  */
-export async function openLoop(
+export async function openLoop<T>(
   rate: number,
   seconds: number,
-  send: () => Promise<number>,
-): Promise<number[]> {
+  send: () => Promise<T>,
+): Promise<OpenLoopRun<T>> {
   const total = Math.round(rate * seconds);
   const intervalMs = 1000 / rate;
   const startedAtMs = performance.now();
-  const pending: Array<Promise<number>> = [];
+  const pending: Array<Promise<T>> = [];
+  const lateMs: number[] = [];
   for (let i = 0; i < total; i++) {
-    const waitMs = startedAtMs + i * intervalMs - performance.now();
+    const dueAtMs = startedAtMs + i * intervalMs;
+    const waitMs = dueAtMs - performance.now();
     if (waitMs > 0) await sleep(waitMs);
-    pending.push(send().catch(() => NaN));
+    lateMs.push(performance.now() - dueAtMs);
+    pending.push(send());
   }
-  return Promise.all(pending);
+  const answers = await Promise.all(pending);
+  return { answers, late_ms: lateMs, elapsed_ms: performance.now() - startedAtMs };
 }
 
 /**
@@ -90,14 +110,12 @@ export async function climbRates(options: {
   const steps: RateStep[] = [];
   for (const rate of options.rates) {
     await options.before?.();
-    const step = stepOf(
-      rate,
-      await openLoop(rate, options.seconds, options.send),
-      options.p99BoundMs,
-    );
+    // A request that rejected never got its answer: NaN, as one that failed.
+    const run = await openLoop(rate, options.seconds, () => options.send().catch(() => NaN));
+    const step = stepOf(rate, run.answers, options.p99BoundMs);
     steps.push(step);
     console.log(
-      `  ${options.label}: ${rate}/s for ${options.seconds} s: p99 ${step.latency_ms.p99} ms, failed ${step.failed}: ${step.held ? 'held' : 'not held'}`,
+      `  ${options.label}: ${rate}/s for ${options.seconds} s: p99 ${step.latency_ms.p99} ms, failed ${step.failed}, sent up to ${Math.round(Math.max(0, ...run.late_ms))} ms late: ${step.held ? 'held' : 'not held'}`,
     );
     if (!step.held) break;
   }

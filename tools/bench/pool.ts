@@ -17,18 +17,17 @@
  *   latency, and how many were claimed and how many found the pool empty and went cold.
  */
 import { loadavg } from 'node:os';
-import { tailOf } from './held-rate.js';
+import { openLoop, tailOf } from './held-rate.js';
 import { startFloors } from './outcomes.js';
 import { sumOf } from './prometheus.js';
-import { api, cpuMs, problems, sleep } from './support.js';
+import { api, cpuMs, problems } from './support.js';
 import {
-  readyWarmPods,
   startWarmPoolRig,
+  untilPoolFull,
   WARM_NODE_DELAY_MS as NODE_DELAY_MS,
   WARM_RESOURCES as RESOURCES,
   WARM_TEMPLATE as TEMPLATE,
 } from './warm-pool-rig.js';
-import { waitUntil } from '../wait-until.js';
 
 const POOL = { size: 500, maxPending: 100 } as const;
 
@@ -73,12 +72,7 @@ export async function measurePool(quick: boolean): Promise<Record<string, unknow
   });
   const floors = await startFloors(rig.devServer.address);
   try {
-    const full = () => readyWarmPods(rig).then((n) => n >= POOL.size);
-    await waitUntil(full, {
-      timeoutMs: 300_000,
-      intervalMs: 200,
-      what: `pool: ${POOL.size} ready warm pods`,
-    });
+    await untilPoolFull(rig, POOL.size, 300_000);
     console.log(`pool: ${POOL.size} warm pods ready; warming up (one of each)`);
     await syncCreate(rig.base, RESOURCES.disk_mib);
     await syncCreate(rig.base, 4096);
@@ -99,29 +93,17 @@ export async function measurePool(quick: boolean): Promise<Record<string, unknow
     const oneAtATime = { warm: tailOf(warm), cold: tailOf(cold), floor: tailOf(floor) };
     console.log(`one at a time (ms): ${JSON.stringify(oneAtATime)}`);
 
-    await waitUntil(full, {
-      timeoutMs: 300_000,
-      intervalMs: 200,
-      what: `pool: refilled to ${POOL.size}`,
-    });
+    await untilPoolFull(rig, POOL.size, 300_000);
     console.log(`pool: open loop of warm creates at ${run.rate}/s for ${run.seconds} s`);
     const total = run.rate * run.seconds;
-    const intervalMs = 1000 / run.rate;
     const cpuBefore = {
       api: cpuMs(rig.pidOf('src/api/main.ts')),
       worker: cpuMs(rig.pidOf('src/worker/main.ts')),
     };
-    const startedAtMs = performance.now();
-    const pending: Array<Promise<{ ms: number; warm: boolean; late: number }>> = [];
-    for (let i = 0; i < total; i++) {
-      const dueAtMs = startedAtMs + i * intervalMs;
-      const waitMs = dueAtMs - performance.now();
-      if (waitMs > 0) await sleep(waitMs);
-      const late = performance.now() - dueAtMs;
-      pending.push(syncCreate(rig.base, RESOURCES.disk_mib).then((r) => ({ ...r, late })));
-    }
-    const results = await Promise.all(pending);
-    const elapsedS = (performance.now() - startedAtMs) / 1000;
+    const loop = await openLoop(run.rate, run.seconds, () =>
+      syncCreate(rig.base, RESOURCES.disk_mib),
+    );
+    const results = loop.answers;
     // CPU of each process per create of the loop (the refill's pod creates included).
     const cpuPerCreate = {
       api_ms: Math.round((cpuMs(rig.pidOf('src/api/main.ts')) - cpuBefore.api) / total),
@@ -132,23 +114,23 @@ export async function measurePool(quick: boolean): Promise<Record<string, unknow
       template: TEMPLATE,
       outcome: 'claimed',
     });
-    const openLoop = {
+    const openLoopFigures = {
       sent: total,
       rate_per_s: run.rate,
       seconds: run.seconds,
-      sending_late_ms_max: Math.round(Math.max(...results.map((r) => r.late))),
-      answered_s: Math.round(elapsedS * 10) / 10,
+      sending_late_ms_max: Math.round(Math.max(...loop.late_ms)),
+      answered_s: Math.round(loop.elapsed_ms / 100) / 10,
       claimed: claimedRuns.length,
       went_cold: results.length - claimedRuns.length,
       warm_ms: tailOf(claimedRuns.map((r) => r.ms)),
       all_ms: tailOf(results.map((r) => r.ms)),
       cpu_per_create: cpuPerCreate,
     };
-    console.log(`open loop: ${JSON.stringify(openLoop)}`);
+    console.log(`open loop: ${JSON.stringify(openLoopFigures)}`);
     const goals = {
       warm_p50_vs_floor_p50: ratio(oneAtATime.warm.p50, oneAtATime.floor.p50, 1.5),
       warm_p50_vs_cold_p50: ratio(oneAtATime.warm.p50, oneAtATime.cold.p50, 0.2),
-      open_loop_warm_p99_vs_warm_p50: ratio(openLoop.warm_ms.p99, oneAtATime.warm.p50, 4),
+      open_loop_warm_p99_vs_warm_p50: ratio(openLoopFigures.warm_ms.p99, oneAtATime.warm.p50, 4),
     };
     console.log('\ngoals (each figure beside its bound, measured in this run):');
     for (const [name, goal] of Object.entries(goals)) {
@@ -162,7 +144,7 @@ export async function measurePool(quick: boolean): Promise<Record<string, unknow
         node_delay_ms: NODE_DELAY_MS,
         rounds: run.rounds,
         one_at_a_time_ms: oneAtATime,
-        open_loop: openLoop,
+        open_loop: openLoopFigures,
         worker_claims_counted: claims,
         goals,
         load_average: { before: loadBefore, after: loadavg().map((v) => Math.round(v * 10) / 10) },

@@ -3,8 +3,10 @@
  * the API and the worker as two processes (tools/bench/process-rig.ts) on an in-memory dev server
  * and a simulated cluster whose node answers a pod WARM_NODE_DELAY_MS after it is made (the
  * embedded stack's default), with one template, `warm`, whose pool's pods are made with
- * WARM_RESOURCES; and the pool's ready pods as the apiserver holds them.
+ * WARM_RESOURCES; and the count of a pool's ready pods as the apiserver holds them.
  */
+import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import { POD_LABELS } from '../../src/kubernetes/pod-spec.js';
 import type { Checkout } from './checkouts.js';
 import { ProcessRig } from './process-rig.js';
 import { waitUntil } from '../wait-until.js';
@@ -51,30 +53,32 @@ export function startWarmPoolRig(options: {
 }
 
 /**
- * The pool's ready, unclaimed pods on the simulated apiserver: with an IP, not being deleted,
- * and not yet labelled with a sandbox (a claimed pod keeps its pool label).
+ * How many of `template`'s pool pods in `namespace` are ready and unclaimed: with an IP, not
+ * being deleted, and not yet labelled with a sandbox (a claimed pod keeps its pool label; the
+ * labels: src/kubernetes/pod-spec.ts, POD_LABELS). One list of the pool's label selector. The
+ * count of every warm-pool bench (`pool`, `claims`, `cpu`: tools/bench/cpu-operations.ts).
+ * @throws what the list throws (the apiserver unreachable, or answering an error)
  */
-export async function readyWarmPods(rig: ProcessRig): Promise<number> {
-  const response = await fetch(
-    `${rig.cluster.url}/api/v1/namespaces/${WARM_NAMESPACE}/pods?labelSelector=` +
-      encodeURIComponent(`durable-sandbox.dev/warm-pool=${WARM_TEMPLATE}`),
-  );
-  const list = (await response.json()) as {
-    items: Array<{
-      status?: { podIP?: string };
-      metadata?: { deletionTimestamp?: string; labels?: Record<string, string> };
-    }>;
-  };
+export async function readyWarmPods(
+  kubeConfig: KubeConfig,
+  namespace: string,
+  template: string,
+): Promise<number> {
+  const list = await kubeConfig.makeApiClient(CoreV1Api).listNamespacedPod({
+    namespace,
+    labelSelector: `${POD_LABELS.warmPool}=${template}`,
+  });
   return list.items.filter(
     (p) =>
       p.status?.podIP &&
       !p.metadata?.deletionTimestamp &&
-      !p.metadata?.labels?.['durable-sandbox.dev/sandbox-id'],
+      !p.metadata?.labels?.[POD_LABELS.sandboxId],
   ).length;
 }
 
 /**
- * Resolves when {@link readyWarmPods} reaches `size`.
+ * Resolves when the rig's pool holds `size` ready, unclaimed pods ({@link readyWarmPods}; a read
+ * every 500 ms).
  * @throws Error after `timeoutMs` (a loaded machine fills 500 pods in about a minute)
  */
 export async function untilPoolFull(
@@ -82,9 +86,14 @@ export async function untilPoolFull(
   size: number,
   timeoutMs = 900_000,
 ): Promise<void> {
-  await waitUntil(async () => (await readyWarmPods(rig)) >= size, {
-    timeoutMs,
-    intervalMs: 500,
-    what: `${size} ready warm pods`,
-  });
+  const kubeConfig = new KubeConfig();
+  kubeConfig.loadFromString(rig.cluster.kubeconfigYaml(WARM_NAMESPACE));
+  await waitUntil(
+    async () => (await readyWarmPods(kubeConfig, WARM_NAMESPACE, WARM_TEMPLATE)) >= size,
+    {
+      timeoutMs,
+      intervalMs: 500,
+      what: `${size} ready warm pods`,
+    },
+  );
 }
