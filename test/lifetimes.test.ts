@@ -5,7 +5,8 @@
  * the dev server and the simulated cluster.
  */
 import request from 'supertest';
-import { WorkflowNotFoundError } from '@temporalio/client';
+import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
+import { MockActivityEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { lifetimeWorkflowId } from '../contract/index.js';
 import {
@@ -18,6 +19,8 @@ import {
   type OperationBody,
 } from './support/api.js';
 import { waitUntil } from '../tools/wait-until.js';
+import { storeActivities } from '../src/activities/store.js';
+import { startGrpcCounter } from './support/grpc-counter.js';
 
 const TEMPLATES = {
   base: { image: 'ghcr.io/durable-sandbox/base:1' },
@@ -70,6 +73,28 @@ async function deletesOf(sandboxId: string): Promise<OperationBody[]> {
   return (response.body.operations as Array<OperationBody & { cause: string | null }>).filter(
     (op) => op.sandbox_id === sandboxId && op.type === 'sandbox.delete',
   );
+}
+
+/**
+ * Runs the delete's last step (`markSandboxDeleted`) again for a sandbox's delete operation, its
+ * Temporal client counted by a gRPC proxy: @returns the lifetime cancels it sent (what reached
+ * the server).
+ */
+async function lifetimeCancelsOfMarkDeleted(sandboxId: string, operationId: string) {
+  const counter = await startGrpcCounter(api.stack.temporal.address);
+  const connection = await Connection.connect({ address: counter.address });
+  try {
+    const env = new MockActivityEnvironment(
+      {},
+      { client: new Client({ connection, namespace: 'default' }) },
+    );
+    const { markSandboxDeleted } = storeActivities({ store: api.stack.store });
+    await env.run(markSandboxDeleted, { operationId, sandboxId });
+    return counter.count('RequestCancelWorkflowExecution');
+  } finally {
+    await connection.close();
+    await counter.close();
+  }
 }
 
 async function lifetimeStatus(sandboxId: string): Promise<string | undefined> {
@@ -143,6 +168,9 @@ describe('expiry', () => {
       expect.objectContaining({ preconditions: { uid: sandbox.pod.uid } }),
     );
     expect(await lifetimeStatus(sandbox.id)).toBe('COMPLETED');
+    // The lifetime started this delete and ended by itself: the delete's last step sends it no
+    // cancel (a caller's delete does: below).
+    expect(await lifetimeCancelsOfMarkDeleted(sandbox.id, expiry?.id ?? '')).toBe(0);
   });
 
   it('still fires after the worker was stopped past expire_time and started again', async () => {
@@ -223,5 +251,6 @@ describe('a sandbox deleted before its expiry', () => {
       timeoutMs: 30_000,
     });
     expect((await deletesOf(sandbox.id)).length).toBe(1);
+    expect(await lifetimeCancelsOfMarkDeleted(sandbox.id, deleted.body.id as string)).toBe(1);
   });
 });

@@ -201,8 +201,13 @@ export function storeActivities(deps: StoreActivityDeps) {
         sandbox && (await deps.store.getOperation(sandbox.tenant, input.operationId));
       const cause = sandbox ? deletionCauseOf(sandbox, operation?.cause) : undefined;
       await emitSandboxEvent(deps.store, sandbox, ['deleted'], deps.tenantLimits, cause);
-      // No timer may fire on a deleted sandbox: one that had an expiry has a lifetime to end.
-      if (sandbox?.expireTime) await endLifetime(Context.current().client, input.sandboxId);
+      // No timer may fire on a deleted sandbox: one that had an expiry has a lifetime to end,
+      // unless that lifetime started this delete (cause `expired`): it ends by itself once its
+      // expiry step has started the delete (src/workflows/sandbox-lifetime.ts), so a cancel
+      // would only find it closed.
+      if (sandbox?.expireTime && operation?.cause !== 'expired') {
+        await endLifetime(Context.current().client, input.sandboxId);
+      }
       return deleted;
     },
 
