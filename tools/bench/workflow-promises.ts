@@ -1,8 +1,6 @@
 /**
- * How many promises the workflow sandbox makes per create (issue 50): the Temporal TypeScript
- * SDK captures and formats a stack trace for every promise created in workflow code (1.24,
- * `@temporalio/worker` lib/workflow/vm-shared.js, `setPromiseHook`), so each one costs the
- * worker CPU on every create.
+ * How many promises the workflow sandbox makes per create (issue 50), beside the same kinds'
+ * no-op floors: the SDK captures a stack trace for each (tools/bench/workflow-promise-count.ts).
  *
  *     npx tsx tools/bench/workflow-promises.ts
  *
@@ -11,11 +9,11 @@
  * code must replay them, test/replay.test.ts), then the same kinds' no-op floors
  * (tools/bench/floor-workflows.ts: `floorRefusalShape`, `floorCreateSuccessShape`,
  * `floorWarmClaimShape`), whose histories it records first on a dev server of its own
- * (environments/dev-server/dev-server.ts). Each replay runs in this thread (a replay worker is in
- * debug mode) under a `v8.promiseHooks` counter that counts the promises the SDK's own hook
- * would: those made in a workflow's context. The creates replay with the production bundle
- * (interceptors and failure converter included), the floors with theirs, as `npm run bench`
- * runs them.
+ * (environments/dev-server/dev-server.ts). Each replay runs in this thread under a
+ * `v8.promiseHooks` counter that counts the promises the SDK's own hook would: those made in a
+ * workflow's context (tools/bench/workflow-promise-count.ts). The creates replay with the
+ * production bundle (interceptors and failure converter included), the floors with theirs, as
+ * `npm run bench` runs them.
  *
  * Prints one line per history and then one JSON line
  * `{ refused: {create, floor}, cold: {create, floor}, warm: {create, floor} }`, in promises.
@@ -23,11 +21,9 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { promiseHooks } from 'node:v8';
 import { Client, Connection } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { historyFromJSON } from '@temporalio/common/lib/proto-utils.js';
-import type { temporal } from '@temporalio/proto';
 import {
   bundleWorkflowCode,
   DefaultLogger,
@@ -39,8 +35,7 @@ import { startDevServer } from '../../environments/dev-server/dev-server.js';
 import { bundleSandboxWorkflows } from '../../src/worker/workflow-bundle.js';
 import { fixtureDir, releaseBeforeCommit } from '../release-before.js';
 import type { FloorActivities } from './floor-workflows.js';
-
-type History = temporal.api.history.v1.IHistory;
+import { promisesOfReplay, type History } from './workflow-promise-count.js';
 
 /** Each create kind: its fixture (test/fixtures/<commit>/<name>.history.json) and its floor. */
 const KINDS = {
@@ -52,37 +47,6 @@ const KINDS = {
 type Kind = keyof typeof KINDS;
 
 const FLOOR_WORKFLOWS_PATH = fileURLToPath(new URL('./floor-workflows.ts', import.meta.url));
-
-/**
- * Counts the promises created in a workflow's context from now until `stop()`: those whose
- * realm has a `__TEMPORAL_ACTIVATOR__`, the test the SDK's own promise hook makes
- * (vm-shared.js `getActivator`). Promises of the worker itself are left out.
- * @returns `stop()`, which removes the hook, and `count()`, the promises counted so far
- */
-export function countWorkflowPromises(): { stop(): void; count(): number } {
-  let count = 0;
-  const stopHook = promiseHooks.onInit((promise) => {
-    const realmFunction = promise.constructor.constructor as FunctionConstructor;
-    if (realmFunction('return globalThis.__TEMPORAL_ACTIVATOR__')() !== undefined) count += 1;
-  });
-  return { stop: () => stopHook(), count: () => count };
-}
-
-/**
- * Replays `history` with `bundle` in this thread and counts its workflow's promises.
- * @returns the count
- * @throws DeterminismViolationError when the code does not replay the history
- */
-async function promisesOfReplay(bundle: { code: string }, history: History): Promise<number> {
-  const counter = countWorkflowPromises();
-  try {
-    await Worker.runReplayHistory({ workflowBundle: bundle }, history);
-  } finally {
-    // The hook never outlives the replay, whether it replays or not.
-    counter.stop();
-  }
-  return counter.count();
-}
 
 /**
  * Runs each floor once on a dev server of its own, with no-op activities (`refuse` fails, as
