@@ -12,6 +12,12 @@
  * outcome: src/workflows/create-failures.ts.
  *
  * Deterministic: no I/O, time only from the workflow API.
+ *
+ * Few promises: the SDK captures a stack trace for every promise made in the workflow (issue 50),
+ * so a step is a plain function over its activity's promise (`.catch`/`.then`), not an `async`
+ * wrapper. Each such chain takes as many promise reactions as the `async` version did, so a cancel
+ * or the deadline that reaches the workflow in the same task as a step's answer is seen at the
+ * same point as before, and the workflow emits the same commands.
  */
 import {
   ApplicationFailure,
@@ -70,7 +76,10 @@ import {
  * @throws CancelledFailure when the operation was cancelled, after compensation
  */
 export async function createSandbox(input: CreateSandboxInput): Promise<CreateSandboxResult> {
-  await admit(input);
+  // Where the admission and the compensation run: a cancel of the create cancels neither. One
+  // scope for both (Temporal's `CancellationScope.nonCancellable` makes a new one per call).
+  const shielded = new CancellationScope({ cancellable: false });
+  await admit(input, shielded);
   const progress: CreateProgress = { compensations: [], waitScheduled: false };
   const work = new CancellationScope();
   const deadline = startDeadline(input, work);
@@ -93,14 +102,9 @@ export async function createSandbox(input: CreateSandboxInput): Promise<CreateSa
       pod: progress.pod,
       deadlineMs: input.deadlineMs,
     });
-    const final = await CancellationScope.nonCancellable(async () => {
-      const published = await publishOutcome(input, outcome, {
-        recorded,
-        adopt: progress.waitScheduled,
-      });
-      await compensate(input, progress, published);
-      return published;
-    });
+    const final = await shielded.run(() =>
+      compensate(input, progress, outcome, { recorded, adopt: progress.waitScheduled }),
+    );
     throw finalFailure(final);
   }
 }
@@ -128,16 +132,18 @@ interface CreateProgress {
 // ---- The steps, in the order they run ----
 
 /**
- * Step 0: admits the create (src/activities/admission.ts) before any other step. Not cancellable: a
- * cancel that arrives meanwhile takes effect once the answer is known, so an admitted create is
- * compensated as usual and a refused one does nothing at all.
+ * Step 0: admits the create (src/activities/admission.ts) before any other step, in `shielded`
+ * (a non-cancellable scope): a cancel that arrives meanwhile takes effect once the answer is
+ * known, so an admitted create is compensated as usual and a refused one does nothing at all.
+ * A `.catch` over the scope's run, not an `async` wrapper: one promise fewer, the same promise
+ * reactions before the next step.
  * @throws ApplicationFailure `NotAdmitted` (non-retryable) when the store does not hold the
  *   create as the input describes it, or could not be read within the deadline; nothing was
  *   written and no pod made
  */
-async function admit(input: CreateSandboxInput): Promise<void> {
-  try {
-    await CancellationScope.nonCancellable(() =>
+function admit(input: CreateSandboxInput, shielded: CancellationScope): Promise<void> {
+  return shielded
+    .run(() =>
       admissionStep(input.deadlineMs).admitCreate({
         ...executionOf(input),
         tenantId: input.tenantId,
@@ -146,20 +152,20 @@ async function admit(input: CreateSandboxInput): Promise<void> {
         deadlineMs: input.deadlineMs,
         placement: input.placement,
       }),
-    );
-  } catch (err) {
-    const failure = failureOf(err);
-    const refused =
-      failure instanceof ApplicationFailure && failure.type === NOT_ADMITTED_FAILURE_TYPE;
-    throw ApplicationFailure.create({
-      type: NOT_ADMITTED_FAILURE_TYPE,
-      nonRetryable: true,
-      message: refused
-        ? failure.message
-        : `could not check create of sandbox ${input.sandboxId} against the store within its ` +
-          `deadline: ${(failure as Error)?.message ?? String(failure)}`,
+    )
+    .catch((err: unknown) => {
+      const failure = failureOf(err);
+      const refused =
+        failure instanceof ApplicationFailure && failure.type === NOT_ADMITTED_FAILURE_TYPE;
+      throw ApplicationFailure.create({
+        type: NOT_ADMITTED_FAILURE_TYPE,
+        nonRetryable: true,
+        message: refused
+          ? failure.message
+          : `could not check create of sandbox ${input.sandboxId} against the store within its ` +
+            `deadline: ${(failure as Error)?.message ?? String(failure)}`,
+      });
     });
-  }
 }
 
 /**
@@ -233,7 +239,7 @@ async function runSteps(
  * @returns the result, or undefined when the pool had no pod for it (the create goes cold)
  * @throws the failure of a step, or CancelledFailure: compensation is the caller's
  */
-async function claimWarmPod(
+function claimWarmPod(
   input: CreateSandboxInput,
   progress: CreateProgress,
 ): Promise<CreateSandboxResult | undefined> {
@@ -246,22 +252,28 @@ async function claimWarmPod(
       deletePodToUndo({ ...executionOf(input), pod: made.pod, claimedFrom: input.template }),
   };
   progress.compensations.push(compensation);
-  const claimed = await settledStep.claimWarmPod({
-    ...executionOf(input),
-    template: input.template,
-    resources: input.resources,
-  });
-  if (!claimed) {
-    // Cold: the pool had none, so there is nothing to undo.
-    progress.compensations.splice(progress.compensations.indexOf(compensation), 1);
-    return undefined;
-  }
-  const pod = claimed.pod;
-  made.pod = pod;
-  progress.pod = pod;
-  progress.image = pod.image;
-  if (!claimed.marked) throw retiredWhileStarting();
-  return { sandboxId: input.sandboxId, pod: { name: pod.name, uid: pod.uid, ip: claimed.podIp } };
+  return settledStep
+    .claimWarmPod({
+      ...executionOf(input),
+      template: input.template,
+      resources: input.resources,
+    })
+    .then((claimed) => {
+      if (!claimed) {
+        // Cold: the pool had none, so there is nothing to undo.
+        progress.compensations.splice(progress.compensations.indexOf(compensation), 1);
+        return undefined;
+      }
+      const pod = claimed.pod;
+      made.pod = pod;
+      progress.pod = pod;
+      progress.image = pod.image;
+      if (!claimed.marked) throw retiredWhileStarting();
+      return {
+        sandboxId: input.sandboxId,
+        pod: { name: pod.name, uid: pod.uid, ip: claimed.podIp },
+      };
+    });
 }
 
 /**
@@ -271,7 +283,7 @@ async function claimWarmPod(
  * @throws the step's failure; a definite refusal of the apiserver (`podCreated: false`) leaves
  *   no undo behind, as there is no pod to look for
  */
-async function createPod(
+function createPod(
   input: CreateSandboxInput,
   progress: CreateProgress,
   placed: { placement: number; refused: PlacementRecord[]; policy: PlacementPolicy } | undefined,
@@ -286,7 +298,7 @@ async function createPod(
         pod: made.pod,
       }),
   });
-  const pod = await settledStep
+  return settledStep
     .createPod({
       ...executionOf(input),
       template: input.template,
@@ -305,11 +317,13 @@ async function createPod(
       // with a kubeconfig that cannot work, no way to look).
       if (refusalDetailsOf(err)?.podCreated === false) progress.compensations.pop();
       throw err;
+    })
+    .then((pod) => {
+      made.pod = pod;
+      progress.pod = pod;
+      progress.image = pod.image;
+      return pod;
     });
-  made.pod = pod;
-  progress.pod = pod;
-  progress.image = pod.image;
-  return pod;
 }
 
 /**
@@ -320,28 +334,29 @@ async function createPod(
  * @throws the wait's failure (`InvalidRequest`, `PodFailed`, `NodeRefused`, `Unschedulable`, …)
  *   or CancelledFailure
  */
-async function awaitPodIp(
+function awaitPodIp(
   input: CreateSandboxInput,
   progress: CreateProgress,
   pod: PodRef,
   placed: { placement: number; policy: PlacementPolicy } | undefined,
 ): Promise<string> {
   progress.waitScheduled = true;
-  const { podIp } = await readinessWait(input.deadlineMs, pod.uid).awaitPodReady({
-    operationId: input.operationId,
-    sandboxId: input.sandboxId,
-    pod,
-    ...(placed
-      ? {
-          placement: {
-            replaceOn: [...placed.policy.replaceOn],
-            endOnUnschedulable: placed.placement > 1,
-          },
-        }
-      : {}),
-    recordOutcome: true,
-  });
-  return podIp;
+  return readinessWait(input.deadlineMs, pod.uid)
+    .awaitPodReady({
+      operationId: input.operationId,
+      sandboxId: input.sandboxId,
+      pod,
+      ...(placed
+        ? {
+            placement: {
+              replaceOn: [...placed.policy.replaceOn],
+              endOnUnschedulable: placed.placement > 1,
+            },
+          }
+        : {}),
+      recordOutcome: true,
+    })
+    .then(({ podIp }) => podIp);
 }
 
 /**
@@ -419,18 +434,21 @@ async function recordPlacement(input: CreateSandboxInput, placement: PlacementRe
  * @throws ApplicationFailure `Internal` (non-retryable) when the execution was retired or
  *   superseded meanwhile (a delete, or a newer activation)
  */
-async function markRunning(
+function markRunning(
   input: CreateSandboxInput,
   pod: PodRef,
   podIp: string,
 ): Promise<CreateSandboxResult> {
-  const marked = await settledStep.markSandboxRunning({
-    ...executionOf(input),
-    podIp,
-    podUid: pod.uid,
-  });
-  if (!marked) throw retiredWhileStarting();
-  return { sandboxId: input.sandboxId, pod: { name: pod.name, uid: pod.uid, ip: podIp } };
+  return settledStep
+    .markSandboxRunning({
+      ...executionOf(input),
+      podIp,
+      podUid: pod.uid,
+    })
+    .then((marked) => {
+      if (!marked) throw retiredWhileStarting();
+      return { sandboxId: input.sandboxId, pod: { name: pod.name, uid: pod.uid, ip: podIp } };
+    });
 }
 
 /**
@@ -493,15 +511,19 @@ async function publishOutcome(
 }
 
 /**
- * Runs the compensation stack in reverse, then retires the execution with the outcome's code.
- * Each step is retried by Temporal until it succeeds (create-step-options.ts
+ * The compensation: publishes the outcome ({@link publishOutcome}; `at` is its), runs the
+ * compensation stack in reverse, then retires the execution with the published outcome's code.
+ * Each undo step is retried by Temporal until it succeeds (create-step-options.ts
  * `compensationStep`); run non-cancellable.
+ * @returns the create's outcome, as {@link publishOutcome} returns it
  */
 async function compensate(
   input: CreateSandboxInput,
   progress: CreateProgress,
-  outcome: CreateOutcome,
-): Promise<void> {
+  failed: CreateOutcome,
+  at: { recorded: boolean; adopt: boolean },
+): Promise<CreateOutcome> {
+  const outcome = await publishOutcome(input, failed, at);
   const podUid = progress.pod?.uid;
   for (const compensation of [...progress.compensations].reverse()) {
     log.info('compensating', {
@@ -521,6 +543,7 @@ async function compensate(
     rootfsFloor: learnedRootfsFloor(input, progress, outcome),
   });
   setPhase(input, 'finished');
+  return outcome;
 }
 
 /**
