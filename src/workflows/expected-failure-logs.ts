@@ -3,8 +3,9 @@
  * workflows, src/worker/workflow-bundle.ts) that marks the SDK's closing `Workflow failed` line of a
  * workflow that failed with an expected outcome, the caller's error (contract/operation.ts,
  * `isExpectedFailure`: a node refusing the disk). The worker's log forwarder
- * (src/worker/runtime.ts) writes a marked line at debug instead of warn, so a refusal is one info
- * line (the wait's), not warnings with stack traces.
+ * (src/worker/runtime.ts `sdkLogForwarder`) counts a marked line as debug instead of warn: it is
+ * written only with TEMPORAL_LOG_LEVEL at DEBUG or TRACE (the default WARN drops it) and pino at
+ * debug, so a refusal is one info line (the wait's), not warnings with stack traces.
  *
  * Why an interceptor: the SDK logs `Workflow failed` at warn for any failure (Temporal TypeScript
  * SDK, workflow/src/logs.ts), and the error reaches the worker's logger as a structured clone
