@@ -16,6 +16,7 @@ import {
   startApiStack,
   type ApiStack,
 } from './support/api.js';
+import { eventTimeMs } from './support/history-event-time.js';
 import { waitUntil } from '../tools/wait-until.js';
 import type { OperationRecord } from '../src/store/index.js';
 
@@ -31,12 +32,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await api?.stop();
 });
-
-/** Milliseconds since the epoch of a history event's time. */
-function eventMs(event: temporal.api.history.v1.IHistoryEvent | undefined): number {
-  const time = event?.eventTime;
-  return Number(time?.seconds ?? 0) * 1000 + Math.floor((time?.nanos ?? 0) / 1e6);
-}
 
 describe('the outcome at the decision', () => {
   it('a refused create shows failed, with the error the workflow would write, before the workflow has seen the refusal', async () => {
@@ -68,7 +63,7 @@ describe('the outcome at the decision', () => {
     expect(failure?.applicationFailureInfo?.type).toBe('InvalidRequest');
     expect(details.outcomeRecorded).toBe(true);
     expect(Date.parse(first.updatedAt), 'row failed (ms) <= wait failed (ms)').toBeLessThanOrEqual(
-      eventMs(waitFailed),
+      eventTimeMs(waitFailed),
     );
     // The workflow wrote no outcome: its local activities are the admission and the retirement.
     const localActivities = events.filter(

@@ -19,6 +19,7 @@ import { createPod } from '../src/kubernetes/pods.js';
 import { SandboxInformers } from '../src/kubernetes/sandbox-informers.js';
 import { podWithUnstartedWait, startCreate, waitingAsync } from './support/creates.js';
 import { startGrpcCounter, type GrpcCounter } from './support/grpc-counter.js';
+import { eventTimeMs } from './support/history-event-time.js';
 import { startTestStack, type TestStack } from './support/stack.js';
 import { waitUntil } from '../tools/wait-until.js';
 
@@ -119,9 +120,7 @@ describe('the readiness decider', () => {
     const completed = ((await handle.fetchHistory()).events ?? []).find(
       (event) => event.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED,
     );
-    const completedAt =
-      Number(completed?.eventTime?.seconds ?? 0) * 1000 +
-      Math.floor((completed?.eventTime?.nanos ?? 0) / 1e6);
+    const completedAt = eventTimeMs(completed);
     expect(completedAt - changedAt, 'ms from the change to the decision').toBeGreaterThanOrEqual(
       otherWaitDelayMs - 100,
     );

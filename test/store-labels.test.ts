@@ -320,12 +320,11 @@ describe.each(storeBackends())('labels and filters on $name', (backend) => {
     beforeEach(async () => {
       await created(sandboxInput(1));
       await created(sandboxInput(2));
-      await store.insertOperation({
+      await store.beginDelete({
         id: 'op_0003',
-        type: 'sandbox.delete',
         tenant: 'acme',
         sandboxId: 'sbx_0001',
-        phase: 'deleting',
+        cause: 'requested',
       });
       await store.markSandboxFailed({ sandboxId: 'sbx_0002', code: 'internal', message: 'x' });
     });

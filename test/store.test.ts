@@ -970,12 +970,11 @@ describe.each(storeBackends())('store on $name', (backend) => {
         failure: null,
       });
 
-      await store.insertOperation({
+      await store.beginDelete({
         id: 'op_delete_0011',
-        type: 'sandbox.delete',
         tenant: 'acme',
         sandboxId: deleted.id,
-        phase: 'deleting',
+        cause: 'requested',
       });
       expect(
         await store.markSandboxDeleted({ sandboxId: deleted.id, operationId: 'op_delete_0011' }),

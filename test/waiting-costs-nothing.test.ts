@@ -9,6 +9,7 @@ import { temporal } from '@temporalio/proto';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { createSandbox } from '../src/workflows/create-sandbox.js';
 import { podWithUnstartedWait, startCreate, settle, waitingAsync } from './support/creates.js';
+import { eventTimeMs } from './support/history-event-time.js';
 import { startTestStack, type TestStack } from './support/stack.js';
 import { waitUntil } from '../tools/wait-until.js';
 
@@ -191,12 +192,8 @@ describe('waiting costs nothing', () => {
     const failure = applicationFailureOf((await settle(handle.result())).error);
     expect(failure.type).toBe('PodNeverReady');
     const events = (await handle.fetchHistory()).events ?? [];
-    const timeOf = (type: number) => {
-      const event = events.find((candidate) => candidate.eventType === type);
-      return event?.eventTime
-        ? Number(event.eventTime.seconds) * 1000 + Math.floor((event.eventTime.nanos ?? 0) / 1e6)
-        : NaN;
-    };
+    const timeOf = (type: number) =>
+      eventTimeMs(events.find((candidate) => candidate.eventType === type));
     const startedAt = timeOf(EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED);
     const firedAt = timeOf(EventType.EVENT_TYPE_TIMER_FIRED);
     // The timer fires at the deadline (the dev server's timer resolution is about 1 s).

@@ -23,6 +23,7 @@ import {
   startApiStack,
   type ApiStack,
 } from './support/api.js';
+import { eventTimeMs } from './support/history-event-time.js';
 import { waitUntil } from '../tools/wait-until.js';
 
 const ADMIN_TOKEN = 'operator-token-for-warm-pools';
@@ -385,11 +386,6 @@ async function poolSignals(template: string): Promise<number> {
   ).length;
 }
 
-/** Epoch ms of a history event's time. */
-function eventMs(event: { eventTime?: { seconds?: unknown; nanos?: number | null } | null }) {
-  return Number(event.eventTime?.seconds ?? 0) * 1000 + (event.eventTime?.nanos ?? 0) / 1e6;
-}
-
 describe('a warm pool woken by a burst of claims', () => {
   it('gets one signal per window from the worker, not one per claim, and still refills', async () => {
     await waitUntil(async () => (await readyWarmPods(WAKE)) === 24, { timeoutMs: 90_000 });
@@ -414,7 +410,7 @@ describe('a warm pool woken by a burst of claims', () => {
         expect(claim, 'every create claimed').toBeGreaterThanOrEqual(0);
         const started = events.slice(claim).find((e) => e.activityTaskStartedEventAttributes);
         const completed = events.slice(claim).find((e) => e.activityTaskCompletedEventAttributes);
-        return { from: eventMs(started!), to: eventMs(completed!) };
+        return { from: eventTimeMs(started), to: eventTimeMs(completed) };
       }),
     );
     const sandboxes = await Promise.all(

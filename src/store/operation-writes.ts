@@ -1,5 +1,5 @@
 /**
- * The store's writes of operation rows (Store.insertOperation, beginDelete, advanceOperation,
+ * The store's writes of operation rows (Store.beginDelete, advanceOperation,
  * recordOperationOutcome, recordOperationRunId, recordPlacement, markCancellationRequested):
  * each one transaction, after which the operation's waiters wake.
  */
@@ -14,7 +14,6 @@ export function operationWrites(
   ctx: StoreContext,
 ): Pick<
   Store,
-  | 'insertOperation'
   | 'beginDelete'
   | 'advanceOperation'
   | 'recordOperationRunId'
@@ -23,11 +22,6 @@ export function operationWrites(
 > {
   const { db, dialect, now, writing, advanceIn, note } = ctx;
   return {
-    insertOperation(input) {
-      return writing(async (trx) => {
-        await insertOperation(trx, { ...input, deadlineAt: null }, now());
-      });
-    },
     beginDelete(input) {
       return writing(async (trx) => {
         await lockSandbox(trx, dialect, input.sandboxId);

@@ -465,19 +465,6 @@ export interface Store {
     key: string,
   ): Promise<{ requestHash: string; operationId: string; sandboxId: string } | undefined>;
   /**
-   * Inserts a running operation that is not a create (a create's row is inserted by
-   * {@link createSandbox}), e.g. a delete in phase `deleting`.
-   */
-  insertOperation(input: {
-    id: string;
-    type: OperationType;
-    tenant: string;
-    sandboxId: string;
-    phase: OperationPhase;
-    /** A delete's cause (`requested` by a caller, `expired` by its lifetime). */
-    cause?: DeleteCause;
-  }): Promise<void>;
-  /**
    * Begins a sandbox's delete unless one is already running (one delete at a time): inserts
    * `input` as a running `sandbox.delete` operation, or, when the sandbox has a running delete
    * already, inserts nothing and names that one. One transaction under the sandbox's row lock
