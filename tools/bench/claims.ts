@@ -9,7 +9,7 @@
  * refill). The ladder (tools/bench/held-rate.ts)
  * sends synchronous creates with the pool's resources (`POST /sync/v1/sandboxes` -> 201 on a
  * `warm-warm-…` pod; one that goes cold or fails counts as not answered), the pool full again
- * before each rung. Then, on this checkout's dev server with its worker idle, the same ladder of
+ * before each rung. Then, on the dev server of the checkout measured last, its worker idle, the same ladder of
  * `floorWarmClaimShape` workflows (tools/bench/floor-workflows.ts), started and awaited by the
  * floors' worker in this process.
  */
@@ -27,7 +27,7 @@ const FLOOR_SHARE = 0.8;
 
 /** The ladder's rungs (per s), seconds per rung, and the pool's size (`--quick`: a trial). */
 const RUN = {
-  full: { rates: [10, 20, 30, 40, 50], seconds: 20, pool: 500, maxPending: 200 },
+  full: { rates: [10, 20, 30, 35, 40, 45, 50], seconds: 20, pool: 500, maxPending: 200 },
   quick: { rates: [10, 50], seconds: 3, pool: 150, maxPending: 100 },
 } as const;
 type Run = (typeof RUN)[keyof typeof RUN];
