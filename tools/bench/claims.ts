@@ -2,7 +2,7 @@
  * `npm run bench -- claims`: the highest rate of warm claims held with p99 <= 1 s, beside the
  * rate a no-op workflow of the claim's Temporal shape holds on the same server (issue 50's goal:
  * 50/s with p99 <= 1 s, otherwise a held rate >= 0.8x the floor's; docs/benchmarks.md, "Warm
- * claims: `claims`"). For each checkout of the run (the baseline at BASELINE_DIR, then this one;
+ * claims: `claims`"). For each checkout of the run (the baseline at BASELINE_DIR and this one, in BENCH_ORDER's order;
  * tools/bench/checkouts.ts): its API and worker as two processes (tools/bench/process-rig.ts) on
  * a SQLite store, a simulated cluster whose node answers a new pod after 300 ms, and a
  * template `warm` (tools/bench/warm-pool-rig.ts) with a pool of 500 pods (the most a pool may hold: the top rung also needs its
