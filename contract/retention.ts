@@ -4,7 +4,7 @@
  */
 
 /**
- * The kinds of rows that age out, each with its own retention: `sandboxes` (deleted or failed),
+ * The kinds of rows that age out, each with its own retention: `sandboxes` (deleted, failed or lost),
  * `operations` (finished), `events` (the feed's and webhooks' events), `idempotency_keys`,
  * `webhook_deliveries` (delivery attempts and finished per-endpoint delivery states).
  */

@@ -65,7 +65,7 @@ describe.each(storeBackends())('retention purges on $name', (backend) => {
   async function sandbox(
     n: number,
     atMs: number,
-    end: 'creating' | 'failed' | 'deleted' | 'failed, deleting',
+    end: 'creating' | 'failed' | 'deleted' | 'failed, deleting' | 'lost',
     idempotencyKey?: string,
   ): Promise<string> {
     clock.set(atMs);
@@ -80,6 +80,16 @@ describe.each(storeBackends())('retention purges on $name', (backend) => {
     });
     expect(outcome.kind).toBe('created');
     if (end === 'creating') return id;
+    if (end === 'lost') {
+      // Ran, then its pod vanished (the orphan sweep's verdict); its create has finished.
+      const execution = { sandboxId: id, generation: 1, attempt: 1, operationId: `op_${n}` };
+      await store.recordPod({ ...execution, podName: `sbx-${n}`, podUid: `uid-${n}` });
+      await store.markSandboxRunning({ ...execution, podIp: '10.0.0.1' });
+      expect(
+        await store.markSandboxLost({ sandboxId: id, podUid: `uid-${n}`, reason: 'gone' }),
+      ).toBe(true);
+      return id;
+    }
     // Fails the sandbox and finishes its create.
     expect(
       await store.markSandboxFailed({ sandboxId: id, code: 'pod_failed', message: 'test' }),
@@ -100,21 +110,24 @@ describe.each(storeBackends())('retention purges on $name', (backend) => {
     return id;
   }
 
-  it('purges deleted and failed sandboxes past the retention, with their executions, and keeps the rest', async () => {
+  it('purges deleted, failed and lost sandboxes past the retention, with their executions, and keeps the rest', async () => {
     await sandbox(1, OLD, 'failed');
     await sandbox(2, OLD, 'deleted');
     await sandbox(3, OLD, 'failed, deleting'); // its delete still runs
     await sandbox(4, OLD, 'creating');
     await sandbox(5, NOW - DAY_MS, 'failed'); // too young
+    await sandbox(6, OLD, 'lost');
+    await sandbox(7, NOW - DAY_MS, 'lost'); // too young
     clock.set(NOW);
-    expect(await purge('sandboxes')).toBe(2);
-    expect(await store.getSandboxById('sbx_1')).toBeUndefined();
-    expect(await store.getSandboxById('sbx_2')).toBeUndefined();
-    for (const kept of ['sbx_3', 'sbx_4', 'sbx_5']) {
+    expect(await purge('sandboxes')).toBe(3);
+    for (const purged of ['sbx_1', 'sbx_2', 'sbx_6']) {
+      expect(await store.getSandboxById(purged), purged).toBeUndefined();
+    }
+    for (const kept of ['sbx_3', 'sbx_4', 'sbx_5', 'sbx_7']) {
       expect(await store.getSandboxById(kept), kept).toBeDefined();
     }
     // Executions go with their sandbox (on delete cascade).
-    expect(await rows('executions')).toBe(3);
+    expect(await rows('executions')).toBe(4);
     expect(await purge('sandboxes')).toBe(0);
   });
 

@@ -3,7 +3,7 @@
  * Each call deletes at most `limit` rows of one kind, older than a cutoff, in one statement (the
  * delivery records' kind: two statements, together at most `limit`), walking an index
  * (migrations 0009, 0013, 0023) so a batch costs about what it deletes. Nothing unfinished is
- * purged: a sandbox only once `deleted` or `failed` with no operation of it still running, an
+ * purged: a sandbox only once `deleted`, `failed` or `lost` with no operation of it still running, an
  * operation only once `finished`, an event and its per-endpoint states only once no endpoint
  * still waits for it or is delivering it (a state unchanged for WEBHOOK_GIVEN_UP_AFTER_MS is
  * given up), and never the newest
@@ -53,7 +53,7 @@ async function purgeSandboxes(db: Kysely<Database>, before: string, limit: numbe
     await sql`
       delete from sandboxes where id in (
         select s.id from sandboxes s
-        where s.state in ('deleted', 'failed') and s.updated_at < ${before}
+        where s.state in ('deleted', 'failed', 'lost') and s.updated_at < ${before}
           and not exists (
             select 1 from operations o
             where o.tenant = s.tenant and o.sandbox_id = s.id and o.phase <> 'finished')

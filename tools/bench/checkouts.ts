@@ -18,9 +18,25 @@ export interface Checkout {
 }
 
 /**
- * The checkouts of this run: the candidate, and the baseline first when BASELINE_DIR names a
- * checkout with `src/worker/main.ts` (else it is left out with a message).
- * @throws Error when CANDIDATE_DIR names no checkout with `src/worker/main.ts`
+ * The order a run measures its checkouts in: `BENCH_ORDER=candidate-first` measures the candidate
+ * before the baseline (the default, `baseline-first`, the other way round). A mode measures one
+ * checkout whole before the next, so a drift of the machine during a run (another tenant of the
+ * host, thermal state) lands on the second one: running both orders tells a change from a drift.
+ * @throws Error for any other value
+ */
+export function candidateFirst(): boolean {
+  const order = process.env.BENCH_ORDER ?? 'baseline-first';
+  if (order !== 'baseline-first' && order !== 'candidate-first')
+    throw new Error(`BENCH_ORDER is ${order}: baseline-first or candidate-first`);
+  return order === 'candidate-first';
+}
+
+/**
+ * The checkouts of this run, in {@link candidateFirst}'s order: the candidate, and the baseline
+ * when BASELINE_DIR names a checkout with `src/worker/main.ts` (else it is left out with a
+ * message).
+ * @throws Error when CANDIDATE_DIR names no checkout with `src/worker/main.ts`, or BENCH_ORDER is
+ *   neither order
  */
 export function checkoutsOfRun(): Checkout[] {
   const candidate = resolve(process.env.CANDIDATE_DIR ?? '.');
@@ -36,7 +52,7 @@ export function checkoutsOfRun(): Checkout[] {
     );
   }
   checkouts.push({ label: 'candidate', dir: candidate });
-  return checkouts;
+  return candidateFirst() ? checkouts.reverse() : checkouts;
 }
 
 /**

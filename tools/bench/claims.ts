@@ -2,14 +2,14 @@
  * `npm run bench -- claims`: the highest rate of warm claims held with p99 <= 1 s, beside the
  * rate a no-op workflow of the claim's Temporal shape holds on the same server (issue 50's goal:
  * 50/s with p99 <= 1 s, otherwise a held rate >= 0.8x the floor's; docs/benchmarks.md, "Warm
- * claims: `claims`"). For each checkout of the run (the baseline at BASELINE_DIR, then this one;
+ * claims: `claims`"). For each checkout of the run (the baseline at BASELINE_DIR and this one, in BENCH_ORDER's order;
  * tools/bench/checkouts.ts): its API and worker as two processes (tools/bench/process-rig.ts) on
  * a SQLite store, a simulated cluster whose node answers a new pod after 300 ms, and a
  * template `warm` (tools/bench/warm-pool-rig.ts) with a pool of 500 pods (the most a pool may hold: the top rung also needs its
  * refill). The ladder (tools/bench/held-rate.ts)
  * sends synchronous creates with the pool's resources (`POST /sync/v1/sandboxes` -> 201 on a
  * `warm-warm-…` pod; one that goes cold or fails counts as not answered), the pool full again
- * before each rung. Then, on this checkout's dev server with its worker idle, the same ladder of
+ * before each rung. Then, on the dev server of the checkout measured last, its worker idle, the same ladder of
  * `floorWarmClaimShape` workflows (tools/bench/floor-workflows.ts), started and awaited by the
  * floors' worker in this process.
  */
@@ -27,7 +27,7 @@ const FLOOR_SHARE = 0.8;
 
 /** The ladder's rungs (per s), seconds per rung, and the pool's size (`--quick`: a trial). */
 const RUN = {
-  full: { rates: [10, 20, 30, 40, 50], seconds: 20, pool: 500, maxPending: 200 },
+  full: { rates: [10, 20, 30, 35, 40, 45, 50], seconds: 20, pool: 500, maxPending: 200 },
   quick: { rates: [10, 50], seconds: 3, pool: 150, maxPending: 100 },
 } as const;
 type Run = (typeof RUN)[keyof typeof RUN];

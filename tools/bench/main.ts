@@ -159,10 +159,10 @@ const MODES: Record<string, (quick: boolean) => Promise<Record<string, unknown>>
       );
     };
     mkdirSync('bench-results', { recursive: true });
-    // The candidate's rows first, the baseline's beside them, and the largest fills last: a
-    // run that meets BENCH_END_BY loses those first.
-    const candidate = checkouts.slice(-1);
-    const baseline = checkouts.slice(0, -1);
+    // The candidate's rows first whatever BENCH_ORDER says, the baseline's beside them, and the
+    // largest fills last: a run that meets BENCH_END_BY loses those first.
+    const candidate = checkouts.filter((c) => c.label === 'candidate');
+    const baseline = checkouts.filter((c) => c.label === 'baseline');
     const waits = [await measureWaitFigures(quick, merge, candidate, sizes, 'small')];
     const stack = [await stackGoals(quick, merge, candidate, sizes.endAtMs)];
     if (baseline.length > 0) {
