@@ -6,6 +6,7 @@
  * simulated apiserver must answer the same), and a server-side dry run of every deploy/ file.
  */
 import { randomUUID } from 'node:crypto';
+import diagnostics from 'node:diagnostics_channel';
 import { readdirSync, readFileSync } from 'node:fs';
 import {
   CoordinationV1Api,
@@ -195,6 +196,48 @@ describe('the uid precondition of pod deletes', () => {
         404,
       { what: `pod ${name} to be gone` },
     );
+  });
+});
+
+describe('connections to the real apiserver (TLS)', () => {
+  it('pod deletes keep the pool connection: no TLS handshake per delete', async () => {
+    const client = createKubernetesClient({
+      kubeconfigYaml: real.tier.kubeconfigYaml('durable-sandbox', namespace),
+      namespace,
+    });
+    // The sockets this client wrote to (the node agent in this process talks to the apiserver
+    // too, on connections of its own, so a process-wide count of connections would not do).
+    const used = { before: new Set<unknown>(), byDeletes: new Set<unknown>() };
+    const collection = `/api/v1/namespaces/${namespace}/pods`;
+    const ours = new Set<string>();
+    const onSend = (message: unknown) => {
+      const { request, socket } = message as {
+        request: { method: string; path: string };
+        socket: unknown;
+      };
+      // This client's list and creates (no query: the agent's watches carry one) and deletes.
+      if (request.path === collection && (request.method === 'GET' || request.method === 'POST'))
+        used.before.add(socket);
+      if (request.method === 'DELETE' && ours.has(request.path)) used.byDeletes.add(socket);
+    };
+    diagnostics.subscribe('undici:client:sendHeaders', onSend);
+    try {
+      await client.core.listNamespacedPod({ namespace });
+      const pods = [];
+      for (let n = 0; n < 5; n++) {
+        const pod = await client.core.createNamespacedPod({ namespace, body: podBody(2048) });
+        pods.push({ name: pod.metadata!.name!, uid: pod.metadata!.uid! });
+        ours.add(`${collection}/${pod.metadata!.name!}`);
+      }
+      for (const pod of pods) expect(await deletePod(client, pod)).toBe('deleted');
+    } finally {
+      diagnostics.unsubscribe('undici:client:sendHeaders', onSend);
+    }
+    // Every delete went over a connection the list and the creates had opened. Before: a new
+    // TLS connection per delete, as undici closed each after its body.
+    expect(used.byDeletes.size).toBeGreaterThan(0);
+    const opened = [...used.byDeletes].filter((socket) => !used.before.has(socket));
+    expect(opened.length, 'connections the deletes opened').toBe(0);
   });
 });
 

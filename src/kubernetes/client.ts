@@ -3,46 +3,54 @@
  * pod's in-cluster service account. Nothing here knows about HTTP routes or Temporal.
  */
 import { CoreV1Api, KubeConfig, type RequestContext } from '@kubernetes/client-node';
+import { getGlobalDispatcher, type Dispatcher } from 'undici';
+import { keepAliveAfterDeleteBody } from './body-keep-alive.js';
 
 /**
- * A KubeConfig whose requests share one HTTP connection pool.
+ * A KubeConfig whose requests share one HTTP connection pool, which keeps its connections after
+ * a pod delete too.
  *
- * Why: client-node 2.0.1's `applySecurityAuthentication` (called before every API request and
- * every watch) builds a new undici `Agent` each time the cluster has TLS settings (a CA, a
- * client certificate, or `insecure-skip-tls-verify`), so every request opened its own
+ * Why one pool: client-node 2.0.1's `applySecurityAuthentication` (called before every API
+ * request and every watch) builds a new undici `Agent` each time the cluster has TLS settings (a
+ * CA, a client certificate, or `insecure-skip-tls-verify`), so every request opened its own
  * connection pool and TCP (and TLS) connection. This keeps the first dispatcher built for a
  * cluster and user and hands it to every later request (the key is the one client-node uses
  * for its own legacy agent cache); the per-request one, which never connected, is closed.
- * Without TLS settings client-node leaves the dispatcher unset and undici's global pool serves
- * every request already.
+ * Without TLS settings client-node leaves the dispatcher unset; this then hands out undici's
+ * global pool, composed as below.
+ *
+ * Why composed: undici closes the connection after a DELETE with a body, which every pod delete
+ * is (its uid precondition); {@link keepAliveAfterDeleteBody} says why that is safe to keep.
  */
 export class PooledKubeConfig extends KubeConfig {
-  private readonly dispatchers = new Map<
-    string,
-    NonNullable<ReturnType<RequestContext['getDispatcher']>>
-  >();
+  private readonly dispatchers = new Map<string, Dispatcher>();
+  /** The pools built for this config (closed by {@link closeConnections}); not the global one. */
+  private readonly owned = new Set<Dispatcher>();
 
   override async applySecurityAuthentication(context: RequestContext): Promise<void> {
     await super.applySecurityAuthentication(context);
     const built = context.getDispatcher();
-    if (!built) return;
     const key = JSON.stringify([
       this.getCurrentCluster()?.name ?? '',
       this.getCurrentCluster()?.server ?? '',
       this.getCurrentUser()?.name ?? '',
     ]);
-    const shared = this.dispatchers.get(key);
+    let shared = this.dispatchers.get(key);
     if (!shared) {
-      this.dispatchers.set(key, built);
-      return;
+      if (built) this.owned.add(built);
+      shared = (built ?? getGlobalDispatcher()).compose(keepAliveAfterDeleteBody);
+      this.dispatchers.set(key, shared);
+    } else if (built) {
+      void built.close().catch(() => undefined);
     }
-    context.setDispatcher(shared);
-    void built.close().catch(() => undefined);
+    // client-node types the dispatcher with its own undici's types; the pool is the same undici.
+    context.setDispatcher(shared as unknown as Parameters<RequestContext['setDispatcher']>[0]);
   }
 
-  /** Closes the shared connection pools (idle connections would otherwise linger ~4 s). */
+  /** Closes the pools this config built (idle connections would otherwise linger ~4 s). */
   async closeConnections(): Promise<void> {
-    const pools = [...this.dispatchers.values()];
+    const pools = [...this.owned];
+    this.owned.clear();
     this.dispatchers.clear();
     await Promise.all(pools.map((pool) => pool.close().catch(() => undefined)));
   }
