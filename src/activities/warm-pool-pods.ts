@@ -26,8 +26,10 @@ import {
   findClaimedPod,
   isReady,
   listSandboxFailureEvents,
+  listWarmPodObjects,
   listWarmPods,
   deletePoolPod,
+  readyWarmPodsInRandomOrder,
   warmPodFingerprint,
   warmPodsOf,
   type WarmPod,
@@ -236,14 +238,13 @@ async function claimReadyPod(
   // Only pods this installation made, from what the catalog says now (store `warm_pods`):
   // a pod someone else labelled as the pool's is never handed to a tenant.
   const fingerprint = warmPodFingerprint(poolPodInput(input.template, template, resources));
-  const cached = deps.warmPods?.cached();
-  const listed = cached
-    ? warmPodsOf(cached, input.template)
-    : await listWarmPods(deps.kubernetes, input.template);
-  const candidates = shuffled(listed.filter(isReady));
+  const objects =
+    deps.warmPods?.cached() ?? (await listWarmPodObjects(deps.kubernetes, input.template));
+  // Drawn one at a time: only the pods tried are read (src/kubernetes/warm-pods.ts).
+  const candidates = readyWarmPodsInRandomOrder(objects, input.template);
   const startedAtMs = Date.now();
   let tries = 0;
-  for (const pod of candidates) {
+  for (const pod of candidates.draws) {
     // An attempt past its time stops claiming: a retry must not find a second pod claimed.
     if (tries >= CLAIM_TRIES || Date.now() - startedAtMs > CLAIM_BUDGET_MS) break;
     // One indexed read per candidate, in the random order: never the whole pool.
@@ -256,7 +257,7 @@ async function claimReadyPod(
     metrics.claims.inc({ template: input.template, outcome: 'empty' });
     log.info('warm pool had no ready pod; the create goes cold', {
       template: input.template,
-      candidates: candidates.length,
+      candidates: candidates.ready,
     });
     return undefined;
   }
@@ -577,13 +578,4 @@ async function signalPool(template: string, wakeups: PoolWakeups): Promise<void>
       error: (err as Error).message,
     });
   }
-}
-
-function shuffled<T>(items: T[]): T[] {
-  const copy = [...items];
-  for (let i = copy.length - 1; i > 0; i -= 1) {
-    const j = Math.floor(Math.random() * (i + 1));
-    [copy[i], copy[j]] = [copy[j] as T, copy[i] as T];
-  }
-  return copy;
 }
