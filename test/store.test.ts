@@ -7,10 +7,12 @@ import { MIGRATIONS } from '../src/store/migrations/index.js';
 import {
   InvalidPageTokenError,
   openStore,
+  type MarkSandboxRunningInput,
   type NewSandboxInput,
   type Store,
   type StoreOptions,
 } from '../src/store/index.js';
+import { readsSandboxes, statementsDuring } from './support/statement-count.js';
 import { storeBackends, type StoreTarget } from './support/store.js';
 
 const RESOURCES = { cpu: 1, memoryMib: 1024, diskMib: 2048 };
@@ -51,6 +53,11 @@ describe.each(storeBackends())('store on $name', (backend) => {
     await store?.close();
     await target?.dispose();
   });
+
+  /** Store.markSandboxRunning's outcome alone. */
+  async function markResult(input: MarkSandboxRunningInput) {
+    return (await store.markSandboxRunning(input)).result;
+  }
 
   /** Creates a sandbox and fails the test unless it was created. */
   async function created(input: NewSandboxInput) {
@@ -299,33 +306,45 @@ describe.each(storeBackends())('store on $name', (backend) => {
       await created(sandboxInput(1));
       const ip = { podIp: '10.0.0.7' };
 
-      expect(
-        await store.markSandboxRunning({ ...firstExecution('sbx_0001'), generation: 2, ...ip }),
-      ).toBe('fenced');
-      expect(
-        await store.markSandboxRunning({ ...firstExecution('sbx_0001'), attempt: 2, ...ip }),
-      ).toBe('fenced');
+      expect(await markResult({ ...firstExecution('sbx_0001'), generation: 2, ...ip })).toBe(
+        'fenced',
+      );
+      expect(await markResult({ ...firstExecution('sbx_0001'), attempt: 2, ...ip })).toBe('fenced');
       expect((await store.getSandboxById('sbx_0001'))?.state).toBe('creating');
 
-      expect(await store.markSandboxRunning({ ...firstExecution('sbx_0001'), ...ip })).toBe(
-        'marked',
-      );
+      expect(await markResult({ ...firstExecution('sbx_0001'), ...ip })).toBe('marked');
       const sandbox = await store.getSandboxById('sbx_0001');
       expect(sandbox?.state).toBe('running');
       expect(sandbox?.pod.ip).toBe('10.0.0.7');
       // A retry whose first attempt committed finds the same outcome, not a fence.
-      expect(await store.markSandboxRunning({ ...firstExecution('sbx_0001'), ...ip })).toBe(
-        'already_running',
+      expect(await markResult({ ...firstExecution('sbx_0001'), ...ip })).toBe('already_running');
+      expect(await markResult({ ...firstExecution('sbx_0001'), podIp: '10.0.0.8' })).toBe('fenced');
+    });
+
+    it('marks running on one read of the sandbox row and answers the row as it left it', async () => {
+      const sandbox = await created(sandboxInput(1, { ttlMs: 60_000 }));
+      const ref = { ...firstExecution(sandbox.id), operationId: sandbox.operationId };
+      await store.recordPod({ ...ref, podName: 'sbx-0001-g1', podUid: 'uid-1' });
+
+      const first = await statementsDuring(() =>
+        store.markSandboxRunning({ ...ref, podIp: '10.0.0.7' }),
       );
-      expect(
-        await store.markSandboxRunning({ ...firstExecution('sbx_0001'), podIp: '10.0.0.8' }),
-      ).toBe('fenced');
+      const stored = await store.getSandboxById(sandbox.id);
+      expect(stored).toMatchObject({ state: 'running', pod: { ip: '10.0.0.7' } });
+      expect(stored?.expireTime).not.toBeNull();
+      expect(first.result).toEqual({ result: 'marked', sandbox: stored });
+      expect(first.statements.filter(readsSandboxes), first.statements.join('\n')).toHaveLength(1);
+      // The create's result is that same row.
+      const operation = await store.getOperation('acme', sandbox.operationId);
+      expect(operation?.result?.sandbox).toEqual(stored);
+
+      // A retry whose first attempt committed answers the same sandbox.
+      const again = await store.markSandboxRunning({ ...ref, podIp: '10.0.0.7' });
+      expect(again).toEqual({ result: 'already_running', sandbox: stored });
     });
 
     it('answers false for a sandbox that does not exist', async () => {
-      expect(
-        await store.markSandboxRunning({ ...firstExecution('sbx_9999'), podIp: '10.0.0.7' }),
-      ).toBe('fenced');
+      expect(await markResult({ ...firstExecution('sbx_9999'), podIp: '10.0.0.7' })).toBe('fenced');
     });
   });
 
@@ -378,7 +397,7 @@ describe.each(storeBackends())('store on $name', (backend) => {
       expect(sandbox?.failure).toBeNull();
       // The newer attempt is the current one: it may still write.
       expect(
-        await store.markSandboxRunning({
+        await markResult({
           sandboxId: 'sbx_0001',
           generation: 1,
           attempt: 2,
@@ -422,9 +441,7 @@ describe.each(storeBackends())('store on $name', (backend) => {
       await created(sandboxInput(1));
       await store.retireExecution({ ...firstExecution('sbx_0001'), reason: 'cancelled', failure });
 
-      expect(
-        await store.markSandboxRunning({ ...firstExecution('sbx_0001'), podIp: '10.0.0.7' }),
-      ).toBe('fenced');
+      expect(await markResult({ ...firstExecution('sbx_0001'), podIp: '10.0.0.7' })).toBe('fenced');
       expect(
         await store.recordPod({
           ...firstExecution('sbx_0001'),
@@ -523,9 +540,7 @@ describe.each(storeBackends())('store on $name', (backend) => {
         code: 'internal',
         message: 'the workflow could not be started',
       });
-      expect(
-        await store.markSandboxRunning({ ...firstExecution('sbx_0001'), podIp: '10.0.0.7' }),
-      ).toBe('fenced');
+      expect(await markResult({ ...firstExecution('sbx_0001'), podIp: '10.0.0.7' })).toBe('fenced');
       expect(
         await store.retireExecution({ ...firstExecution('sbx_0001'), reason: 'x', failure: null }),
       ).toEqual({ retired: false });
@@ -940,7 +955,7 @@ describe.each(storeBackends())('store on $name', (backend) => {
         (await store.listWaitingPods({ limit: 10, outcomeRecorded: true })).map((w) => w.podUid),
       ).toEqual(['uid-106']);
       // An IP after the recorded refusal: the outcome stands, the sandbox is not running.
-      expect(await store.markSandboxRunning({ ...ref, podIp: '10.0.0.106' })).toBe('fenced');
+      expect(await markResult({ ...ref, podIp: '10.0.0.106' })).toBe('fenced');
       expect(await store.getSandboxById(sandbox.id)).toMatchObject({ state: 'failed' });
       // Once compensation retired it, the create leaves that list too.
       await store.retireExecution({
@@ -956,7 +971,7 @@ describe.each(storeBackends())('store on $name', (backend) => {
       const sandbox = await created(sandboxInput(n));
       const ref = { ...firstExecution(sandbox.id), operationId: sandbox.operationId };
       await store.recordPod({ ...ref, podName: `sbx-${n}-g1`, podUid: `uid-${n}` });
-      expect(await store.markSandboxRunning({ ...ref, podIp: `10.0.0.${n}` })).toBe('marked');
+      expect(await markResult({ ...ref, podIp: `10.0.0.${n}` })).toBe('marked');
       return sandbox;
     }
 
