@@ -748,6 +748,38 @@ describe.each(storeBackends())('store on $name', (backend) => {
       expect((await store.listRootfsFloors([image]))[0]?.rootfsMib).toBe(451);
     });
 
+    it('notes a run that changes nothing with one read and no write', async () => {
+      const image = 'example.test/noted:1';
+      await store.noteImageRan({ image, diskMib: 2048, atMs: at });
+      expect(await store.recordRootfsFloor(floor(451, at + 1_000, image))).toBe(true);
+
+      // Ran before with a smaller disk, its floor below: nothing to keep or forget.
+      const again = await statementsDuring(() =>
+        store.noteImageRan({ image, diskMib: 4096, atMs: at + 2_000 }),
+      );
+      expect(again.result).toBeUndefined();
+      const listed = again.statements.join('\n');
+      expect(
+        again.statements.filter((sql) => /^\s*select\b/i.test(sql)),
+        listed,
+      ).toHaveLength(1);
+      // No transaction, no write (PostgreSQL's LISTEN of the store's notifier is no concern).
+      expect(
+        again.statements.filter((sql) => /^\s*(begin|insert|update|delete)\b/i.test(sql)),
+        listed,
+      ).toEqual([]);
+
+      // A smaller disk is still kept: a floor above it is no longer learned.
+      const smaller = await statementsDuring(() =>
+        store.noteImageRan({ image, diskMib: 1024, atMs: at + 3_000 }),
+      );
+      expect(smaller.statements.some((sql) => /insert into "image_run_disks"/i.test(sql))).toBe(
+        true,
+      );
+      expect(await store.recordRootfsFloor(floor(1536, at + 4_000, image))).toBe(false);
+      expect((await store.listRootfsFloors([image]))[0]?.rootfsMib).toBe(451);
+    });
+
     it('lets one probe through an old floor per interval, only for the floor as read', async () => {
       const image = 'example.test/probe:1';
       const hour = 3_600_000;
