@@ -343,6 +343,61 @@ describe.each(storeBackends())('store on $name', (backend) => {
       expect(again).toEqual({ result: 'already_running', sandbox: stored });
     });
 
+    it('records a pod given with the mark in the same transaction, fenced alike', async () => {
+      const sandbox = await created(sandboxInput(1));
+      const ref = { ...firstExecution(sandbox.id), operationId: sandbox.operationId };
+      const pod = { name: 'warm-base-0001', uid: 'uid-warm', createPath: 'warm' as const };
+
+      const marked = await statementsDuring(() =>
+        store.markSandboxRunning({ ...ref, podIp: '10.0.0.7', pod }),
+      );
+      const listed = marked.statements.join('\n');
+      expect(
+        marked.statements.filter((sql) => /^\s*begin\b/i.test(sql)),
+        listed,
+      ).toHaveLength(1);
+      expect(marked.statements.filter(readsSandboxes), listed).toHaveLength(1);
+      const stored = await store.getSandboxById(sandbox.id);
+      expect(stored).toMatchObject({
+        state: 'running',
+        pod: { name: 'warm-base-0001', uid: 'uid-warm', ip: '10.0.0.7' },
+      });
+      expect(marked.result).toEqual({ result: 'marked', sandbox: stored });
+      expect((await store.getOperation('acme', sandbox.operationId))?.createPath).toBe('warm');
+
+      // A retry whose first attempt committed: already running, answered as it is now.
+      const again = await store.markSandboxRunning({ ...ref, podIp: '10.0.0.7', pod });
+      expect(again).toEqual({
+        result: 'already_running',
+        sandbox: await store.getSandboxById(sandbox.id),
+      });
+      // A superseded execution records no pod.
+      const other = { name: 'warm-base-0002', uid: 'uid-other' };
+      expect(
+        await store.markSandboxRunning({ ...ref, attempt: 2, podIp: '10.0.0.8', pod: other }),
+      ).toEqual({ result: 'fenced' });
+      expect((await store.getSandboxById(sandbox.id))?.pod.uid).toBe('uid-warm');
+    });
+
+    it('records a pod given with a mark that an outcome recorded first fences', async () => {
+      const sandbox = await created(sandboxInput(1));
+      const ref = { ...firstExecution(sandbox.id), operationId: sandbox.operationId };
+      await store.recordOperationOutcome({
+        operationId: sandbox.operationId,
+        status: 'cancelled',
+        error: { code: 'cancelled', message: 'cancelled', details: {} },
+      });
+      const pod = { name: 'warm-base-0001', uid: 'uid-warm' };
+      expect(await store.markSandboxRunning({ ...ref, podIp: '10.0.0.7', pod })).toEqual({
+        result: 'fenced',
+      });
+      // As recordPod then markSandboxRunning: the pod is the sandbox's, for compensation to find.
+      expect(await store.getSandboxById(sandbox.id)).toMatchObject({
+        state: 'failed',
+        pod: { uid: 'uid-warm', ip: null },
+      });
+    });
+
     it('answers false for a sandbox that does not exist', async () => {
       expect(await markResult({ ...firstExecution('sbx_9999'), podIp: '10.0.0.7' })).toBe('fenced');
     });

@@ -5,7 +5,12 @@
 import type { PodRef } from '../kubernetes/pods.js';
 import { Context, log } from '@temporalio/activity';
 import type { TenantLimitsConfig } from '../config/index.js';
-import { deletionCauseOf, type SandboxRecord, type Store } from '../store/index.js';
+import {
+  deletionCauseOf,
+  type MarkSandboxRunningInput,
+  type SandboxRecord,
+  type Store,
+} from '../store/index.js';
 import {
   type ExecutionRef,
   type OperationErrorCode,
@@ -66,10 +71,13 @@ export function storeActivities(deps: StoreActivityDeps) {
      * Marks the sandbox running with the pod IP, fenced by generation and attempt. A retry
      * whose first attempt committed finds the sandbox already running and answers true. The
      * running event and the lifetime are made from the sandbox as the store's transaction left
-     * it (Store.markSandboxRunning answers it): the step reads the row no second time.
+     * it (Store.markSandboxRunning answers it): the step reads the row no second time. With
+     * `pod` (a warm claim's), the pod is recorded in the same transaction.
      * @returns false when the execution was retired or superseded meanwhile (nothing written)
      */
-    async markSandboxRunning(input: ExecutionStep & { podIp: string }): Promise<boolean> {
+    async markSandboxRunning(
+      input: ExecutionStep & Pick<MarkSandboxRunningInput, 'podIp' | 'pod'>,
+    ): Promise<boolean> {
       const marked = await deps.store.markSandboxRunning({ ...input, runId: runIdOfStep() });
       const { result } = marked;
       if (result === 'marked')

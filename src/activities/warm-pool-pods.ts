@@ -145,9 +145,9 @@ export function warmPoolActivities(deps: WarmPoolActivityDeps) {
 /**
  * Claims a ready warm pod of the create's template for its sandbox (src/kubernetes/warm-pods.ts
  * `claimWarmPod`: one update under the pod's resourceVersion, so each pod goes to one
- * create), records it on the sandbox and marks the sandbox running with its IP (both fenced,
- * as `markSandboxRunning`, whose webhook event and lifetime follow), and tells the pool to
- * refill. A retry after a claim whose answer was lost finds the pod by its sandbox id label.
+ * create), records it on the sandbox and marks the sandbox running with its IP (one fenced
+ * transaction: `markSandboxRunning` with its `pod`, whose webhook event and lifetime follow), and
+ * tells the pool to refill. A retry after a claim whose answer was lost finds the pod by its sandbox id label.
  * @returns the pod and its IP, or null when the worker's catalog gives the template no pool,
  *   the resources are not the pool's, or no ready pod is left (the create goes cold)
  * @param markSandboxRunning the store activity (src/activities/store.ts) the claim marks with
@@ -187,18 +187,8 @@ export async function claimWarmPodStep(
     claimed = await claimReadyPod(deps, input, template, pool.resources, claim, wakeups);
     if (!claimed) return null;
   }
-  await deps.store.recordPod({
-    sandboxId: input.sandboxId,
-    generation: input.generation,
-    attempt: input.attempt,
-    podName: claimed.name,
-    podUid: claimed.uid,
-    operationId: input.operationId,
-    runId: Context.current().info.workflowExecution?.runId,
-    createPath: 'warm',
-  });
   log.info('warm pod claimed', { pod_name: claimed.name, pod_uid: claimed.uid });
-  // Marked running in the same step: a claimed pod has its IP already.
+  // Recorded and marked running in one transaction: a claimed pod has its IP already.
   const marked = await markSandboxRunning({
     operationId: input.operationId,
     sandboxId: input.sandboxId,
@@ -206,6 +196,7 @@ export async function claimWarmPodStep(
     attempt: input.attempt,
     podUid: claimed.uid,
     podIp: claimed.podIp,
+    pod: { name: claimed.name, uid: claimed.uid, createPath: 'warm' },
   });
   return {
     marked,

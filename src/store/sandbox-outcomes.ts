@@ -18,6 +18,7 @@ import {
 } from './sandboxes.js';
 import type { RetireExecutionInput, Store } from './types.js';
 import type { StoreContext } from './store-context.js';
+import { recordPodIn } from './sandbox-writes.js';
 
 /** The retirement reason that, with a null failure, marks the sandbox `deleted`. */
 export const DELETED_REASON = 'deleted';
@@ -30,8 +31,14 @@ export function sandboxOutcomeWrites(
   return {
     markSandboxRunning(input) {
       return writing(async (trx, changed) => {
-        // Read once, locked: its lifetime, and (unless this call marks it) the sandbox it answers.
-        const row = await lockSandboxRow(trx, dialect, input.sandboxId);
+        // Read once, locked: its lifetime, and (unless a write answers it) the sandbox it answers.
+        let row = await lockSandboxRow(trx, dialect, input.sandboxId);
+        // A pod recorded in the same transaction (a warm claim's), whatever the outcome below.
+        if (input.pod && row) {
+          const { name: podName, uid: podUid, createPath } = input.pod;
+          const recorded = { ...input, podName, podUid, createPath };
+          row = (await recordPodIn(ctx, trx, changed, recorded)) ?? row;
+        }
         const at = now();
         // An outcome recorded first (at a decision: a refusal, then an IP) stands: the sandbox is
         // not marked running under an operation that already says failed or cancelled.

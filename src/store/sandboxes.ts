@@ -267,22 +267,22 @@ type SandboxQuery = SelectQueryBuilder<Database, 'sandboxes', Selectable<Sandbox
 /**
  * Records the pod's name and uid, fenced by the execution.
  * @param now ISO-8601
- * @returns whether it wrote
+ * @returns the row as the update left it (`RETURNING *`), or undefined when it wrote nothing
  */
 export async function setPod(
   db: Kysely<Database>,
   ref: ExecutionRef,
   pod: { name: string; uid: string },
   now: string,
-): Promise<boolean> {
-  const result = await db
+): Promise<Selectable<SandboxesTable> | undefined> {
+  return db
     .updateTable('sandboxes')
     .set({ pod_name: pod.name, pod_uid: pod.uid, updated_at: now })
     .where('id', '=', ref.sandboxId)
     .where('generation', '=', ref.generation)
     .where(isCurrentExecution(ref))
+    .returningAll()
     .executeTakeFirst();
-  return result.numUpdatedRows > 0n;
 }
 
 /**

@@ -278,6 +278,11 @@ export type MarkedRunning =
 /** Input of {@link Store.markSandboxRunning}. */
 export interface MarkSandboxRunningInput extends ExecutionRef, OperationStepRef {
   podIp: string;
+  /**
+   * The pod to record first, in the same transaction, as {@link Store.recordPod} would (a warm
+   * claim's: its pod and its IP are known at once); absent: the pod was recorded before.
+   */
+  pod?: { name: string; uid: string; createPath?: CreatePath };
 }
 
 /** Input of {@link Store.retireExecution}. */
@@ -385,7 +390,9 @@ export interface Store {
   /**
    * Sandbox `creating` -> `running` with the pod's IP. Fenced like {@link recordPod}, and only
    * from state `creating`.
-   * One transaction that reads the sandbox's row once (locked) and answers it as it leaves it.
+   * One transaction that reads the sandbox's row once (locked) and answers it as it leaves it;
+   * with `pod`, it records the pod first (as {@link recordPod}, fenced alike, written even when
+   * the mark is fenced by a recorded outcome).
    * @returns `result`: `marked` when it wrote; `already_running` when the sandbox is already
    *   running with this IP for this execution (a retried call whose first attempt committed);
    *   `fenced` when the execution is retired or superseded, the sandbox is missing or in another
