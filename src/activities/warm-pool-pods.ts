@@ -147,7 +147,8 @@ export function warmPoolActivities(deps: WarmPoolActivityDeps) {
  * `claimWarmPod`: one update under the pod's resourceVersion, so each pod goes to one
  * create), records it on the sandbox and marks the sandbox running with its IP (one fenced
  * transaction: `markSandboxRunning` with its `pod`, whose webhook event and lifetime follow), and
- * tells the pool to refill. A retry after a claim whose answer was lost finds the pod by its sandbox id label.
+ * tells the pool to refill. A retry after a claim whose answer was lost finds the pod by its
+ * sandbox id label.
  * @returns the pod and its IP, or null when the worker's catalog gives the template no pool,
  *   the resources are not the pool's, or no ready pod is left (the create goes cold)
  * @param markSandboxRunning the store activity (src/activities/store.ts) the claim marks with
