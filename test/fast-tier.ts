@@ -40,6 +40,7 @@ export const FAST_TESTS = [
   'test/topology-port-line.test.ts',
   'test/trace-missing.test.ts',
   'test/wait-until.test.ts',
+  'test/warm-pod-draws.test.ts',
   'test/warm-pool-plan.test.ts',
   'test/watch-policy.test.ts',
   'test/webhook-delivery-workflow.test.ts',

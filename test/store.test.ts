@@ -7,10 +7,12 @@ import { MIGRATIONS } from '../src/store/migrations/index.js';
 import {
   InvalidPageTokenError,
   openStore,
+  type MarkSandboxRunningInput,
   type NewSandboxInput,
   type Store,
   type StoreOptions,
 } from '../src/store/index.js';
+import { readsSandboxes, statementsDuring } from './support/statement-count.js';
 import { storeBackends, type StoreTarget } from './support/store.js';
 
 const RESOURCES = { cpu: 1, memoryMib: 1024, diskMib: 2048 };
@@ -51,6 +53,11 @@ describe.each(storeBackends())('store on $name', (backend) => {
     await store?.close();
     await target?.dispose();
   });
+
+  /** Store.markSandboxRunning's outcome alone. */
+  async function markResult(input: MarkSandboxRunningInput) {
+    return (await store.markSandboxRunning(input)).result;
+  }
 
   /** Creates a sandbox and fails the test unless it was created. */
   async function created(input: NewSandboxInput) {
@@ -299,33 +306,100 @@ describe.each(storeBackends())('store on $name', (backend) => {
       await created(sandboxInput(1));
       const ip = { podIp: '10.0.0.7' };
 
-      expect(
-        await store.markSandboxRunning({ ...firstExecution('sbx_0001'), generation: 2, ...ip }),
-      ).toBe('fenced');
-      expect(
-        await store.markSandboxRunning({ ...firstExecution('sbx_0001'), attempt: 2, ...ip }),
-      ).toBe('fenced');
+      expect(await markResult({ ...firstExecution('sbx_0001'), generation: 2, ...ip })).toBe(
+        'fenced',
+      );
+      expect(await markResult({ ...firstExecution('sbx_0001'), attempt: 2, ...ip })).toBe('fenced');
       expect((await store.getSandboxById('sbx_0001'))?.state).toBe('creating');
 
-      expect(await store.markSandboxRunning({ ...firstExecution('sbx_0001'), ...ip })).toBe(
-        'marked',
-      );
+      expect(await markResult({ ...firstExecution('sbx_0001'), ...ip })).toBe('marked');
       const sandbox = await store.getSandboxById('sbx_0001');
       expect(sandbox?.state).toBe('running');
       expect(sandbox?.pod.ip).toBe('10.0.0.7');
       // A retry whose first attempt committed finds the same outcome, not a fence.
-      expect(await store.markSandboxRunning({ ...firstExecution('sbx_0001'), ...ip })).toBe(
-        'already_running',
+      expect(await markResult({ ...firstExecution('sbx_0001'), ...ip })).toBe('already_running');
+      expect(await markResult({ ...firstExecution('sbx_0001'), podIp: '10.0.0.8' })).toBe('fenced');
+    });
+
+    it('marks running on one read of the sandbox row and answers the row as it left it', async () => {
+      const sandbox = await created(sandboxInput(1, { ttlMs: 60_000 }));
+      const ref = { ...firstExecution(sandbox.id), operationId: sandbox.operationId };
+      await store.recordPod({ ...ref, podName: 'sbx-0001-g1', podUid: 'uid-1' });
+
+      const first = await statementsDuring(() =>
+        store.markSandboxRunning({ ...ref, podIp: '10.0.0.7' }),
       );
+      const stored = await store.getSandboxById(sandbox.id);
+      expect(stored).toMatchObject({ state: 'running', pod: { ip: '10.0.0.7' } });
+      expect(stored?.expireTime).not.toBeNull();
+      expect(first.result).toEqual({ result: 'marked', sandbox: stored });
+      expect(first.statements.filter(readsSandboxes), first.statements.join('\n')).toHaveLength(1);
+      // The create's result is that same row.
+      const operation = await store.getOperation('acme', sandbox.operationId);
+      expect(operation?.result?.sandbox).toEqual(stored);
+
+      // A retry whose first attempt committed answers the same sandbox.
+      const again = await store.markSandboxRunning({ ...ref, podIp: '10.0.0.7' });
+      expect(again).toEqual({ result: 'already_running', sandbox: stored });
+    });
+
+    it('records a pod given with the mark in the same transaction, fenced alike', async () => {
+      const sandbox = await created(sandboxInput(1));
+      const ref = { ...firstExecution(sandbox.id), operationId: sandbox.operationId };
+      const pod = { name: 'warm-base-0001', uid: 'uid-warm', createPath: 'warm' as const };
+
+      const marked = await statementsDuring(() =>
+        store.markSandboxRunning({ ...ref, podIp: '10.0.0.7', pod }),
+      );
+      const listed = marked.statements.join('\n');
       expect(
-        await store.markSandboxRunning({ ...firstExecution('sbx_0001'), podIp: '10.0.0.8' }),
-      ).toBe('fenced');
+        marked.statements.filter((sql) => /^\s*begin\b/i.test(sql)),
+        listed,
+      ).toHaveLength(1);
+      expect(marked.statements.filter(readsSandboxes), listed).toHaveLength(1);
+      const stored = await store.getSandboxById(sandbox.id);
+      expect(stored).toMatchObject({
+        state: 'running',
+        pod: { name: 'warm-base-0001', uid: 'uid-warm', ip: '10.0.0.7' },
+      });
+      expect(marked.result).toEqual({ result: 'marked', sandbox: stored });
+      expect((await store.getOperation('acme', sandbox.operationId))?.createPath).toBe('warm');
+
+      // A retry whose first attempt committed: already running, answered as it is now.
+      const again = await store.markSandboxRunning({ ...ref, podIp: '10.0.0.7', pod });
+      expect(again).toEqual({
+        result: 'already_running',
+        sandbox: await store.getSandboxById(sandbox.id),
+      });
+      // A superseded execution records no pod.
+      const other = { name: 'warm-base-0002', uid: 'uid-other' };
+      expect(
+        await store.markSandboxRunning({ ...ref, attempt: 2, podIp: '10.0.0.8', pod: other }),
+      ).toEqual({ result: 'fenced' });
+      expect((await store.getSandboxById(sandbox.id))?.pod.uid).toBe('uid-warm');
+    });
+
+    it('records a pod given with a mark that an outcome recorded first fences', async () => {
+      const sandbox = await created(sandboxInput(1));
+      const ref = { ...firstExecution(sandbox.id), operationId: sandbox.operationId };
+      await store.recordOperationOutcome({
+        operationId: sandbox.operationId,
+        status: 'cancelled',
+        error: { code: 'cancelled', message: 'cancelled', details: {} },
+      });
+      const pod = { name: 'warm-base-0001', uid: 'uid-warm' };
+      expect(await store.markSandboxRunning({ ...ref, podIp: '10.0.0.7', pod })).toEqual({
+        result: 'fenced',
+      });
+      // As recordPod then markSandboxRunning: the pod is the sandbox's, for compensation to find.
+      expect(await store.getSandboxById(sandbox.id)).toMatchObject({
+        state: 'failed',
+        pod: { uid: 'uid-warm', ip: null },
+      });
     });
 
     it('answers false for a sandbox that does not exist', async () => {
-      expect(
-        await store.markSandboxRunning({ ...firstExecution('sbx_9999'), podIp: '10.0.0.7' }),
-      ).toBe('fenced');
+      expect(await markResult({ ...firstExecution('sbx_9999'), podIp: '10.0.0.7' })).toBe('fenced');
     });
   });
 
@@ -378,7 +452,7 @@ describe.each(storeBackends())('store on $name', (backend) => {
       expect(sandbox?.failure).toBeNull();
       // The newer attempt is the current one: it may still write.
       expect(
-        await store.markSandboxRunning({
+        await markResult({
           sandboxId: 'sbx_0001',
           generation: 1,
           attempt: 2,
@@ -422,9 +496,7 @@ describe.each(storeBackends())('store on $name', (backend) => {
       await created(sandboxInput(1));
       await store.retireExecution({ ...firstExecution('sbx_0001'), reason: 'cancelled', failure });
 
-      expect(
-        await store.markSandboxRunning({ ...firstExecution('sbx_0001'), podIp: '10.0.0.7' }),
-      ).toBe('fenced');
+      expect(await markResult({ ...firstExecution('sbx_0001'), podIp: '10.0.0.7' })).toBe('fenced');
       expect(
         await store.recordPod({
           ...firstExecution('sbx_0001'),
@@ -523,9 +595,7 @@ describe.each(storeBackends())('store on $name', (backend) => {
         code: 'internal',
         message: 'the workflow could not be started',
       });
-      expect(
-        await store.markSandboxRunning({ ...firstExecution('sbx_0001'), podIp: '10.0.0.7' }),
-      ).toBe('fenced');
+      expect(await markResult({ ...firstExecution('sbx_0001'), podIp: '10.0.0.7' })).toBe('fenced');
       expect(
         await store.retireExecution({ ...firstExecution('sbx_0001'), reason: 'x', failure: null }),
       ).toEqual({ retired: false });
@@ -730,6 +800,38 @@ describe.each(storeBackends())('store on $name', (backend) => {
       expect(await store.recordRootfsFloor(floor(4096, at + 5_000, image))).toBe(false);
       // A floor at or below the disk stays.
       expect(await store.noteImageRan({ image, diskMib: 451, atMs: at + 6_000 })).toBeUndefined();
+      expect((await store.listRootfsFloors([image]))[0]?.rootfsMib).toBe(451);
+    });
+
+    it('notes a run that changes nothing with one read and no write', async () => {
+      const image = 'example.test/noted:1';
+      await store.noteImageRan({ image, diskMib: 2048, atMs: at });
+      expect(await store.recordRootfsFloor(floor(451, at + 1_000, image))).toBe(true);
+
+      // Ran before with a smaller disk, its floor below: nothing to keep or forget.
+      const again = await statementsDuring(() =>
+        store.noteImageRan({ image, diskMib: 4096, atMs: at + 2_000 }),
+      );
+      expect(again.result).toBeUndefined();
+      const listed = again.statements.join('\n');
+      expect(
+        again.statements.filter((sql) => /^\s*select\b/i.test(sql)),
+        listed,
+      ).toHaveLength(1);
+      // No transaction, no write (PostgreSQL's LISTEN of the store's notifier is no concern).
+      expect(
+        again.statements.filter((sql) => /^\s*(begin|insert|update|delete)\b/i.test(sql)),
+        listed,
+      ).toEqual([]);
+
+      // A smaller disk is still kept: a floor above it is no longer learned.
+      const smaller = await statementsDuring(() =>
+        store.noteImageRan({ image, diskMib: 1024, atMs: at + 3_000 }),
+      );
+      expect(smaller.statements.some((sql) => /insert into "image_run_disks"/i.test(sql))).toBe(
+        true,
+      );
+      expect(await store.recordRootfsFloor(floor(1536, at + 4_000, image))).toBe(false);
       expect((await store.listRootfsFloors([image]))[0]?.rootfsMib).toBe(451);
     });
 
@@ -940,7 +1042,7 @@ describe.each(storeBackends())('store on $name', (backend) => {
         (await store.listWaitingPods({ limit: 10, outcomeRecorded: true })).map((w) => w.podUid),
       ).toEqual(['uid-106']);
       // An IP after the recorded refusal: the outcome stands, the sandbox is not running.
-      expect(await store.markSandboxRunning({ ...ref, podIp: '10.0.0.106' })).toBe('fenced');
+      expect(await markResult({ ...ref, podIp: '10.0.0.106' })).toBe('fenced');
       expect(await store.getSandboxById(sandbox.id)).toMatchObject({ state: 'failed' });
       // Once compensation retired it, the create leaves that list too.
       await store.retireExecution({
@@ -956,7 +1058,7 @@ describe.each(storeBackends())('store on $name', (backend) => {
       const sandbox = await created(sandboxInput(n));
       const ref = { ...firstExecution(sandbox.id), operationId: sandbox.operationId };
       await store.recordPod({ ...ref, podName: `sbx-${n}-g1`, podUid: `uid-${n}` });
-      expect(await store.markSandboxRunning({ ...ref, podIp: `10.0.0.${n}` })).toBe('marked');
+      expect(await markResult({ ...ref, podIp: `10.0.0.${n}` })).toBe('marked');
       return sandbox;
     }
 

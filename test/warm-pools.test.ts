@@ -1,11 +1,13 @@
 /**
  * Warm pools (docs/architecture.md, "Warm pools"), against the dev server and the simulated
  * cluster over HTTP: a matching create claims a ready pod and runs without a pod create or a
- * readiness wait; other resources go cold; the pool refills; a shrink deletes the surplus; a pool
+ * readiness wait, reading its sandbox once and writing its pod and mark in one store call; other
+ * resources go cold; the pool refills; a shrink deletes the surplus; a pool
  * whose image the node refuses stops making pods and says why; 100 concurrent creates against a
  * pool of 20 claim exactly 20 pods, each once.
  */
 import { randomBytes } from 'node:crypto';
+import { Context } from '@temporalio/activity';
 import request from 'supertest';
 import type { Express } from 'express';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -16,6 +18,7 @@ import {
 } from '../contract/index.js';
 import { podNameFor, POD_LABELS } from '../src/kubernetes/pod-spec.js';
 import { warmPodManifest } from '../src/kubernetes/warm-pods.js';
+import type { Store } from '../src/store/index.js';
 import {
   acceptedCreate,
   awaitOperation,
@@ -56,6 +59,37 @@ const TEMPLATES = {
   },
 };
 
+/** The store calls of `claimWarmPod` steps, in order: method and sandbox id. */
+const claimStoreCalls: Array<{ method: string; sandboxId: string }> = [];
+
+/** The activities' store (the real one), noting the calls a `claimWarmPod` step makes. */
+function notingClaimCalls(store: Store): Store {
+  const note = (method: string, sandboxId: string) => {
+    let activityType: string | undefined;
+    try {
+      activityType = Context.current().info.activityType;
+    } catch {
+      return; // Not in an activity.
+    }
+    if (activityType === 'claimWarmPod') claimStoreCalls.push({ method, sandboxId });
+  };
+  return {
+    ...store,
+    getSandboxById(id) {
+      note('getSandboxById', id);
+      return store.getSandboxById(id);
+    },
+    recordPod(input) {
+      note('recordPod', input.sandboxId);
+      return store.recordPod(input);
+    },
+    markSandboxRunning(input) {
+      note('markSandboxRunning', input.sandboxId);
+      return store.markSandboxRunning(input);
+    },
+  };
+}
+
 let api: ApiStack;
 let app: Express;
 beforeAll(async () => {
@@ -67,6 +101,7 @@ beforeAll(async () => {
         refusalBackoffMs: 200,
         rootfsMib: { base: 451, [POOLED]: 451, [REFUSED]: 451, [BURST]: 451, [WAKE]: 451 },
       },
+      activityStore: notingClaimCalls,
     },
   });
   app = api.appWith({ ADMIN_TOKENS: `ops:${ADMIN_TOKEN}` });
@@ -138,6 +173,15 @@ describe('a warm pool', () => {
     await waitUntil(async () => (await pool(POOLED)).status.ready === 3, { timeoutMs: 60_000 });
     const body = await pool(POOLED);
     expect(body.spec).toMatchObject({ size: 3, size_from: 'template' });
+  });
+
+  it('claims reading its sandbox once, and records the pod and the mark in one store write', async () => {
+    await waitUntil(async () => (await readyWarmPods(POOLED)) === 3, { timeoutMs: 60_000 });
+    const sandbox = await create(POOLED);
+    expect(sandbox.pod.name).toMatch(new RegExp(`^warm-${POOLED}-`));
+    // The tenant before the claim; then one transaction that answers the sandbox it left.
+    const calls = claimStoreCalls.filter((call) => call.sandboxId === sandbox.id);
+    expect(calls.map((call) => call.method)).toEqual(['getSandboxById', 'markSandboxRunning']);
   });
 
   it('hands a matching create a ready pod: running with no pod create and no readiness wait', async () => {

@@ -5,7 +5,12 @@
 import type { PodRef } from '../kubernetes/pods.js';
 import { Context, log } from '@temporalio/activity';
 import type { TenantLimitsConfig } from '../config/index.js';
-import { deletionCauseOf, type SandboxRecord, type Store } from '../store/index.js';
+import {
+  deletionCauseOf,
+  type MarkSandboxRunningInput,
+  type SandboxRecord,
+  type Store,
+} from '../store/index.js';
 import {
   type ExecutionRef,
   type OperationErrorCode,
@@ -64,22 +69,27 @@ export function storeActivities(deps: StoreActivityDeps) {
   return {
     /**
      * Marks the sandbox running with the pod IP, fenced by generation and attempt. A retry
-     * whose first attempt committed finds the sandbox already running and answers true.
+     * whose first attempt committed finds the sandbox already running and answers true. The
+     * running event and the lifetime are made from the sandbox as the store's transaction left
+     * it (Store.markSandboxRunning answers it): the step reads the row no second time. With
+     * `pod` (a warm claim's), the pod is recorded in the same transaction.
      * @returns false when the execution was retired or superseded meanwhile (nothing written)
      */
-    async markSandboxRunning(input: ExecutionStep & { podIp: string }): Promise<boolean> {
-      const result = await deps.store.markSandboxRunning({ ...input, runId: runIdOfStep() });
-      const wrote = result !== 'fenced';
+    async markSandboxRunning(
+      input: ExecutionStep & Pick<MarkSandboxRunningInput, 'podIp' | 'pod'>,
+    ): Promise<boolean> {
+      const marked = await deps.store.markSandboxRunning({ ...input, runId: runIdOfStep() });
+      const { result } = marked;
       if (result === 'marked')
         deps.metrics?.createsFinished.inc({ outcome: 'succeeded', code: '' });
       log.info('sandbox running', { result });
       // The transition's webhook event (docs/webhooks.md); again on a retry: its id is stable.
-      if (wrote) {
-        const sandbox = await deps.store.getSandboxById(input.sandboxId);
-        if (result === 'marked' && sandbox) await noteImageRan(deps, sandbox);
+      if (marked.result !== 'fenced') {
+        const { sandbox } = marked;
+        if (result === 'marked') await noteImageRan(deps, sandbox);
         await emitSandboxEvent(deps.store, sandbox, ['running'], deps.tenantLimits);
         // Its lifetime starts now, if it has one (docs/api.md, "Lifetimes"); a retry only signals.
-        if (sandbox?.expireTime) {
+        if (sandbox.expireTime) {
           const context = Context.current();
           await startLifetime(
             context.client,
@@ -89,7 +99,7 @@ export function storeActivities(deps: StoreActivityDeps) {
           );
         }
       }
-      return wrote;
+      return result !== 'fenced';
     },
 
     /**

@@ -26,8 +26,10 @@ import {
   findClaimedPod,
   isReady,
   listSandboxFailureEvents,
+  listWarmPodObjects,
   listWarmPods,
   deletePoolPod,
+  readyWarmPodsInRandomOrder,
   warmPodFingerprint,
   warmPodsOf,
   type WarmPod,
@@ -143,9 +145,10 @@ export function warmPoolActivities(deps: WarmPoolActivityDeps) {
 /**
  * Claims a ready warm pod of the create's template for its sandbox (src/kubernetes/warm-pods.ts
  * `claimWarmPod`: one update under the pod's resourceVersion, so each pod goes to one
- * create), records it on the sandbox and marks the sandbox running with its IP (both fenced,
- * as `markSandboxRunning`, whose webhook event and lifetime follow), and tells the pool to
- * refill. A retry after a claim whose answer was lost finds the pod by its sandbox id label.
+ * create), records it on the sandbox and marks the sandbox running with its IP (one fenced
+ * transaction: `markSandboxRunning` with its `pod`, whose webhook event and lifetime follow), and
+ * tells the pool to refill. A retry after a claim whose answer was lost finds the pod by its
+ * sandbox id label.
  * @returns the pod and its IP, or null when the worker's catalog gives the template no pool,
  *   the resources are not the pool's, or no ready pod is left (the create goes cold)
  * @param markSandboxRunning the store activity (src/activities/store.ts) the claim marks with
@@ -185,18 +188,8 @@ export async function claimWarmPodStep(
     claimed = await claimReadyPod(deps, input, template, pool.resources, claim, wakeups);
     if (!claimed) return null;
   }
-  await deps.store.recordPod({
-    sandboxId: input.sandboxId,
-    generation: input.generation,
-    attempt: input.attempt,
-    podName: claimed.name,
-    podUid: claimed.uid,
-    operationId: input.operationId,
-    runId: Context.current().info.workflowExecution?.runId,
-    createPath: 'warm',
-  });
   log.info('warm pod claimed', { pod_name: claimed.name, pod_uid: claimed.uid });
-  // Marked running in the same step: a claimed pod has its IP already.
+  // Recorded and marked running in one transaction: a claimed pod has its IP already.
   const marked = await markSandboxRunning({
     operationId: input.operationId,
     sandboxId: input.sandboxId,
@@ -204,6 +197,7 @@ export async function claimWarmPodStep(
     attempt: input.attempt,
     podUid: claimed.uid,
     podIp: claimed.podIp,
+    pod: { name: claimed.name, uid: claimed.uid, createPath: 'warm' },
   });
   return {
     marked,
@@ -236,14 +230,13 @@ async function claimReadyPod(
   // Only pods this installation made, from what the catalog says now (store `warm_pods`):
   // a pod someone else labelled as the pool's is never handed to a tenant.
   const fingerprint = warmPodFingerprint(poolPodInput(input.template, template, resources));
-  const cached = deps.warmPods?.cached();
-  const listed = cached
-    ? warmPodsOf(cached, input.template)
-    : await listWarmPods(deps.kubernetes, input.template);
-  const candidates = shuffled(listed.filter(isReady));
+  const objects =
+    deps.warmPods?.cached() ?? (await listWarmPodObjects(deps.kubernetes, input.template));
+  // Drawn one at a time: only the pods tried are read (src/kubernetes/warm-pods.ts).
+  const candidates = readyWarmPodsInRandomOrder(objects, input.template);
   const startedAtMs = Date.now();
   let tries = 0;
-  for (const pod of candidates) {
+  for (const pod of candidates.draws) {
     // An attempt past its time stops claiming: a retry must not find a second pod claimed.
     if (tries >= CLAIM_TRIES || Date.now() - startedAtMs > CLAIM_BUDGET_MS) break;
     // One indexed read per candidate, in the random order: never the whole pool.
@@ -256,7 +249,7 @@ async function claimReadyPod(
     metrics.claims.inc({ template: input.template, outcome: 'empty' });
     log.info('warm pool had no ready pod; the create goes cold', {
       template: input.template,
-      candidates: candidates.length,
+      candidates: candidates.ready,
     });
     return undefined;
   }
@@ -577,13 +570,4 @@ async function signalPool(template: string, wakeups: PoolWakeups): Promise<void>
       error: (err as Error).message,
     });
   }
-}
-
-function shuffled<T>(items: T[]): T[] {
-  const copy = [...items];
-  for (let i = copy.length - 1; i > 0; i -= 1) {
-    const j = Math.floor(Math.random() * (i + 1));
-    [copy[i], copy[j]] = [copy[j] as T, copy[i] as T];
-  }
-  return copy;
 }

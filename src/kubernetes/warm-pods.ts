@@ -67,7 +67,16 @@ export interface WarmPod extends PodRef {
 
 /** Whether a warm pod can be claimed now: running, with an IP, not being deleted. */
 export function isReady(pod: WarmPod): boolean {
-  return !pod.terminating && pod.phase === 'Running' && Boolean(pod.podIp);
+  return isReadyObject(pod.object);
+}
+
+/** {@link isReady} of the pod as listed (a {@link WarmPod}'s fields are read from it). */
+function isReadyObject(object: V1Pod): boolean {
+  return (
+    !object.metadata?.deletionTimestamp &&
+    object.status?.phase === 'Running' &&
+    Boolean(object.status?.podIP)
+  );
 }
 
 /** The selector of every unclaimed pool pod (any template). */
@@ -78,34 +87,81 @@ export const WARM_POOL_SELECTOR = `${POD_LABELS.managedBy}=${MANAGED_BY},${POD_L
  * @throws the client's ApiException for apiserver errors
  */
 export async function listWarmPods(client: KubernetesClient, template: string): Promise<WarmPod[]> {
+  return warmPodsOf(await listWarmPodObjects(client, template), template);
+}
+
+/**
+ * {@link listWarmPods} as the apiserver answered: the pod objects, none read into a
+ * {@link WarmPod} yet.
+ * @throws the client's ApiException for apiserver errors
+ */
+export async function listWarmPodObjects(
+  client: KubernetesClient,
+  template: string,
+): Promise<V1Pod[]> {
   const list = await client.core.listNamespacedPod({
     namespace: client.namespace,
     labelSelector: `${POD_LABELS.managedBy}=${MANAGED_BY},${POD_LABELS.warmPool}=${template}`,
   });
-  return warmPodsOf(list.items, template);
+  return list.items;
 }
 
 /** The pods of `objects` that are `template`'s unclaimed pool pods, as {@link WarmPod}s. */
 export function warmPodsOf(objects: readonly V1Pod[], template: string): WarmPod[] {
-  return objects.flatMap((object) => {
-    const { name, uid, resourceVersion } = object.metadata ?? {};
-    if (!name || !uid || object.metadata?.labels?.[POD_LABELS.warmPool] !== template) return [];
-    const created = object.metadata?.creationTimestamp;
-    return [
-      {
-        name,
-        uid,
-        resourceVersion,
-        diskMib: Number(object.metadata?.annotations?.[POD_ANNOTATIONS.diskMib] ?? NaN),
-        podIp: object.status?.podIP,
-        phase: object.status?.phase,
-        nodeName: object.spec?.nodeName,
-        createdAtMs: created ? new Date(created).getTime() : undefined,
-        terminating: Boolean(object.metadata?.deletionTimestamp),
-        object,
-      },
-    ];
-  });
+  return objects.flatMap((object) => (isPoolPod(object, template) ? [warmPodOf(object)] : []));
+}
+
+/**
+ * The ready ({@link isReady}) pods of `template`'s pool among `objects`, in a uniformly random
+ * order, drawn lazily: each draw is one step of a Fisher-Yates shuffle (Knuth, TAOCP vol. 2,
+ * Algorithm P) over the ready ones, and only a drawn pod is read into a {@link WarmPod}. A claim
+ * that takes k of n ready pods so costs one cheap test per object and k WarmPods, not n WarmPods
+ * and a whole shuffle; two claimers at once still start, most likely, from different pods.
+ * @param random uniform in [0, 1) (default `Math.random`)
+ * @returns how many pods are ready, and their draws (each pod at most once)
+ */
+export function readyWarmPodsInRandomOrder(
+  objects: readonly V1Pod[],
+  template: string,
+  random: () => number = Math.random,
+): { ready: number; draws: Generator<WarmPod, void, undefined> } {
+  const ready = objects.filter((object) => isPoolPod(object, template) && isReadyObject(object));
+  function* draws(): Generator<WarmPod, void, undefined> {
+    // ready[0, left) holds the pods not drawn yet.
+    for (let left = ready.length; left > 0; left -= 1) {
+      const i = Math.floor(random() * left);
+      const drawn = ready[i] as V1Pod;
+      ready[i] = ready[left - 1] as V1Pod;
+      yield warmPodOf(drawn);
+    }
+  }
+  return { ready: ready.length, draws: draws() };
+}
+
+/** Whether `object` is one of `template`'s unclaimed pool pods, with a name and a uid. */
+function isPoolPod(object: V1Pod, template: string): boolean {
+  const metadata = object.metadata;
+  return (
+    Boolean(metadata?.name && metadata.uid) && metadata?.labels?.[POD_LABELS.warmPool] === template
+  );
+}
+
+/** A pool pod ({@link isPoolPod}) read into a {@link WarmPod}. */
+function warmPodOf(object: V1Pod): WarmPod {
+  const metadata = object.metadata ?? {};
+  const created = metadata.creationTimestamp;
+  return {
+    name: metadata.name ?? '',
+    uid: metadata.uid ?? '',
+    resourceVersion: metadata.resourceVersion,
+    diskMib: Number(metadata.annotations?.[POD_ANNOTATIONS.diskMib] ?? NaN),
+    podIp: object.status?.podIP,
+    phase: object.status?.phase,
+    nodeName: object.spec?.nodeName,
+    createdAtMs: created ? new Date(created).getTime() : undefined,
+    terminating: Boolean(metadata.deletionTimestamp),
+    object,
+  };
 }
 
 /** The sandbox a claim hands a warm pod to. */

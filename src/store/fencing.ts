@@ -12,9 +12,16 @@
  * - {@link isCurrentExecution} is the predicate that goes into the conditional UPDATE; the
  *   caller checks `numUpdatedRows` to learn whether it wrote.
  */
-import { expressionBuilder, sql, type Expression, type Kysely, type SqlBool } from 'kysely';
+import {
+  expressionBuilder,
+  sql,
+  type Expression,
+  type Kysely,
+  type Selectable,
+  type SqlBool,
+} from 'kysely';
 import type { DialectName } from './database.js';
-import type { Database } from './schema.js';
+import type { Database, SandboxesTable } from './schema.js';
 import type { ExecutionRef } from '../../contract/index.js';
 
 /**
@@ -29,6 +36,22 @@ export async function lockSandbox(
 ): Promise<void> {
   if (dialect !== 'postgres') return;
   await trx.selectFrom('sandboxes').select('id').where('id', '=', sandboxId).forUpdate().execute();
+}
+
+/**
+ * {@link lockSandbox} that reads the row too: the sandbox as it stays until the transaction ends
+ * (PostgreSQL: `SELECT * ... FOR UPDATE`; SQLite: a plain read under the transaction's write
+ * lock), so a write that needs the row before it changes it reads it once.
+ * @param trx a transaction; outside one the lock would be released at once
+ * @returns the row, or undefined when there is no such sandbox (nothing locked)
+ */
+export async function lockSandboxRow(
+  trx: Kysely<Database>,
+  dialect: DialectName,
+  sandboxId: string,
+): Promise<Selectable<SandboxesTable> | undefined> {
+  const query = trx.selectFrom('sandboxes').selectAll().where('id', '=', sandboxId);
+  return (dialect === 'postgres' ? query.forUpdate() : query).executeTakeFirst();
 }
 
 /**

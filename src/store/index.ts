@@ -40,6 +40,7 @@ export type {
   ListSandboxesOptions,
   MarkSandboxFailedInput,
   MarkRunningResult,
+  MarkedRunning,
   MarkSandboxRunningInput,
   NewSandboxInput,
   NewSandboxOutcome,

@@ -54,7 +54,8 @@ export async function upsertRootfsFloor(
 /**
  * Notes that a sandbox of `image` ran with a `diskMib` disk: keeps the smallest such disk per
  * image (`image_run_disks`), and forgets the image's learned floor when it is above that disk
- * (the floor is proven wrong: the image's root filesystem fits in `diskMib`). One transaction.
+ * (the floor is proven wrong: the image's root filesystem fits in `diskMib`). One transaction,
+ * unless one read finds it would change nothing ({@link changesNothing}), as for most runs.
  * @param ran `atMs`: when the sandbox reached `running` (epoch ms)
  * @returns the floor forgotten, or undefined when the image had none above `diskMib`
  */
@@ -62,6 +63,7 @@ export async function noteImageRan(
   db: Kysely<Database>,
   ran: { image: string; diskMib: number; atMs: number },
 ): Promise<LearnedRootfsFloor | undefined> {
+  if (await changesNothing(db, ran)) return undefined;
   const at = new Date(ran.atMs).toISOString();
   return db.transaction().execute(async (trx) => {
     await trx
@@ -82,6 +84,38 @@ export async function noteImageRan(
       .executeTakeFirst();
     return forgotten && toFloor(forgotten);
   });
+}
+
+/**
+ * Whether {@link noteImageRan} would change nothing: the image already ran with `diskMib` or a
+ * smaller disk, and its floor (if any) is not above `diskMib`. One read, no transaction. What it
+ * reads stays so: the smallest disk only shrinks, and {@link upsertRootfsFloor} learns no floor
+ * above it, so the note's write would find the same.
+ */
+async function changesNothing(
+  db: Kysely<Database>,
+  ran: { image: string; diskMib: number },
+): Promise<boolean> {
+  const row = await db
+    .selectNoFrom((eb) => [
+      eb
+        .selectFrom('image_run_disks')
+        .select('smallest_disk_mib')
+        .where('image', '=', ran.image)
+        .as('smallest_mib'),
+      eb
+        .selectFrom('rootfs_floors')
+        .select('rootfs_mib')
+        .where('image', '=', ran.image)
+        .as('floor_mib'),
+    ])
+    .executeTakeFirstOrThrow();
+  const { smallest_mib: smallest, floor_mib: floor } = row;
+  return (
+    smallest !== null &&
+    Number(smallest) <= ran.diskMib &&
+    (floor === null || Number(floor) <= ran.diskMib)
+  );
 }
 
 /**

@@ -4,7 +4,7 @@
  * together, in one transaction that locks the sandbox first (src/store/fencing.ts).
  */
 import { retireActiveExecutions, retireCurrentExecution } from './executions.js';
-import { lockSandbox } from './fencing.js';
+import { lockSandbox, lockSandboxRow } from './fencing.js';
 import { outcomeRecorded } from './operations.js';
 import {
   selectSandbox,
@@ -14,9 +14,11 @@ import {
   isRunningAt,
   setDeleted,
   setRunning,
+  toRecord,
 } from './sandboxes.js';
 import type { RetireExecutionInput, Store } from './types.js';
 import type { StoreContext } from './store-context.js';
+import { recordPodIn } from './sandbox-writes.js';
 
 /** The retirement reason that, with a null failure, marks the sandbox `deleted`. */
 export const DELETED_REASON = 'deleted';
@@ -29,31 +31,41 @@ export function sandboxOutcomeWrites(
   return {
     markSandboxRunning(input) {
       return writing(async (trx, changed) => {
-        await lockSandbox(trx, dialect, input.sandboxId);
+        // Read once, locked: its lifetime, and (unless a write answers it) the sandbox it answers.
+        let row = await lockSandboxRow(trx, dialect, input.sandboxId);
+        // A pod recorded in the same transaction (a warm claim's), whatever the outcome below.
+        if (input.pod && row) {
+          const { name: podName, uid: podUid, createPath } = input.pod;
+          const recorded = { ...input, podName, podUid, createPath };
+          row = (await recordPodIn(ctx, trx, changed, recorded)) ?? row;
+        }
         const at = now();
         // An outcome recorded first (at a decision: a refusal, then an IP) stands: the sandbox is
         // not marked running under an operation that already says failed or cancelled.
         if (input.operationId && (await outcomeRecorded(trx, input.operationId))) {
-          return 'fenced' as const;
+          return { result: 'fenced' as const };
         }
-        const marked = await setRunning(trx, input, input.podIp, at);
+        if (!row) return { result: 'fenced' as const };
+        const ttlMs = row.ttl_ms == null ? null : Number(row.ttl_ms);
+        const marked = await setRunning(trx, input, input.podIp, at, ttlMs);
         const result = marked
           ? ('marked' as const)
           : (await isRunningAt(trx, input, input.podIp))
             ? ('already_running' as const)
             : ('fenced' as const);
-        if (result !== 'fenced' && input.operationId) {
+        if (result === 'fenced') return { result };
+        // The sandbox as it is at this moment, running with its IP: the create's result too.
+        const produced = marked ?? row;
+        if (input.operationId) {
           const transition = {
             phase: 'finished' as const,
             status: 'succeeded' as const,
             error: null,
             runId: input.runId,
           };
-          // The create's result: the sandbox as it is at this moment, running with its IP.
-          const produced = await selectSandboxRow(trx, input.sandboxId);
           note(changed, await advanceIn(trx, input.operationId, transition, at, produced));
         }
-        return result;
+        return { result, sandbox: toRecord(produced) };
       });
     },
     retireExecution(input) {

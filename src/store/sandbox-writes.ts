@@ -9,14 +9,16 @@ import { setCreatePath } from './operations.js';
 import { selectSandbox, setPod, setExpireTime } from './sandboxes.js';
 import { MAX_LABELS, sameLabels, type Labels } from '../../contract/index.js';
 import { replaceLabels } from './labels.js';
-import type { Store } from './types.js';
+import type { Kysely, Selectable } from 'kysely';
+import type { Database, SandboxesTable } from './schema.js';
+import type { RecordPodInput, Store } from './types.js';
 import type { StoreContext } from './store-context.js';
 
 /** The sandbox writes of {@link Store}, over the store's shared context. */
 export function sandboxWrites(
   ctx: StoreContext,
 ): Pick<Store, 'setExpireTime' | 'updateLabels' | 'recordPod'> {
-  const { dialect, now, writing, advanceIn, note } = ctx;
+  const { dialect, now, writing } = ctx;
   return {
     setExpireTime(tenant, sandboxId, expireTime) {
       return writing(async (trx, changed) => {
@@ -45,20 +47,37 @@ export function sandboxWrites(
     recordPod(input) {
       return writing(async (trx, changed) => {
         await lockSandbox(trx, dialect, input.sandboxId);
-        const at = now();
-        const wrote = await setPod(trx, input, { name: input.podName, uid: input.podUid }, at);
-        if (wrote) {
-          const transition = { phase: 'waiting_for_ip' as const, runId: input.runId };
-          note(changed, await advanceIn(trx, input.operationId, transition, at));
-          if (input.operationId && input.createPath) {
-            await setCreatePath(trx, input.operationId, input.createPath);
-            changed.add(input.operationId);
-          }
-        }
-        return wrote;
+        return (await recordPodIn(ctx, trx, changed, input)) !== undefined;
       });
     },
   };
+}
+
+/**
+ * {@link Store.recordPod}'s writes inside the caller's transaction, which holds the sandbox's
+ * lock (src/store/fencing.ts): the pod, fenced by the execution; when it wrote, the operation's
+ * phase `waiting_for_ip` and its create path. Store.markSandboxRunning runs it too, for a pod
+ * recorded in the same transaction.
+ * @param changed the change keys to wake once the transaction commits
+ * @returns the sandbox's row as the write left it, or undefined when it wrote nothing
+ */
+export async function recordPodIn(
+  ctx: StoreContext,
+  trx: Kysely<Database>,
+  changed: Set<string>,
+  input: RecordPodInput,
+): Promise<Selectable<SandboxesTable> | undefined> {
+  const at = ctx.now();
+  const row = await setPod(trx, input, { name: input.podName, uid: input.podUid }, at);
+  if (row) {
+    const transition = { phase: 'waiting_for_ip' as const, runId: input.runId };
+    ctx.note(changed, await ctx.advanceIn(trx, input.operationId, transition, at));
+    if (input.operationId && input.createPath) {
+      await setCreatePath(trx, input.operationId, input.createPath);
+      changed.add(input.operationId);
+    }
+  }
+  return row;
 }
 /**
  * A sandbox's labels after an update (Store.updateLabels): `labels` itself without `keys`, else

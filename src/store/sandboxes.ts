@@ -267,45 +267,41 @@ type SandboxQuery = SelectQueryBuilder<Database, 'sandboxes', Selectable<Sandbox
 /**
  * Records the pod's name and uid, fenced by the execution.
  * @param now ISO-8601
- * @returns whether it wrote
+ * @returns the row as the update left it (`RETURNING *`), or undefined when it wrote nothing
  */
 export async function setPod(
   db: Kysely<Database>,
   ref: ExecutionRef,
   pod: { name: string; uid: string },
   now: string,
-): Promise<boolean> {
-  const result = await db
+): Promise<Selectable<SandboxesTable> | undefined> {
+  return db
     .updateTable('sandboxes')
     .set({ pod_name: pod.name, pod_uid: pod.uid, updated_at: now })
     .where('id', '=', ref.sandboxId)
     .where('generation', '=', ref.generation)
     .where(isCurrentExecution(ref))
+    .returningAll()
     .executeTakeFirst();
-  return result.numUpdatedRows > 0n;
 }
 
 /**
  * `creating` -> `running` with the pod's IP, fenced by the execution. The sandbox's lifetime
- * starts now: `running_at` is `now`, and `expire_time` is `now` plus its `ttl_ms`, if it has one
+ * starts now: `running_at` is `now`, and `expire_time` is `now` plus `ttlMs`, if it has one
  * (docs/api.md, "Lifetimes").
  * @param now ISO-8601
- * @returns whether it wrote
+ * @param ttlMs the sandbox's `ttl_ms` as the caller's transaction read it (ms; null: none)
+ * @returns the row as the update left it (`RETURNING *`), or undefined when it wrote nothing
  */
 export async function setRunning(
   db: Kysely<Database>,
   ref: ExecutionRef,
   podIp: string,
   now: string,
-): Promise<boolean> {
-  const lifetime = await db
-    .selectFrom('sandboxes')
-    .select('ttl_ms')
-    .where('id', '=', ref.sandboxId)
-    .executeTakeFirst();
-  const ttlMs = lifetime?.ttl_ms == null ? null : Number(lifetime.ttl_ms);
+  ttlMs: number | null,
+): Promise<Selectable<SandboxesTable> | undefined> {
   const expireTime = ttlMs === null ? null : new Date(Date.parse(now) + ttlMs).toISOString();
-  const result = await db
+  return db
     .updateTable('sandboxes')
     .set({
       state: 'running',
@@ -318,8 +314,8 @@ export async function setRunning(
     .where('generation', '=', ref.generation)
     .where('state', '=', 'creating')
     .where(isCurrentExecution(ref))
+    .returningAll()
     .executeTakeFirst();
-  return result.numUpdatedRows > 0n;
 }
 
 /**

@@ -268,9 +268,21 @@ export interface RecordPodInput extends ExecutionRef, OperationStepRef {
 /** Outcome of {@link Store.markSandboxRunning}. */
 export type MarkRunningResult = 'marked' | 'already_running' | 'fenced';
 
+/**
+ * Answer of {@link Store.markSandboxRunning}: its outcome and, unless fenced, the sandbox as its
+ * transaction left it (running with the IP), so the caller need not read it again.
+ */
+export type MarkedRunning =
+  { result: 'fenced' } | { result: 'marked' | 'already_running'; sandbox: SandboxRecord };
+
 /** Input of {@link Store.markSandboxRunning}. */
 export interface MarkSandboxRunningInput extends ExecutionRef, OperationStepRef {
   podIp: string;
+  /**
+   * The pod to record first, in the same transaction, as {@link Store.recordPod} would (a warm
+   * claim's: its pod and its IP are known at once); absent: the pod was recorded before.
+   */
+  pod?: { name: string; uid: string; createPath?: CreatePath };
 }
 
 /** Input of {@link Store.retireExecution}. */
@@ -378,13 +390,18 @@ export interface Store {
   /**
    * Sandbox `creating` -> `running` with the pod's IP. Fenced like {@link recordPod}, and only
    * from state `creating`.
-   * @returns `marked` when it wrote; `already_running` when the sandbox is already running with
-   *   this IP for this execution (a retried call whose first attempt committed); `fenced` when
-   *   the execution is retired or superseded, the sandbox is missing or in another state, or
-   *   the create's operation already says `failed` or `cancelled` (an outcome recorded at the
-   *   decision stands: docs/architecture.md, "The outcome at the decision")
+   * One transaction that reads the sandbox's row once (locked) and answers it as it leaves it;
+   * with `pod`, it records the pod first (as {@link recordPod}, fenced alike, written even when
+   * the mark is fenced by a recorded outcome).
+   * @returns `result`: `marked` when it wrote; `already_running` when the sandbox is already
+   *   running with this IP for this execution (a retried call whose first attempt committed);
+   *   `fenced` when the execution is retired or superseded, the sandbox is missing or in another
+   *   state, or the create's operation already says `failed` or `cancelled` (an outcome recorded
+   *   at the decision stands: docs/architecture.md, "The outcome at the decision"). Unless
+   *   fenced, `sandbox`: the record as the transaction left it (what the create's operation
+   *   stores as its result, and what the running event is made from)
    */
-  markSandboxRunning(input: MarkSandboxRunningInput): Promise<MarkRunningResult>;
+  markSandboxRunning(input: MarkSandboxRunningInput): Promise<MarkedRunning>;
   /**
    * One transaction, fenced by sandbox id + generation + attempt: when that execution is active
    * and no newer one exists, marks it retired (reason, retired_at) and marks the sandbox `failed`
