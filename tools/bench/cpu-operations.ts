@@ -162,7 +162,7 @@ async function warmClaim(target: CpuTarget): Promise<number> {
     'a warm create',
   );
   if (!answer.pod?.name?.startsWith(`warm-${WARM_TEMPLATE}-`))
-    problems.push(`cpu: a warm create ran on ${answer.pod?.name}, not a warm pod`);
+    problems.push(`cpu: ${target.label}: a warm create ran on ${answer.pod?.name}, not a warm pod`);
   return performance.now() - startedAtMs;
 }
 
