@@ -32,8 +32,23 @@ const RUN = {
 } as const;
 type Run = (typeof RUN)[keyof typeof RUN];
 
-/** One synchronous create with the pool's resources: ms to its 201 on a warm pod, else NaN. */
-async function warmClaim(base: string): Promise<number> {
+/**
+ * Why a rung's creates failed: per kind (`cold`, or the status and the error `code` of the
+ * answer, e.g. `503 unavailable`), how many, and the first answer's message.
+ */
+type Failures = Record<string, { count: number; message: string }>;
+
+/** Counts one failed create in `failures` under `kind`. */
+function countFailure(failures: Failures, kind: string, message: string): void {
+  const entry = (failures[kind] ??= { count: 0, message });
+  entry.count += 1;
+}
+
+/**
+ * One synchronous create with the pool's resources: ms to its 201 on a warm pod, else NaN, with
+ * why counted in `failures`.
+ */
+async function warmClaim(base: string, failures: Failures = {}): Promise<number> {
   const startedAtMs = performance.now();
   const response = await api(base, '/sync/v1/sandboxes', {
     method: 'POST',
@@ -41,9 +56,20 @@ async function warmClaim(base: string): Promise<number> {
   });
   const text = await response.text();
   const ms = performance.now() - startedAtMs;
-  if (response.status !== 201) return NaN;
+  if (response.status !== 201) {
+    let error: { code?: string; message?: string } = {};
+    try {
+      error = (JSON.parse(text) as { error?: typeof error }).error ?? {};
+    } catch {
+      // not JSON: the status alone says it
+    }
+    countFailure(failures, `${response.status} ${error.code ?? ''}`.trim(), error.message ?? text);
+    return NaN;
+  }
   const pod = (JSON.parse(text) as { pod?: { name?: string } }).pod?.name ?? '';
-  return pod.startsWith(`warm-${WARM_TEMPLATE}-`) ? ms : NaN;
+  if (pod.startsWith(`warm-${WARM_TEMPLATE}-`)) return ms;
+  countFailure(failures, 'cold', `ran on ${pod}`);
+  return NaN;
 }
 
 /** One checkout's ladder, and (for the last checkout) the floor's on its dev server. */
@@ -63,15 +89,29 @@ async function climbCheckout(
     console.log(`claims: ${checkout.label}: filling a pool of ${run.pool}`);
     await untilPoolFull(rig, run.pool);
     await warmClaim(rig.base);
+    const failures: Record<number, Failures> = {};
+    let rung = 0;
     const claims = await climbRates({
       label: `${checkout.label} warm claims`,
       rates: run.rates,
       seconds: run.seconds,
       p99BoundMs: P99_BOUND_MS,
-      send: () => warmClaim(rig.base),
-      before: () => untilPoolFull(rig, run.pool),
+      send: () => warmClaim(rig.base, (failures[run.rates[rung - 1] ?? 0] ??= {})),
+      before: async () => {
+        rung += 1;
+        await untilPoolFull(rig, run.pool);
+      },
     });
-    if (!withFloor) return { claims };
+    for (const [rate, kinds] of Object.entries(failures)) {
+      for (const [kind, { count, message }] of Object.entries(kinds)) {
+        console.log(`  ${checkout.label} at ${rate}/s: ${count} failed: ${kind}: ${message}`);
+      }
+    }
+    const withFailures = claims.map((step) => ({
+      ...step,
+      failures: failures[step.rate_per_s] ?? {},
+    }));
+    if (!withFloor) return { claims: withFailures };
     const floors = await startFloors(rig.devServer.address);
     try {
       await floors.run('floorWarmClaimShape');
@@ -82,7 +122,7 @@ async function climbCheckout(
         p99BoundMs: P99_BOUND_MS,
         send: async () => (await floors.run('floorWarmClaimShape')).fromStartMs,
       });
-      return { claims, floor };
+      return { claims: withFailures, floor };
     } finally {
       await floors.stop().catch(() => undefined);
     }
